@@ -1,0 +1,777 @@
+//! `cordon explain`: the effective policy, door by door, with the source of
+//! every line.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::policy::load::{human_duration, human_size};
+use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
+
+/// Where the sandbox's private temp dir appears inside.
+const PRIVATE_TMP: &str = "/tmp";
+
+/// Widest first column before rows stop being padded to it.
+const MAX_WHAT_WIDTH: usize = 44;
+/// Widest second column before rows stop being padded to it.
+const MAX_NOTE_WIDTH: usize = 48;
+
+/// The effective policy as text: one section per door, then limits and
+/// layers; every line ends with where it came from.
+pub fn render_text(policy: &Policy) -> String {
+    let view = View::of(policy);
+    let mut lines: Vec<Line> = Vec::new();
+    let heading = |s: &str| Line::Heading(s.to_string());
+    let group = |s: String| Line::Group(s);
+
+    lines.push(Line::Title(format!(
+        "Effective policy for {}",
+        policy.project.value.display()
+    )));
+
+    lines.push(heading("files"));
+    lines.push(group("writable".to_string()));
+    lines.extend(view.files.writable.iter().map(Line::row));
+    lines.push(group("readable".to_string()));
+    lines.extend(view.files.readable.iter().map(Line::row));
+    lines.push(group(
+        "unreadable (credential stores: see below)".to_string(),
+    ));
+    if view.files.unreadable.is_empty() {
+        lines.push(Line::Text("nothing else".to_string()));
+    }
+    lines.extend(view.files.unreadable.iter().map(Line::row));
+    lines.push(group("read-only inside writable areas".to_string()));
+    lines.extend(view.files.read_only.iter().map(Line::row));
+    lines.push(group(
+        "protected: read-only, and not creatable, in the project and every git repository in it"
+            .to_string(),
+    ));
+    lines.extend(view.files.protected.iter().map(Line::row));
+
+    lines.push(heading("network"));
+    lines.push(Line::Row {
+        what: "route out".to_string(),
+        note: view.network.route_out.clone(),
+        source: Source::Builtin.to_string(),
+    });
+    lines.push(Line::Row {
+        what: "hosts".to_string(),
+        note: view.network.hosts.clone(),
+        source: Source::Builtin.to_string(),
+    });
+    if view.network.local_ports.is_empty() {
+        lines.push(Line::Row {
+            what: "local ports".to_string(),
+            note: "none: nothing may bind or connect on TCP, even on lo".to_string(),
+            source: Source::Builtin.to_string(),
+        });
+    }
+    for port in &view.network.local_ports {
+        lines.push(Line::Row {
+            what: format!("local port {}", port.port),
+            note: "bind and connect on the sandbox's own lo".to_string(),
+            source: port.from.clone(),
+        });
+    }
+
+    lines.push(heading("credentials"));
+    for home in &view.credentials.homes {
+        lines.push(group(format!("unreadable under {}", home.home)));
+        for entry in &home.entries {
+            let note = entry
+                .re_allowed_by
+                .iter()
+                .map(|r| {
+                    if r.partly {
+                        format!("partly re-allowed by {} ({})", r.from, r.pattern)
+                    } else {
+                        format!("re-allowed by {}", r.from)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            lines.push(Line::Row {
+                what: entry.relative.clone(),
+                note,
+                source: entry.from.clone(),
+            });
+        }
+    }
+    lines.push(group("re-allowed for reading".to_string()));
+    if view.credentials.re_allowed.is_empty() {
+        lines.push(Line::Text("nothing".to_string()));
+    }
+    lines.extend(view.credentials.re_allowed.iter().map(Line::row));
+
+    lines.push(heading("limits"));
+    let l = &view.limits;
+    lines.push(Line::Row {
+        what: "max_procs".to_string(),
+        note: format!("{} tasks", l.max_procs.value),
+        source: l.max_procs.from.clone(),
+    });
+    lines.push(Line::Row {
+        what: "max_tmp".to_string(),
+        note: format!("{} in {PRIVATE_TMP}", l.max_tmp.human),
+        source: l.max_tmp.from.clone(),
+    });
+    lines.push(match &l.max_memory {
+        Some(m) => Line::Row {
+            what: "max_memory".to_string(),
+            note: m.human.clone(),
+            source: m.from.clone(),
+        },
+        None => Line::Row {
+            what: "max_memory".to_string(),
+            note: "none".to_string(),
+            source: Source::Builtin.to_string(),
+        },
+    });
+    lines.push(match &l.timeout {
+        Some(t) => Line::Row {
+            what: "timeout".to_string(),
+            note: t.human.clone(),
+            source: t.from.clone(),
+        },
+        None => Line::Row {
+            what: "timeout".to_string(),
+            note: "none".to_string(),
+            source: Source::Builtin.to_string(),
+        },
+    });
+
+    lines.push(heading("layers"));
+    for layer in &view.layers {
+        let (note, source) = if layer.required {
+            ("required".to_string(), Source::Builtin.to_string())
+        } else {
+            (
+                format!(
+                    "may be skipped (--allow-degraded, {})",
+                    layer.degraded_allowed_by_text.join("; ")
+                ),
+                String::new(),
+            )
+        };
+        lines.push(Line::Row {
+            what: layer.layer.to_string(),
+            note,
+            source,
+        });
+    }
+
+    render_lines(&lines)
+}
+
+/// The effective policy as JSON: the same content as [`render_text`], as
+/// structured data. Sources appear twice: structured (`source`) and as the
+/// text `explain` prints (`from`).
+pub fn render_json(policy: &Policy) -> serde_json::Value {
+    serde_json::to_value(View::of(policy))
+        .unwrap_or_else(|e| serde_json::Value::String(format!("cannot render the policy: {e}")))
+}
+
+// ---------------------------------------------------------------------------
+// The view: what both renderings show.
+
+#[derive(Serialize)]
+struct View {
+    project: PathBuf,
+    files: FilesView,
+    network: NetworkView,
+    credentials: CredentialsView,
+    limits: LimitsView,
+    layers: Vec<LayerView>,
+}
+
+/// One line: a path (or name), an optional note, its source.
+#[derive(Serialize)]
+struct Entry {
+    path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    source: Source,
+    from: String,
+}
+
+impl Entry {
+    fn new(path: String, note: Option<&str>, source: &Source) -> Entry {
+        Entry {
+            path,
+            note: note.map(str::to_string),
+            source: source.clone(),
+            from: source.to_string(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct FilesView {
+    writable: Vec<Entry>,
+    readable: Vec<Entry>,
+    /// deny_read entries that are not the built-in credential list.
+    unreadable: Vec<Entry>,
+    /// deny_write entries.
+    read_only: Vec<Entry>,
+    /// Protected names, relative to the project and each git repository.
+    protected: Vec<Entry>,
+}
+
+#[derive(Serialize)]
+struct PortView {
+    port: u16,
+    source: Source,
+    from: String,
+}
+
+#[derive(Serialize)]
+struct NetworkView {
+    /// Interfaces inside the sandbox.
+    interfaces: Vec<&'static str>,
+    route_out: String,
+    /// Hosts reachable through the proxy (none: there is no proxy yet).
+    reachable_hosts: Vec<String>,
+    hosts: String,
+    local_ports: Vec<PortView>,
+}
+
+#[derive(Serialize)]
+struct ReAllow {
+    pattern: String,
+    /// Only part of the entry is re-allowed (the pattern lies inside it).
+    partly: bool,
+    source: Source,
+    from: String,
+}
+
+#[derive(Serialize)]
+struct CredentialEntry {
+    path: String,
+    /// The path as shown: `~/...` under `$HOME`, relative to the home otherwise.
+    relative: String,
+    source: Source,
+    from: String,
+    re_allowed_by: Vec<ReAllow>,
+}
+
+#[derive(Serialize)]
+struct HomeView {
+    home: String,
+    entries: Vec<CredentialEntry>,
+}
+
+#[derive(Serialize)]
+struct CredentialsView {
+    /// The built-in credential deny list under each home.
+    homes: Vec<HomeView>,
+    /// Every allow_read entry.
+    re_allowed: Vec<Entry>,
+}
+
+#[derive(Serialize)]
+struct CountView {
+    value: u64,
+    source: Source,
+    from: String,
+}
+
+#[derive(Serialize)]
+struct SizeView {
+    bytes: u64,
+    human: String,
+    source: Source,
+    from: String,
+}
+
+#[derive(Serialize)]
+struct DurationView {
+    seconds: f64,
+    human: String,
+    source: Source,
+    from: String,
+}
+
+#[derive(Serialize)]
+struct LimitsView {
+    max_procs: CountView,
+    max_tmp: SizeView,
+    max_memory: Option<SizeView>,
+    timeout: Option<DurationView>,
+}
+
+#[derive(Serialize)]
+struct LayerView {
+    layer: Layer,
+    required: bool,
+    degraded_allowed_by: Vec<Source>,
+    #[serde(skip)]
+    degraded_allowed_by_text: Vec<String>,
+}
+
+fn size_view(s: &Sourced<u64>) -> SizeView {
+    SizeView {
+        bytes: s.value,
+        human: human_size(s.value),
+        source: s.source.clone(),
+        from: s.source.to_string(),
+    }
+}
+
+impl View {
+    fn of(policy: &Policy) -> View {
+        let files = &policy.files;
+        let limits = &policy.limits;
+        let p = |pattern: &PathPattern| pattern.to_string();
+
+        let mut writable = vec![
+            Entry::new(
+                policy.project.value.display().to_string(),
+                Some("project"),
+                &policy.project.source,
+            ),
+            Entry::new(
+                PRIVATE_TMP.to_string(),
+                Some(&format!(
+                    "private temp dir, {}",
+                    human_size(limits.max_tmp.value)
+                )),
+                &limits.max_tmp.source,
+            ),
+        ];
+        writable.extend(
+            files
+                .allow_write
+                .iter()
+                .map(|e| Entry::new(p(&e.value), None, &e.source)),
+        );
+
+        let readable = vec![Entry::new(
+            "/".to_string(),
+            Some("the whole root, read-only"),
+            &Source::Builtin,
+        )];
+        let unreadable = files
+            .deny_read
+            .iter()
+            .filter(|e| e.source != Source::Builtin)
+            .map(|e| Entry::new(p(&e.value), None, &e.source))
+            .collect();
+        let read_only = files
+            .deny_write
+            .iter()
+            .map(|e| {
+                let own = e.source == Source::Builtin && is_config_dir(&e.value);
+                Entry::new(p(&e.value), own.then_some("cordon's own config"), &e.source)
+            })
+            .collect();
+        let protected = files
+            .protected
+            .iter()
+            .map(|e| {
+                let kind = if e.value.ends_with('/') {
+                    "directory"
+                } else {
+                    "file"
+                };
+                Entry::new(e.value.clone(), Some(kind), &e.source)
+            })
+            .collect();
+
+        let network = NetworkView {
+            interfaces: vec!["lo"],
+            route_out: "none: only lo exists inside".to_string(),
+            reachable_hosts: Vec::new(),
+            hosts: "none reachable: there is no proxy yet".to_string(),
+            local_ports: policy
+                .network
+                .local_ports
+                .iter()
+                .map(|p| PortView {
+                    port: p.value,
+                    source: p.source.clone(),
+                    from: p.source.to_string(),
+                })
+                .collect(),
+        };
+
+        let credentials = CredentialsView {
+            homes: policy
+                .homes
+                .iter()
+                .enumerate()
+                .map(|(i, home)| home_view(home, i == 0, policy))
+                .collect(),
+            re_allowed: files
+                .allow_read
+                .iter()
+                .map(|e| Entry::new(p(&e.value), None, &e.source))
+                .collect(),
+        };
+
+        let limits_view = LimitsView {
+            max_procs: CountView {
+                value: limits.max_procs.value,
+                source: limits.max_procs.source.clone(),
+                from: limits.max_procs.source.to_string(),
+            },
+            max_tmp: size_view(&limits.max_tmp),
+            max_memory: limits.max_memory.as_ref().map(size_view),
+            timeout: limits.timeout.as_ref().map(|t| DurationView {
+                seconds: t.value.as_secs_f64(),
+                human: human_duration(t.value),
+                source: t.source.clone(),
+                from: t.source.to_string(),
+            }),
+        };
+
+        let layers = Layer::ALL
+            .iter()
+            .map(|&layer| {
+                let by: Vec<Source> = policy
+                    .allow_degraded
+                    .iter()
+                    .filter(|d| d.value == layer)
+                    .map(|d| d.source.clone())
+                    .collect();
+                LayerView {
+                    layer,
+                    required: by.is_empty(),
+                    degraded_allowed_by_text: by.iter().map(ToString::to_string).collect(),
+                    degraded_allowed_by: by,
+                }
+            })
+            .collect();
+
+        View {
+            project: policy.project.value.clone(),
+            files: FilesView {
+                writable,
+                readable,
+                unreadable,
+                read_only,
+                protected,
+            },
+            network,
+            credentials,
+            limits: limits_view,
+            layers,
+        }
+    }
+}
+
+/// Whether `pattern` is cordon's config directory (`.../cordon` under a config home).
+fn is_config_dir(pattern: &PathPattern) -> bool {
+    matches!(pattern, PathPattern::Exact(p) if p.file_name().is_some_and(|n| n == "cordon"))
+}
+
+/// The built-in credential entries under `home`, with what re-allows them.
+/// `tilde`: `home` is `$HOME`, so entries can be shown as `~/...`;
+/// otherwise they are shown relative to `home`.
+fn home_view(home: &Path, tilde: bool, policy: &Policy) -> HomeView {
+    let entries = policy
+        .files
+        .deny_read
+        .iter()
+        .filter(|e| e.source == Source::Builtin)
+        .filter_map(|e| {
+            let PathPattern::Exact(path) = &e.value else {
+                return None;
+            };
+            let relative = path.strip_prefix(home).ok()?;
+            let re_allowed_by = policy
+                .files
+                .allow_read
+                .iter()
+                .filter_map(|a| {
+                    let partly = if a.value.covers(path) {
+                        false
+                    } else if inside(&a.value, path) {
+                        true
+                    } else {
+                        return None;
+                    };
+                    Some(ReAllow {
+                        pattern: a.value.to_string(),
+                        partly,
+                        source: a.source.clone(),
+                        from: a.source.to_string(),
+                    })
+                })
+                .collect();
+            Some(CredentialEntry {
+                path: path.display().to_string(),
+                relative: if tilde {
+                    format!("~/{}", relative.display())
+                } else {
+                    relative.display().to_string()
+                },
+                source: e.source.clone(),
+                from: e.source.to_string(),
+                re_allowed_by,
+            })
+        })
+        .collect();
+    HomeView {
+        home: home.display().to_string(),
+        entries,
+    }
+}
+
+/// Whether `pattern` names something strictly inside `dir`.
+fn inside(pattern: &PathPattern, dir: &Path) -> bool {
+    let start = match pattern {
+        PathPattern::Exact(p) => p,
+        PathPattern::Glob { base, .. } => base,
+    };
+    (start.starts_with(dir) && start != dir)
+        || matches!(pattern, PathPattern::Glob { base, .. } if base == dir)
+}
+
+// ---------------------------------------------------------------------------
+// Text layout.
+
+enum Line {
+    Title(String),
+    Heading(String),
+    Group(String),
+    Text(String),
+    Row {
+        what: String,
+        note: String,
+        source: String,
+    },
+}
+
+impl Line {
+    fn row(entry: &Entry) -> Line {
+        Line::Row {
+            what: entry.path.clone(),
+            note: entry.note.clone().unwrap_or_default(),
+            source: entry.from.clone(),
+        }
+    }
+}
+
+fn render_lines(lines: &[Line]) -> String {
+    let width = |f: fn(&Line) -> Option<usize>, cap: usize| {
+        lines
+            .iter()
+            .filter_map(f)
+            .filter(|&w| w <= cap)
+            .max()
+            .unwrap_or(0)
+    };
+    let what_width = width(
+        |l| match l {
+            Line::Row { what, .. } => Some(what.chars().count()),
+            _ => None,
+        },
+        MAX_WHAT_WIDTH,
+    );
+    let note_width = width(
+        |l| match l {
+            Line::Row { note, .. } => Some(note.chars().count()),
+            _ => None,
+        },
+        MAX_NOTE_WIDTH,
+    );
+    let mut out = String::new();
+    for line in lines {
+        let text = match line {
+            Line::Title(t) => t.clone(),
+            Line::Heading(h) => format!("\n{}", h.to_uppercase()),
+            Line::Group(g) => format!("  {g}"),
+            Line::Text(t) => format!("    {t}"),
+            Line::Row { what, note, source } => {
+                // Keep the source column aligned when a long cell pushes it
+                // right, as far as the row allows.
+                let mut row = format!("    {what:<what_width$}  {note}");
+                let column = 4 + what_width + 2 + note_width + 2;
+                let used = row.chars().count();
+                let pad = if used + 2 <= column { column - used } else { 2 };
+                row.push_str(&" ".repeat(pad));
+                row.push_str(source);
+                row
+            }
+        };
+        out.push_str(text.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::load::{load, EnvFacts, FlagOverrides, LoadRequest};
+    use std::fs;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        home: PathBuf,
+        project: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let project = root.join("proj");
+        fs::create_dir_all(home.join(".config")).unwrap();
+        fs::create_dir_all(&project).unwrap();
+        Fixture {
+            _dir: dir,
+            home,
+            project,
+        }
+    }
+
+    fn policy(fx: &Fixture, flags: FlagOverrides) -> Policy {
+        load(&LoadRequest {
+            cwd: fx.project.clone(),
+            project: None,
+            policy_files: Vec::new(),
+            flags,
+            env: EnvFacts {
+                home: fx.home.clone(),
+                passwd_home: None,
+                xdg_config_home: fx.home.join(".config"),
+            },
+        })
+        .unwrap()
+    }
+
+    /// The line of `text` that contains every one of `parts`.
+    fn line_with<'a>(text: &'a str, parts: &[&str]) -> &'a str {
+        text.lines()
+            .find(|l| parts.iter().all(|p| l.contains(p)))
+            .unwrap_or_else(|| panic!("no line with {parts:?} in:\n{text}"))
+    }
+
+    #[test]
+    fn default_text_names_sources() {
+        let fx = fixture();
+        let p = policy(&fx, FlagOverrides::default());
+        let text = render_text(&p);
+        let project = fx.project.display().to_string();
+        line_with(&text, &[&project, "project", "built-in"]);
+        line_with(&text, &["/tmp", "private temp dir, 1 GiB", "built-in"]);
+        line_with(&text, &["the whole root, read-only", "built-in"]);
+        line_with(&text, &["~/.ssh", "built-in"]);
+        line_with(&text, &[".git/hooks/", "directory", "built-in"]);
+        line_with(&text, &[".gitmodules", "file", "built-in"]);
+        line_with(&text, &["cordon's own config", "built-in"]);
+        line_with(&text, &["max_procs", "4096 tasks", "built-in"]);
+        line_with(&text, &["timeout", "none"]);
+        line_with(&text, &["namespaces", "required", "built-in"]);
+        line_with(&text, &["route out", "only lo"]);
+        for heading in ["FILES", "NETWORK", "CREDENTIALS", "LIMITS", "LAYERS"] {
+            assert!(text.lines().any(|l| l == heading), "{heading} in\n{text}");
+        }
+        // Credential builtins are not repeated among the other unreadable paths.
+        let files = text.split("CREDENTIALS").next().unwrap();
+        assert!(!files.contains(".ssh"), "{files}");
+        // Columns line up: sources of two rows start at the same column.
+        let a = line_with(&text, &["max_procs"]);
+        let b = line_with(&text, &["max_tmp"]);
+        assert_eq!(a.find("built-in"), b.find("built-in"), "\n{a}\n{b}");
+    }
+
+    #[test]
+    fn flags_show_as_their_sources() {
+        let fx = fixture();
+        let flags = FlagOverrides {
+            allow_write: vec!["/var/tmp/build".into()],
+            allow_read: vec!["~/.npmrc".into(), "~/.config/gh/hosts.yml".into()],
+            deny_read: vec!["./secrets".into()],
+            max_tmp: Some("512M".into()),
+            timeout: Some("1h30m".into()),
+            allow_degraded: vec!["landlock".into()],
+            local_ports: vec![3000],
+            ..FlagOverrides::default()
+        };
+        let p = policy(&fx, flags);
+        let text = render_text(&p);
+        line_with(&text, &["/var/tmp/build", "flag --allow-write"]);
+        line_with(&text, &["/tmp", "512 MiB", "flag --max-tmp"]);
+        line_with(&text, &["timeout", "1h30m", "flag --timeout"]);
+        let secrets = fx.project.join("secrets").display().to_string();
+        line_with(&text, &[&secrets, "flag --deny-read"]);
+        line_with(
+            &text,
+            &["~/.npmrc", "re-allowed by flag --allow-read", "built-in"],
+        );
+        line_with(
+            &text,
+            &["~/.config/gh", "partly re-allowed by flag --allow-read"],
+        );
+        line_with(&text, &["local port 3000", "flag --allow-local-port"]);
+        line_with(
+            &text,
+            &[
+                "landlock",
+                "may be skipped (--allow-degraded, flag --allow-degraded)",
+            ],
+        );
+        line_with(&text, &["seccomp", "required"]);
+        assert!(!line_with(&text, &["~/.ssh"]).contains("re-allowed"));
+    }
+
+    #[test]
+    fn json_has_the_same_content() {
+        let fx = fixture();
+        let flags = FlagOverrides {
+            allow_read: vec!["~/.npmrc".into()],
+            max_memory: Some("8G".into()),
+            allow_degraded: vec!["seccomp".into()],
+            local_ports: vec![8080],
+            ..FlagOverrides::default()
+        };
+        let p = policy(&fx, flags);
+        let json = render_json(&p);
+        assert_eq!(json["files"]["writable"][0]["from"], "built-in");
+        assert_eq!(json["files"]["writable"][1]["path"], "/tmp");
+        assert_eq!(json["limits"]["max_procs"]["value"], 4096);
+        assert_eq!(json["limits"]["max_memory"]["bytes"], 8u64 << 30);
+        assert_eq!(json["limits"]["max_memory"]["from"], "flag --max-memory");
+        assert_eq!(
+            json["limits"]["max_memory"]["source"],
+            serde_json::json!({"kind": "flag", "detail": "--max-memory"})
+        );
+        assert!(json["limits"]["timeout"].is_null());
+        assert_eq!(json["network"]["local_ports"][0]["port"], 8080);
+        assert_eq!(json["network"]["interfaces"], serde_json::json!(["lo"]));
+        let entries = json["credentials"]["homes"][0]["entries"]
+            .as_array()
+            .unwrap();
+        let npmrc = entries
+            .iter()
+            .find(|e| e["relative"] == "~/.npmrc")
+            .unwrap();
+        assert_eq!(npmrc["re_allowed_by"][0]["from"], "flag --allow-read");
+        assert_eq!(npmrc["re_allowed_by"][0]["partly"], false);
+        let layers = json["layers"].as_array().unwrap();
+        let seccomp = layers.iter().find(|l| l["layer"] == "seccomp").unwrap();
+        assert_eq!(seccomp["required"], false);
+        let landlock = layers.iter().find(|l| l["layer"] == "landlock").unwrap();
+        assert_eq!(landlock["required"], true);
+    }
+
+    #[test]
+    fn project_file_lines_name_the_file() {
+        let fx = fixture();
+        fs::write(
+            fx.project.join("cordon.toml"),
+            "[files]\ndeny_write = [\"./vendor\"]\nprotect = [\".github/workflows\"]\n[limits]\ntimeout = \"2h\"\n",
+        )
+        .unwrap();
+        let p = policy(&fx, FlagOverrides::default());
+        let text = render_text(&p);
+        let source = format!("project {}", fx.project.join("cordon.toml").display());
+        let vendor = fx.project.join("vendor").display().to_string();
+        line_with(&text, &[&vendor, &source]);
+        line_with(&text, &[".github/workflows", &source]);
+        line_with(&text, &["timeout", "2h", &source]);
+    }
+}

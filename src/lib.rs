@@ -1,0 +1,13 @@
+//! cordon: run an AI agent, or any command, inside a boundary the Linux
+//! kernel enforces.
+//!
+//! The three doors: files ([`sandbox::files`], [`sandbox::landlock`]),
+//! network (only `lo` inside the sandbox's network namespace) and
+//! credentials (the built-in deny list in [`policy::defaults`]). The policy
+//! model is [`policy`]; the runtime is [`sandbox`].
+
+pub mod cli;
+pub mod doctor;
+pub mod explain;
+pub mod policy;
+pub mod sandbox;

@@ -1,0 +1,2308 @@
+//! Building the effective [`Policy`] from its layers.
+//!
+//! Layers, in order; later layers append to lists and replace limits:
+//!
+//! 1. built-in defaults: the project directory is writable, the credential
+//!    deny list applies under every home, [`PROTECTED_NAMES`] stay read-only,
+//!    cordon's own config directory is read-only, and the default limits;
+//! 2. the user config, `$XDG_CONFIG_HOME/cordon/config.toml` (relative paths
+//!    are an error there; `~/` is fine);
+//! 3. the project's `cordon.toml` (relative paths are relative to the
+//!    project). It arrives with the repository, so unless the user trusted
+//!    it with `cordon trust` (see [`super::trust`]) it may only narrow the
+//!    sandbox;
+//! 4. each `--policy FILE`, in order (relative paths are relative to the
+//!    file's directory);
+//! 5. command-line flags (relative paths are relative to the working directory).
+//!
+//! # File format
+//!
+//! Every section and key is optional; unknown keys are errors.
+//!
+//! ```toml
+//! [files]
+//! allow_write = ["~/.cache/pip", "/var/tmp/build"]  # extra writable paths
+//! allow_read  = ["~/.npmrc"]          # re-allow a path a deny rule covers
+//! deny_read   = ["~/work/secrets", "./.env", "./**/*.pem"]
+//! deny_write  = ["./vendor"]
+//! protect     = [".github/workflows/"] # kept read-only in the project and each git repo
+//!
+//! [limits]
+//! max_procs  = 2048
+//! max_tmp    = "512M"                 # or a number of bytes
+//! max_memory = "8G"
+//! timeout    = "2h"                   # or a number of seconds
+//!
+//! [network]
+//! local_ports = [3000, 8080]
+//!
+//! [sandbox]
+//! allow_degraded = ["landlock"]
+//! ```
+//!
+//! The meaning of each key is documented on the fields of `Fragment` below. Errors
+//! name the file, line, column and dotted key, and abort the whole load:
+//! nothing is half-applied.
+
+use std::fmt;
+use std::io;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use super::defaults::{
+    CREDENTIAL_DENY_LIST, MAX_PROCS, MAX_TMP, PROJECT_POLICY_FILE, PROTECTED_NAMES,
+};
+use super::pattern::{PathContext, PathPattern};
+use super::trust::{self, TrustError};
+use super::{FilesPolicy, Layer, Limits, NetworkPolicy, Policy, Source, Sourced};
+
+/// Facts about the user's environment that loading depends on.
+#[derive(Clone, Debug)]
+pub struct EnvFacts {
+    /// `$HOME` (or, when unset, the home from the password database).
+    pub home: PathBuf,
+    /// The account's home directory from the password database, if known.
+    pub passwd_home: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME`, or `~/.config` when unset or not absolute.
+    pub xdg_config_home: PathBuf,
+}
+
+impl EnvFacts {
+    /// Reads the facts from this process's environment and the password database.
+    pub fn from_process() -> Result<EnvFacts, LoadError> {
+        let passwd_home = nix::unistd::User::from_uid(nix::unistd::getuid())
+            .ok()
+            .flatten()
+            .map(|user| user.dir)
+            .filter(|dir| dir.is_absolute());
+        let env_home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute());
+        let home = env_home.or_else(|| passwd_home.clone()).ok_or_else(|| {
+            LoadError::NoHome(
+                "$HOME is unset or not absolute, and the password database has no home for this user"
+                    .to_string(),
+            )
+        })?;
+        let xdg_config_home = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| home.join(".config"));
+        Ok(EnvFacts {
+            home,
+            passwd_home,
+            xdg_config_home,
+        })
+    }
+}
+
+/// Policy set on the command line; the last and strongest layer.
+#[derive(Default, Clone, Debug)]
+pub struct FlagOverrides {
+    /// `--allow-write PATH`: extra writable paths.
+    pub allow_write: Vec<String>,
+    /// `--allow-read PATH`: paths re-allowed for reading.
+    pub allow_read: Vec<String>,
+    /// `--deny-read PATH`: extra unreadable paths.
+    pub deny_read: Vec<String>,
+    /// `--deny-write PATH`: extra read-only paths.
+    pub deny_write: Vec<String>,
+    /// `--max-procs N`.
+    pub max_procs: Option<u64>,
+    /// `--max-tmp SIZE`.
+    pub max_tmp: Option<String>,
+    /// `--max-memory SIZE`.
+    pub max_memory: Option<String>,
+    /// `--timeout DURATION`.
+    pub timeout: Option<String>,
+    /// `--allow-degraded LAYER`.
+    pub allow_degraded: Vec<String>,
+    /// `--allow-local-port PORT`.
+    pub local_ports: Vec<u16>,
+}
+
+/// Everything [`load`] needs.
+#[derive(Clone, Debug)]
+pub struct LoadRequest {
+    /// The working directory (absolute); flags' relative paths resolve against it.
+    pub cwd: PathBuf,
+    /// `--project DIR`; the working directory when absent.
+    pub project: Option<PathBuf>,
+    /// `--policy FILE`s, in command-line order.
+    pub policy_files: Vec<PathBuf>,
+    /// The other policy flags.
+    pub flags: FlagOverrides,
+    /// The user's environment.
+    pub env: EnvFacts,
+}
+
+/// A line and column (both from 1) in a policy file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Position {
+    /// The file.
+    pub file: PathBuf,
+    /// Line, from 1.
+    pub line: usize,
+    /// Column in characters, from 1.
+    pub column: usize,
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+/// Why the policy could not be loaded. Nothing runs after any of these.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// No usable home directory.
+    #[error("cannot determine the home directory: {0}")]
+    NoHome(String),
+    /// The working directory is not absolute.
+    #[error("the working directory {} is not absolute", .0.display())]
+    RelativeCwd(PathBuf),
+    /// The project directory is missing or not a directory.
+    #[error("project directory {}: {reason}", path.display())]
+    Project {
+        /// The directory as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A policy file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A policy file is not valid TOML.
+    #[error("{at}: {message}")]
+    Syntax {
+        /// Where.
+        at: Position,
+        /// What the TOML parser said.
+        message: String,
+    },
+    /// A key or value in a policy file is wrong.
+    #[error("{at}: {key}: {message}")]
+    Invalid {
+        /// Where.
+        at: Position,
+        /// The dotted key, e.g. `files.deny_read[1]`.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An untrusted project file tries to widen the sandbox.
+    #[error(
+        "{at}: {key}: {detail}the project's cordon.toml is not trusted, so it may only narrow the sandbox; review the file, then run `cordon trust {}` to approve it (sha256 {hash})",
+        shell_quote(&.at.file)
+    )]
+    Untrusted {
+        /// The first widening line (in the project file).
+        at: Position,
+        /// Its dotted key.
+        key: String,
+        /// Why it widens, ending in "; " (empty when the key alone widens).
+        detail: String,
+        /// SHA-256 of the file as read.
+        hash: String,
+    },
+    /// A command-line flag has a bad value.
+    #[error("{flag}: {message}")]
+    Flag {
+        /// The flag, e.g. `--max-tmp`.
+        flag: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The trust store could not be read.
+    #[error(transparent)]
+    Trust(#[from] TrustError),
+}
+
+/// cordon's config directory: `$XDG_CONFIG_HOME/cordon`.
+pub fn user_config_dir(env: &EnvFacts) -> PathBuf {
+    env.xdg_config_home.join("cordon")
+}
+
+/// Parses a size: a whole number of bytes with an optional binary unit
+/// (`K`, `M`, `G`, `T`, any case, optionally followed by `iB` or `B`).
+/// `"512M"`, `"1G"`, `"1GiB"`, `"100k"`, `"4096"`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let bad = || {
+        format!("invalid size {s:?} (expected a whole number with an optional unit K, M, G or T, e.g. 512M)")
+    };
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    if digits == 0 {
+        return Err(bad());
+    }
+    let number: u64 = t[..digits].parse().map_err(|_| bad())?;
+    let unit = t[digits..].trim_start().to_ascii_lowercase();
+    let shift = match unit.as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(bad()),
+    };
+    number
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("invalid size {s:?} (too large)"))
+}
+
+/// Parses a duration: a plain number of seconds, or numbers each followed by
+/// a unit (`ms`, `s`, `m`, `h`, `d`): `"90s"`, `"30m"`, `"2h"`, `"1h30m"`, `"500ms"`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || {
+        format!("invalid duration {s:?} (expected e.g. 90s, 30m, 2h, 1h30m, 500ms, or a number of seconds)")
+    };
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse().map(Duration::from_secs).map_err(|_| bad());
+    }
+    let mut rest = t;
+    let mut total = Duration::ZERO;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(bad());
+        }
+        let number: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let part = match &rest[..unit_len] {
+            "ms" => Some(Duration::from_millis(number)),
+            "s" => Some(Duration::from_secs(number)),
+            "m" => number.checked_mul(60).map(Duration::from_secs),
+            "h" => number.checked_mul(3600).map(Duration::from_secs),
+            "d" => number.checked_mul(86_400).map(Duration::from_secs),
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total = part
+            .and_then(|p| total.checked_add(p))
+            .ok_or_else(|| format!("invalid duration {s:?} (too long)"))?;
+    }
+    Ok(total)
+}
+
+/// Builds the effective policy from all layers. Any error aborts the load.
+pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
+    if !req.cwd.is_absolute() {
+        return Err(LoadError::RelativeCwd(req.cwd.clone()));
+    }
+    let env = &req.env;
+    let mut policy = builtin(req)?;
+    let home = policy
+        .homes
+        .first()
+        .cloned()
+        .unwrap_or_else(|| env.home.clone());
+    let config_dir = user_config_dir(env);
+
+    // (2) the user config: trusted, absolute or ~/ paths only.
+    let user_file = config_dir.join("config.toml");
+    if let Some(bytes) = read_optional(&user_file)? {
+        let ctx = PathContext {
+            home: &home,
+            base: None,
+        };
+        let fragment = parse_file(&user_file, &bytes, &ctx)?;
+        fragment.apply(&mut policy, &Source::UserConfig(user_file.clone()));
+    }
+
+    // (3) the project's cordon.toml: may only narrow unless trusted.
+    let project_dir = policy.project.value.clone();
+    let project_file = project_dir.join(PROJECT_POLICY_FILE);
+    if let Some(bytes) = read_optional(&project_file)? {
+        let ctx = PathContext {
+            home: &home,
+            base: Some(&project_dir),
+        };
+        let fragment = parse_file(&project_file, &bytes, &ctx)?;
+        let widening = fragment.widening(&policy);
+        if let Some(first) = widening.into_iter().min_by_key(|w| w.at) {
+            if !trust::is_trusted(&config_dir, &project_file, &bytes)? {
+                let text = String::from_utf8_lossy(&bytes);
+                return Err(LoadError::Untrusted {
+                    at: position(&project_file, &text, first.at),
+                    key: first.key.to_string(),
+                    detail: first.detail,
+                    hash: trust::file_hash(&bytes),
+                });
+            }
+        }
+        fragment.apply(&mut policy, &Source::Project(project_file.clone()));
+    }
+
+    // (4) --policy files: trusted, relative to their own directory.
+    for given in &req.policy_files {
+        let path = req.cwd.join(given);
+        let file = path.canonicalize().map_err(|source| LoadError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let bytes = std::fs::read(&file).map_err(|source| LoadError::Read {
+            path: file.clone(),
+            source,
+        })?;
+        let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let ctx = PathContext {
+            home: &home,
+            base: Some(&dir),
+        };
+        let fragment = parse_file(&file, &bytes, &ctx)?;
+        fragment.apply(&mut policy, &Source::PolicyFile(file.clone()));
+    }
+
+    // (5) flags.
+    apply_flags(&mut policy, &req.flags, &home, &req.cwd)?;
+    Ok(policy)
+}
+
+/// Layer 1: the built-in defaults.
+fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
+    let (given, source) = match &req.project {
+        Some(p) => (req.cwd.join(p), Source::Flag("--project".to_string())),
+        None => (req.cwd.clone(), Source::Builtin),
+    };
+    let project = given.canonicalize().map_err(|e| LoadError::Project {
+        path: given.clone(),
+        reason: if e.kind() == io::ErrorKind::NotFound {
+            "does not exist".to_string()
+        } else {
+            e.to_string()
+        },
+    })?;
+    if !project.is_dir() {
+        return Err(LoadError::Project {
+            path: given,
+            reason: "is not a directory".to_string(),
+        });
+    }
+
+    let env = &req.env;
+    if !env.home.is_absolute() {
+        return Err(LoadError::NoHome(format!(
+            "{} is not an absolute path",
+            env.home.display()
+        )));
+    }
+    let resolve = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let mut homes = vec![resolve(&env.home)];
+    if let Some(passwd) = env.passwd_home.as_deref().filter(|p| p.is_absolute()) {
+        let passwd = resolve(passwd);
+        if !homes.contains(&passwd) {
+            homes.push(passwd);
+        }
+    }
+
+    let mut files = FilesPolicy::default();
+    for home in &homes {
+        let ctx = PathContext { home, base: None };
+        for entry in CREDENTIAL_DENY_LIST {
+            let pattern = PathPattern::parse(&format!("~/{entry}"), &ctx)
+                .map_err(|e| LoadError::NoHome(format!("home {}: {e}", home.display())))?;
+            files.deny_read.push(Sourced::new(pattern, Source::Builtin));
+        }
+    }
+    files.protected = PROTECTED_NAMES
+        .iter()
+        .map(|name| Sourced::new((*name).to_string(), Source::Builtin))
+        .collect();
+    let config_dir = user_config_dir(env);
+    let ctx = PathContext {
+        home: &homes[0],
+        base: None,
+    };
+    let config_pattern = PathPattern::parse(&config_dir.to_string_lossy(), &ctx).map_err(|e| {
+        LoadError::NoHome(format!("config directory {}: {e}", config_dir.display()))
+    })?;
+    files
+        .deny_write
+        .push(Sourced::new(config_pattern, Source::Builtin));
+
+    Ok(Policy {
+        project: Sourced::new(project, source),
+        homes,
+        files,
+        limits: Limits {
+            max_procs: Sourced::new(MAX_PROCS, Source::Builtin),
+            max_tmp: Sourced::new(MAX_TMP, Source::Builtin),
+            max_memory: None,
+            timeout: None,
+        },
+        network: NetworkPolicy::default(),
+        allow_degraded: Vec::new(),
+    })
+}
+
+/// Reads a file that may be absent; a file that exists but cannot be read
+/// (a dangling symlink included) is an error.
+fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, LoadError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && path.symlink_metadata().is_err() => {
+            Ok(None)
+        }
+        Err(source) => Err(LoadError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Layer 5: flags, relative paths against the working directory.
+fn apply_flags(
+    policy: &mut Policy,
+    flags: &FlagOverrides,
+    home: &Path,
+    cwd: &Path,
+) -> Result<(), LoadError> {
+    let ctx = PathContext {
+        home,
+        base: Some(cwd),
+    };
+    let flag_err = |flag: &str, message: String| LoadError::Flag {
+        flag: flag.to_string(),
+        message,
+    };
+    let paths = |flag: &str, raw: &[String]| -> Result<Vec<PathPattern>, LoadError> {
+        raw.iter()
+            .map(|r| PathPattern::parse(r, &ctx).map_err(|e| flag_err(flag, e.to_string())))
+            .collect()
+    };
+    let mut fragment = Fragment {
+        allow_write: setting(paths("--allow-write", &flags.allow_write)?),
+        allow_read: setting(paths("--allow-read", &flags.allow_read)?),
+        deny_read: setting(paths("--deny-read", &flags.deny_read)?),
+        deny_write: setting(paths("--deny-write", &flags.deny_write)?),
+        ..Fragment::default()
+    };
+    if let Some(n) = flags.max_procs {
+        fragment.max_procs = Some(Setting::flag(
+            check_procs(n).map_err(|m| flag_err("--max-procs", m))?,
+        ));
+    }
+    if let Some(raw) = &flags.max_tmp {
+        let bytes = parse_size(raw)
+            .and_then(nonzero_size)
+            .map_err(|m| flag_err("--max-tmp", m))?;
+        fragment.max_tmp = Some(Setting::flag(bytes));
+    }
+    if let Some(raw) = &flags.max_memory {
+        let bytes = parse_size(raw)
+            .and_then(nonzero_size)
+            .map_err(|m| flag_err("--max-memory", m))?;
+        fragment.max_memory = Some(Setting::flag(bytes));
+    }
+    if let Some(raw) = &flags.timeout {
+        let d = parse_duration(raw)
+            .and_then(nonzero_duration)
+            .map_err(|m| flag_err("--timeout", m))?;
+        fragment.timeout = Some(Setting::flag(d));
+    }
+    let ports = flags
+        .local_ports
+        .iter()
+        .map(|&p| check_port(i64::from(p)).map_err(|m| flag_err("--allow-local-port", m)))
+        .collect::<Result<Vec<_>, _>>()?;
+    fragment.local_ports = setting(ports);
+    let layers = flags
+        .allow_degraded
+        .iter()
+        .map(|name| parse_layer(name).map_err(|m| flag_err("--allow-degraded", m)))
+        .collect::<Result<Vec<_>, _>>()?;
+    fragment.allow_degraded = setting(layers);
+
+    let flag = |name: &str| Source::Flag(name.to_string());
+    let sources = Sources {
+        allow_write: flag("--allow-write"),
+        allow_read: flag("--allow-read"),
+        deny_read: flag("--deny-read"),
+        deny_write: flag("--deny-write"),
+        protect: flag("--protect"),
+        max_procs: flag("--max-procs"),
+        max_tmp: flag("--max-tmp"),
+        max_memory: flag("--max-memory"),
+        timeout: flag("--timeout"),
+        local_ports: flag("--allow-local-port"),
+        allow_degraded: flag("--allow-degraded"),
+    };
+    fragment.apply_with(policy, &sources);
+    Ok(())
+}
+
+fn setting<T>(values: Vec<T>) -> Option<Setting<Vec<T>>> {
+    if values.is_empty() {
+        None
+    } else {
+        Some(Setting::flag(values))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// One layer, parsed and checked before anything is applied.
+
+/// A value from a layer, with the byte offset of its key in the file (0 for flags).
+#[derive(Debug)]
+struct Setting<T> {
+    value: T,
+    at: usize,
+}
+
+impl<T> Setting<T> {
+    fn flag(value: T) -> Self {
+        Setting { value, at: 0 }
+    }
+}
+
+/// One layer of policy (a file, or the flags), checked and resolved but not
+/// yet applied. Each field is one key of the file format.
+#[derive(Debug, Default)]
+struct Fragment {
+    /// `files.allow_write`: array of paths. Extra writable paths, besides the
+    /// project and the private temp dir. Widens.
+    allow_write: Option<Setting<Vec<PathPattern>>>,
+    /// `files.allow_read`: array of paths. Paths readable again although a
+    /// deny rule (e.g. the built-in credential list) covers them. Widens.
+    allow_read: Option<Setting<Vec<PathPattern>>>,
+    /// `files.deny_read`: array of paths or globs made unreadable. Narrows.
+    deny_read: Option<Setting<Vec<PathPattern>>>,
+    /// `files.deny_write`: array of paths or globs kept read-only inside
+    /// writable areas. Narrows.
+    deny_write: Option<Setting<Vec<PathPattern>>>,
+    /// `files.protect`: array of names, relative to the project and to every
+    /// git repository under it, kept read-only and uncreatable (added to
+    /// [`PROTECTED_NAMES`]). Relative, no `..`, no globs; a trailing `/`
+    /// marks a directory, other names are files. Narrows.
+    protect: Option<Setting<Vec<String>>>,
+    /// `limits.max_procs`: integer, at least 1. Most tasks alive at once.
+    /// Narrows when not larger than the value in force.
+    max_procs: Option<Setting<u64>>,
+    /// `limits.max_tmp`: size string (`"512M"`) or integer bytes. Size of the
+    /// private temp dir. Narrows when not larger than the value in force.
+    max_tmp: Option<Setting<u64>>,
+    /// `limits.max_memory`: size string (`"8G"`) or integer bytes. Memory cap.
+    /// Narrows when none was set or it is not larger than the value in force.
+    max_memory: Option<Setting<u64>>,
+    /// `limits.timeout`: duration string (`"2h"`, `"1h30m"`) or integer
+    /// seconds. Wall-clock limit. Narrows when none was set or it is not
+    /// longer than the value in force.
+    timeout: Option<Setting<Duration>>,
+    /// `network.local_ports`: array of TCP ports (1 to 65535) that programs
+    /// inside may bind and connect to on the sandbox's own loopback. Widens.
+    local_ports: Option<Setting<Vec<u16>>>,
+    /// `sandbox.allow_degraded`: array of layer names (`namespaces`,
+    /// `landlock`, `seccomp`, `limits`) cordon may run without when the
+    /// kernel cannot apply them. Widens.
+    allow_degraded: Option<Setting<Vec<Layer>>>,
+}
+
+/// One widening setting in a project file.
+struct Widening {
+    at: usize,
+    key: &'static str,
+    detail: String,
+}
+
+/// The source to record for each key of a fragment.
+struct Sources {
+    allow_write: Source,
+    allow_read: Source,
+    deny_read: Source,
+    deny_write: Source,
+    protect: Source,
+    max_procs: Source,
+    max_tmp: Source,
+    max_memory: Source,
+    timeout: Source,
+    local_ports: Source,
+    allow_degraded: Source,
+}
+
+impl Sources {
+    fn all(source: &Source) -> Sources {
+        Sources {
+            allow_write: source.clone(),
+            allow_read: source.clone(),
+            deny_read: source.clone(),
+            deny_write: source.clone(),
+            protect: source.clone(),
+            max_procs: source.clone(),
+            max_tmp: source.clone(),
+            max_memory: source.clone(),
+            timeout: source.clone(),
+            local_ports: source.clone(),
+            allow_degraded: source.clone(),
+        }
+    }
+}
+
+fn extend<T>(into: &mut Vec<Sourced<T>>, from: Option<Setting<Vec<T>>>, source: &Source) {
+    if let Some(s) = from {
+        into.extend(s.value.into_iter().map(|v| Sourced::new(v, source.clone())));
+    }
+}
+
+impl Fragment {
+    /// The settings that would widen `policy` (the policy in force before
+    /// this fragment).
+    fn widening(&self, policy: &Policy) -> Vec<Widening> {
+        let mut out = Vec::new();
+        let mut list = |present: Option<usize>, key: &'static str| {
+            if let Some(at) = present {
+                out.push(Widening {
+                    at,
+                    key,
+                    detail: String::new(),
+                });
+            }
+        };
+        fn nonempty<T>(s: &Option<Setting<Vec<T>>>) -> Option<usize> {
+            s.as_ref().filter(|s| !s.value.is_empty()).map(|s| s.at)
+        }
+        list(nonempty(&self.allow_write), "files.allow_write");
+        list(nonempty(&self.allow_read), "files.allow_read");
+        list(nonempty(&self.local_ports), "network.local_ports");
+        list(nonempty(&self.allow_degraded), "sandbox.allow_degraded");
+
+        let mut raise = |new: &Option<Setting<u64>>,
+                         old: Option<&Sourced<u64>>,
+                         key: &'static str,
+                         show: fn(u64) -> String| {
+            if let (Some(new), Some(old)) = (new, old) {
+                if new.value > old.value {
+                    out.push(Widening {
+                        at: new.at,
+                        key,
+                        detail: format!(
+                            "{} is more than the {} in force ({}); ",
+                            show(new.value),
+                            show(old.value),
+                            old.source
+                        ),
+                    });
+                }
+            }
+        };
+        let limits = &policy.limits;
+        raise(
+            &self.max_procs,
+            Some(&limits.max_procs),
+            "limits.max_procs",
+            |n| n.to_string(),
+        );
+        raise(
+            &self.max_tmp,
+            Some(&limits.max_tmp),
+            "limits.max_tmp",
+            human_size,
+        );
+        raise(
+            &self.max_memory,
+            limits.max_memory.as_ref(),
+            "limits.max_memory",
+            human_size,
+        );
+        if let (Some(new), Some(old)) = (&self.timeout, &limits.timeout) {
+            if new.value > old.value {
+                out.push(Widening {
+                    at: new.at,
+                    key: "limits.timeout",
+                    detail: format!(
+                        "{} is longer than the {} in force ({}); ",
+                        human_duration(new.value),
+                        human_duration(old.value),
+                        old.source
+                    ),
+                });
+            }
+        }
+        out
+    }
+
+    /// Applies this fragment on top of `policy`, every entry from `source`.
+    fn apply(self, policy: &mut Policy, source: &Source) {
+        self.apply_with(policy, &Sources::all(source));
+    }
+
+    fn apply_with(self, policy: &mut Policy, sources: &Sources) {
+        let files = &mut policy.files;
+        extend(
+            &mut files.allow_write,
+            self.allow_write,
+            &sources.allow_write,
+        );
+        extend(&mut files.allow_read, self.allow_read, &sources.allow_read);
+        extend(&mut files.deny_read, self.deny_read, &sources.deny_read);
+        extend(&mut files.deny_write, self.deny_write, &sources.deny_write);
+        extend(&mut files.protected, self.protect, &sources.protect);
+        let limits = &mut policy.limits;
+        if let Some(s) = self.max_procs {
+            limits.max_procs = Sourced::new(s.value, sources.max_procs.clone());
+        }
+        if let Some(s) = self.max_tmp {
+            limits.max_tmp = Sourced::new(s.value, sources.max_tmp.clone());
+        }
+        if let Some(s) = self.max_memory {
+            limits.max_memory = Some(Sourced::new(s.value, sources.max_memory.clone()));
+        }
+        if let Some(s) = self.timeout {
+            limits.timeout = Some(Sourced::new(s.value, sources.timeout.clone()));
+        }
+        extend(
+            &mut policy.network.local_ports,
+            self.local_ports,
+            &sources.local_ports,
+        );
+        extend(
+            &mut policy.allow_degraded,
+            self.allow_degraded,
+            &sources.allow_degraded,
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Value checks shared by files and flags.
+
+fn check_procs(n: u64) -> Result<u64, String> {
+    if n == 0 {
+        Err("must be at least 1".to_string())
+    } else {
+        Ok(n)
+    }
+}
+
+fn nonzero_size(n: u64) -> Result<u64, String> {
+    if n == 0 {
+        Err("must be more than zero".to_string())
+    } else {
+        Ok(n)
+    }
+}
+
+fn nonzero_duration(d: Duration) -> Result<Duration, String> {
+    if d.is_zero() {
+        Err("must be more than zero".to_string())
+    } else {
+        Ok(d)
+    }
+}
+
+fn check_port(n: i64) -> Result<u16, String> {
+    match u16::try_from(n) {
+        Ok(p) if p != 0 => Ok(p),
+        _ => Err(format!("{n} is not a TCP port (expected 1 to 65535)")),
+    }
+}
+
+fn parse_layer(name: &str) -> Result<Layer, String> {
+    Layer::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
+        format!(
+            "unknown layer {name:?} (expected one of {})",
+            names.join(", ")
+        )
+    })
+}
+
+/// Checks a `protect` name: relative, no `..`, no globs; returns it
+/// normalised, keeping a trailing `/` (which marks a directory).
+fn check_protect(raw: &str) -> Result<String, String> {
+    if raw.is_empty() {
+        return Err("empty name".to_string());
+    }
+    if raw.starts_with('/') || raw.starts_with('~') {
+        return Err(format!(
+            "{raw:?} must be relative to the project (no leading / or ~)"
+        ));
+    }
+    if raw.contains(['*', '?', '[', '{']) {
+        return Err(format!(
+            "{raw:?}: globs are not supported here; name the file or directory"
+        ));
+    }
+    let mut parts = Vec::new();
+    for c in Path::new(raw).components() {
+        match c {
+            Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
+            Component::CurDir => {}
+            _ => return Err(format!("{raw:?} must not contain `..`")),
+        }
+    }
+    if parts.is_empty() {
+        return Err(format!(
+            "{raw:?} names the project itself; name something inside it"
+        ));
+    }
+    let dir = if raw.ends_with('/') { "/" } else { "" };
+    Ok(format!("{}{dir}", parts.join("/")))
+}
+
+/// `1073741824` → `1 GiB`; a number of bytes when no unit is exact.
+pub(crate) fn human_size(bytes: u64) -> String {
+    const UNITS: [(u32, &str); 4] = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")];
+    for (shift, unit) in UNITS {
+        let size = 1u64 << shift;
+        if bytes >= size && bytes % size == 0 {
+            return format!("{} {unit}", bytes / size);
+        }
+    }
+    for (shift, unit) in UNITS {
+        let size = 1u64 << shift;
+        if bytes >= size {
+            return format!(
+                "{bytes} bytes (about {:.1} {unit})",
+                bytes as f64 / size as f64
+            );
+        }
+    }
+    format!("{bytes} bytes")
+}
+
+/// `5400s` → `1h30m`.
+pub(crate) fn human_duration(d: Duration) -> String {
+    let millis = d.subsec_millis();
+    let mut secs = d.as_secs();
+    let mut out = String::new();
+    for (size, unit) in [(86_400, "d"), (3600, "h"), (60, "m"), (1, "s")] {
+        if secs >= size {
+            out.push_str(&format!("{}{unit}", secs / size));
+            secs %= size;
+        }
+    }
+    if millis > 0 || out.is_empty() {
+        out.push_str(&format!("{millis}ms"));
+    }
+    out
+}
+
+/// Quotes `path` for a POSIX shell when it needs it.
+fn shell_quote(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%=,".contains(c));
+    if plain {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Policy files.
+
+/// Where a file's errors point.
+struct Doc<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl Doc<'_> {
+    fn invalid(&self, span: &Span, key: &str, message: impl Into<String>) -> LoadError {
+        LoadError::Invalid {
+            at: position(self.file, self.text, span.as_ref().map_or(0, |s| s.start)),
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The line and column of byte `offset` in `text`.
+fn position(file: &Path, text: &str, offset: usize) -> Position {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Position {
+        file: file.to_path_buf(),
+        line,
+        column: before[line_start..].chars().count() + 1,
+    }
+}
+
+/// Parses and checks one policy file.
+fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragment, LoadError> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let valid = String::from_utf8_lossy(&bytes[..e.valid_up_to()]);
+            return Err(LoadError::Syntax {
+                at: position(file, &valid, valid.len()),
+                message: "not valid UTF-8".to_string(),
+            });
+        }
+    };
+    let doc = Doc { file, text };
+    let root: Node = toml::from_str(text).map_err(|e| LoadError::Syntax {
+        at: position(file, text, e.span().map_or(0, |s| s.start)),
+        message: e.message().trim().replace('\n', ": "),
+    })?;
+    let mut fragment = Fragment::default();
+    let Value::Table(sections) = root.value else {
+        return Err(doc.invalid(&root.span, "", "expected a table"));
+    };
+    for (key, node) in sections {
+        let span = node.span.clone().or_else(|| key.span.clone());
+        let section = key.name.as_str();
+        let entries = match (section, node.value) {
+            ("files" | "limits" | "network" | "sandbox", Value::Table(entries)) => entries,
+            ("files" | "limits" | "network" | "sandbox", other) => {
+                return Err(doc.invalid(
+                    &span,
+                    &dotted(&[section]),
+                    format!("expected a table, found {}", other.kind()),
+                ))
+            }
+            (_, _) => {
+                return Err(doc.invalid(
+                    &key.span,
+                    &dotted(&[section]),
+                    "unknown key (expected one of files, limits, network, sandbox)",
+                ))
+            }
+        };
+        for (key, node) in entries {
+            parse_key(&doc, ctx, section, key, node, &mut fragment)?;
+        }
+    }
+    Ok(fragment)
+}
+
+const FILES_KEYS: &str = "allow_write, allow_read, deny_read, deny_write, protect";
+const LIMITS_KEYS: &str = "max_procs, max_tmp, max_memory, timeout";
+const NETWORK_KEYS: &str = "local_ports";
+const SANDBOX_KEYS: &str = "allow_degraded";
+
+fn parse_key(
+    doc: &Doc<'_>,
+    ctx: &PathContext<'_>,
+    section: &str,
+    key: Key,
+    node: Node,
+    out: &mut Fragment,
+) -> Result<(), LoadError> {
+    let at = key.span.as_ref().map_or(0, |s| s.start);
+    let name = dotted(&[section, &key.name]);
+    let span = node.span.clone().or_else(|| key.span.clone());
+    let node = Node {
+        value: node.value,
+        span,
+    };
+    let paths = |node: Node| -> Result<Option<Setting<Vec<PathPattern>>>, LoadError> {
+        let value = each_string(doc, &name, node, |raw| {
+            PathPattern::parse(raw, ctx).map_err(|e| e.to_string())
+        })?;
+        Ok(Some(Setting { value, at }))
+    };
+    match (section, key.name.as_str()) {
+        ("files", "allow_write") => out.allow_write = paths(node)?,
+        ("files", "allow_read") => out.allow_read = paths(node)?,
+        ("files", "deny_read") => out.deny_read = paths(node)?,
+        ("files", "deny_write") => out.deny_write = paths(node)?,
+        ("files", "protect") => {
+            let value = each_string(doc, &name, node, check_protect)?;
+            out.protect = Some(Setting { value, at });
+        }
+        ("limits", "max_procs") => {
+            let n = match node.value {
+                Value::Integer(n) => u64::try_from(n)
+                    .map_err(|_| "must be at least 1".to_string())
+                    .and_then(check_procs),
+                ref other => Err(format!("expected an integer, found {}", other.kind())),
+            }
+            .map_err(|m| doc.invalid(&node.span, &name, m))?;
+            out.max_procs = Some(Setting { value: n, at });
+        }
+        ("limits", "max_tmp" | "max_memory") => {
+            let bytes = match node.value {
+                Value::String(ref s) => parse_size(s),
+                Value::Integer(n) => {
+                    u64::try_from(n).map_err(|_| format!("invalid size {n} (must not be negative)"))
+                }
+                ref other => Err(format!(
+                    "expected a size (a string such as \"512M\", or a number of bytes), found {}",
+                    other.kind()
+                )),
+            }
+            .and_then(nonzero_size)
+            .map_err(|m| doc.invalid(&node.span, &name, m))?;
+            let setting = Some(Setting { value: bytes, at });
+            if key.name == "max_tmp" {
+                out.max_tmp = setting;
+            } else {
+                out.max_memory = setting;
+            }
+        }
+        ("limits", "timeout") => {
+            let d = match node.value {
+                Value::String(ref s) => parse_duration(s),
+                Value::Integer(n) => u64::try_from(n)
+                    .map(Duration::from_secs)
+                    .map_err(|_| format!("invalid duration {n} (must not be negative)")),
+                ref other => Err(format!(
+                    "expected a duration (a string such as \"2h\", or a number of seconds), found {}",
+                    other.kind()
+                )),
+            }
+            .and_then(nonzero_duration)
+            .map_err(|m| doc.invalid(&node.span, &name, m))?;
+            out.timeout = Some(Setting { value: d, at });
+        }
+        ("network", "local_ports") => {
+            let value = each(doc, &name, node, "an integer", |v| match v {
+                Value::Integer(n) => Some(check_port(*n)),
+                _ => None,
+            })?;
+            out.local_ports = Some(Setting { value, at });
+        }
+        ("sandbox", "allow_degraded") => {
+            let value = each_string(doc, &name, node, parse_layer)?;
+            out.allow_degraded = Some(Setting { value, at });
+        }
+        _ => {
+            let expected = match section {
+                "files" => FILES_KEYS,
+                "limits" => LIMITS_KEYS,
+                "network" => NETWORK_KEYS,
+                _ => SANDBOX_KEYS,
+            };
+            return Err(doc.invalid(
+                &key.span,
+                &name,
+                format!("unknown key (expected one of {expected})"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `node` is an array of strings and converts each with `convert`.
+fn each_string<T>(
+    doc: &Doc<'_>,
+    name: &str,
+    node: Node,
+    convert: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, LoadError> {
+    each(doc, name, node, "a string", |v| match v {
+        Value::String(s) => Some(convert(s)),
+        _ => None,
+    })
+}
+
+/// Checks that `node` is an array whose elements `convert` accepts
+/// (`None`: wrong type, `expected` describes the right one).
+fn each<T>(
+    doc: &Doc<'_>,
+    name: &str,
+    node: Node,
+    expected: &str,
+    convert: impl Fn(&Value) -> Option<Result<T, String>>,
+) -> Result<Vec<T>, LoadError> {
+    let Value::Array(items) = node.value else {
+        return Err(doc.invalid(
+            &node.span,
+            name,
+            format!(
+                "expected an array of {}s, found {}",
+                expected.trim_start_matches("an ").trim_start_matches("a "),
+                node.value.kind()
+            ),
+        ));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let span = item.span.clone().or_else(|| node.span.clone());
+        let key = format!("{name}[{i}]");
+        match convert(&item.value) {
+            Some(Ok(v)) => out.push(v),
+            Some(Err(m)) => return Err(doc.invalid(&span, &key, m)),
+            None => {
+                return Err(doc.invalid(
+                    &span,
+                    &key,
+                    format!("expected {expected}, found {}", item.value.kind()),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Joins keys with dots, quoting those that are not bare TOML keys.
+fn dotted(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| {
+            let bare = !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if bare {
+                (*k).to_string()
+            } else {
+                format!("{k:?}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+// ---------------------------------------------------------------------------
+// A TOML document as a tree with byte spans.
+//
+// `toml` reports spans through `toml::Spanned`, but only for values that have
+// one: tables made implicitly by dotted keys (`files.deny_read = [...]`) have
+// none, and `Spanned<T>` then fails to deserialize. So this tree speaks the
+// same (private, but long-stable) protocol itself and accepts values with or
+// without a span. The `spans_are_recovered` test catches a protocol change.
+
+const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
+const SPANNED_START: &str = "$__serde_spanned_private_start";
+const SPANNED_END: &str = "$__serde_spanned_private_end";
+const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
+const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
+const DATETIME_FIELD: &str = "$__toml_private_datetime";
+
+type Span = Option<Range<usize>>;
+
+/// A table key and where it is.
+#[derive(Debug)]
+struct Key {
+    name: String,
+    span: Span,
+}
+
+/// A TOML value.
+#[derive(Debug)]
+enum Value {
+    String(String),
+    Integer(i64),
+    Float,
+    Boolean,
+    Datetime,
+    Array(Vec<Node>),
+    Table(Vec<(Key, Node)>),
+}
+
+impl Value {
+    /// "a string", "an integer", ...: for error messages.
+    fn kind(&self) -> &'static str {
+        match self {
+            Value::String(_) => "a string",
+            Value::Integer(_) => "an integer",
+            Value::Float => "a float",
+            Value::Boolean => "a boolean",
+            Value::Datetime => "a datetime",
+            Value::Array(_) => "an array",
+            Value::Table(_) => "a table",
+        }
+    }
+}
+
+/// A TOML value and where it is.
+#[derive(Debug)]
+struct Node {
+    value: Value,
+    span: Span,
+}
+
+mod tree_de {
+    use std::fmt;
+
+    use serde::de::{Deserialize, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+    use super::{
+        Key, Node, Value, DATETIME_FIELD, SPANNED_END, SPANNED_FIELDS, SPANNED_NAME, SPANNED_START,
+        SPANNED_VALUE,
+    };
+
+    impl<'de> Deserialize<'de> for Key {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+            d.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, KeyVisitor)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Node {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+            d.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, NodeVisitor)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Value {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(ValueVisitor)
+        }
+    }
+
+    /// Reads the rest of a span map whose start key was just read.
+    fn spanned_rest<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
+        map: &mut A,
+    ) -> Result<(std::ops::Range<usize>, T), A::Error> {
+        let start: usize = map.next_value()?;
+        match map.next_key::<String>()? {
+            Some(k) if k == SPANNED_END => {}
+            _ => return Err(A::Error::custom("malformed span: no end")),
+        }
+        let end: usize = map.next_value()?;
+        match map.next_key::<String>()? {
+            Some(k) if k == SPANNED_VALUE => {}
+            _ => return Err(A::Error::custom("malformed span: no value")),
+        }
+        let value: T = map.next_value()?;
+        Ok((start..end, value))
+    }
+
+    /// A table (or datetime) whose first key, `first`, was just read.
+    fn map_rest<'de, A: MapAccess<'de>>(first: Key, map: &mut A) -> Result<Value, A::Error> {
+        if first.span.is_none() && first.name == DATETIME_FIELD {
+            map.next_value::<IgnoredAny>()?;
+            return Ok(Value::Datetime);
+        }
+        let mut entries = vec![(first, map.next_value()?)];
+        while let Some(key) = map.next_key::<Key>()? {
+            entries.push((key, map.next_value()?));
+        }
+        Ok(Value::Table(entries))
+    }
+
+    fn seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Node>()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    struct KeyVisitor;
+
+    impl<'de> Visitor<'de> for KeyVisitor {
+        type Value = Key;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a key")
+        }
+
+        fn visit_str<E: Error>(self, v: &str) -> Result<Key, E> {
+            Ok(Key {
+                name: v.to_string(),
+                span: None,
+            })
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
+            match map.next_key::<String>()? {
+                Some(k) if k == SPANNED_START => {
+                    let (span, name) = spanned_rest::<A, String>(&mut map)?;
+                    Ok(Key {
+                        name,
+                        span: Some(span),
+                    })
+                }
+                _ => Err(A::Error::custom("expected a key")),
+            }
+        }
+    }
+
+    struct NodeVisitor;
+
+    impl<'de> Visitor<'de> for NodeVisitor {
+        type Value = Node;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a TOML value")
+        }
+
+        fn visit_bool<E: Error>(self, v: bool) -> Result<Node, E> {
+            ValueVisitor.visit_bool(v).map(unspanned)
+        }
+
+        fn visit_i64<E: Error>(self, v: i64) -> Result<Node, E> {
+            ValueVisitor.visit_i64(v).map(unspanned)
+        }
+
+        fn visit_u64<E: Error>(self, v: u64) -> Result<Node, E> {
+            ValueVisitor.visit_u64(v).map(unspanned)
+        }
+
+        fn visit_f64<E: Error>(self, v: f64) -> Result<Node, E> {
+            ValueVisitor.visit_f64(v).map(unspanned)
+        }
+
+        fn visit_str<E: Error>(self, v: &str) -> Result<Node, E> {
+            ValueVisitor.visit_str(v).map(unspanned)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Node, A::Error> {
+            seq(s).map(unspanned)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+            let Some(first) = map.next_key::<Key>()? else {
+                return Ok(unspanned(Value::Table(Vec::new())));
+            };
+            if first.span.is_none() && first.name == SPANNED_START {
+                let (span, value) = spanned_rest::<A, Value>(&mut map)?;
+                return Ok(Node {
+                    value,
+                    span: Some(span),
+                });
+            }
+            map_rest(first, &mut map).map(unspanned)
+        }
+    }
+
+    fn unspanned(value: Value) -> Node {
+        Node { value, span: None }
+    }
+
+    struct ValueVisitor;
+
+    impl<'de> Visitor<'de> for ValueVisitor {
+        type Value = Value;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a TOML value")
+        }
+
+        fn visit_bool<E: Error>(self, _: bool) -> Result<Value, E> {
+            Ok(Value::Boolean)
+        }
+
+        fn visit_i64<E: Error>(self, v: i64) -> Result<Value, E> {
+            Ok(Value::Integer(v))
+        }
+
+        fn visit_u64<E: Error>(self, v: u64) -> Result<Value, E> {
+            i64::try_from(v)
+                .map(Value::Integer)
+                .map_err(|_| E::custom("integer out of range"))
+        }
+
+        fn visit_f64<E: Error>(self, _: f64) -> Result<Value, E> {
+            Ok(Value::Float)
+        }
+
+        fn visit_str<E: Error>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_string()))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Value, A::Error> {
+            seq(s)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            match map.next_key::<Key>()? {
+                Some(first) => map_rest(first, &mut map),
+                None => Ok(Value::Table(Vec::new())),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    struct Fx {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        home: PathBuf,
+        project: PathBuf,
+        config: PathBuf,
+    }
+
+    impl Fx {
+        fn new() -> Fx {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().canonicalize().unwrap();
+            let home = root.join("home/u");
+            let project = root.join("work/p");
+            fs::create_dir_all(home.join(".config")).unwrap();
+            fs::create_dir_all(&project).unwrap();
+            let config = home.join(".config/cordon");
+            Fx {
+                _dir: dir,
+                root,
+                home,
+                project,
+                config,
+            }
+        }
+
+        fn env(&self) -> EnvFacts {
+            EnvFacts {
+                home: self.home.clone(),
+                passwd_home: None,
+                xdg_config_home: self.home.join(".config"),
+            }
+        }
+
+        fn req(&self, flags: FlagOverrides) -> LoadRequest {
+            LoadRequest {
+                cwd: self.project.clone(),
+                project: None,
+                policy_files: Vec::new(),
+                flags,
+                env: self.env(),
+            }
+        }
+
+        fn load(&self) -> Result<Policy, LoadError> {
+            load(&self.req(FlagOverrides::default()))
+        }
+
+        fn project_file(&self) -> PathBuf {
+            self.project.join("cordon.toml")
+        }
+
+        fn write_project(&self, text: &str) -> PathBuf {
+            fs::write(self.project_file(), text).unwrap();
+            self.project_file()
+        }
+
+        fn write_user(&self, text: &str) -> PathBuf {
+            fs::create_dir_all(&self.config).unwrap();
+            let file = self.config.join("config.toml");
+            fs::write(&file, text).unwrap();
+            file
+        }
+
+        /// The error that loading the project file `text` gives, as text.
+        fn project_error(&self, text: &str) -> String {
+            let file = self.write_project(text);
+            let err = self.load().expect_err("load should fail");
+            let msg = err.to_string();
+            let prefix = format!("{}:", file.display());
+            msg.strip_prefix(&prefix)
+                .unwrap_or_else(|| panic!("{msg:?} does not start with {prefix:?}"))
+                .to_string()
+        }
+    }
+
+    fn exact(p: &Path) -> PathPattern {
+        PathPattern::Exact(p.to_path_buf())
+    }
+
+    fn values<T: Clone>(v: &[Sourced<T>]) -> Vec<T> {
+        v.iter().map(|s| s.value.clone()).collect()
+    }
+
+    // ---- sizes and durations
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("100k"), Ok(100 * 1024));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("2gb"), Ok(2 << 30));
+        assert_eq!(parse_size("3T"), Ok(3 << 40));
+        assert_eq!(parse_size(" 8 G "), Ok(8 << 30));
+        assert_eq!(parse_size("10B"), Ok(10));
+        for bad in ["", "G", "12Q", "1.5G", "-1", "1 G B", "0x10"] {
+            let err = parse_size(bad).expect_err(bad);
+            assert!(err.starts_with(&format!("invalid size {bad:?}")), "{err}");
+        }
+        assert!(parse_size("99999999999T")
+            .unwrap_err()
+            .contains("too large"));
+        assert!(parse_size("99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        let s = Duration::from_secs;
+        assert_eq!(parse_duration("90"), Ok(s(90)));
+        assert_eq!(parse_duration("90s"), Ok(s(90)));
+        assert_eq!(parse_duration("30m"), Ok(s(1800)));
+        assert_eq!(parse_duration("2h"), Ok(s(7200)));
+        assert_eq!(parse_duration("1h30m"), Ok(s(5400)));
+        assert_eq!(parse_duration("1d2h"), Ok(s(93_600)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1m500ms"), Ok(Duration::from_millis(60_500)));
+        for bad in ["", "h", "1x", "1h30", "1.5h", "-3s", "1 h"] {
+            let err = parse_duration(bad).expect_err(bad);
+            assert!(
+                err.starts_with(&format!("invalid duration {bad:?}")),
+                "{err}"
+            );
+        }
+        assert!(parse_duration("99999999999999999d")
+            .unwrap_err()
+            .contains("too long"));
+    }
+
+    #[test]
+    fn human_forms() {
+        assert_eq!(human_size(1 << 30), "1 GiB");
+        assert_eq!(human_size(512 << 20), "512 MiB");
+        assert_eq!(human_size(1536 << 20), "1536 MiB");
+        assert_eq!(human_size(1500), "1500 bytes (about 1.5 KiB)");
+        assert_eq!(human_size(1000), "1000 bytes");
+        assert_eq!(human_duration(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(human_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(human_duration(Duration::ZERO), "0ms");
+    }
+
+    #[test]
+    fn config_dir() {
+        let env = EnvFacts {
+            home: "/h".into(),
+            passwd_home: None,
+            xdg_config_home: "/x/conf".into(),
+        };
+        assert_eq!(user_config_dir(&env), PathBuf::from("/x/conf/cordon"));
+    }
+
+    // ---- built-in layer
+
+    #[test]
+    fn builtin_defaults() {
+        let fx = Fx::new();
+        let p = fx.load().unwrap();
+        assert_eq!(p.project, Sourced::new(fx.project.clone(), Source::Builtin));
+        assert_eq!(p.homes, vec![fx.home.clone()]);
+        assert_eq!(p.files.deny_read.len(), CREDENTIAL_DENY_LIST.len());
+        assert!(p
+            .files
+            .deny_read
+            .iter()
+            .all(|e| e.source == Source::Builtin));
+        assert!(values(&p.files.deny_read).contains(&exact(&fx.home.join(".ssh"))));
+        assert!(values(&p.files.deny_read).contains(&exact(&fx.home.join(".docker/config.json"))));
+        assert_eq!(
+            values(&p.files.protected),
+            PROTECTED_NAMES
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            p.files.deny_write,
+            vec![Sourced::new(exact(&fx.config), Source::Builtin)]
+        );
+        assert!(p.files.allow_write.is_empty() && p.files.allow_read.is_empty());
+        assert_eq!(p.limits.max_procs, Sourced::new(MAX_PROCS, Source::Builtin));
+        assert_eq!(p.limits.max_tmp, Sourced::new(MAX_TMP, Source::Builtin));
+        assert!(p.limits.max_memory.is_none() && p.limits.timeout.is_none());
+        assert!(p.network.local_ports.is_empty() && p.allow_degraded.is_empty());
+    }
+
+    #[test]
+    fn homes_from_env_and_passwd() {
+        let fx = Fx::new();
+        let other = fx.root.join("home/other");
+        fs::create_dir_all(&other).unwrap();
+        let mut req = fx.req(FlagOverrides::default());
+        req.env.passwd_home = Some(other.clone());
+        let p = load(&req).unwrap();
+        assert_eq!(p.homes, vec![fx.home.clone(), other.clone()]);
+        assert_eq!(p.files.deny_read.len(), 2 * CREDENTIAL_DENY_LIST.len());
+        assert!(values(&p.files.deny_read).contains(&exact(&other.join(".aws"))));
+
+        // The same home through a symlink counts once.
+        let link = fx.root.join("homelink");
+        std::os::unix::fs::symlink(&fx.home, &link).unwrap();
+        req.env.passwd_home = Some(link);
+        let p = load(&req).unwrap();
+        assert_eq!(p.homes, vec![fx.home.clone()]);
+    }
+
+    #[test]
+    fn project_flag() {
+        let fx = Fx::new();
+        let mut req = fx.req(FlagOverrides::default());
+        req.cwd = fx.root.clone();
+        req.project = Some("work/./p".into());
+        let p = load(&req).unwrap();
+        assert_eq!(
+            p.project,
+            Sourced::new(fx.project.clone(), Source::Flag("--project".into()))
+        );
+
+        req.project = Some("missing".into());
+        let err = load(&req).unwrap_err().to_string();
+        assert!(
+            err.contains("missing") && err.ends_with("does not exist"),
+            "{err}"
+        );
+
+        fs::write(fx.root.join("file"), "").unwrap();
+        req.project = Some("file".into());
+        let err = load(&req).unwrap_err().to_string();
+        assert!(err.ends_with("is not a directory"), "{err}");
+
+        req.project = None;
+        req.cwd = "relative".into();
+        assert!(matches!(load(&req), Err(LoadError::RelativeCwd(_))));
+    }
+
+    // ---- layering
+
+    #[test]
+    fn layers_apply_in_order() {
+        let fx = Fx::new();
+        let user = fx.write_user(
+            "[files]\nallow_write = [\"~/.cache/pip\"]\ndeny_read = [\"/srv/secret\"]\n\
+             [limits]\nmax_procs = 1000\ntimeout = \"3h\"\n",
+        );
+        let project = fx.write_project(
+            "[files]\ndeny_read = [\"./.env\", \"./**/*.pem\"]\nprotect = [\"./.github/workflows/\"]\n\
+             [limits]\nmax_procs = 500\ntimeout = \"2h\"\nmax_memory = \"8G\"\n",
+        );
+        let pdir = fx.root.join("policies");
+        fs::create_dir_all(&pdir).unwrap();
+        let pfile = pdir.join("extra.toml");
+        fs::write(
+            &pfile,
+            "[files]\nallow_write = [\"build\"]\n[limits]\nmax_procs = 800\n[network]\nlocal_ports = [3000]\n",
+        )
+        .unwrap();
+        let flags = FlagOverrides {
+            allow_write: vec!["out".into(), "~/scratch".into()],
+            deny_read: vec!["/etc/shadow".into()],
+            max_procs: Some(100),
+            max_tmp: Some("256M".into()),
+            local_ports: vec![8080],
+            allow_degraded: vec!["seccomp".into()],
+            ..FlagOverrides::default()
+        };
+        let mut req = fx.req(flags);
+        req.policy_files = vec![PathBuf::from("../../policies/extra.toml")];
+        let p = load(&req).unwrap();
+
+        let u = Source::UserConfig(user);
+        let pr = Source::Project(project);
+        let pf = Source::PolicyFile(pfile);
+        let flag = |f: &str| Source::Flag(f.to_string());
+        assert_eq!(
+            p.files.allow_write,
+            vec![
+                Sourced::new(exact(&fx.home.join(".cache/pip")), u.clone()),
+                Sourced::new(exact(&pdir.join("build")), pf.clone()),
+                Sourced::new(exact(&fx.project.join("out")), flag("--allow-write")),
+                Sourced::new(exact(&fx.home.join("scratch")), flag("--allow-write")),
+            ]
+        );
+        let extra: Vec<_> = p.files.deny_read[CREDENTIAL_DENY_LIST.len()..]
+            .iter()
+            .map(|e| (e.value.to_string(), e.source.clone()))
+            .collect();
+        let pem = format!("{}/**/*.pem", fx.project.display());
+        assert_eq!(
+            extra,
+            vec![
+                ("/srv/secret".to_string(), u.clone()),
+                (fx.project.join(".env").display().to_string(), pr.clone()),
+                (pem, pr.clone()),
+                ("/etc/shadow".to_string(), flag("--deny-read")),
+            ]
+        );
+        assert_eq!(
+            p.files.protected.last(),
+            Some(&Sourced::new(".github/workflows/".to_string(), pr.clone()))
+        );
+        assert_eq!(p.limits.max_procs, Sourced::new(100, flag("--max-procs")));
+        assert_eq!(p.limits.max_tmp, Sourced::new(256 << 20, flag("--max-tmp")));
+        assert_eq!(p.limits.max_memory, Some(Sourced::new(8 << 30, pr.clone())));
+        assert_eq!(
+            p.limits.timeout,
+            Some(Sourced::new(Duration::from_secs(7200), pr.clone()))
+        );
+        assert_eq!(
+            p.network.local_ports,
+            vec![
+                Sourced::new(3000, pf.clone()),
+                Sourced::new(8080, flag("--allow-local-port"))
+            ]
+        );
+        assert_eq!(
+            p.allow_degraded,
+            vec![Sourced::new(Layer::Seccomp, flag("--allow-degraded"))]
+        );
+        assert!(p.degraded_ok(Layer::Seccomp) && !p.degraded_ok(Layer::Landlock));
+    }
+
+    #[test]
+    fn sections_may_be_written_many_ways() {
+        let fx = Fx::new();
+        fx.write_project(
+            "files.deny_read = [\"/a\"]\nlimits = { max_procs = 10 }\n\
+             [network]\n\"local_ports\" = []\n",
+        );
+        let p = fx.load().unwrap();
+        assert_eq!(p.files.deny_read.last().unwrap().value.to_string(), "/a");
+        assert_eq!(p.limits.max_procs.value, 10);
+        // An empty file and empty sections are fine.
+        fx.write_project("");
+        fx.load().unwrap();
+        fx.write_project("[files]\n[limits]\n[network]\n[sandbox]\n");
+        fx.load().unwrap();
+    }
+
+    #[test]
+    fn user_config_paths_must_be_absolute() {
+        let fx = Fx::new();
+        let file = fx.write_user("[files]\ndeny_read = [\"~/ok\", \"rel\"]\n");
+        let err = fx.load().unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "{}:2:22: files.deny_read[1]: relative path \"rel\"",
+                file.display()
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn policy_files() {
+        let fx = Fx::new();
+        let mut req = fx.req(FlagOverrides::default());
+        req.policy_files = vec![PathBuf::from("nope.toml")];
+        let err = load(&req).unwrap_err().to_string();
+        assert!(
+            err.starts_with("cannot read ") && err.contains("nope.toml"),
+            "{err}"
+        );
+
+        let a = fx.project.join("a.toml");
+        let b = fx.root.join("b.toml");
+        fs::write(&a, "[limits]\nmax_procs = 7\n").unwrap();
+        fs::write(
+            &b,
+            "[limits]\nmax_procs = 9\n[files]\ndeny_write = [\"x\"]\n",
+        )
+        .unwrap();
+        req.policy_files = vec![b.clone(), "a.toml".into()];
+        let p = load(&req).unwrap();
+        assert_eq!(
+            p.limits.max_procs,
+            Sourced::new(7, Source::PolicyFile(a.clone()))
+        );
+        assert_eq!(
+            p.files.deny_write.last(),
+            Some(&Sourced::new(
+                exact(&fx.root.join("x")),
+                Source::PolicyFile(b.clone())
+            ))
+        );
+        req.policy_files = vec!["a.toml".into(), b.clone()];
+        assert_eq!(load(&req).unwrap().limits.max_procs.value, 9);
+    }
+
+    // ---- errors in files
+
+    #[test]
+    fn unknown_keys() {
+        let fx = Fx::new();
+        assert_eq!(
+            fx.project_error("[files]\ndeny_read = []\n  allow_wrte = [\"x\"]\n"),
+            "3:3: files.allow_wrte: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect)"
+        );
+        assert_eq!(
+            fx.project_error("\n[limit]\nmax_procs = 1\n"),
+            "2:2: limit: unknown key (expected one of files, limits, network, sandbox)"
+        );
+        assert_eq!(
+            fx.project_error("limits.max_proc = 1\n"),
+            "1:8: limits.max_proc: unknown key (expected one of max_procs, max_tmp, max_memory, timeout)"
+        );
+        assert_eq!(
+            fx.project_error("[network]\n\"local ports\" = [1]\n"),
+            "2:1: network.\"local ports\": unknown key (expected one of local_ports)"
+        );
+        assert_eq!(
+            fx.project_error("[sandbox.x]\n"),
+            "1:10: sandbox.x: unknown key (expected one of allow_degraded)"
+        );
+        assert_eq!(
+            fx.project_error("top = 1\n"),
+            "1:1: top: unknown key (expected one of files, limits, network, sandbox)"
+        );
+    }
+
+    #[test]
+    fn wrong_types() {
+        let fx = Fx::new();
+        assert_eq!(
+            fx.project_error("[limits]\nmax_tmp = \"1G\"\n\n\n\n\nmax_procs    = \"many\"\n"),
+            "7:16: limits.max_procs: expected an integer, found a string"
+        );
+        assert_eq!(
+            fx.project_error("[limits]\nmax_procs = 2.5\n"),
+            "2:13: limits.max_procs: expected an integer, found a float"
+        );
+        assert_eq!(
+            fx.project_error("files = 3\n"),
+            "1:9: files: expected a table, found an integer"
+        );
+        assert_eq!(
+            fx.project_error("[[files]]\n"),
+            "1:1: files: expected a table, found an array"
+        );
+        assert_eq!(
+            fx.project_error("[files]\ndeny_read = \"/x\"\n"),
+            "2:13: files.deny_read: expected an array of strings, found a string"
+        );
+        assert_eq!(
+            fx.project_error("[files]\ndeny_read = [\"/x\", true]\n"),
+            "2:20: files.deny_read[1]: expected a string, found a boolean"
+        );
+        assert_eq!(
+            fx.project_error("[files]\ndeny_read = [[\"/x\"]]\n"),
+            "2:14: files.deny_read[0]: expected a string, found an array"
+        );
+        assert_eq!(
+            fx.project_error("[files]\ndeny_read = [{ a = 1 }]\n"),
+            "2:14: files.deny_read[0]: expected a string, found a table"
+        );
+        assert_eq!(
+            fx.project_error("[limits]\ntimeout = 1979-05-27\n"),
+            "2:11: limits.timeout: expected a duration (a string such as \"2h\", or a number of seconds), found a datetime"
+        );
+        assert_eq!(
+            fx.project_error("[limits]\nmax_memory = true\n"),
+            "2:14: limits.max_memory: expected a size (a string such as \"512M\", or a number of bytes), found a boolean"
+        );
+        assert_eq!(
+            fx.project_error("[network]\nlocal_ports = [\"80\"]\n"),
+            "2:16: network.local_ports[0]: expected an integer, found a string"
+        );
+        assert_eq!(
+            fx.project_error("[network]\nlocal_ports = 80\n"),
+            "2:15: network.local_ports: expected an array of integers, found an integer"
+        );
+    }
+
+    #[test]
+    fn bad_values() {
+        let fx = Fx::new();
+        let err = fx.project_error("[files]\ndeny_read = [\"/ok\", \"/a/[b\"]\n");
+        assert!(
+            err.starts_with("2:21: files.deny_read[1]: invalid glob \"/a/[b\": "),
+            "{err}"
+        );
+        assert_eq!(
+            fx.project_error("[files]\ndeny_write = [\"../up\"]\n"),
+            "2:15: files.deny_write[0]: \"../up\" must not contain `..`"
+        );
+        assert_eq!(
+            fx.project_error("[files]\nallow_read = [\"~bob/x\"]\n"),
+            "2:15: files.allow_read[0]: `~user` paths are not supported in \"~bob/x\"; write ~/ or an absolute path"
+        );
+        assert_eq!(
+            fx.project_error("[files]\ndeny_read = [\"\"]\n"),
+            "2:14: files.deny_read[0]: empty path"
+        );
+        assert!(fx
+            .project_error("[limits]\nmax_tmp = \"12Q\"\n")
+            .starts_with("2:11: limits.max_tmp: invalid size \"12Q\""));
+        assert_eq!(
+            fx.project_error("[limits]\nmax_tmp = 0\n"),
+            "2:11: limits.max_tmp: must be more than zero"
+        );
+        assert_eq!(
+            fx.project_error("[limits]\nmax_memory = -5\n"),
+            "2:14: limits.max_memory: invalid size -5 (must not be negative)"
+        );
+        assert!(fx
+            .project_error("[limits]\ntimeout = \"soon\"\n")
+            .starts_with("2:11: limits.timeout: invalid duration \"soon\""));
+        assert_eq!(
+            fx.project_error("[limits]\ntimeout = \"0s\"\n"),
+            "2:11: limits.timeout: must be more than zero"
+        );
+        assert_eq!(
+            fx.project_error("[limits]\nmax_procs = 0\n"),
+            "2:13: limits.max_procs: must be at least 1"
+        );
+        assert_eq!(
+            fx.project_error("[limits]\nmax_procs = -1\n"),
+            "2:13: limits.max_procs: must be at least 1"
+        );
+        assert_eq!(
+            fx.project_error("[network]\nlocal_ports = [80, 70000]\n"),
+            "2:20: network.local_ports[1]: 70000 is not a TCP port (expected 1 to 65535)"
+        );
+        assert_eq!(
+            fx.project_error("[sandbox]\nallow_degraded = [\"landlok\"]\n"),
+            "2:19: sandbox.allow_degraded[0]: unknown layer \"landlok\" (expected one of namespaces, landlock, seccomp, limits)"
+        );
+        for (raw, why) in [
+            (
+                "/etc",
+                "must be relative to the project (no leading / or ~)",
+            ),
+            (
+                "~/.x",
+                "must be relative to the project (no leading / or ~)",
+            ),
+            ("a/../b", "must not contain `..`"),
+            (
+                "*.sh",
+                "globs are not supported here; name the file or directory",
+            ),
+            (".", "names the project itself; name something inside it"),
+        ] {
+            let err = fx.project_error(&format!("[files]\nprotect = [{raw:?}]\n"));
+            assert_eq!(
+                err,
+                format!("2:12: files.protect[0]: {raw:?} {why}")
+                    .replace(&format!("{raw:?} globs"), &format!("{raw:?}: globs"))
+            );
+        }
+        assert_eq!(
+            fx.project_error("[files]\nprotect = [\"\"]\n"),
+            "2:12: files.protect[0]: empty name"
+        );
+    }
+
+    #[test]
+    fn syntax_errors() {
+        let fx = Fx::new();
+        let err = fx.project_error("[files]\ndeny_read = [\"/a\"\n");
+        assert_eq!(err, "3:1: invalid array: expected `]`");
+        let err = fx.project_error("[files]\ndeny_read = []\ndeny_read = []\n");
+        assert!(
+            err.starts_with("3:1: ") && err.contains("duplicate key"),
+            "{err}"
+        );
+        let err = fx.project_error("a = = 1");
+        assert!(err.starts_with("1:"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+
+        fs::write(fx.project_file(), b"[files]\n\xff").unwrap();
+        let err = fx.load().unwrap_err().to_string();
+        assert!(err.ends_with("cordon.toml:2:1: not valid UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn columns_count_characters() {
+        let fx = Fx::new();
+        assert_eq!(
+            fx.project_error("# héllo wörld\n[files] # ünïcode\ndeny_read = [\"/é\", 5]\n"),
+            "3:20: files.deny_read[1]: expected a string, found an integer"
+        );
+    }
+
+    #[test]
+    fn dangling_project_file_is_an_error() {
+        let fx = Fx::new();
+        std::os::unix::fs::symlink(fx.root.join("gone"), fx.project_file()).unwrap();
+        let err = fx.load().unwrap_err().to_string();
+        assert!(
+            err.starts_with("cannot read ") && err.contains("cordon.toml"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn spans_are_recovered() {
+        // Guards the span protocol shared with `toml`: if it changed, every
+        // position would collapse to 1:1.
+        let fx = Fx::new();
+        assert_eq!(
+            fx.project_error("\n\nfiles.deny_read = [1]\n"),
+            "3:20: files.deny_read[0]: expected a string, found an integer"
+        );
+        assert_eq!(
+            fx.project_error("\nlimits = { max_procs = \"x\" }\n"),
+            "2:24: limits.max_procs: expected an integer, found a string"
+        );
+        assert_eq!(
+            fx.project_error("\n\nfiles.bogus = 1\n"),
+            "3:7: files.bogus: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect)"
+        );
+    }
+
+    // ---- trust
+
+    #[test]
+    fn untrusted_project_may_narrow() {
+        let fx = Fx::new();
+        fx.write_user("[limits]\nmax_memory = \"16G\"\n");
+        fx.write_project(
+            "[files]\nallow_write = []\ndeny_read = [\"./.env\"]\ndeny_write = [\"./vendor\"]\n\
+             protect = [\".github/workflows\"]\n\
+             [limits]\nmax_procs = 4096\nmax_tmp = \"512M\"\nmax_memory = \"8G\"\ntimeout = \"1h\"\n\
+             [network]\nlocal_ports = []\n[sandbox]\nallow_degraded = []\n",
+        );
+        let p = fx.load().unwrap();
+        let src = Source::Project(fx.project_file());
+        assert_eq!(p.limits.max_tmp, Sourced::new(512 << 20, src.clone()));
+        assert_eq!(
+            p.limits.max_memory,
+            Some(Sourced::new(8 << 30, src.clone()))
+        );
+        assert_eq!(p.limits.max_procs, Sourced::new(4096, src.clone()));
+        assert_eq!(
+            p.limits.timeout.as_ref().map(|t| t.value),
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(
+            p.files.protected.last(),
+            Some(&Sourced::new(".github/workflows".to_string(), src.clone()))
+        );
+        assert!(!trust::trust_store(&fx.config).exists());
+    }
+
+    #[test]
+    fn untrusted_project_may_not_widen() {
+        let fx = Fx::new();
+        let file = fx.project_file();
+        let cases = [
+            ("[files]\nallow_write = [\"/\"]\n", "2:1: files.allow_write: "),
+            ("[files]\nallow_read = [\"~/.ssh\"]\n", "2:1: files.allow_read: "),
+            ("[network]\nlocal_ports = [22]\n", "2:1: network.local_ports: "),
+            ("[sandbox]\nallow_degraded = [\"seccomp\"]\n", "2:1: sandbox.allow_degraded: "),
+            (
+                "[limits]\nmax_procs = 4097\n",
+                "2:1: limits.max_procs: 4097 is more than the 4096 in force (built-in); ",
+            ),
+            (
+                "[limits]\nmax_tmp = \"2G\"\n",
+                "2:1: limits.max_tmp: 2 GiB is more than the 1 GiB in force (built-in); ",
+            ),
+            (
+                "[files]\ndeny_read = [\"/x\"]\n\n[limits]\n  max_procs = 1\n  max_tmp = \"4G\"\n",
+                "6:3: limits.max_tmp: 4 GiB is more than the 1 GiB in force (built-in); ",
+            ),
+            (
+                // The whole file is checked before trust: errors come first.
+                "[files]\nallow_write = [\"/\"]\n[files.x]\n",
+                "3:8: files.x: unknown key",
+            ),
+            (
+                "files.deny_read = []\nsandbox.allow_degraded = [\"limits\"]\nfiles.allow_write = [\"/\"]\n",
+                "2:9: sandbox.allow_degraded: ",
+            ),
+        ];
+        for (text, want) in cases {
+            let got = fx.project_error(text);
+            assert!(got.starts_with(want), "{text:?}:\n got {got}\nwant {want}");
+            if want.contains("unknown key") {
+                continue;
+            }
+            let hash = trust::file_hash(text.as_bytes());
+            let tail = format!(
+                "the project's cordon.toml is not trusted, so it may only narrow the sandbox; review the file, then run `cordon trust {}` to approve it (sha256 {hash})",
+                file.display()
+            );
+            assert_eq!(got, format!("{want}{tail}"));
+        }
+    }
+
+    #[test]
+    fn limits_compare_with_the_value_in_force() {
+        let fx = Fx::new();
+        fx.write_user("[limits]\ntimeout = \"1h\"\nmax_memory = \"4G\"\nmax_procs = 100\n");
+        assert!(fx
+            .project_error("[limits]\ntimeout = \"61m\"\n")
+            .starts_with("2:1: limits.timeout: 1h1m is longer than the 1h in force (user config "));
+        assert!(fx
+            .project_error("[limits]\nmax_memory = 4294967297\n")
+            .starts_with("2:1: limits.max_memory: 4294967297 bytes (about 4.0 GiB) is more than the 4 GiB in force (user config "));
+        assert!(fx
+            .project_error("[limits]\nmax_procs = 200\n")
+            .starts_with("2:1: limits.max_procs: 200 is more than the 100 in force (user config "));
+        fx.write_project("[limits]\ntimeout = 3600\nmax_memory = \"4G\"\nmax_procs = 100\n");
+        fx.load().unwrap();
+    }
+
+    #[test]
+    fn trusted_project_may_widen_until_edited() {
+        let fx = Fx::new();
+        let text = "[files]\nallow_write = [\"~/.cache/pip\"]\n[limits]\nmax_procs = 9000\n";
+        let file = fx.write_project(text);
+        assert!(fx.project_error(text).contains("is not trusted"));
+
+        let hash = trust::trust(&fx.config, &file).unwrap();
+        assert_eq!(hash, trust::file_hash(text.as_bytes()));
+        let p = fx.load().unwrap();
+        let src = Source::Project(file.clone());
+        assert_eq!(
+            p.files.allow_write,
+            vec![Sourced::new(
+                exact(&fx.home.join(".cache/pip")),
+                src.clone()
+            )]
+        );
+        assert_eq!(p.limits.max_procs, Sourced::new(9000, src));
+
+        // Any edit, even a narrowing one, withdraws the approval for widening.
+        let edited = format!("{text}# reviewed\n");
+        let got = fx.project_error(&edited);
+        assert!(got.starts_with("2:1: files.allow_write: "), "{got}");
+        assert!(got.ends_with(&format!("(sha256 {})", trust::file_hash(edited.as_bytes()))));
+
+        // Narrowing-only files need no trust at all.
+        fx.write_project("[files]\ndeny_read = [\"./.env\"]\n");
+        fx.load().unwrap();
+
+        // Untrusting withdraws it too.
+        fx.write_project(text);
+        trust::trust(&fx.config, &file).unwrap();
+        fx.load().unwrap();
+        assert!(trust::untrust(&fx.config, &file).unwrap());
+        assert!(fx.project_error(text).contains("is not trusted"));
+    }
+
+    #[test]
+    fn user_config_and_policy_files_are_trusted() {
+        let fx = Fx::new();
+        fx.write_user("[files]\nallow_write = [\"/var/tmp/x\"]\n[limits]\nmax_procs = 99999\n");
+        let pfile = fx.root.join("p.toml");
+        fs::write(
+            &pfile,
+            "[sandbox]\nallow_degraded = [\"landlock\"]\n[network]\nlocal_ports = [80]\n",
+        )
+        .unwrap();
+        let mut req = fx.req(FlagOverrides::default());
+        req.policy_files = vec![pfile];
+        let p = load(&req).unwrap();
+        assert_eq!(p.limits.max_procs.value, 99999);
+        assert!(p.degraded_ok(Layer::Landlock));
+        assert_eq!(values(&p.network.local_ports), vec![80]);
+    }
+
+    #[test]
+    fn untrusted_message_quotes_odd_paths() {
+        let fx = Fx::new();
+        let dir = fx.root.join("it's here");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("cordon.toml"), "[files]\nallow_write = [\"/\"]\n").unwrap();
+        let mut req = fx.req(FlagOverrides::default());
+        req.project = Some(dir.clone());
+        let err = load(&req).unwrap_err().to_string();
+        let quoted = format!("'{}'", dir.join("cordon.toml").display()).replace("it's", r"it'\''s");
+        assert!(err.contains(&format!("`cordon trust {quoted}`")), "{err}");
+        assert!(matches!(load(&req), Err(LoadError::Untrusted { .. })));
+    }
+
+    // ---- flags
+
+    #[test]
+    fn flags_resolve_and_validate() {
+        let fx = Fx::new();
+        let flags = FlagOverrides {
+            allow_read: vec!["~/.npmrc".into()],
+            deny_write: vec!["./vendor".into(), "/opt/**/*.so".into()],
+            max_memory: Some("1GiB".into()),
+            timeout: Some("90".into()),
+            ..FlagOverrides::default()
+        };
+        let p = load(&fx.req(flags)).unwrap();
+        let f = |n: &str| Source::Flag(n.to_string());
+        assert_eq!(
+            p.files.allow_read,
+            vec![Sourced::new(
+                exact(&fx.home.join(".npmrc")),
+                f("--allow-read")
+            )]
+        );
+        assert_eq!(
+            p.files.deny_write[1..]
+                .iter()
+                .map(|e| (e.value.to_string(), e.source.clone()))
+                .collect::<Vec<_>>(),
+            vec![
+                (
+                    fx.project.join("vendor").display().to_string(),
+                    f("--deny-write")
+                ),
+                ("/opt/**/*.so".to_string(), f("--deny-write")),
+            ]
+        );
+        assert_eq!(
+            p.limits.max_memory,
+            Some(Sourced::new(1 << 30, f("--max-memory")))
+        );
+        assert_eq!(
+            p.limits.timeout,
+            Some(Sourced::new(Duration::from_secs(90), f("--timeout")))
+        );
+
+        let bad = |flags: FlagOverrides| load(&fx.req(flags)).unwrap_err().to_string();
+        assert!(bad(FlagOverrides {
+            max_tmp: Some("12Q".into()),
+            ..Default::default()
+        })
+        .starts_with("--max-tmp: invalid size \"12Q\""));
+        assert!(bad(FlagOverrides {
+            max_memory: Some("lots".into()),
+            ..Default::default()
+        })
+        .starts_with("--max-memory: invalid size \"lots\""));
+        assert!(bad(FlagOverrides {
+            timeout: Some("1y".into()),
+            ..Default::default()
+        })
+        .starts_with("--timeout: invalid duration \"1y\""));
+        assert_eq!(
+            bad(FlagOverrides {
+                max_procs: Some(0),
+                ..Default::default()
+            }),
+            "--max-procs: must be at least 1"
+        );
+        assert_eq!(
+            bad(FlagOverrides {
+                local_ports: vec![0],
+                ..Default::default()
+            }),
+            "--allow-local-port: 0 is not a TCP port (expected 1 to 65535)"
+        );
+        assert_eq!(
+            bad(FlagOverrides {
+                allow_degraded: vec!["all".into()],
+                ..Default::default()
+            }),
+            "--allow-degraded: unknown layer \"all\" (expected one of namespaces, landlock, seccomp, limits)"
+        );
+        assert!(bad(FlagOverrides {
+            deny_read: vec!["/a/[b".into()],
+            ..Default::default()
+        })
+        .starts_with("--deny-read: invalid glob \"/a/[b\""));
+        assert_eq!(
+            bad(FlagOverrides {
+                allow_write: vec!["../x".into()],
+                ..Default::default()
+            }),
+            "--allow-write: \"../x\" must not contain `..`"
+        );
+    }
+
+    #[test]
+    fn a_bad_flag_fails_the_whole_load() {
+        let fx = Fx::new();
+        fx.write_project("[files]\ndeny_read = [\"./.env\"]\n");
+        let flags = FlagOverrides {
+            allow_write: vec!["/ok".into()],
+            timeout: Some("never".into()),
+            ..Default::default()
+        };
+        assert!(matches!(load(&fx.req(flags)), Err(LoadError::Flag { .. })));
+    }
+}

@@ -1,0 +1,171 @@
+//! The policy model: what each door lets through, and where each line came from.
+//!
+//! A [`Policy`] is built by [`load::load`] from, in order (later wins): the
+//! built-in defaults ([`defaults`]), the user's config, the project's
+//! `cordon.toml` (narrowing only until trusted), `--policy` files, and flags.
+//! Every entry carries its [`Source`] so `cordon explain` can say why it is there.
+
+pub mod defaults;
+pub mod load;
+pub mod pattern;
+pub mod trust;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use pattern::PathPattern;
+
+/// Where one line of the effective policy came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum Source {
+    /// cordon's own defaults.
+    Builtin,
+    /// `$XDG_CONFIG_HOME/cordon/config.toml`.
+    UserConfig(PathBuf),
+    /// The project's `cordon.toml`.
+    Project(PathBuf),
+    /// A file named with `--policy`.
+    PolicyFile(PathBuf),
+    /// A command-line flag, e.g. `--allow-write`.
+    Flag(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Builtin => write!(f, "built-in"),
+            Source::UserConfig(p) => write!(f, "user config {}", p.display()),
+            Source::Project(p) => write!(f, "project {}", p.display()),
+            Source::PolicyFile(p) => write!(f, "policy {}", p.display()),
+            Source::Flag(flag) => write!(f, "flag {flag}"),
+        }
+    }
+}
+
+/// A value together with the source that set it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+impl<T> Sourced<T> {
+    pub fn new(value: T, source: Source) -> Self {
+        Sourced { value, source }
+    }
+}
+
+/// A protection layer that `--allow-degraded` may waive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// User, mount, pid, net, ipc and uts namespaces (and with them the mount view).
+    Namespaces,
+    /// Landlock filesystem, TCP and scope rules.
+    Landlock,
+    /// The seccomp system-call filter.
+    Seccomp,
+    /// Task, memory and temp-size limits.
+    Limits,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 4] = [
+        Layer::Namespaces,
+        Layer::Landlock,
+        Layer::Seccomp,
+        Layer::Limits,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Namespaces => "namespaces",
+            Layer::Landlock => "landlock",
+            Layer::Seccomp => "seccomp",
+            Layer::Limits => "limits",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Layer> {
+        Layer::ALL.into_iter().find(|l| l.name() == name)
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The files door.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FilesPolicy {
+    /// Extra writable paths besides the project and the private temp dir.
+    pub allow_write: Vec<Sourced<PathPattern>>,
+    /// Paths re-allowed for reading although a deny rule covers them.
+    pub allow_read: Vec<Sourced<PathPattern>>,
+    /// Unreadable paths, the built-in credential deny list included.
+    pub deny_read: Vec<Sourced<PathPattern>>,
+    /// Read-only paths inside writable areas.
+    pub deny_write: Vec<Sourced<PathPattern>>,
+    /// Names, relative to the project and to every git repository under it,
+    /// that stay read-only and cannot be created (code that runs later).
+    pub protected: Vec<Sourced<String>>,
+}
+
+/// Resource limits.
+#[derive(Clone, Debug, Serialize)]
+pub struct Limits {
+    /// Most tasks (processes and threads) alive at once.
+    pub max_procs: Sourced<u64>,
+    /// Size of the private temp dir, in bytes.
+    pub max_tmp: Sourced<u64>,
+    /// Memory cap, in bytes; none by default.
+    pub max_memory: Option<Sourced<u64>>,
+    /// Wall-clock limit; none by default.
+    #[serde(serialize_with = "serialize_timeout")]
+    pub timeout: Option<Sourced<Duration>>,
+}
+
+fn serialize_timeout<S: serde::Serializer>(
+    timeout: &Option<Sourced<Duration>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let secs = timeout
+        .as_ref()
+        .map(|t| Sourced::new(t.value.as_secs_f64(), t.source.clone()));
+    secs.serialize(s)
+}
+
+/// The network door (the proxy arrives with the network issue).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NetworkPolicy {
+    /// TCP ports that programs inside may bind and connect to on the sandbox's own loopback.
+    pub local_ports: Vec<Sourced<u16>>,
+}
+
+/// The effective policy for one sandbox.
+#[derive(Clone, Debug, Serialize)]
+pub struct Policy {
+    /// The project directory (absolute, symlinks resolved): writable.
+    pub project: Sourced<PathBuf>,
+    /// Home directories the credential deny list applies under: `$HOME`, and
+    /// the account's home from the password database when it differs.
+    pub homes: Vec<PathBuf>,
+    pub files: FilesPolicy,
+    pub limits: Limits,
+    pub network: NetworkPolicy,
+    /// Layers the user agreed to run without, if the kernel cannot apply them.
+    pub allow_degraded: Vec<Sourced<Layer>>,
+}
+
+impl Policy {
+    /// Whether the user explicitly agreed to run without `layer`.
+    pub fn degraded_ok(&self, layer: Layer) -> bool {
+        self.allow_degraded.iter().any(|l| l.value == layer)
+    }
+}

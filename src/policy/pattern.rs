@@ -1,0 +1,271 @@
+//! Path patterns in policy: exact paths and globs, with `~` and relative forms.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde::{Serialize, Serializer};
+
+/// Why a path pattern was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PatternError {
+    #[error("empty path")]
+    Empty,
+    #[error("relative path {0:?} has nothing to be relative to here; write an absolute path or one starting with ~/")]
+    NoBase(String),
+    #[error("`~user` paths are not supported in {0:?}; write ~/ or an absolute path")]
+    OtherUser(String),
+    #[error("invalid glob {pattern:?}: {reason}")]
+    BadGlob { pattern: String, reason: String },
+    #[error("{0:?} must not contain `..`")]
+    DotDot(String),
+}
+
+/// What relative and `~` paths resolve against.
+#[derive(Clone, Debug)]
+pub struct PathContext<'a> {
+    pub home: &'a Path,
+    /// The directory relative paths are relative to, if they are allowed.
+    pub base: Option<&'a Path>,
+}
+
+/// A path in a policy: one exact path or a glob over paths.
+#[derive(Clone, Debug)]
+pub enum PathPattern {
+    /// An absolute path, lexically normalised (symlinks are resolved when the
+    /// sandbox is built, so that the rule covers what the path reaches).
+    Exact(PathBuf),
+    /// A glob over absolute paths; `base` is its longest literal prefix, where
+    /// expansion starts walking.
+    Glob {
+        pattern: String,
+        base: PathBuf,
+        matcher: GlobMatcher,
+    },
+}
+
+impl PartialEq for PathPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+impl Eq for PathPattern {}
+
+impl fmt::Display for PathPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathPattern::Exact(p) => write!(f, "{}", p.display()),
+            PathPattern::Glob { pattern, .. } => f.write_str(pattern),
+        }
+    }
+}
+
+impl Serialize for PathPattern {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+const GLOB_CHARS: &[char] = &['*', '?', '[', '{'];
+
+impl PathPattern {
+    /// Parses a policy path: absolute, `~/...`, or relative to `ctx.base`.
+    pub fn parse(raw: &str, ctx: &PathContext<'_>) -> Result<PathPattern, PatternError> {
+        if raw.is_empty() {
+            return Err(PatternError::Empty);
+        }
+        let absolute = if raw == "~" {
+            ctx.home.to_path_buf()
+        } else if let Some(rest) = raw.strip_prefix("~/") {
+            ctx.home.join(rest)
+        } else if raw.starts_with('~') {
+            return Err(PatternError::OtherUser(raw.to_string()));
+        } else if raw.starts_with('/') {
+            PathBuf::from(raw)
+        } else {
+            match ctx.base {
+                Some(base) => base.join(raw),
+                None => return Err(PatternError::NoBase(raw.to_string())),
+            }
+        };
+        let normal = normalize(&absolute).ok_or_else(|| PatternError::DotDot(raw.to_string()))?;
+        let text = normal.to_string_lossy().into_owned();
+        if !text.contains(GLOB_CHARS) {
+            return Ok(PathPattern::Exact(normal));
+        }
+        let matcher = GlobBuilder::new(&text)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| PatternError::BadGlob {
+                pattern: raw.to_string(),
+                reason: e.kind().to_string(),
+            })?
+            .compile_matcher();
+        let base = literal_prefix(&normal);
+        Ok(PathPattern::Glob {
+            pattern: text,
+            base,
+            matcher,
+        })
+    }
+
+    /// Whether `path` (absolute, normalised) is this pattern or lies beneath it.
+    pub fn covers(&self, path: &Path) -> bool {
+        match self {
+            PathPattern::Exact(p) => path.starts_with(p),
+            PathPattern::Glob { matcher, .. } => path.ancestors().any(|a| matcher.is_match(a)),
+        }
+    }
+
+    /// The existing paths this pattern names right now. Globs are expanded by
+    /// walking from their literal prefix, without following symlinked
+    /// directories, to a bounded depth.
+    pub fn expand(&self) -> Vec<PathBuf> {
+        match self {
+            PathPattern::Exact(p) => {
+                if p.symlink_metadata().is_ok() {
+                    vec![p.clone()]
+                } else {
+                    Vec::new()
+                }
+            }
+            PathPattern::Glob { base, matcher, .. } => {
+                let mut found = Vec::new();
+                walk_matches(base, matcher, 0, &mut found);
+                found
+            }
+        }
+    }
+}
+
+/// Deepest a glob expansion walks below its literal prefix.
+const GLOB_WALK_DEPTH: usize = 24;
+
+fn walk_matches(dir: &Path, matcher: &GlobMatcher, depth: usize, found: &mut Vec<PathBuf>) {
+    if matcher.is_match(dir) {
+        found.push(dir.to_path_buf());
+        return;
+    }
+    if depth >= GLOB_WALK_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => walk_matches(&path, matcher, depth + 1, found),
+            Ok(_) if matcher.is_match(&path) => found.push(path),
+            _ => {}
+        }
+    }
+}
+
+/// Lexically normalises an absolute path: drops `.`, refuses `..`.
+fn normalize(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// The leading components of `path` that contain no glob characters.
+fn literal_prefix(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        if let Component::Normal(n) = c {
+            if n.to_string_lossy().contains(GLOB_CHARS) {
+                break;
+            }
+            out.push(n);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx<'a>(home: &'a Path, base: Option<&'a Path>) -> PathContext<'a> {
+        PathContext { home, base }
+    }
+
+    #[test]
+    fn tilde_relative_and_absolute() {
+        let home = Path::new("/home/u");
+        let base = Path::new("/work/p");
+        let c = ctx(home, Some(base));
+        assert_eq!(
+            PathPattern::parse("~/.ssh", &c).unwrap(),
+            PathPattern::Exact("/home/u/.ssh".into())
+        );
+        assert_eq!(
+            PathPattern::parse("./a/./b", &c).unwrap(),
+            PathPattern::Exact("/work/p/a/b".into())
+        );
+        assert_eq!(
+            PathPattern::parse("/etc/", &c).unwrap(),
+            PathPattern::Exact("/etc".into())
+        );
+    }
+
+    #[test]
+    fn refusals() {
+        let home = Path::new("/home/u");
+        let no_base = ctx(home, None);
+        assert!(matches!(
+            PathPattern::parse("rel", &no_base),
+            Err(PatternError::NoBase(_))
+        ));
+        assert!(matches!(
+            PathPattern::parse("~bob/x", &no_base),
+            Err(PatternError::OtherUser(_))
+        ));
+        assert!(matches!(
+            PathPattern::parse("/a/../b", &no_base),
+            Err(PatternError::DotDot(_))
+        ));
+        assert!(matches!(
+            PathPattern::parse("/a/[b", &no_base),
+            Err(PatternError::BadGlob { .. })
+        ));
+        assert!(matches!(
+            PathPattern::parse("", &no_base),
+            Err(PatternError::Empty)
+        ));
+    }
+
+    #[test]
+    fn glob_covers_and_prefix() {
+        let home = Path::new("/home/u");
+        let p = PathPattern::parse("~/.config/*/token", &ctx(home, None)).unwrap();
+        match &p {
+            PathPattern::Glob { base, .. } => assert_eq!(base, Path::new("/home/u/.config")),
+            other => panic!("expected a glob, got {other:?}"),
+        }
+        assert!(p.covers(Path::new("/home/u/.config/x/token")));
+        assert!(p.covers(Path::new("/home/u/.config/x/token/inner")));
+        assert!(!p.covers(Path::new("/home/u/.config/x/y/token")));
+    }
+
+    #[test]
+    fn glob_expands_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/b/.env"), "x").unwrap();
+        std::fs::write(dir.path().join(".env"), "x").unwrap();
+        let base = dir.path();
+        let p = PathPattern::parse("./**/.env", &ctx(Path::new("/home/u"), Some(base))).unwrap();
+        let mut got = p.expand();
+        got.sort();
+        assert_eq!(got, vec![base.join(".env"), base.join("a/b/.env")]);
+    }
+}

@@ -1,0 +1,729 @@
+//! The files door: the mount view the sandbox sees.
+//!
+//! [`FileView::plan`] runs on the host and turns the policy into concrete,
+//! symlink-free paths (expanding globs, finding every git repository under
+//! the project, creating placeholders for protected paths that do not exist
+//! yet). [`FileView::apply`] runs inside the new mount namespace and builds
+//! the view through the [`MountOps`] seam, so unit tests can check the order
+//! of mounts without root.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::policy::{PathPattern, Policy};
+
+/// Why the file view could not be planned or built.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    #[error("{what} {path}: {source}")]
+    Path {
+        what: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error("writable path {path} (from {from}) does not exist")]
+    MissingWritable { path: PathBuf, from: String },
+    #[error("refusing to make {0} writable")]
+    WritableRoot(PathBuf),
+    #[error("the project tree has more than {0} entries; cordon scans it for git repositories to protect their hooks and config. Narrow the project with --project")]
+    TreeTooLarge(usize),
+    #[error("mount step `{step}` on {path} failed: {source}")]
+    Mount {
+        step: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+}
+
+/// What an unreadable path is, which decides how it is hidden.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Dir,
+    File,
+}
+
+/// A protected path that did not exist and that cordon created empty on
+/// the host so it can be mounted read-only; removed again after the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placeholder {
+    pub path: PathBuf,
+    pub kind: Kind,
+}
+
+/// The resolved file view: every path absolute, canonical and existing.
+#[derive(Clone, Debug, Default)]
+pub struct FileView {
+    /// Size of the private `/tmp`, in bytes.
+    pub tmp_size: u64,
+    /// Host paths bound writable: the project first, then `allow_write`.
+    pub writable: Vec<PathBuf>,
+    /// Unreadable paths.
+    pub hidden: Vec<(PathBuf, Kind)>,
+    /// Paths re-allowed for reading beneath a hidden directory.
+    pub reallowed: Vec<PathBuf>,
+    /// Paths kept read-only inside writable areas.
+    pub read_only: Vec<PathBuf>,
+    /// Directories between a writable root and a protected path, bound onto
+    /// themselves so they cannot be renamed away and recreated.
+    pub pinned: Vec<PathBuf>,
+    /// Protected paths created empty for this run.
+    pub placeholders: Vec<Placeholder>,
+}
+
+/// Where the new root is assembled, inside the staging tmpfs.
+pub const NEW_ROOT: &str = "/newroot";
+/// Where the host's root stays reachable while the view is built.
+pub const OLD_ROOT: &str = "/oldroot";
+/// The staging tmpfs is mounted here (in the sandbox's own mount namespace).
+const STAGE: &str = "/tmp";
+/// An empty file with mode 000, bound over unreadable files.
+const EMPTY_FILE: &str = "/empty";
+
+/// Device nodes bound from the host into the minimal `/dev`.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+/// Parts of `/proc` kept read-only: writing them reconfigures the host.
+const PROC_READ_ONLY: &[&str] = &["sys", "sysrq-trigger", "irq", "bus", "fs"];
+/// Parts of `/proc` hidden: kernel memory, keys and timing side channels.
+const PROC_MASKED: &[&str] = &[
+    "kcore",
+    "keys",
+    "timer_list",
+    "sched_debug",
+    "kallsyms",
+    "kmsg",
+];
+/// Host paths the sandbox replaces wholesale; policy paths under them only
+/// matter beneath a writable bind.
+const REPLACED: &[&str] = &["/proc", "/dev", "/tmp"];
+
+/// Inside a git dir: what runs or redirects code later.
+const GIT_DIR_PROTECTED: &[&str] = &["hooks/", "config"];
+
+/// Most directory entries the project scan visits before giving up.
+const SCAN_LIMIT: usize = 2_000_000;
+
+/// The primitive mount operations the view is built from.
+pub trait MountOps {
+    /// Makes the mount at `path` and everything under it private.
+    fn make_private(&mut self, path: &Path) -> io::Result<()>;
+    /// Mounts a new tmpfs with `options` (e.g. `mode=1777,size=1024`).
+    fn mount_tmpfs(&mut self, target: &Path, options: &str) -> io::Result<()>;
+    /// Mounts a new procfs for the current pid namespace.
+    fn mount_proc(&mut self, target: &Path) -> io::Result<()>;
+    /// Mounts a new, private devpts instance.
+    fn mount_devpts(&mut self, target: &Path) -> io::Result<()>;
+    /// Binds `source` (recursively) onto `target`.
+    fn bind(&mut self, source: &Path, target: &Path) -> io::Result<()>;
+    /// Sets `sys::attr` bits on the mount at `target`.
+    fn set_attrs(&mut self, target: &Path, attrs: u64, recursive: bool) -> io::Result<()>;
+    /// `pivot_root(new_root, put_old)` then `chdir("/")`.
+    fn pivot_root(&mut self, new_root: &Path, put_old: &Path) -> io::Result<()>;
+    /// Makes `new_root` the root and detaches everything else.
+    fn enter_root(&mut self, new_root: &Path) -> io::Result<()>;
+    fn exists(&self, path: &Path) -> bool;
+    fn mkdir_all(&mut self, path: &Path) -> io::Result<()>;
+    fn create_file(&mut self, path: &Path, mode: u32) -> io::Result<()>;
+    fn symlink(&mut self, target: &Path, link: &Path) -> io::Result<()>;
+}
+
+/// `path` as seen under `root`.
+pub fn under(root: &str, path: &Path) -> PathBuf {
+    Path::new(root).join(path.strip_prefix("/").unwrap_or(path))
+}
+
+fn depth(path: &Path) -> usize {
+    path.components().count()
+}
+
+/// One entry of the ordered mount list built from the policy paths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Writable,
+    Pin,
+    HideDir,
+    HideFile,
+    Reallow,
+    ReadOnly,
+}
+
+impl FileView {
+    /// Resolves the policy's file rules against the host as it is now.
+    pub fn plan(policy: &Policy) -> Result<FileView, FilesError> {
+        let mut view = FileView {
+            tmp_size: policy.limits.max_tmp.value,
+            ..FileView::default()
+        };
+        let project = canonical(&policy.project.value, "project")?;
+        view.writable.push(project.clone());
+        for rule in &policy.files.allow_write {
+            let found = rule.value.expand();
+            if let (true, PathPattern::Exact(p)) = (found.is_empty(), &rule.value) {
+                return Err(FilesError::MissingWritable {
+                    path: p.clone(),
+                    from: rule.source.to_string(),
+                });
+            }
+            for path in found {
+                let path = canonical(&path, "writable path")?;
+                if !view.writable.contains(&path) {
+                    view.writable.push(path);
+                }
+            }
+        }
+        if let Some(root) = view.writable.iter().find(|p| p.parent().is_none()) {
+            return Err(FilesError::WritableRoot(root.clone()));
+        }
+
+        let allow_read: Vec<&PathPattern> =
+            policy.files.allow_read.iter().map(|r| &r.value).collect();
+        let mut hidden: Vec<(PathBuf, Kind)> = Vec::new();
+        for rule in &policy.files.deny_read {
+            for path in rule.value.expand() {
+                let Ok(path) = std::fs::canonicalize(&path) else {
+                    continue; // a dangling symlink reaches nothing
+                };
+                if allow_read.iter().any(|a| a.covers(&path)) || !view.relevant(&path) {
+                    continue;
+                }
+                let kind = if path.is_dir() { Kind::Dir } else { Kind::File };
+                hidden.push((path, kind));
+            }
+        }
+        hidden.sort();
+        hidden.dedup();
+        // A path under another hidden directory is already unreadable.
+        let outer: Vec<PathBuf> = hidden
+            .iter()
+            .filter(|h| h.1 == Kind::Dir)
+            .map(|h| h.0.clone())
+            .collect();
+        hidden.retain(|(p, _)| !outer.iter().any(|o| p != o && p.starts_with(o)));
+        view.hidden = hidden;
+
+        for rule in &policy.files.allow_read {
+            for path in rule.value.expand() {
+                if let Ok(path) = std::fs::canonicalize(&path) {
+                    if view
+                        .hidden
+                        .iter()
+                        .any(|(h, _)| path != *h && path.starts_with(h))
+                    {
+                        view.reallowed.push(path);
+                    }
+                }
+            }
+        }
+
+        let mut read_only = BTreeSet::new();
+        for rule in &policy.files.deny_write {
+            for path in rule.value.expand() {
+                if let Ok(path) = std::fs::canonicalize(&path) {
+                    read_only.insert(path);
+                }
+            }
+        }
+        let names: Vec<&str> = policy
+            .files
+            .protected
+            .iter()
+            .map(|n| n.value.as_str())
+            .collect();
+        let scan = find_git_repos(&project)?;
+        let mut roots: Vec<PathBuf> = view.writable.clone();
+        roots.extend(scan.roots);
+        let mut pins = BTreeSet::new();
+        for root in &roots {
+            for name in &names {
+                view.protect(root, name, &mut read_only, &mut pins)?;
+            }
+        }
+        for git_dir in &scan.module_dirs {
+            for name in GIT_DIR_PROTECTED {
+                view.protect(git_dir, name, &mut read_only, &mut pins)?;
+            }
+        }
+        read_only.extend(scan.git_files);
+        read_only.retain(|p| view.relevant(p) && view.is_writable(p) && !view.is_hidden(p));
+        pins.retain(|p: &PathBuf| !view.writable.contains(p) && !read_only.contains(p));
+        view.read_only = read_only.into_iter().collect();
+        view.pinned = pins.into_iter().collect();
+        Ok(view)
+    }
+
+    /// Whether a policy path can be seen in the sandbox at all.
+    fn relevant(&self, path: &Path) -> bool {
+        !REPLACED.iter().any(|r| path.starts_with(r)) || self.is_writable(path)
+    }
+
+    fn is_writable(&self, path: &Path) -> bool {
+        self.writable.iter().any(|w| path.starts_with(w))
+    }
+
+    fn is_hidden(&self, path: &Path) -> bool {
+        self.hidden.iter().any(|(h, _)| path.starts_with(h))
+    }
+
+    /// Protects `root/name`: read-only if it exists, created empty first if
+    /// it does not and could otherwise be created inside a writable area.
+    fn protect(
+        &mut self,
+        root: &Path,
+        name: &str,
+        read_only: &mut BTreeSet<PathBuf>,
+        pins: &mut BTreeSet<PathBuf>,
+    ) -> Result<(), FilesError> {
+        let (rel, kind) = match name.strip_suffix('/') {
+            Some(dir) => (dir, Kind::Dir),
+            None => (name, Kind::File),
+        };
+        let path = root.join(rel);
+        if !self.is_writable(&path) {
+            return Ok(());
+        }
+        match path.symlink_metadata() {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                // Protect what the link reaches, if that is writable here.
+                if let Ok(target) = std::fs::canonicalize(&path) {
+                    read_only.insert(target);
+                }
+                return Ok(());
+            }
+            Ok(_) => {}
+            Err(_) => {
+                // `.git/hooks` only matters where `.git` is a directory.
+                let parent_ok = path
+                    .parent()
+                    .is_some_and(|p| p.is_dir() || !rel.starts_with(".git/"));
+                if !parent_ok {
+                    return Ok(());
+                }
+                self.create_placeholder(&path, kind)?;
+            }
+        }
+        let mut ancestor = path.parent();
+        while let Some(dir) = ancestor {
+            if self.writable.iter().any(|w| w == dir) || !self.is_writable(dir) {
+                break;
+            }
+            pins.insert(dir.to_path_buf());
+            ancestor = dir.parent();
+        }
+        read_only.insert(path);
+        Ok(())
+    }
+
+    fn create_placeholder(&mut self, path: &Path, kind: Kind) -> Result<(), FilesError> {
+        let err = |source| FilesError::Path {
+            what: "cannot create placeholder",
+            path: path.to_path_buf(),
+            source,
+        };
+        // Missing parents are placeholders too, so nothing of the chain can
+        // be created by the sandbox.
+        let mut missing = Vec::new();
+        let mut cur = path.parent();
+        while let Some(dir) = cur {
+            if dir.symlink_metadata().is_ok() {
+                break;
+            }
+            missing.push(dir.to_path_buf());
+            cur = dir.parent();
+        }
+        for dir in missing.into_iter().rev() {
+            std::fs::create_dir(&dir).map_err(err)?;
+            self.placeholders.push(Placeholder {
+                path: dir,
+                kind: Kind::Dir,
+            });
+        }
+        match kind {
+            Kind::Dir => std::fs::create_dir(path).map_err(err)?,
+            Kind::File => {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .map_err(err)?;
+            }
+        }
+        self.placeholders.push(Placeholder {
+            path: path.to_path_buf(),
+            kind,
+        });
+        Ok(())
+    }
+
+    /// Removes the placeholders this run created, where they are still empty.
+    pub fn remove_placeholders(&self) {
+        for p in self.placeholders.iter().rev() {
+            let _ = match p.kind {
+                Kind::Dir => std::fs::remove_dir(&p.path),
+                Kind::File => match p.path.metadata() {
+                    Ok(m) if m.len() == 0 => std::fs::remove_file(&p.path),
+                    _ => Ok(()),
+                },
+            };
+        }
+    }
+
+    /// Builds the view inside a fresh mount namespace and makes it the root.
+    pub fn apply(&self, ops: &mut dyn MountOps) -> Result<(), FilesError> {
+        let fail = |step: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| FilesError::Mount { step, path, source }
+        };
+        let root = Path::new("/");
+        ops.make_private(root).map_err(fail("make private", root))?;
+        let stage = Path::new(STAGE);
+        ops.mount_tmpfs(stage, "mode=0755,size=65536")
+            .map_err(fail("staging tmpfs", stage))?;
+        let old = Path::new(STAGE).join(OLD_ROOT.trim_start_matches('/'));
+        ops.mkdir_all(&old).map_err(fail("mkdir", &old))?;
+        ops.pivot_root(stage, &old)
+            .map_err(fail("pivot_root", stage))?;
+        let empty = Path::new(EMPTY_FILE);
+        ops.create_file(empty, 0o000)
+            .map_err(fail("create", empty))?;
+
+        let new_root = Path::new(NEW_ROOT);
+        ops.mkdir_all(new_root).map_err(fail("mkdir", new_root))?;
+        ops.bind(Path::new(OLD_ROOT), new_root)
+            .map_err(fail("bind host root", new_root))?;
+        use super::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
+        ops.set_attrs(new_root, RDONLY | NOSUID | NODEV, true)
+            .map_err(fail("read-only root", new_root))?;
+
+        let tmp = under(NEW_ROOT, Path::new("/tmp"));
+        let tmp_opts = format!("mode=1777,size={}", self.tmp_size);
+        ops.mount_tmpfs(&tmp, &tmp_opts)
+            .map_err(fail("private /tmp", &tmp))?;
+        ops.set_attrs(&tmp, NOSUID | NODEV, false)
+            .map_err(fail("private /tmp", &tmp))?;
+        self.build_dev(ops, &tmp_opts)?;
+        self.build_proc(ops)?;
+
+        let mut steps: Vec<(usize, Step, &Path)> = Vec::new();
+        steps.extend(
+            self.writable
+                .iter()
+                .map(|p| (depth(p), Step::Writable, p.as_path())),
+        );
+        steps.extend(
+            self.pinned
+                .iter()
+                .map(|p| (depth(p), Step::Pin, p.as_path())),
+        );
+        steps.extend(self.hidden.iter().map(|(p, k)| {
+            let step = if *k == Kind::Dir {
+                Step::HideDir
+            } else {
+                Step::HideFile
+            };
+            (depth(p), step, p.as_path())
+        }));
+        steps.extend(
+            self.reallowed
+                .iter()
+                .map(|p| (depth(p), Step::Reallow, p.as_path())),
+        );
+        steps.extend(
+            self.read_only
+                .iter()
+                .map(|p| (depth(p), Step::ReadOnly, p.as_path())),
+        );
+        steps.sort();
+        for (_, step, host) in steps {
+            let target = under(NEW_ROOT, host);
+            let source = under(OLD_ROOT, host);
+            let is_dir = match step {
+                Step::HideDir => true,
+                Step::HideFile => false,
+                _ => source.is_dir(),
+            };
+            if !ops.exists(&target) {
+                let made = if is_dir {
+                    ops.mkdir_all(&target)
+                } else {
+                    let parent = target.parent().unwrap_or(new_root);
+                    ops.mkdir_all(parent)
+                        .and_then(|()| ops.create_file(&target, 0o600))
+                };
+                made.map_err(fail("create mount point", host))?;
+            }
+            match step {
+                Step::Writable => {
+                    ops.bind(&source, &target)
+                        .map_err(fail("bind writable", host))?;
+                    ops.set_attrs(&target, NOSUID | NODEV, true)
+                        .map_err(fail("bind writable", host))?;
+                }
+                Step::Pin => ops.bind(&target, &target).map_err(fail("pin", host))?,
+                Step::HideDir => ops
+                    .mount_tmpfs(&target, "mode=000,size=4096,nr_inodes=64")
+                    .map_err(fail("hide directory", host))?,
+                Step::HideFile => {
+                    ops.bind(empty, &target).map_err(fail("hide file", host))?;
+                    ops.set_attrs(&target, RDONLY | NOSUID | NODEV | NOEXEC, false)
+                        .map_err(fail("hide file", host))?;
+                }
+                Step::Reallow => ops.bind(&source, &target).map_err(fail("re-allow", host))?,
+                Step::ReadOnly => {
+                    ops.bind(&target, &target)
+                        .map_err(fail("read-only", host))?;
+                    ops.set_attrs(&target, RDONLY, true)
+                        .map_err(fail("read-only", host))?;
+                }
+            }
+        }
+        for (host, kind) in &self.hidden {
+            if *kind == Kind::Dir {
+                let target = under(NEW_ROOT, host);
+                ops.set_attrs(&target, RDONLY | NOSUID | NODEV | NOEXEC, false)
+                    .map_err(fail("hide directory", host))?;
+            }
+        }
+        ops.enter_root(new_root)
+            .map_err(fail("enter new root", new_root))
+    }
+
+    /// A minimal `/dev`: a few nodes bound from the host, a private devpts
+    /// and shm; never the host's `/dev` itself.
+    fn build_dev(&self, ops: &mut dyn MountOps, shm_opts: &str) -> Result<(), FilesError> {
+        use super::sys::attr::{NOEXEC, NOSUID, RDONLY};
+        let fail = |step: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| FilesError::Mount { step, path, source }
+        };
+        let dev = under(NEW_ROOT, Path::new("/dev"));
+        ops.mount_tmpfs(&dev, "mode=0755,size=65536")
+            .map_err(fail("/dev tmpfs", &dev))?;
+        for name in DEVICES {
+            let node = dev.join(name);
+            ops.create_file(&node, 0o666)
+                .map_err(fail("create device", &node))?;
+            ops.bind(&Path::new(OLD_ROOT).join("dev").join(name), &node)
+                .map_err(fail("bind device", &node))?;
+        }
+        let pts = dev.join("pts");
+        ops.mkdir_all(&pts).map_err(fail("mkdir", &pts))?;
+        ops.mount_devpts(&pts).map_err(fail("devpts", &pts))?;
+        let shm = dev.join("shm");
+        ops.mkdir_all(&shm).map_err(fail("mkdir", &shm))?;
+        ops.mount_tmpfs(&shm, shm_opts)
+            .map_err(fail("/dev/shm", &shm))?;
+        for (link, target) in [
+            ("ptmx", "pts/ptmx"),
+            ("fd", "/proc/self/fd"),
+            ("stdin", "/proc/self/fd/0"),
+            ("stdout", "/proc/self/fd/1"),
+            ("stderr", "/proc/self/fd/2"),
+        ] {
+            let link = dev.join(link);
+            ops.symlink(Path::new(target), &link)
+                .map_err(fail("symlink", &link))?;
+        }
+        ops.set_attrs(&dev, RDONLY | NOSUID | NOEXEC, false)
+            .map_err(fail("read-only /dev", &dev))
+    }
+
+    /// A fresh `/proc` for the new pid namespace, with the host-configuring
+    /// parts read-only and the kernel-revealing parts masked.
+    fn build_proc(&self, ops: &mut dyn MountOps) -> Result<(), FilesError> {
+        use super::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
+        let fail = |step: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| FilesError::Mount { step, path, source }
+        };
+        let proc = under(NEW_ROOT, Path::new("/proc"));
+        ops.mount_proc(&proc).map_err(fail("procfs", &proc))?;
+        for name in PROC_READ_ONLY {
+            let path = proc.join(name);
+            if ops.exists(&path) {
+                ops.bind(&path, &path)
+                    .map_err(fail("read-only /proc", &path))?;
+                ops.set_attrs(&path, RDONLY | NOSUID | NODEV | NOEXEC, true)
+                    .map_err(fail("read-only /proc", &path))?;
+            }
+        }
+        for name in PROC_MASKED {
+            let path = proc.join(name);
+            if ops.exists(&path) {
+                ops.bind(Path::new(EMPTY_FILE), &path)
+                    .map_err(fail("mask /proc", &path))?;
+                ops.set_attrs(&path, RDONLY | NOSUID | NODEV | NOEXEC, false)
+                    .map_err(fail("mask /proc", &path))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {
+    std::fs::canonicalize(path).map_err(|source| FilesError::Path {
+        what,
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// What the project scan found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct GitScan {
+    /// Directories holding a `.git` (directory or file), below the project.
+    pub roots: Vec<PathBuf>,
+    /// Submodule git dirs under `.git/modules`, at any depth: each holds its
+    /// own `hooks/` and `config`.
+    pub module_dirs: Vec<PathBuf>,
+    /// `.git` files (a `gitdir:` pointer): rewriting one redirects git to
+    /// a directory of the sandbox's choosing.
+    pub git_files: Vec<PathBuf>,
+}
+
+/// Scans `project` at any depth for git repositories, without following
+/// symlinked directories.
+pub fn find_git_repos(project: &Path) -> Result<GitScan, FilesError> {
+    let mut scan = GitScan::default();
+    let mut stack = vec![project.to_path_buf()];
+    let mut visited = 0usize;
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            visited += 1;
+            if visited > SCAN_LIMIT {
+                return Err(FilesError::TreeTooLarge(SCAN_LIMIT));
+            }
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            if entry.file_name() == ".git" {
+                if dir != project {
+                    scan.roots.push(dir.clone());
+                }
+                if file_type.is_dir() {
+                    find_module_dirs(&entry.path().join("modules"), &mut scan.module_dirs);
+                } else if file_type.is_file() {
+                    scan.git_files.push(entry.path());
+                }
+                continue;
+            }
+            if file_type.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    scan.roots.sort();
+    scan.module_dirs.sort();
+    scan.git_files.sort();
+    Ok(scan)
+}
+
+/// Submodule git dirs are named by the submodule's path, so they nest
+/// (`modules/a/b`) and hold their own `modules/`.
+fn find_module_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = entry.path();
+        if path.join("HEAD").is_file() && path.join("config").is_file() {
+            out.push(path.clone());
+        }
+        find_module_dirs(&path, out);
+    }
+}
+
+/// [`MountOps`] on the real kernel, for the sandbox's own mount namespace.
+pub struct KernelMounts;
+
+impl MountOps for KernelMounts {
+    fn make_private(&mut self, path: &Path) -> io::Result<()> {
+        use nix::mount::{mount, MsFlags};
+        mount(
+            None::<&str>,
+            path,
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )?;
+        Ok(())
+    }
+
+    fn mount_tmpfs(&mut self, target: &Path, options: &str) -> io::Result<()> {
+        use nix::mount::{mount, MsFlags};
+        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        mount(Some("tmpfs"), target, Some("tmpfs"), flags, Some(options))?;
+        Ok(())
+    }
+
+    fn mount_proc(&mut self, target: &Path) -> io::Result<()> {
+        use nix::mount::{mount, MsFlags};
+        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+        mount(Some("proc"), target, Some("proc"), flags, None::<&str>)?;
+        Ok(())
+    }
+
+    fn mount_devpts(&mut self, target: &Path) -> io::Result<()> {
+        use nix::mount::{mount, MsFlags};
+        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC;
+        let options = "newinstance,ptmxmode=0666,mode=0620";
+        mount(Some("devpts"), target, Some("devpts"), flags, Some(options))?;
+        Ok(())
+    }
+
+    fn bind(&mut self, source: &Path, target: &Path) -> io::Result<()> {
+        use nix::mount::{mount, MsFlags};
+        let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
+        mount(Some(source), target, None::<&str>, flags, None::<&str>)?;
+        Ok(())
+    }
+
+    fn set_attrs(&mut self, target: &Path, attrs: u64, recursive: bool) -> io::Result<()> {
+        super::sys::mount_setattr(target, attrs, recursive)
+    }
+
+    fn pivot_root(&mut self, new_root: &Path, put_old: &Path) -> io::Result<()> {
+        nix::unistd::pivot_root(new_root, put_old)?;
+        nix::unistd::chdir("/")?;
+        Ok(())
+    }
+
+    fn enter_root(&mut self, new_root: &Path) -> io::Result<()> {
+        // pivot_root(".", ".") stacks the old root on the new one; detaching
+        // it leaves only the new view, and needs no directory to put it in.
+        nix::unistd::chdir(new_root)?;
+        nix::unistd::pivot_root(".", ".")?;
+        nix::mount::umount2(".", nix::mount::MntFlags::MNT_DETACH)?;
+        nix::unistd::chdir("/")?;
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.symlink_metadata().is_ok()
+    }
+
+    fn mkdir_all(&mut self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn create_file(&mut self, path: &Path, mode: u32) -> io::Result<()> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .mode(mode)
+            .open(path)?;
+        // The umask may have kept bits the caller asked to drop.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+    }
+
+    fn symlink(&mut self, target: &Path, link: &Path) -> io::Result<()> {
+        std::os::unix::fs::symlink(target, link)
+    }
+}

@@ -1,0 +1,322 @@
+//! The sandbox's init: pid 1 of the new namespaces. It builds the file
+//! view, hardens itself (no_new_privs, Landlock, capabilities, seccomp),
+//! starts the command, forwards signals to it, reaps orphans, and exits with
+//! the command's status.
+
+use std::ffi::{CString, OsString};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::sys::signal::{kill, SigSet, SigmaskHow, Signal};
+use nix::sys::signalfd::SignalFd;
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use super::channel::{Channel, Message};
+use super::files::{FileView, KernelMounts};
+use super::limits::LimitPlan;
+use super::sys::{self, Forked};
+use super::{landlock, seccomp, FORWARDED_SIGNALS};
+use crate::policy::Layer;
+
+/// Everything init needs, prepared by the supervisor before the clone.
+pub struct InitPlan<'a> {
+    pub view: &'a FileView,
+    pub limits: &'a LimitPlan,
+    pub cwd: &'a Path,
+    pub argv: Vec<CString>,
+    pub env: Vec<CString>,
+    pub path_var: OsString,
+    pub tcp_ports: Vec<u16>,
+    pub pty: bool,
+    pub namespaces: bool,
+    pub degraded: Vec<Layer>,
+}
+
+/// A setup failure, attributed to the layer it belongs to.
+struct Failure {
+    layer: Layer,
+    what: String,
+}
+
+fn fail(layer: Layer, what: impl std::fmt::Display) -> Failure {
+    Failure {
+        layer,
+        what: what.to_string(),
+    }
+}
+
+/// Runs init. Never returns: the process exits with the command's status.
+pub fn run(plan: &InitPlan<'_>, channel: Channel) -> ! {
+    // If the supervisor dies, so does the sandbox. Checked against the
+    // channel below, which closes if the supervisor died before this line.
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    let code = match setup(plan, &channel) {
+        Ok(pty_slave) => {
+            drop(channel);
+            supervise(plan, pty_slave)
+        }
+        Err(f) => {
+            let _ = channel.send(
+                &Message::Failed {
+                    layer: f.layer,
+                    what: f.what,
+                },
+                None,
+            );
+            125
+        }
+    };
+    std::process::exit(code)
+}
+
+fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Failure> {
+    match channel.recv() {
+        Ok((Message::Go, _)) => {}
+        _ => std::process::exit(125),
+    }
+    // No file descriptor leaks in, except the channel and stdio.
+    let keep = channel.as_fd().as_raw_fd();
+    sys::close_from(keep + 1).map_err(|e| fail(Layer::Namespaces, format!("close_range: {e}")))?;
+    for fd in 3..keep {
+        let _ = nix::unistd::close(fd);
+    }
+    nix::unistd::setsid().map_err(|e| fail(Layer::Namespaces, format!("setsid: {e}")))?;
+
+    if plan.namespaces {
+        nix::unistd::sethostname("cordon")
+            .map_err(|e| fail(Layer::Namespaces, format!("sethostname: {e}")))?;
+        sys::bring_up_loopback()
+            .map_err(|e| fail(Layer::Namespaces, format!("bring up lo: {e}")))?;
+        plan.view
+            .apply(&mut KernelMounts)
+            .map_err(|e| fail(Layer::Namespaces, e))?;
+        // A cgroup namespace rooted at the sandbox's own cgroup, if any.
+        let _ = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP);
+    }
+    if nix::unistd::chdir(plan.cwd).is_err() {
+        let project = plan
+            .view
+            .writable
+            .first()
+            .map(PathBuf::as_path)
+            .unwrap_or(Path::new("/"));
+        nix::unistd::chdir(project).map_err(|e| {
+            fail(
+                Layer::Namespaces,
+                format!("chdir {}: {e}", project.display()),
+            )
+        })?;
+    }
+    plan.limits
+        .apply_rlimits()
+        .map_err(|e| fail(Layer::Limits, e))?;
+
+    let pty = if plan.pty {
+        Some(open_pty().map_err(|e| fail(Layer::Namespaces, format!("pty: {e}")))?)
+    } else {
+        None
+    };
+
+    nix::sys::prctl::set_no_new_privs()
+        .map_err(|e| fail(Layer::Seccomp, format!("no_new_privs: {e}")))?;
+    match landlock::restrict(plan.view, &plan.tcp_ports) {
+        Ok(_) => {}
+        Err(e) if plan.degraded.contains(&Layer::Landlock) => {
+            let _ = channel.send(
+                &Message::Degraded {
+                    layer: Layer::Landlock,
+                    what: e.to_string(),
+                },
+                None,
+            );
+        }
+        Err(e) => return Err(fail(Layer::Landlock, e)),
+    }
+    drop_capabilities()
+        .map_err(|e| fail(Layer::Namespaces, format!("dropping capabilities: {e}")))?;
+    let filters = seccomp::compile().and_then(|f| seccomp::install(&f).map(|_| f));
+    match filters {
+        Ok(_) => {}
+        Err(e) if plan.degraded.contains(&Layer::Seccomp) => {
+            let _ = channel.send(
+                &Message::Degraded {
+                    layer: Layer::Seccomp,
+                    what: e.to_string(),
+                },
+                None,
+            );
+        }
+        Err(e) => return Err(fail(Layer::Seccomp, e)),
+    }
+    let (master, slave) = match pty {
+        Some((m, s)) => (Some(m), Some(s)),
+        None => (None, None),
+    };
+    channel
+        .send(&Message::Ready, master.as_ref().map(|m| m.as_fd()))
+        .map_err(|e| {
+            fail(
+                Layer::Namespaces,
+                format!("reporting to the supervisor: {e}"),
+            )
+        })?;
+    // What /proc/1/environ and /proc/1/cmdline would show: the caller's.
+    sys::wipe_startup_strings()
+        .map_err(|e| fail(Layer::Namespaces, format!("wiping environ: {e}")))?;
+    Ok(slave)
+}
+
+/// Drops every capability for good: the bounding set, ambient,
+/// inheritable, permitted and effective sets, and locks the securebits so
+/// uid 0 regains nothing on exec.
+fn drop_capabilities() -> Result<(), caps::errors::CapsError> {
+    use caps::CapSet;
+    let _ = sys::set_securebits(sys::SECURE_NOROOT_LOCKED);
+    for cap in caps::all() {
+        caps::drop(None, CapSet::Bounding, cap)?;
+    }
+    caps::clear(None, CapSet::Ambient)?;
+    caps::clear(None, CapSet::Inheritable)?;
+    caps::clear(None, CapSet::Effective)?;
+    caps::clear(None, CapSet::Permitted)?;
+    Ok(())
+}
+
+/// A pty from the sandbox's own devpts: the master goes to the supervisor,
+/// the slave's path to the command.
+fn open_pty() -> nix::Result<(OwnedFd, PathBuf)> {
+    use nix::fcntl::OFlag;
+    use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
+    let master = posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)?;
+    grantpt(&master)?;
+    unlockpt(&master)?;
+    let slave = PathBuf::from(ptsname_r(&master)?);
+    Ok((
+        sys::own_fd(std::os::fd::IntoRawFd::into_raw_fd(master)),
+        slave,
+    ))
+}
+
+/// Starts the command and waits for it; returns init's exit code.
+fn supervise(plan: &InitPlan<'_>, pty_slave: Option<PathBuf>) -> i32 {
+    let mut mask = SigSet::empty();
+    for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
+        mask.add(*sig);
+    }
+    let _ = mask.thread_block();
+    let Ok(sfd) = SignalFd::with_flags(&mask, nix::sys::signalfd::SfdFlags::SFD_CLOEXEC) else {
+        return 125;
+    };
+    let child = match sys::fork() {
+        Ok(Forked::Child) => exec_command(plan, pty_slave.as_deref()),
+        Ok(Forked::Parent(pid)) => pid,
+        Err(e) => {
+            eprintln!("cordon: cannot start the command: {e}");
+            return 125;
+        }
+    };
+    loop {
+        let Ok(Some(info)) = sfd.read_signal() else {
+            continue;
+        };
+        let signo = info.ssi_signo as i32;
+        if signo != Signal::SIGCHLD as i32 {
+            if let Ok(sig) = Signal::try_from(signo) {
+                let _ = kill(child, sig);
+            }
+            continue;
+        }
+        if let Some(code) = reap(child) {
+            return code;
+        }
+    }
+}
+
+/// Reaps every exited child; returns the exit code once `child` is gone.
+fn reap(child: Pid) -> Option<i32> {
+    let mut result = None;
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == child => result = Some(code),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
+                result = Some(128 + sig as i32)
+            }
+            Ok(WaitStatus::StillAlive) | Err(_) => return result,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// In the command's process: terminal, signal mask, then exec.
+fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>) -> ! {
+    let _ = SigSet::empty().thread_set_mask();
+    let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    if let Some(slave) = pty_slave {
+        if let Err(e) = attach_terminal(slave) {
+            eprintln!("cordon: cannot attach the terminal: {e}");
+            std::process::exit(125);
+        }
+    }
+    let Some(program) = resolve_command(&plan.argv[0], &plan.path_var) else {
+        eprintln!(
+            "cordon: {}: command not found",
+            String::from_utf8_lossy(plan.argv[0].as_bytes())
+        );
+        std::process::exit(127);
+    };
+    let err = nix::unistd::execve(&program, &plan.argv, &plan.env).unwrap_err();
+    eprintln!("cordon: {}: {err}", program.to_string_lossy());
+    std::process::exit(if err == nix::errno::Errno::ENOENT {
+        127
+    } else {
+        126
+    })
+}
+
+/// Makes the pty slave the command's controlling terminal and its stdio
+/// where the caller's stdio was a terminal.
+fn attach_terminal(slave: &Path) -> nix::Result<()> {
+    use nix::fcntl::{open, OFlag};
+    use nix::sys::stat::Mode;
+    nix::unistd::setsid()?;
+    let fd = open(slave, OFlag::O_RDWR, Mode::empty())?;
+    let fd = sys::own_fd(fd);
+    sys::set_controlling_terminal(fd.as_fd())
+        .map_err(|e| nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    for target in 0..=2 {
+        if nix::unistd::isatty(target).unwrap_or(false) || target == 0 {
+            nix::unistd::dup2(fd.as_raw_fd(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Finds `name` like `execvp` would, in the command's own `PATH`.
+fn resolve_command(name: &CString, path_var: &OsString) -> Option<CString> {
+    let bytes = name.as_bytes();
+    if bytes.contains(&b'/') {
+        return Some(name.clone());
+    }
+    let path = if path_var.is_empty() {
+        OsString::from("/usr/local/bin:/usr/bin:/bin")
+    } else {
+        path_var.clone()
+    };
+    for dir in path.as_bytes().split(|b| *b == b':') {
+        let dir = if dir.is_empty() { b"." as &[u8] } else { dir };
+        let mut candidate = dir.to_vec();
+        candidate.push(b'/');
+        candidate.extend_from_slice(bytes);
+        let Ok(c) = CString::new(candidate) else {
+            continue;
+        };
+        if nix::unistd::access(c.as_c_str(), nix::unistd::AccessFlags::X_OK).is_ok()
+            && Path::new(std::ffi::OsStr::from_bytes(c.as_bytes())).is_file()
+        {
+            return Some(c);
+        }
+    }
+    None
+}

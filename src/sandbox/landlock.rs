@@ -1,0 +1,133 @@
+//! The Landlock layer: the files door again, enforced by the kernel per
+//! inode, plus TCP port rules and IPC scopes where the ABI has them.
+//!
+//! Landlock only grants, so a denied path inside a readable tree is made
+//! unreadable by granting read on each of its siblings instead of on the
+//! parent (and only directory listing on the parent).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+};
+
+use super::files::FileView;
+
+/// The newest ABI cordon asks for; older kernels get what they have.
+const WANTED_ABI: ABI = ABI::V7;
+
+/// Why Landlock could not be put in place.
+#[derive(Debug, thiserror::Error)]
+pub enum LandlockError {
+    #[error("{0}")]
+    Ruleset(#[from] landlock::RulesetError),
+    #[error("the kernel does not enforce Landlock (not built in, or not in the `lsm=` boot list)")]
+    NotEnforced,
+}
+
+/// What was enforced, for `doctor` and the audit trail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enforcement {
+    Full,
+    Partial,
+}
+
+/// Writable trees and device files the sandbox needs beyond the view's own.
+const DEV_WRITABLE: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/pts",
+    "/dev/ptmx",
+];
+const SHARED_WRITABLE: &[&str] = &["/tmp", "/dev/shm"];
+
+/// Applies the Landlock ruleset for `view` to this process (inherited by
+/// its children). Paths are resolved in the sandbox's final mount view.
+pub fn restrict(view: &FileView, tcp_ports: &[u16]) -> Result<Enforcement, LandlockError> {
+    let read = AccessFs::from_read(WANTED_ABI);
+    let write = AccessFs::from_write(WANTED_ABI);
+    let all = read | write;
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)?
+        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)?
+        .create()?;
+
+    let hidden: BTreeSet<PathBuf> = view.hidden.iter().map(|(p, _)| p.clone()).collect();
+    // Readable everywhere but the hidden paths.
+    grant_read(&mut ruleset, Path::new("/"), &hidden, read)?;
+    // Islands: readable paths beneath a hidden directory.
+    for island in view.reallowed.iter().chain(&view.writable) {
+        if hidden.iter().any(|h| island.starts_with(h)) {
+            grant_read(&mut ruleset, island, &hidden, read)?;
+        }
+    }
+    for path in view
+        .writable
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(SHARED_WRITABLE.iter().map(Path::new))
+    {
+        add(&mut ruleset, path, write)?;
+    }
+    let dev_write = AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
+    for path in DEV_WRITABLE {
+        add(&mut ruleset, Path::new(path), dev_write | read)?;
+    }
+    for port in tcp_ports {
+        (&mut ruleset).add_rule(NetPort::new(
+            *port,
+            AccessNet::BindTcp | AccessNet::ConnectTcp,
+        ))?;
+    }
+    let status = ruleset.restrict_self()?;
+    match status.ruleset {
+        RulesetStatus::FullyEnforced => Ok(Enforcement::Full),
+        RulesetStatus::PartiallyEnforced => Ok(Enforcement::Partial),
+        RulesetStatus::NotEnforced => Err(LandlockError::NotEnforced),
+    }
+}
+
+/// Adds a rule for `path` if it exists in the view.
+fn add(
+    ruleset: &mut RulesetCreated,
+    path: &Path,
+    access: BitFlags<AccessFs>,
+) -> Result<(), LandlockError> {
+    if let Ok(fd) = PathFd::new(path) {
+        ruleset.add_rule(PathBeneath::new(fd, access))?;
+    }
+    Ok(())
+}
+
+/// Grants `read` on `dir` minus the hidden paths beneath it: whole subtrees
+/// that hold nothing hidden get one rule; a directory on the way to a
+/// hidden path gets listing only, and its entries are visited in turn.
+fn grant_read(
+    ruleset: &mut RulesetCreated,
+    dir: &Path,
+    hidden: &BTreeSet<PathBuf>,
+    read: BitFlags<AccessFs>,
+) -> Result<(), LandlockError> {
+    if hidden.contains(dir) {
+        return Ok(());
+    }
+    if !hidden.iter().any(|h| h.starts_with(dir)) {
+        return add(ruleset, dir, read);
+    }
+    add(ruleset, dir, AccessFs::ReadDir.into())?;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        grant_read(ruleset, &entry.path(), hidden, read)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,281 @@
+//! Resource limits: a cgroup where cordon may create one, rlimits otherwise.
+//!
+//! `RLIMIT_NPROC` is counted per user namespace, so inside the sandbox it
+//! caps the sandbox's own tasks; but the kernel never applies it to the
+//! host's root, so a root caller needs a cgroup.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use nix::sys::resource::{setrlimit, Resource};
+use nix::unistd::Pid;
+
+use crate::policy::Limits;
+
+/// Why the limits could not be put in place.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitsError {
+    #[error("{what} {path}: {source}")]
+    Cgroup {
+        what: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error(
+        "no cgroup cordon may create, and the caller is root, whom RLIMIT_NPROC does not bind"
+    )]
+    RootWithoutCgroup,
+    #[error("setrlimit {0:?}: {1}")]
+    Rlimit(Resource, nix::Error),
+}
+
+/// Which mechanism enforces the limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mechanism {
+    /// A cgroup of cordon's own, removed after the run.
+    Cgroup(CgroupKind),
+    /// Per-process rlimits set inside the sandbox.
+    Rlimits,
+}
+
+/// The cgroup hierarchy in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupKind {
+    V2,
+    V1,
+}
+
+/// The limits for one sandbox, prepared on the host.
+#[derive(Debug)]
+pub struct LimitPlan {
+    pub mechanism: Mechanism,
+    /// Directories of the sandbox's cgroup (one for v2, one per controller for v1).
+    dirs: Vec<PathBuf>,
+    max_procs: u64,
+    max_memory: Option<u64>,
+}
+
+/// Where cgroup hierarchies are mounted, read from `/proc/self/mountinfo`.
+#[derive(Debug, Default)]
+pub struct CgroupMounts {
+    pub v2: Option<PathBuf>,
+    pub v1_pids: Option<PathBuf>,
+    pub v1_memory: Option<PathBuf>,
+}
+
+impl CgroupMounts {
+    pub fn read() -> CgroupMounts {
+        let mut found = CgroupMounts::default();
+        let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+            return found;
+        };
+        for line in info.lines() {
+            // mount-id parent major:minor root mountpoint options - fstype source superoptions
+            let Some((left, right)) = line.split_once(" - ") else {
+                continue;
+            };
+            let mountpoint = left.split(' ').nth(4).map(PathBuf::from);
+            let mut right = right.split(' ');
+            let fstype = right.next().unwrap_or("");
+            let superopts = right.nth(1).unwrap_or("");
+            match fstype {
+                "cgroup2" => found.v2 = found.v2.or(mountpoint),
+                "cgroup" if superopts.split(',').any(|o| o == "pids") => found.v1_pids = mountpoint,
+                "cgroup" if superopts.split(',').any(|o| o == "memory") => {
+                    found.v1_memory = mountpoint
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+}
+
+/// This process's cgroup path in the hierarchy whose `/proc/self/cgroup`
+/// line matches `controller` ("" for v2).
+fn own_cgroup(controller: &str) -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let hit = if controller.is_empty() {
+            controllers.is_empty()
+        } else {
+            controllers.split(',').any(|c| c == controller)
+        };
+        hit.then(|| PathBuf::from(path.trim_start_matches('/')))
+    })
+}
+
+fn write(path: &Path, value: &str) -> io::Result<()> {
+    std::fs::write(path, value)
+}
+
+impl LimitPlan {
+    /// Creates the sandbox's cgroup if possible, or plans rlimits.
+    pub fn prepare(limits: &Limits, sandbox_id: &str) -> Result<LimitPlan, LimitsError> {
+        let mut plan = LimitPlan {
+            mechanism: Mechanism::Rlimits,
+            dirs: Vec::new(),
+            max_procs: limits.max_procs.value,
+            max_memory: limits.max_memory.as_ref().map(|m| m.value),
+        };
+        let mounts = CgroupMounts::read();
+        let name = format!("cordon-{sandbox_id}");
+        if let Some(dir) = Self::try_v2(&mounts, &name) {
+            plan.dirs.push(dir);
+            plan.mechanism = Mechanism::Cgroup(CgroupKind::V2);
+        } else if let Some(dirs) = Self::try_v1(&mounts, &name) {
+            plan.dirs = dirs;
+            plan.mechanism = Mechanism::Cgroup(CgroupKind::V1);
+        } else if nix::unistd::geteuid().is_root() {
+            return Err(LimitsError::RootWithoutCgroup);
+        }
+        if let Err(e) = plan.write_limits() {
+            plan.remove();
+            return Err(e);
+        }
+        Ok(plan)
+    }
+
+    /// Limits by rlimits alone, when the user allowed running without a cgroup.
+    pub fn rlimits_only(limits: &Limits) -> LimitPlan {
+        LimitPlan {
+            mechanism: Mechanism::Rlimits,
+            dirs: Vec::new(),
+            max_procs: limits.max_procs.value,
+            max_memory: limits.max_memory.as_ref().map(|m| m.value),
+        }
+    }
+
+    /// A v2 cgroup below this process's own, with the pids (and memory)
+    /// controllers available.
+    fn try_v2(mounts: &CgroupMounts, name: &str) -> Option<PathBuf> {
+        let parent = mounts.v2.as_ref()?.join(own_cgroup("")?);
+        let controllers = std::fs::read_to_string(parent.join("cgroup.subtree_control")).ok()?;
+        if !controllers.split_whitespace().any(|c| c == "pids") {
+            // Enabling a controller is only allowed where no process lives
+            // (or at the root); try, and give up quietly if refused.
+            write(&parent.join("cgroup.subtree_control"), "+pids +memory").ok()?;
+        }
+        let dir = parent.join(name);
+        std::fs::create_dir(&dir).ok()?;
+        let ok = std::fs::read_to_string(dir.join("cgroup.controllers"))
+            .is_ok_and(|c| c.split_whitespace().any(|c| c == "pids"));
+        if ok {
+            Some(dir)
+        } else {
+            let _ = std::fs::remove_dir(&dir);
+            None
+        }
+    }
+
+    fn try_v1(mounts: &CgroupMounts, name: &str) -> Option<Vec<PathBuf>> {
+        let pids = mounts
+            .v1_pids
+            .as_ref()?
+            .join(own_cgroup("pids")?)
+            .join(name);
+        std::fs::create_dir(&pids).ok()?;
+        let mut dirs = vec![pids];
+        if let (Some(mem), Some(own)) = (mounts.v1_memory.as_ref(), own_cgroup("memory")) {
+            let dir = mem.join(own).join(name);
+            if std::fs::create_dir(&dir).is_ok() {
+                dirs.push(dir);
+            }
+        }
+        Some(dirs)
+    }
+
+    fn write_limits(&self) -> Result<(), LimitsError> {
+        let fail = |what, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| LimitsError::Cgroup { what, path, source }
+        };
+        match self.mechanism {
+            Mechanism::Rlimits => Ok(()),
+            Mechanism::Cgroup(CgroupKind::V2) => {
+                let dir = &self.dirs[0];
+                let pids = dir.join("pids.max");
+                write(&pids, &self.max_procs.to_string()).map_err(fail("cannot write", &pids))?;
+                if let Some(mem) = self.max_memory {
+                    let path = dir.join("memory.max");
+                    write(&path, &mem.to_string()).map_err(fail("cannot write", &path))?;
+                    let swap = dir.join("memory.swap.max");
+                    let _ = write(&swap, "0");
+                }
+                Ok(())
+            }
+            Mechanism::Cgroup(CgroupKind::V1) => {
+                for dir in &self.dirs {
+                    let pids = dir.join("pids.max");
+                    if pids.exists() {
+                        write(&pids, &self.max_procs.to_string())
+                            .map_err(fail("cannot write", &pids))?;
+                    }
+                    let mem = dir.join("memory.limit_in_bytes");
+                    if let (Some(limit), true) = (self.max_memory, mem.exists()) {
+                        write(&mem, &limit.to_string()).map_err(fail("cannot write", &mem))?;
+                    }
+                }
+                if self.max_memory.is_some() && self.dirs.len() < 2 {
+                    return Err(LimitsError::Cgroup {
+                        what: "no memory controller for",
+                        path: self.dirs[0].clone(),
+                        source: io::Error::from(io::ErrorKind::Unsupported),
+                    });
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Moves `pid` (the sandbox's init, before it runs anything) into the cgroup.
+    pub fn attach(&self, pid: Pid) -> Result<(), LimitsError> {
+        for dir in &self.dirs {
+            let procs = dir.join("cgroup.procs");
+            write(&procs, &pid.to_string()).map_err(|source| LimitsError::Cgroup {
+                what: "cannot join",
+                path: procs.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Sets the rlimits (inside the sandbox, before the command starts).
+    pub fn apply_rlimits(&self) -> Result<(), LimitsError> {
+        if self.mechanism != Mechanism::Rlimits {
+            return Ok(());
+        }
+        setrlimit(Resource::RLIMIT_NPROC, self.max_procs, self.max_procs)
+            .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_NPROC, e))?;
+        if let Some(mem) = self.max_memory {
+            setrlimit(Resource::RLIMIT_AS, mem, mem)
+                .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_AS, e))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the cgroup (after every task in it has exited).
+    pub fn remove(&self) {
+        for dir in &self.dirs {
+            // The kernel refuses while a task is still being torn down; retry briefly.
+            for _ in 0..50 {
+                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    }
+
+    /// One line for messages: how the limits are enforced.
+    pub fn describe(&self) -> String {
+        match &self.mechanism {
+            Mechanism::Cgroup(CgroupKind::V2) => format!("cgroup v2 {}", self.dirs[0].display()),
+            Mechanism::Cgroup(CgroupKind::V1) => format!("cgroup v1 {}", self.dirs[0].display()),
+            Mechanism::Rlimits => "rlimits (RLIMIT_NPROC per user namespace, RLIMIT_AS)".into(),
+        }
+    }
+}

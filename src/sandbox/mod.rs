@@ -1,0 +1,394 @@
+//! The sandbox runtime: the supervisor on the host side and init inside.
+//!
+//! ```text
+//! cordon run -- CMD            supervisor: plans, clones, relays, waits
+//!  └─ init                     pid 1 of new user+mount+pid+net+ipc+uts namespaces
+//!      └─ CMD                  exit status and signals pass through
+//! ```
+//!
+//! The files door is [`files`] (mount view) and [`landlock`]; process
+//! hardening is [`init`] and [`seccomp`]; limits are [`limits`].
+
+pub mod channel;
+pub mod files;
+pub mod init;
+pub mod landlock;
+pub mod limits;
+pub mod seccomp;
+pub mod support;
+mod sys;
+pub mod tty;
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sched::CloneFlags;
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use crate::policy::{Layer, Policy};
+use channel::{Channel, Message};
+use files::{FileView, FilesError};
+use limits::{LimitPlan, LimitsError};
+use sys::Forked;
+
+/// Signals the supervisor passes on to the command.
+pub const FORWARDED_SIGNALS: &[Signal] = &[
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGWINCH,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+];
+
+/// Exit code when cordon itself could not run the command.
+pub const EXIT_SETUP_FAILED: i32 = 125;
+/// Exit code when `--timeout` ended the sandbox (as `timeout(1)`).
+pub const EXIT_TIMEOUT: i32 = 124;
+
+/// Why the sandbox did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("refusing to run: the {layer} layer could not be applied: {what}\n  fix: {fix}")]
+    Layer {
+        layer: Layer,
+        what: String,
+        fix: String,
+    },
+    #[error("refusing to run: files door: {0}")]
+    Files(#[from] FilesError),
+    #[error("refusing to run: the limits layer could not be applied: {0}\n  fix: run as a user who may create cgroups, or pass --allow-degraded=limits")]
+    Limits(#[from] LimitsError),
+    #[error("no command given: cordon run [OPTIONS] -- CMD [ARGS...]")]
+    NoCommand,
+    #[error("{0} contains a NUL byte")]
+    Nul(&'static str),
+    #[error("{what}: {source}")]
+    Io {
+        what: &'static str,
+        source: io::Error,
+    },
+}
+
+fn io_err(what: &'static str) -> impl FnOnce(io::Error) -> SandboxError {
+    move |source| SandboxError::Io { what, source }
+}
+
+/// What to run, and how.
+pub struct RunRequest<'a> {
+    pub policy: &'a Policy,
+    pub command: Vec<OsString>,
+    /// The caller's working directory; the command starts there if the
+    /// sandbox can see it, else in the project.
+    pub cwd: PathBuf,
+}
+
+/// Removes the placeholders the run created, on every exit path.
+struct PlaceholderCleanup<'a>(&'a FileView);
+
+impl Drop for PlaceholderCleanup<'_> {
+    fn drop(&mut self) {
+        self.0.remove_placeholders();
+    }
+}
+
+/// Removes the run's cgroup, on every exit path.
+struct CgroupCleanup<'a>(&'a LimitPlan);
+
+impl Drop for CgroupCleanup<'_> {
+    fn drop(&mut self) {
+        self.0.remove();
+    }
+}
+
+fn warn_degraded(layer: Layer, what: &str) {
+    eprintln!(
+        "cordon: WARNING: running WITHOUT the {layer} layer (--allow-degraded={layer}): {what}"
+    );
+}
+
+/// Runs the command in the sandbox and returns its exit code (128+N if it
+/// died of signal N).
+pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
+    let policy = req.policy;
+    if req.command.is_empty() {
+        return Err(SandboxError::NoCommand);
+    }
+    let argv = req
+        .command
+        .iter()
+        .map(|a| CString::new(a.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| SandboxError::Nul("the command"))?;
+    let (env, path_var) = command_env()?;
+    let sandbox_id = new_sandbox_id();
+
+    let view = FileView::plan(policy)?;
+    let _placeholders = PlaceholderCleanup(&view);
+    let limits = match LimitPlan::prepare(&policy.limits, &sandbox_id) {
+        Ok(plan) => plan,
+        Err(e) if policy.degraded_ok(Layer::Limits) => {
+            warn_degraded(Layer::Limits, &e.to_string());
+            LimitPlan::rlimits_only(&policy.limits)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let cgroup = CgroupCleanup(&limits);
+
+    let mut mask = SigSet::empty();
+    for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
+        mask.add(*sig);
+    }
+    mask.thread_block()
+        .map_err(|e| io_err("blocking signals")(e.into()))?;
+    let flags = SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC;
+    let signals = SignalFd::with_flags(&mask, flags).map_err(|e| io_err("signalfd")(e.into()))?;
+
+    let interactive = tty::caller_is_interactive();
+    let mut plan = init::InitPlan {
+        view: &view,
+        limits: &limits,
+        cwd: &req.cwd,
+        argv,
+        env,
+        path_var,
+        tcp_ports: policy.network.local_ports.iter().map(|p| p.value).collect(),
+        pty: interactive,
+        namespaces: true,
+        degraded: policy.allow_degraded.iter().map(|l| l.value).collect(),
+    };
+    let (ours, theirs) = Channel::pair().map_err(io_err("socketpair"))?;
+    let flags = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWNET
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS;
+    let forked = match sys::clone_fork(flags) {
+        Ok(f) => f,
+        Err(e) if policy.degraded_ok(Layer::Namespaces) => {
+            warn_degraded(
+                Layer::Namespaces,
+                &format!("clone: {e}; only Landlock and seccomp confine the command"),
+            );
+            plan.namespaces = false;
+            sys::fork().map_err(io_err("fork"))?
+        }
+        Err(e) => {
+            return Err(SandboxError::Layer {
+                layer: Layer::Namespaces,
+                what: format!("creating user, mount, pid, net, ipc and uts namespaces: {e}"),
+                fix: support::userns_fix(),
+            })
+        }
+    };
+    let init_pid = match forked {
+        Forked::Child => {
+            drop(ours);
+            drop(signals);
+            init::run(&plan, theirs)
+        }
+        Forked::Parent(pid) => pid,
+    };
+    drop(theirs);
+    // From here on, a failure must not leave init behind.
+    let started = start_init(init_pid, &ours, &limits, plan.namespaces);
+    let master = match started {
+        Ok(master) => master,
+        Err(e) => {
+            let _ = kill(init_pid, Signal::SIGKILL);
+            let _ = waitpid(init_pid, None);
+            return Err(e);
+        }
+    };
+    let deadline = policy
+        .limits
+        .timeout
+        .as_ref()
+        .map(|t| (Instant::now() + t.value, t.value));
+    let code = wait_for_init(init_pid, signals, master.map(tty::Relay::new), deadline);
+    drop(cgroup);
+    Ok(code)
+}
+
+/// Maps ids, joins the cgroup, lets init go, and waits until every layer is
+/// in place. Returns the pty master if init opened one.
+fn start_init(
+    pid: Pid,
+    channel: &Channel,
+    limits: &LimitPlan,
+    namespaces: bool,
+) -> Result<Option<std::os::fd::OwnedFd>, SandboxError> {
+    if namespaces {
+        write_id_maps(pid).map_err(|e| SandboxError::Layer {
+            layer: Layer::Namespaces,
+            what: format!("writing the uid/gid map: {e}"),
+            fix: support::userns_fix(),
+        })?;
+    }
+    limits.attach(pid)?;
+    channel
+        .send(&Message::Go, None)
+        .map_err(io_err("starting init"))?;
+    loop {
+        match channel.recv() {
+            Ok((Message::Ready, master)) => return Ok(master),
+            Ok((Message::Degraded { layer, what }, _)) => warn_degraded(layer, &what),
+            Ok((Message::Failed { layer, what }, _)) => {
+                return Err(SandboxError::Layer {
+                    layer,
+                    fix: support::fix_for(layer),
+                    what,
+                })
+            }
+            Ok((Message::Go, _)) => {}
+            Err(e) => {
+                return Err(SandboxError::Layer {
+                    layer: Layer::Namespaces,
+                    what: format!("the sandbox's init ended during set-up ({e})"),
+                    fix: support::userns_fix(),
+                })
+            }
+        }
+    }
+}
+
+/// The caller's own uid and gid, and no other, inside.
+fn write_id_maps(pid: Pid) -> io::Result<()> {
+    let uid = nix::unistd::geteuid();
+    let gid = nix::unistd::getegid();
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    std::fs::write(proc.join("setgroups"), "deny")?;
+    std::fs::write(proc.join("uid_map"), format!("{uid} {uid} 1\n"))?;
+    std::fs::write(proc.join("gid_map"), format!("{gid} {gid} 1\n"))?;
+    Ok(())
+}
+
+/// Forwards signals, relays the terminal, enforces the timeout, and returns
+/// the exit code once init is gone.
+fn wait_for_init(
+    init: Pid,
+    signals: SignalFd,
+    mut relay: Option<tty::Relay>,
+    deadline: Option<(Instant, Duration)>,
+) -> i32 {
+    loop {
+        let timeout = match deadline {
+            Some((at, limit)) => {
+                let left = at.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    let _ = kill(init, Signal::SIGKILL);
+                    let _ = waitpid(init, None);
+                    if let Some(r) = relay.as_mut() {
+                        r.drain();
+                    }
+                    drop(relay);
+                    eprintln!(
+                        "cordon: timed out after {}s; the sandbox was killed",
+                        limit.as_secs_f64()
+                    );
+                    return EXIT_TIMEOUT;
+                }
+                PollTimeout::try_from(left.as_millis().min(60_000) as i32 + 1)
+                    .unwrap_or(PollTimeout::MAX)
+            }
+            None => PollTimeout::NONE,
+        };
+        let stdin = sys::stdio(0);
+        let (poll_stdin, poll_master) = relay
+            .as_ref()
+            .map_or((false, false), |r| (r.stdin_open, r.master_open));
+        let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
+        if poll_stdin {
+            fds.push(PollFd::new(stdin, PollFlags::POLLIN));
+        }
+        if let (true, Some(r)) = (poll_master, relay.as_ref()) {
+            fds.push(PollFd::new(r.master.as_fd(), PollFlags::POLLIN));
+        }
+        if poll(&mut fds, timeout).is_err() {
+            continue;
+        }
+        let ready: Vec<bool> = fds
+            .iter()
+            .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+            .collect();
+        drop(fds);
+        if let Some(r) = relay.as_mut() {
+            let mut i = 1;
+            if poll_stdin {
+                if ready[i] {
+                    r.stdin_open = tty::pump(stdin, r.master.as_fd());
+                }
+                i += 1;
+            }
+            if poll_master && ready[i] {
+                r.master_open = tty::pump(r.master.as_fd(), sys::stdio(1));
+            }
+        }
+        if !ready[0] {
+            continue;
+        }
+        while let Ok(Some(info)) = signals.read_signal() {
+            let signo = info.ssi_signo as i32;
+            if signo == Signal::SIGCHLD as i32 {
+                continue;
+            }
+            match (Signal::try_from(signo), relay.as_ref()) {
+                // With a pty, the window size travels through the pty.
+                (Ok(Signal::SIGWINCH), Some(r)) => tty::sync_window_size(r.master.as_fd()),
+                (Ok(sig), _) => {
+                    let _ = kill(init, sig);
+                }
+                _ => {}
+            }
+        }
+        match waitpid(init, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => {
+                if let Some(r) = relay.as_mut() {
+                    r.drain();
+                }
+                return code;
+            }
+            Ok(WaitStatus::Signaled(_, sig, _)) => return 128 + sig as i32,
+            _ => {}
+        }
+    }
+}
+
+/// The command's environment: the caller's, with the temp dir pointed at
+/// the sandbox's own.
+fn command_env() -> Result<(Vec<CString>, OsString), SandboxError> {
+    let mut env = Vec::new();
+    let mut path_var = OsString::new();
+    for (key, value) in std::env::vars_os() {
+        if key == "TMPDIR" {
+            continue;
+        }
+        if key == "PATH" {
+            path_var = value.clone();
+        }
+        let mut entry = key.as_bytes().to_vec();
+        entry.push(b'=');
+        entry.extend_from_slice(value.as_bytes());
+        env.push(CString::new(entry).map_err(|_| SandboxError::Nul("the environment"))?);
+    }
+    env.push(CString::new("TMPDIR=/tmp").map_err(|_| SandboxError::Nul("TMPDIR"))?);
+    Ok((env, path_var))
+}
+
+/// A random id for this sandbox (cgroup name, audit events).
+fn new_sandbox_id() -> String {
+    let mut bytes = [0u8; 6];
+    let _ = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,250 @@
+//! The only place with `unsafe`: raw system calls the safe crates do not wrap.
+//!
+//! Each function is small, takes plain Rust types, and states in a `SAFETY:`
+//! comment why its `unsafe` block is sound.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use nix::sched::CloneFlags;
+use nix::unistd::Pid;
+
+/// What a fork-like call returns in each process.
+pub enum Forked {
+    Parent(Pid),
+    Child,
+}
+
+fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// `clone(2)` with fork semantics (no new stack, `SIGCHLD` on exit) into the
+/// namespaces named by `flags`. The child continues from this call.
+///
+/// Must be called while the process has a single thread.
+pub fn clone_fork(flags: CloneFlags) -> io::Result<Forked> {
+    let raw = flags.bits() as libc::c_ulong | libc::SIGCHLD as libc::c_ulong;
+    // SAFETY: with a null stack pointer clone behaves like fork: the child
+    // gets a copy of the address space and continues on its own copy of the
+    // stack. The other pointer arguments (parent/child tid, tls) are null and
+    // unused because the flags ask for none of them. The caller guarantees a
+    // single-threaded process, so no lock is held by another thread.
+    let ret = check(unsafe {
+        libc::syscall(
+            libc::SYS_clone,
+            raw,
+            std::ptr::null_mut::<libc::c_void>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            std::ptr::null_mut::<libc::c_int>(),
+            0usize,
+        )
+    })?;
+    Ok(if ret == 0 {
+        Forked::Child
+    } else {
+        Forked::Parent(Pid::from_raw(ret as i32))
+    })
+}
+
+/// `fork(2)`. Must be called while the process has a single thread.
+pub fn fork() -> io::Result<Forked> {
+    // SAFETY: the caller (the sandbox's init) is single-threaded, which is
+    // the condition under which the child may run arbitrary code.
+    match unsafe { nix::unistd::fork() }? {
+        nix::unistd::ForkResult::Parent { child } => Ok(Forked::Parent(child)),
+        nix::unistd::ForkResult::Child => Ok(Forked::Child),
+    }
+}
+
+/// `MOUNT_ATTR_*` bits for [`mount_setattr`].
+pub mod attr {
+    pub const RDONLY: u64 = 0x0000_0001;
+    pub const NOSUID: u64 = 0x0000_0002;
+    pub const NODEV: u64 = 0x0000_0004;
+    pub const NOEXEC: u64 = 0x0000_0008;
+}
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `mount_setattr(2)` on `path`, recursively when `recursive`: sets the
+/// `attr::*` bits in `set`. Unlike a remount, this reaches every submount.
+pub fn mount_setattr(path: &Path, set: u64, recursive: bool) -> io::Result<()> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = libc::AT_SYMLINK_NOFOLLOW as libc::c_uint
+        | if recursive {
+            libc::AT_RECURSIVE as libc::c_uint
+        } else {
+            0
+        };
+    // SAFETY: `c_path` is a valid NUL-terminated string and `attr` a
+    // correctly laid out `struct mount_attr` that outlives the call; the
+    // kernel only reads them.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    })?;
+    Ok(())
+}
+
+/// The Landlock ABI version the kernel offers, or the error that says why none.
+pub fn landlock_abi() -> io::Result<i32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a null attribute pointer, size 0 and the VERSION flag the
+    // call only returns a number; no memory is passed.
+    let ret = check(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    })?;
+    Ok(ret as i32)
+}
+
+/// Brings the loopback interface of the current network namespace up.
+pub fn bring_up_loopback() -> io::Result<()> {
+    let sock = nix::sys::socket::socket(
+        nix::sys::socket::AddressFamily::Inet,
+        nix::sys::socket::SockType::Datagram,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    // SAFETY: `ifreq` is plain old data, so all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    req.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    // SAFETY: `sock` is an open socket and `req` a valid `ifreq` naming "lo"
+    // that outlives the call.
+    check(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) } as libc::c_long)?;
+    Ok(())
+}
+
+/// Overwrites this process's original environment and argument strings
+/// with zeros and empties `environ`, so `/proc/<pid>/environ` and
+/// `/proc/<pid>/cmdline` no longer show what the process was started with.
+///
+/// Call only in a single-threaded process that no longer reads its
+/// environment or arguments.
+pub fn wipe_startup_strings() -> io::Result<()> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let after = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| io::Error::other("malformed /proc/self/stat"))?;
+    let fields: Vec<u64> = after
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    // In proc_pid_stat(5) numbering arg_start is field 48; `fields[0]` is field 3.
+    let field = |n: usize| fields.get(n - 3).copied().unwrap_or(0);
+    let (arg_start, arg_end, env_start, env_end) = (field(48), field(49), field(50), field(51));
+    // SAFETY: clearenv only touches libc's environment table; the caller
+    // guarantees no other thread reads it.
+    unsafe { libc::clearenv() };
+    for (start, end) in [(arg_start, arg_end), (env_start, env_end)] {
+        if start == 0 || end <= start {
+            continue;
+        }
+        // SAFETY: the kernel reports [start, end) as the argument and
+        // environment areas of this process's initial stack, which stay
+        // mapped and writable for the life of the process. After clearenv
+        // nothing refers to the environment strings, and the caller no
+        // longer reads its arguments.
+        unsafe { std::ptr::write_bytes(start as *mut u8, 0, (end - start) as usize) };
+    }
+    Ok(())
+}
+
+/// `SECBIT_*` for [`set_securebits`]: uid 0 gains no capabilities on exec,
+/// and the bits cannot be changed back.
+pub const SECURE_NOROOT_LOCKED: libc::c_ulong = 0x3 | 0xc | 0x30;
+
+/// `prctl(PR_SET_SECUREBITS)`.
+pub fn set_securebits(bits: libc::c_ulong) -> io::Result<()> {
+    // SAFETY: PR_SET_SECUREBITS takes an integer argument; no memory is passed.
+    check(unsafe { libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) } as libc::c_long)?;
+    Ok(())
+}
+
+/// Closes every descriptor from `first` up.
+pub fn close_from(first: RawFd) -> io::Result<()> {
+    // SAFETY: close_range takes integers only. Closing descriptors that the
+    // program still owns would be a bug, so callers pass a bound above every
+    // descriptor they keep.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first as libc::c_uint,
+            libc::c_uint::MAX,
+            0,
+        )
+    })?;
+    Ok(())
+}
+
+/// Makes the terminal `fd` the controlling terminal of this (session leader) process.
+pub fn set_controlling_terminal(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: TIOCSCTTY takes an integer argument; `fd` is open.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSCTTY, 0) } as libc::c_long)?;
+    Ok(())
+}
+
+/// Window size of the terminal `fd`.
+pub fn window_size(fd: BorrowedFd<'_>) -> io::Result<libc::winsize> {
+    // SAFETY: `winsize` is plain old data; TIOCGWINSZ fills it.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `ws` is a valid winsize that outlives the call.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) } as libc::c_long)?;
+    Ok(ws)
+}
+
+/// Sets the window size of the terminal `fd`.
+pub fn set_window_size(fd: BorrowedFd<'_>, ws: &libc::winsize) -> io::Result<()> {
+    // SAFETY: `fd` is open and `ws` is a valid winsize that outlives the call.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSWINSZ, ws) } as libc::c_long)?;
+    Ok(())
+}
+
+/// Takes ownership of a descriptor number this process inherited or
+/// received and nothing else owns.
+pub fn own_fd(fd: RawFd) -> OwnedFd {
+    // SAFETY: callers pass a descriptor that is open and owned by no other
+    // Rust object (descriptors inherited across exec or moved with dup2).
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}
+
+/// Borrows one of the standard descriptors (0, 1 or 2).
+pub fn stdio(fd: RawFd) -> BorrowedFd<'static> {
+    debug_assert!((0..=2).contains(&fd));
+    // SAFETY: the standard descriptors stay open for the life of the process.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
