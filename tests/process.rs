@@ -1,0 +1,270 @@
+//! The process door: exit codes, stdio, ids, pid namespace, signals,
+//! cleanup on SIGKILL, descriptor hygiene, hostname.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use nix::sys::signal::Signal;
+
+#[test]
+fn exit_code_passes_through() {
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let out = fx.sandbox().sh("echo ran; exit 7");
+        assert_eq!(out.code, 7, "{mode:?}: {out:#?}");
+        assert!(out.stdout.contains("ran"), "{mode:?}: {out:#?}");
+        let out = fx.sandbox().run(&["true"]);
+        assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
+    }
+}
+
+#[test]
+fn death_by_signal_is_128_plus_n() {
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let out = fx.sandbox().sh("echo before; kill -TERM $$; echo after");
+        assert_eq!(out.code, 143, "{mode:?}: {out:#?}");
+        assert!(out.stdout.contains("before"), "{mode:?}: {out:#?}");
+        assert!(!out.stdout.contains("after"), "{mode:?}: {out:#?}");
+    }
+}
+
+#[test]
+fn stdout_and_stderr_pass_through() {
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let out = fx
+            .sandbox()
+            .sh("echo to-stdout-$0; echo to-stderr >&2")
+            .expect_code(0)
+            .stdout
+            .clone();
+        assert!(out.contains("to-stdout-sh"), "{mode:?}: {out}");
+        let o = fx.sandbox().sh("echo to-stderr-x >&2");
+        o.ok();
+        assert!(o.stderr.contains("to-stderr-x"), "{mode:?}: {o:#?}");
+        assert!(!o.stdout.contains("to-stderr-x"), "{mode:?}: {o:#?}");
+    }
+}
+
+#[test]
+fn stdin_pipe_reaches_command() {
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let data = format!("piped-{}\nsecond line\n", fx.token);
+        let out = fx.sandbox().stdin(data.as_bytes()).run(&["cat"]);
+        out.ok();
+        assert_eq!(out.stdout, data, "{mode:?}: {out:#?}");
+    }
+}
+
+#[test]
+fn uid_and_gid_are_the_callers() {
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let out = fx.sandbox().sh("id -u; id -g");
+        out.ok();
+        assert_eq!(
+            out.stdout,
+            format!("{}\n{}\n", mode.uid(), mode.gid()),
+            "{mode:?}: {out:#?}"
+        );
+    }
+}
+
+/// A `sleep` on the host with a unique argument, killed on drop.
+struct HostSleep(std::process::Child);
+impl Drop for HostSleep {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn unique_sleep_arg() -> String {
+    let t = rand_token();
+    let digits: String = t
+        .bytes()
+        .map(|b| char::from(b'0' + b % 10))
+        .take(9)
+        .collect();
+    format!("4242.{digits}")
+}
+
+#[test]
+fn host_processes_are_invisible() {
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let arg = unique_sleep_arg();
+        let _host = HostSleep(
+            std::process::Command::new("sleep")
+                .arg(&arg)
+                .spawn()
+                .expect("sleep"),
+        );
+        assert!(
+            wait_until(Duration::from_secs(5), || !host_pids_with_cmdline(&arg)
+                .is_empty()),
+            "host canary sleep not visible on the host"
+        );
+        // Inside: a sandboxed sleep with another unique arg is visible (the
+        // search works), the host one is not, and only a few pids exist.
+        let inner = unique_sleep_arg();
+        let script = format!(
+            "sleep {inner} & sleep 0.2; \
+             echo count=$(ls /proc | grep -c '^[0-9]*$'); \
+             for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f 2>/dev/null; echo; done; \
+             kill $!"
+        );
+        let out = fx.sandbox().sh(&script);
+        out.ok();
+        assert!(out.stdout.contains(&inner), "{mode:?}: own sleep not seen: {out:#?}");
+        assert!(!out.stdout.contains(&arg), "{mode:?}: host process visible: {out:#?}");
+        let count: usize = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("count="))
+            .and_then(|c| c.trim().parse().ok())
+            .unwrap_or(usize::MAX);
+        assert!(count <= 8, "{mode:?}: {count} pids visible: {out:#?}");
+    }
+}
+
+#[test]
+fn init_environ_and_cmdline_do_not_leak_env() {
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let secret = format!("secret-{}", fx.token);
+        let out = fx
+            .sandbox()
+            .env("CANARY_ENV", &secret)
+            .sh("echo self:; cat /proc/self/environ | tr '\\0' '\\n' | grep CANARY_ENV; \
+                 echo init-environ:; cat /proc/1/environ | tr '\\0' '\\n'; \
+                 echo init-cmdline:; cat /proc/1/cmdline | tr '\\0' '\\n'; echo end");
+        // Positive control: the command itself inherits it for now, so the
+        // reading method works.
+        assert!(out.stdout.contains("end"), "{mode:?}: {out:#?}");
+        let (own, init) = out.stdout.split_once("init-environ:").unwrap();
+        assert!(own.contains(&secret), "{mode:?}: control failed: {out:#?}");
+        assert!(
+            !init.contains(&secret),
+            "{mode:?}: /proc/1 leaks CANARY_ENV: {out:#?}"
+        );
+    }
+}
+
+#[test]
+fn forwarded_signals_reach_the_command() {
+    let cases = [
+        (Signal::SIGINT, "INT", 11),
+        (Signal::SIGTERM, "TERM", 12),
+        (Signal::SIGHUP, "HUP", 13),
+        (Signal::SIGUSR1, "USR1", 14),
+    ];
+    for mode in modes() {
+        for (sig, name, code) in cases {
+            let fx = Fixture::new(mode);
+            let ready = fx.project.join("ready");
+            let script = format!(
+                "trap 'echo got-{name}; exit {code}' {name}; touch ready; \
+                 i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; exit 99"
+            );
+            let run = fx.sandbox().spawn(&["sh", "-c", &script]);
+            assert!(
+                wait_until(Duration::from_secs(20), || ready.exists()),
+                "{mode:?} {name}: command never got ready"
+            );
+            run.signal(sig);
+            let out = run.wait();
+            assert_eq!(out.code, code, "{mode:?} {name}: {out:#?}");
+            assert!(out.stdout.contains(&format!("got-{name}")), "{mode:?}: {out:#?}");
+        }
+    }
+}
+
+#[test]
+fn sigkill_of_cordon_leaves_nothing_behind() {
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let arg = unique_sleep_arg();
+        let run = fx.sandbox().spawn(&["sh", "-c", &format!("sleep {arg}; echo x")]);
+        assert!(
+            wait_until(Duration::from_secs(20), || !host_pids_with_cmdline(&arg)
+                .is_empty()),
+            "{mode:?}: sandboxed sleep never appeared on the host"
+        );
+        run.signal(Signal::SIGKILL);
+        let out = run.wait();
+        assert_eq!(out.code, 128 + 9, "{mode:?}: {out:#?}");
+        let gone = wait_until(Duration::from_secs(5), || {
+            host_pids_with_cmdline(&arg).is_empty()
+        });
+        let left = host_pids_with_cmdline(&arg);
+        // Never leave a stray process from a failing test.
+        for pid in &left {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        assert!(gone, "{mode:?}: sandboxed processes survived: {left:?}");
+    }
+}
+
+#[test]
+fn inherited_descriptors_are_closed() {
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let leak = fx.outside.join("leaked-fd.txt");
+        // Control: the wrapper really hands fd 5 to what it execs.
+        let control = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg("exec 5>\"$0\"; exec ls /proc/self/fd")
+            .arg(&leak)
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&control.stdout);
+        assert!(listed.split_whitespace().any(|f| f == "5"), "control: {listed}");
+        std::fs::write(&leak, "").unwrap();
+        chown(&leak, mode);
+
+        let out = fx.sandbox().run_with_fd5(
+            &leak,
+            &[
+                "sh",
+                "-c",
+                "echo fds: $(ls /proc/self/fd); echo via-fd5 > /proc/self/fd/5 && echo WROTE5; \
+                 echo via-fd5 >&5 && echo WROTE5B; echo done",
+            ],
+        );
+        assert!(out.stdout.contains("done"), "{mode:?}: {out:#?}");
+        let fds: Vec<&str> = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("fds:"))
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        for f in ["0", "1", "2"] {
+            assert!(fds.contains(&f), "{mode:?}: missing fd {f}: {out:#?}");
+        }
+        assert!(
+            fds.iter().all(|f| ["0", "1", "2", "3"].contains(f)),
+            "{mode:?}: extra fds inside: {fds:?}: {out:#?}"
+        );
+        assert!(!out.stdout.contains("WROTE5"), "{mode:?}: {out:#?}");
+        assert_eq!(std::fs::read_to_string(&leak).unwrap(), "", "{mode:?}");
+    }
+}
+
+#[test]
+fn hostname_is_not_the_hosts() {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    for mode in modes() {
+        let fx = Fixture::new(mode);
+        let out = fx.sandbox().sh("cat /proc/sys/kernel/hostname");
+        out.ok();
+        let inner = out.stdout.trim();
+        assert!(!inner.is_empty(), "{mode:?}: {out:#?}");
+        assert_ne!(inner, host.trim(), "{mode:?}: host hostname visible");
+    }
+}
