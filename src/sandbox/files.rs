@@ -51,6 +51,33 @@ pub struct Placeholder {
     pub kind: Kind,
 }
 
+/// A shared lock on the project directory, held by every cordon running on
+/// it. Placeholders are removed only by a run that can take the lock
+/// exclusively: unlinking one that another sandbox has mounted read-only
+/// would detach that mount and let its command create the path.
+pub struct ProjectLock(nix::fcntl::Flock<std::fs::File>);
+
+impl ProjectLock {
+    pub fn shared(project: &Path) -> Result<ProjectLock, FilesError> {
+        let err = |source| FilesError::Path {
+            what: "cannot lock project",
+            path: project.to_path_buf(),
+            source,
+        };
+        let dir = std::fs::File::open(project).map_err(err)?;
+        nix::fcntl::Flock::lock(dir, nix::fcntl::FlockArg::LockShared)
+            .map(ProjectLock)
+            .map_err(|(_, e)| err(e.into()))
+    }
+
+    /// Whether no other cordon holds the project (takes the lock exclusively).
+    fn is_sole_user(&self) -> bool {
+        self.0
+            .relock(nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .is_ok()
+    }
+}
+
 /// The resolved file view: every path absolute, canonical and existing.
 #[derive(Clone, Debug, Default)]
 pub struct FileView {
@@ -289,7 +316,15 @@ impl FileView {
                 }
                 return Ok(());
             }
-            Ok(_) => {}
+            Ok(meta) => {
+                if is_stale_placeholder(&path, &meta) {
+                    // Left by a run that was killed: ours to remove again.
+                    self.placeholders.push(Placeholder {
+                        path: path.clone(),
+                        kind,
+                    });
+                }
+            }
             Err(_) => {
                 // `.git/hooks` only matters where `.git` is a directory.
                 let parent_ok = path
@@ -351,11 +386,15 @@ impl FileView {
             path: path.to_path_buf(),
             kind,
         });
-        Ok(())
+        mark_placeholder(path).map_err(err)
     }
 
-    /// Removes the placeholders this run created, where they are still empty.
-    pub fn remove_placeholders(&self) {
+    /// Removes the placeholders this run created, where they are still
+    /// empty, unless another sandbox on the same project may be using them.
+    pub fn remove_placeholders(&self, lock: &ProjectLock) {
+        if self.placeholders.is_empty() || !lock.is_sole_user() {
+            return;
+        }
         for p in self.placeholders.iter().rev() {
             let _ = match p.kind {
                 Kind::Dir => std::fs::remove_dir(&p.path),
@@ -556,6 +595,27 @@ impl FileView {
             }
         }
         Ok(())
+    }
+}
+
+/// The modification time that marks a placeholder (1970-01-01T00:00:01Z),
+/// so one left behind by a killed run is recognised and removed later.
+fn placeholder_mtime() -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + std::time::Duration::from_secs(1)
+}
+
+fn mark_placeholder(path: &Path) -> io::Result<()> {
+    std::fs::File::open(path)?.set_modified(placeholder_mtime())
+}
+
+fn is_stale_placeholder(path: &Path, meta: &std::fs::Metadata) -> bool {
+    if meta.modified().ok() != Some(placeholder_mtime()) {
+        return false;
+    }
+    if meta.is_dir() {
+        std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+    } else {
+        meta.is_file() && meta.len() == 0
     }
 }
 

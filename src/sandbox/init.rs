@@ -165,6 +165,9 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
     // What /proc/1/environ and /proc/1/cmdline would show: the caller's.
     sys::wipe_startup_strings()
         .map_err(|e| fail(Layer::Namespaces, format!("wiping environ: {e}")))?;
+    // Nothing inside may open init's /proc files (its fds, memory, environ).
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
     Ok(slave)
 }
 

@@ -35,7 +35,7 @@ use nix::unistd::Pid;
 
 use crate::policy::{Layer, Policy};
 use channel::{Channel, Message};
-use files::{FileView, FilesError};
+use files::{FileView, FilesError, ProjectLock};
 use limits::{LimitPlan, LimitsError};
 use sys::Forked;
 
@@ -93,11 +93,11 @@ pub struct RunRequest<'a> {
 }
 
 /// Removes the placeholders the run created, on every exit path.
-struct PlaceholderCleanup<'a>(&'a FileView);
+struct PlaceholderCleanup<'a>(&'a FileView, ProjectLock);
 
 impl Drop for PlaceholderCleanup<'_> {
     fn drop(&mut self) {
-        self.0.remove_placeholders();
+        self.0.remove_placeholders(&self.1);
     }
 }
 
@@ -132,8 +132,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let (env, path_var) = command_env()?;
     let sandbox_id = new_sandbox_id();
 
+    let lock = ProjectLock::shared(&policy.project.value)?;
     let view = FileView::plan(policy)?;
-    let _placeholders = PlaceholderCleanup(&view);
+    let _placeholders = PlaceholderCleanup(&view, lock);
     let limits = match LimitPlan::prepare(&policy.limits, &sandbox_id) {
         Ok(plan) => plan,
         Err(e) if policy.degraded_ok(Layer::Limits) => {

@@ -79,6 +79,8 @@ const DENIED: &[(&str, libc::c_long)] = &[
     ("setns", libc::SYS_setns),
 ];
 
+// The ioctl request type differs between targets (c_ulong or c_int).
+#[allow(clippy::unnecessary_cast)]
 const TIOCSTI: u64 = libc::TIOCSTI as u64;
 const TIOCLINUX: u64 = 0x541C;
 const NEW_NAMESPACES: u64 = (libc::CLONE_NEWUSER
