@@ -149,6 +149,7 @@ pub trait MountOps {
     /// Makes `new_root` the root and detaches everything else.
     fn enter_root(&mut self, new_root: &Path) -> io::Result<()>;
     fn exists(&self, path: &Path) -> bool;
+    fn is_dir(&self, path: &Path) -> bool;
     fn mkdir_all(&mut self, path: &Path) -> io::Result<()>;
     fn create_file(&mut self, path: &Path, mode: u32) -> io::Result<()>;
     fn symlink(&mut self, target: &Path, link: &Path) -> io::Result<()>;
@@ -478,7 +479,7 @@ impl FileView {
             let is_dir = match step {
                 Step::HideDir => true,
                 Step::HideFile => false,
-                _ => source.is_dir(),
+                _ => ops.is_dir(&source),
             };
             if !ops.exists(&target) {
                 let made = if is_dir {
@@ -767,6 +768,10 @@ impl MountOps for KernelMounts {
         path.symlink_metadata().is_ok()
     }
 
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
     fn mkdir_all(&mut self, path: &Path) -> io::Result<()> {
         std::fs::create_dir_all(path)
     }
@@ -785,5 +790,189 @@ impl MountOps for KernelMounts {
 
     fn symlink(&mut self, target: &Path, link: &Path) -> io::Result<()> {
         std::os::unix::fs::symlink(target, link)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records every operation; the paths in `missing` do not exist, and
+    /// files are the paths named `secret.txt` or `config`.
+    #[derive(Default)]
+    struct Recorder {
+        ops: Vec<String>,
+        missing: Vec<PathBuf>,
+    }
+
+    impl MountOps for Recorder {
+        fn make_private(&mut self, path: &Path) -> io::Result<()> {
+            self.ops.push(format!("private {}", path.display()));
+            Ok(())
+        }
+        fn mount_tmpfs(&mut self, target: &Path, options: &str) -> io::Result<()> {
+            self.ops
+                .push(format!("tmpfs {} {options}", target.display()));
+            Ok(())
+        }
+        fn mount_proc(&mut self, target: &Path) -> io::Result<()> {
+            self.ops.push(format!("proc {}", target.display()));
+            Ok(())
+        }
+        fn mount_devpts(&mut self, target: &Path) -> io::Result<()> {
+            self.ops.push(format!("devpts {}", target.display()));
+            Ok(())
+        }
+        fn bind(&mut self, source: &Path, target: &Path) -> io::Result<()> {
+            self.ops
+                .push(format!("bind {} {}", source.display(), target.display()));
+            Ok(())
+        }
+        fn set_attrs(&mut self, target: &Path, attrs: u64, recursive: bool) -> io::Result<()> {
+            self.ops
+                .push(format!("attrs {} {attrs:#x} {recursive}", target.display()));
+            Ok(())
+        }
+        fn pivot_root(&mut self, new_root: &Path, put_old: &Path) -> io::Result<()> {
+            self.ops.push(format!(
+                "pivot {} {}",
+                new_root.display(),
+                put_old.display()
+            ));
+            Ok(())
+        }
+        fn enter_root(&mut self, new_root: &Path) -> io::Result<()> {
+            self.ops.push(format!("enter {}", new_root.display()));
+            Ok(())
+        }
+        fn exists(&self, path: &Path) -> bool {
+            !self.missing.iter().any(|m| path == m)
+        }
+        fn is_dir(&self, path: &Path) -> bool {
+            !path.ends_with("secret.txt") && !path.ends_with("config")
+        }
+        fn mkdir_all(&mut self, path: &Path) -> io::Result<()> {
+            self.ops.push(format!("mkdir {}", path.display()));
+            Ok(())
+        }
+        fn create_file(&mut self, path: &Path, mode: u32) -> io::Result<()> {
+            self.ops.push(format!("file {} {mode:o}", path.display()));
+            Ok(())
+        }
+        fn symlink(&mut self, target: &Path, link: &Path) -> io::Result<()> {
+            self.ops
+                .push(format!("symlink {} {}", link.display(), target.display()));
+            Ok(())
+        }
+    }
+
+    fn index_of(ops: &[String], wanted: &str) -> usize {
+        ops.iter()
+            .position(|o| o == wanted)
+            .unwrap_or_else(|| panic!("no `{wanted}` in:\n{}", ops.join("\n")))
+    }
+
+    fn sample_view() -> FileView {
+        FileView {
+            tmp_size: 1024,
+            writable: vec!["/tmp/p".into(), "/home/u/cache".into()],
+            hidden: vec![
+                ("/home/u/.ssh".into(), Kind::Dir),
+                ("/tmp/p/secret.txt".into(), Kind::File),
+            ],
+            reallowed: vec!["/home/u/.ssh/known_hosts".into()],
+            read_only: vec!["/tmp/p/.git/config".into(), "/tmp/p/.git/hooks".into()],
+            pinned: vec!["/tmp/p/.git".into()],
+            placeholders: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_view_is_built_in_a_safe_order() {
+        let view = sample_view();
+        // The project lives under /tmp, which the sandbox replaces with its
+        // own tmpfs: its mount point must be created there.
+        let mut rec = Recorder {
+            missing: vec!["/newroot/tmp/p".into()],
+            ..Recorder::default()
+        };
+        view.apply(&mut rec).unwrap();
+        let ops = &rec.ops;
+        let ro_root = index_of(ops, "attrs /newroot 0x7 true");
+        assert!(ro_root > index_of(ops, "bind /oldroot /newroot"));
+        let private_tmp = index_of(ops, "tmpfs /newroot/tmp mode=1777,size=1024");
+        let mkdir_project = index_of(ops, "mkdir /newroot/tmp/p");
+        let bind_project = index_of(ops, "bind /oldroot/tmp/p /newroot/tmp/p");
+        assert!(
+            ro_root < private_tmp && private_tmp < mkdir_project && mkdir_project < bind_project
+        );
+        // A denied file inside the project is hidden on top of the project's bind.
+        let hide_file = index_of(ops, "bind /empty /newroot/tmp/p/secret.txt");
+        assert!(hide_file > bind_project);
+        index_of(ops, "attrs /newroot/tmp/p/secret.txt 0xf false");
+        // Protected paths: the pin comes first, then the read-only binds beneath it.
+        let pin = index_of(ops, "bind /newroot/tmp/p/.git /newroot/tmp/p/.git");
+        let config = index_of(
+            ops,
+            "bind /newroot/tmp/p/.git/config /newroot/tmp/p/.git/config",
+        );
+        assert!(bind_project < pin && pin < config);
+        assert!(config < index_of(ops, "attrs /newroot/tmp/p/.git/config 0x1 true"));
+        // A denied directory: an empty tmpfs, the re-allowed file bound into
+        // it, then made read-only once nothing more goes in.
+        let hide_dir = index_of(
+            ops,
+            "tmpfs /newroot/home/u/.ssh mode=000,size=4096,nr_inodes=64",
+        );
+        let reallow = index_of(
+            ops,
+            "bind /oldroot/home/u/.ssh/known_hosts /newroot/home/u/.ssh/known_hosts",
+        );
+        let seal = index_of(ops, "attrs /newroot/home/u/.ssh 0xf false");
+        assert!(hide_dir < reallow && reallow < seal);
+        // Kernel interfaces are read-only, and the host's /dev never appears.
+        index_of(ops, "attrs /newroot/proc/sys 0xf true");
+        index_of(ops, "bind /oldroot/dev/null /newroot/dev/null");
+        assert!(!ops.iter().any(|o| o == "bind /oldroot/dev /newroot/dev"));
+        assert_eq!(ops.last().map(String::as_str), Some("enter /newroot"));
+    }
+
+    #[test]
+    fn git_scan_finds_nested_repos_modules_and_gitdir_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join(".git/modules/sub/modules/inner")).unwrap();
+        for m in ["sub", "sub/modules/inner"] {
+            std::fs::write(p.join(".git/modules").join(m).join("HEAD"), "ref").unwrap();
+            std::fs::write(p.join(".git/modules").join(m).join("config"), "").unwrap();
+        }
+        std::fs::create_dir_all(p.join("a/b/c/d/e/f/.git")).unwrap();
+        std::fs::create_dir_all(p.join("sub")).unwrap();
+        std::fs::write(p.join("sub/.git"), "gitdir: ../.git/modules/sub").unwrap();
+        let scan = find_git_repos(p).unwrap();
+        assert_eq!(scan.roots, vec![p.join("a/b/c/d/e/f"), p.join("sub")]);
+        assert_eq!(
+            scan.module_dirs,
+            vec![
+                p.join(".git/modules/sub"),
+                p.join(".git/modules/sub/modules/inner")
+            ]
+        );
+        assert_eq!(scan.git_files, vec![p.join("sub/.git")]);
+    }
+
+    #[test]
+    fn stale_placeholders_are_recognised_and_user_files_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().join("mine");
+        let theirs = dir.path().join("theirs");
+        std::fs::write(&mine, "").unwrap();
+        mark_placeholder(&mine).unwrap();
+        std::fs::write(&theirs, "").unwrap();
+        assert!(is_stale_placeholder(&mine, &mine.metadata().unwrap()));
+        assert!(!is_stale_placeholder(&theirs, &theirs.metadata().unwrap()));
+        std::fs::write(&mine, "user wrote here").unwrap();
+        mark_placeholder(&mine).unwrap();
+        assert!(!is_stale_placeholder(&mine, &mine.metadata().unwrap()));
     }
 }
