@@ -177,8 +177,14 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
 fn drop_capabilities() -> Result<(), caps::errors::CapsError> {
     use caps::CapSet;
     let _ = sys::set_securebits(sys::SECURE_NOROOT_LOCKED);
-    for cap in caps::all() {
-        caps::drop(None, CapSet::Bounding, cap)?;
+    // Without CAP_SETPCAP (no user namespace of our own, degraded mode) the
+    // bounding set cannot shrink; no_new_privs, set before, already keeps
+    // exec from granting anything.
+    let may_shrink = caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP)?;
+    if may_shrink {
+        for cap in caps::all() {
+            caps::drop(None, CapSet::Bounding, cap)?;
+        }
     }
     caps::clear(None, CapSet::Ambient)?;
     caps::clear(None, CapSet::Inheritable)?;

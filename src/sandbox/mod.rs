@@ -141,7 +141,16 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             warn_degraded(Layer::Limits, &e.to_string());
             LimitPlan::rlimits_only(&policy.limits)
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => {
+            // Report the more fundamental failure first.
+            if let (Err(ns), false) = (
+                support::try_namespaces(),
+                policy.degraded_ok(Layer::Namespaces),
+            ) {
+                return Err(namespaces_error(&ns));
+            }
+            return Err(e.into());
+        }
     };
     let cgroup = CgroupCleanup(&limits);
 
@@ -184,13 +193,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             plan.namespaces = false;
             sys::fork().map_err(io_err("fork"))?
         }
-        Err(e) => {
-            return Err(SandboxError::Layer {
-                layer: Layer::Namespaces,
-                what: format!("creating user, mount, pid, net, ipc and uts namespaces: {e}"),
-                fix: support::userns_fix(),
-            })
-        }
+        Err(e) => return Err(namespaces_error(&e.to_string())),
     };
     let init_pid = match forked {
         Forked::Child => {
@@ -219,6 +222,14 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let code = wait_for_init(init_pid, signals, master.map(tty::Relay::new), deadline);
     drop(cgroup);
     Ok(code)
+}
+
+fn namespaces_error(why: &str) -> SandboxError {
+    SandboxError::Layer {
+        layer: Layer::Namespaces,
+        what: format!("creating user, mount, pid, net, ipc and uts namespaces: {why}"),
+        fix: support::userns_fix(),
+    }
 }
 
 /// Maps ids, joins the cgroup, lets init go, and waits until every layer is
