@@ -8,7 +8,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use nix::sys::signal::{kill, SigSet, SigmaskHow, Signal};
+use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
@@ -261,7 +261,7 @@ fn reap(child: Pid) -> Option<i32> {
 /// In the command's process: terminal, signal mask, then exec.
 fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>) -> ! {
     let _ = SigSet::empty().thread_set_mask();
-    let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+    let _ = sys::default_sigpipe();
     if let Some(slave) = pty_slave {
         if let Err(e) = attach_terminal(slave) {
             eprintln!("cordon: cannot attach the terminal: {e}");

@@ -248,3 +248,17 @@ pub fn stdio(fd: RawFd) -> BorrowedFd<'static> {
     // SAFETY: the standard descriptors stay open for the life of the process.
     unsafe { BorrowedFd::borrow_raw(fd) }
 }
+
+/// Restores the default action for SIGPIPE, which the Rust runtime sets to
+/// "ignore" at start-up and exec would otherwise pass on to the command.
+pub fn default_sigpipe() -> io::Result<()> {
+    // SAFETY: installing SIG_DFL runs no handler code, so no
+    // async-signal-safety requirement arises.
+    unsafe {
+        nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGPIPE,
+            nix::sys::signal::SigHandler::SigDfl,
+        )
+    }?;
+    Ok(())
+}
