@@ -117,7 +117,7 @@ pub fn examine() -> Report {
         max_memory: None,
         timeout: None,
     };
-    let (limits_ok, limits_detail) = match LimitPlan::prepare(&limits, "doctor") {
+    let (limits_ok, limits_detail) = match LimitPlan::prepare(&limits, &format!("doctor-{}", std::process::id())) {
         Ok(plan) => {
             let how = plan.describe();
             let note = match plan.mechanism {
