@@ -117,21 +117,22 @@ pub fn examine() -> Report {
         max_memory: None,
         timeout: None,
     };
-    let (limits_ok, limits_detail) = match LimitPlan::prepare(&limits, &format!("doctor-{}", std::process::id())) {
-        Ok(plan) => {
-            let how = plan.describe();
-            let note = match plan.mechanism {
-                Mechanism::Rlimits => "; --max-memory uses RLIMIT_AS (per process)",
-                Mechanism::Cgroup(_) => "",
-            };
-            plan.remove();
-            (
-                true,
-                format!("{hierarchy}; tasks and memory by {how}{note}; /tmp size by tmpfs"),
-            )
-        }
-        Err(e) => (false, format!("{hierarchy}; {e}")),
-    };
+    let (limits_ok, limits_detail) =
+        match LimitPlan::prepare(&limits, &format!("doctor-{}", std::process::id())) {
+            Ok(plan) => {
+                let how = plan.describe();
+                let note = match plan.mechanism {
+                    Mechanism::Rlimits => "; --max-memory uses RLIMIT_AS (per process)",
+                    Mechanism::Cgroup(_) => "",
+                };
+                plan.remove();
+                (
+                    true,
+                    format!("{hierarchy}; tasks and memory by {how}{note}; /tmp size by tmpfs"),
+                )
+            }
+            Err(e) => (false, format!("{hierarchy}; {e}")),
+        };
     checks.push(Check {
         name: "resource limits",
         layer: Some(Layer::Limits),

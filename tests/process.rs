@@ -10,30 +10,30 @@ use nix::sys::signal::Signal;
 
 #[test]
 fn exit_code_passes_through() {
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let out = fx.sandbox().sh("echo ran; exit 7");
         assert_eq!(out.code, 7, "{mode:?}: {out:#?}");
         assert!(out.stdout.contains("ran"), "{mode:?}: {out:#?}");
         let out = fx.sandbox().run(&["true"]);
         assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
-    }
+    });
 }
 
 #[test]
 fn death_by_signal_is_128_plus_n() {
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let out = fx.sandbox().sh("echo before; kill -TERM $$; echo after");
         assert_eq!(out.code, 143, "{mode:?}: {out:#?}");
         assert!(out.stdout.contains("before"), "{mode:?}: {out:#?}");
         assert!(!out.stdout.contains("after"), "{mode:?}: {out:#?}");
-    }
+    });
 }
 
 #[test]
 fn stdout_and_stderr_pass_through() {
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let out = fx
             .sandbox()
@@ -46,23 +46,23 @@ fn stdout_and_stderr_pass_through() {
         o.ok();
         assert!(o.stderr.contains("to-stderr-x"), "{mode:?}: {o:#?}");
         assert!(!o.stdout.contains("to-stderr-x"), "{mode:?}: {o:#?}");
-    }
+    });
 }
 
 #[test]
 fn stdin_pipe_reaches_command() {
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let data = format!("piped-{}\nsecond line\n", fx.token);
         let out = fx.sandbox().stdin(data.as_bytes()).run(&["cat"]);
         out.ok();
         assert_eq!(out.stdout, data, "{mode:?}: {out:#?}");
-    }
+    });
 }
 
 #[test]
 fn uid_and_gid_are_the_callers() {
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let out = fx.sandbox().sh("id -u; id -g");
         out.ok();
@@ -71,7 +71,7 @@ fn uid_and_gid_are_the_callers() {
             format!("{}\n{}\n", mode.uid(), mode.gid()),
             "{mode:?}: {out:#?}"
         );
-    }
+    });
 }
 
 /// A `sleep` on the host with a unique argument, killed on drop.
@@ -95,7 +95,7 @@ fn unique_sleep_arg() -> String {
 
 #[test]
 fn host_processes_are_invisible() {
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let arg = unique_sleep_arg();
         let _host = HostSleep(
@@ -120,8 +120,14 @@ fn host_processes_are_invisible() {
         );
         let out = fx.sandbox().sh(&script);
         out.ok();
-        assert!(out.stdout.contains(&inner), "{mode:?}: own sleep not seen: {out:#?}");
-        assert!(!out.stdout.contains(&arg), "{mode:?}: host process visible: {out:#?}");
+        assert!(
+            out.stdout.contains(&inner),
+            "{mode:?}: own sleep not seen: {out:#?}"
+        );
+        assert!(
+            !out.stdout.contains(&arg),
+            "{mode:?}: host process visible: {out:#?}"
+        );
         let count: usize = out
             .stdout
             .lines()
@@ -129,30 +135,35 @@ fn host_processes_are_invisible() {
             .and_then(|c| c.trim().parse().ok())
             .unwrap_or(usize::MAX);
         assert!(count <= 8, "{mode:?}: {count} pids visible: {out:#?}");
-    }
+    });
 }
 
 #[test]
 fn init_environ_and_cmdline_do_not_leak_env() {
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let secret = format!("secret-{}", fx.token);
-        let out = fx
-            .sandbox()
-            .env("CANARY_ENV", &secret)
-            .sh("echo self:; cat /proc/self/environ | tr '\\0' '\\n' | grep CANARY_ENV; \
+        let out = fx.sandbox().env("CANARY_ENV", &secret).sh(
+            "echo self:; cat /proc/self/environ | tr '\\0' '\\n' | grep CANARY_ENV; \
                  echo init-environ:; cat /proc/1/environ | tr '\\0' '\\n'; \
-                 echo init-cmdline:; cat /proc/1/cmdline | tr '\\0' '\\n'; echo end");
+                 echo init-cmdline:; cat /proc/1/cmdline | tr '\\0' '\\n'; \
+                 echo; echo init-comm: $(cat /proc/1/comm); echo end",
+        );
         // Positive control: the command itself inherits it for now, so the
         // reading method works.
         assert!(out.stdout.contains("end"), "{mode:?}: {out:#?}");
         let (own, init) = out.stdout.split_once("init-environ:").unwrap();
         assert!(own.contains(&secret), "{mode:?}: control failed: {out:#?}");
+        // Control: pid 1 is cordon's own init, not the host's.
+        assert!(
+            out.stdout.contains("init-comm: cordon\n"),
+            "{mode:?}: pid 1 is not cordon's init: {out:#?}"
+        );
         assert!(
             !init.contains(&secret),
             "{mode:?}: /proc/1 leaks CANARY_ENV: {out:#?}"
         );
-    }
+    });
 }
 
 #[test]
@@ -163,7 +174,7 @@ fn forwarded_signals_reach_the_command() {
         (Signal::SIGHUP, "HUP", 13),
         (Signal::SIGUSR1, "USR1", 14),
     ];
-    for mode in modes() {
+    each_mode(|mode| {
         for (sig, name, code) in cases {
             let fx = Fixture::new(mode);
             let ready = fx.project.join("ready");
@@ -179,22 +190,32 @@ fn forwarded_signals_reach_the_command() {
             run.signal(sig);
             let out = run.wait();
             assert_eq!(out.code, code, "{mode:?} {name}: {out:#?}");
-            assert!(out.stdout.contains(&format!("got-{name}")), "{mode:?}: {out:#?}");
+            assert!(
+                out.stdout.contains(&format!("got-{name}")),
+                "{mode:?}: {out:#?}"
+            );
         }
-    }
+    });
 }
 
 #[test]
 fn sigkill_of_cordon_leaves_nothing_behind() {
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let arg = unique_sleep_arg();
-        let run = fx.sandbox().spawn(&["sh", "-c", &format!("sleep {arg}; echo x")]);
+        let run = fx
+            .sandbox()
+            .spawn(&["sh", "-c", &format!("sleep {arg}; echo x")]);
         assert!(
             wait_until(Duration::from_secs(20), || !host_pids_with_cmdline(&arg)
                 .is_empty()),
             "{mode:?}: sandboxed sleep never appeared on the host"
         );
+        // Its cgroups, to clean up after a leak (asserted in the next test).
+        let cgroups: Vec<_> = host_pids_with_cmdline(&arg)
+            .into_iter()
+            .flat_map(cordon_cgroup_dirs)
+            .collect();
         run.signal(Signal::SIGKILL);
         let out = run.wait();
         assert_eq!(out.code, 128 + 9, "{mode:?}: {out:#?}");
@@ -206,13 +227,19 @@ fn sigkill_of_cordon_leaves_nothing_behind() {
         for pid in &left {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
         }
+        wait_until(Duration::from_secs(5), || {
+            cgroups.iter().all(|d| !d.exists())
+        });
+        for d in &cgroups {
+            let _ = std::fs::remove_dir(d);
+        }
         assert!(gone, "{mode:?}: sandboxed processes survived: {left:?}");
-    }
+    });
 }
 
 #[test]
 fn inherited_descriptors_are_closed() {
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let leak = fx.outside.join("leaked-fd.txt");
         // Control: the wrapper really hands fd 5 to what it execs.
@@ -223,7 +250,10 @@ fn inherited_descriptors_are_closed() {
             .output()
             .unwrap();
         let listed = String::from_utf8_lossy(&control.stdout);
-        assert!(listed.split_whitespace().any(|f| f == "5"), "control: {listed}");
+        assert!(
+            listed.split_whitespace().any(|f| f == "5"),
+            "control: {listed}"
+        );
         std::fs::write(&leak, "").unwrap();
         chown(&leak, mode);
 
@@ -253,18 +283,97 @@ fn inherited_descriptors_are_closed() {
         );
         assert!(!out.stdout.contains("WROTE5"), "{mode:?}: {out:#?}");
         assert_eq!(std::fs::read_to_string(&leak).unwrap(), "", "{mode:?}");
-    }
+    });
 }
 
 #[test]
 fn hostname_is_not_the_hosts() {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    for mode in modes() {
+    each_mode(|mode| {
         let fx = Fixture::new(mode);
         let out = fx.sandbox().sh("cat /proc/sys/kernel/hostname");
         out.ok();
         let inner = out.stdout.trim();
         assert!(!inner.is_empty(), "{mode:?}: {out:#?}");
         assert_ne!(inner, host.trim(), "{mode:?}: host hostname visible");
+    });
+}
+
+/// The cgroup directories (on the host) of `pid` that cordon created.
+fn cordon_cgroup_dirs(pid: i32) -> Vec<std::path::PathBuf> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    let mut dirs = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, ctrl, path) = (parts.next(), parts.next(), parts.next());
+        let (Some(ctrl), Some(path)) = (ctrl, path) else {
+            continue;
+        };
+        if !path.contains("cordon-") {
+            continue;
+        }
+        let rel = path.trim_start_matches('/');
+        let roots: Vec<String> = if ctrl.is_empty() {
+            vec!["/sys/fs/cgroup/unified".into(), "/sys/fs/cgroup".into()]
+        } else {
+            let first = ctrl.split(',').next().unwrap().trim_start_matches("name=");
+            vec![
+                format!("/sys/fs/cgroup/{first}"),
+                format!("/sys/fs/cgroup/{ctrl}"),
+            ]
+        };
+        for r in roots {
+            let d = std::path::Path::new(&r).join(rel);
+            if d.is_dir() {
+                dirs.push(d);
+                break;
+            }
+        }
     }
+    dirs
+}
+
+#[test]
+fn sigkill_of_cordon_leaves_no_cgroup() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let arg = unique_sleep_arg();
+        let run = fx
+            .sandbox()
+            .spawn(&["sh", "-c", &format!("sleep {arg}; echo x")]);
+        // The sandboxed sleep itself (cordon's own cmdline holds the arg too).
+        let find = || {
+            host_pids_with_cmdline(&arg).into_iter().find(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep\0"))
+            })
+        };
+        assert!(
+            wait_until(Duration::from_secs(20), || find().is_some()),
+            "{mode:?}: sandboxed sleep never appeared on the host"
+        );
+        let pid = find().expect("sandboxed sleep pid");
+        let dirs = cordon_cgroup_dirs(pid);
+        if mode == Mode::Root {
+            // Control: as root here cordon limits by a cgroup of its own.
+            assert!(
+                !dirs.is_empty(),
+                "{mode:?}: no cordon cgroup found for {pid}"
+            );
+        }
+        run.signal(Signal::SIGKILL);
+        let _ = run.wait();
+        wait_until(Duration::from_secs(5), || {
+            host_pids_with_cmdline(&arg).is_empty()
+        });
+        let gone = wait_until(Duration::from_secs(5), || dirs.iter().all(|d| !d.exists()));
+        let left: Vec<_> = dirs.iter().filter(|d| d.exists()).cloned().collect();
+        // Do not leave the leak behind on this machine.
+        for d in &left {
+            let _ = std::fs::remove_dir(d);
+        }
+        assert!(
+            gone,
+            "{mode:?}: cgroups left after SIGKILL of cordon: {left:?}"
+        );
+    });
 }

@@ -107,6 +107,34 @@ fn own_cgroup(controller: &str) -> Option<PathBuf> {
     })
 }
 
+/// Names of cordon's cgroups: `cordon-<supervisor pid>-<sandbox id>`.
+const CGROUP_PREFIX: &str = "cordon-";
+
+/// Removes cordon cgroups under `parent` whose supervisor is gone (killed
+/// before its clean-up ran). The kernel refuses to remove one that still
+/// holds a task, so a live sandbox is never touched.
+fn remove_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(CGROUP_PREFIX)) else {
+            continue;
+        };
+        let supervisor = rest.split('-').next().and_then(|p| p.parse::<i32>().ok());
+        let alive = supervisor.is_some_and(|pid| {
+            !matches!(
+                nix::sys::signal::kill(Pid::from_raw(pid), None),
+                Err(nix::errno::Errno::ESRCH)
+            )
+        });
+        if !alive {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
 fn write(path: &Path, value: &str) -> io::Result<()> {
     std::fs::write(path, value)
 }
@@ -121,7 +149,9 @@ impl LimitPlan {
             max_memory: limits.max_memory.as_ref().map(|m| m.value),
         };
         let mounts = CgroupMounts::read();
-        let name = format!("cordon-{sandbox_id}");
+        // The supervisor's pid in the name lets a later run remove the
+        // cgroup of one that was killed before it could clean up.
+        let name = format!("{CGROUP_PREFIX}{}-{sandbox_id}", std::process::id());
         if let Some(dir) = Self::try_v2(&mounts, &name) {
             plan.dirs.push(dir);
             plan.mechanism = Mechanism::Cgroup(CgroupKind::V2);
@@ -158,6 +188,7 @@ impl LimitPlan {
             // (or at the root); try, and give up quietly if refused.
             write(&parent.join("cgroup.subtree_control"), "+pids +memory").ok()?;
         }
+        remove_stale(&parent);
         let dir = parent.join(name);
         std::fs::create_dir(&dir).ok()?;
         let ok = std::fs::read_to_string(dir.join("cgroup.controllers"))
@@ -171,15 +202,15 @@ impl LimitPlan {
     }
 
     fn try_v1(mounts: &CgroupMounts, name: &str) -> Option<Vec<PathBuf>> {
-        let pids = mounts
-            .v1_pids
-            .as_ref()?
-            .join(own_cgroup("pids")?)
-            .join(name);
+        let pids_parent = mounts.v1_pids.as_ref()?.join(own_cgroup("pids")?);
+        remove_stale(&pids_parent);
+        let pids = pids_parent.join(name);
         std::fs::create_dir(&pids).ok()?;
         let mut dirs = vec![pids];
         if let (Some(mem), Some(own)) = (mounts.v1_memory.as_ref(), own_cgroup("memory")) {
-            let dir = mem.join(own).join(name);
+            let parent = mem.join(own);
+            remove_stale(&parent);
+            let dir = parent.join(name);
             if std::fs::create_dir(&dir).is_ok() {
                 dirs.push(dir);
             }

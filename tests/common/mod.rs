@@ -19,6 +19,15 @@ use std::time::{Duration, Instant};
 pub const PY: &str = "/usr/bin/python3";
 /// A plain PATH for the sandboxed commands.
 pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+/// The binary under test. `CORDON_IT_BIN` substitutes another one: used
+/// to check that the suite fails against a fake cordon that runs the command
+/// without any sandbox (every test should then fail).
+pub fn cordon_bin() -> PathBuf {
+    std::env::var_os("CORDON_IT_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cordon")))
+}
+
 /// The unprivileged test uid/gid when the suite runs as root.
 pub const TEST_UID: u32 = 65534;
 /// How long one cordon run may take before the harness kills it.
@@ -133,7 +142,8 @@ impl Fixture {
         std::fs::create_dir(&bindir).unwrap();
         std::fs::set_permissions(&bindir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let bin = bindir.join("cordon");
-        let src = Path::new(env!("CARGO_BIN_EXE_cordon"));
+        let src = cordon_bin();
+        let src = src.as_path();
         if std::fs::hard_link(src, &bin).is_err() {
             std::fs::copy(src, &bin).expect("copy cordon");
         }
@@ -196,9 +206,16 @@ impl Fixture {
     /// Runs `git` on the host as the mode's uid in `dir`.
     pub fn host_git(&self, dir: &Path, args: &[&str]) -> std::process::Output {
         let mut cmd = self.host_cmd("git");
-        cmd.args(["-c", "user.name=t", "-c", "user.email=t@e", "-c", "init.defaultBranch=main"])
-            .args(args)
-            .current_dir(dir);
+        cmd.args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir);
         let out = cmd.output().expect("git");
         assert!(out.status.success(), "git {args:?}: {out:?}");
         out
@@ -267,7 +284,7 @@ impl Sandbox {
     pub fn new(mode: Mode) -> Sandbox {
         Sandbox {
             mode,
-            bin: PathBuf::from(env!("CARGO_BIN_EXE_cordon")),
+            bin: cordon_bin(),
             home: None,
             project: None,
             cwd: None,
@@ -390,8 +407,8 @@ impl Sandbox {
 /// threads.
 pub struct Running {
     pub child: Child,
-    out: Option<std::thread::JoinHandle<Vec<u8>>>,
-    err: Option<std::thread::JoinHandle<Vec<u8>>>,
+    out: Option<Pipe>,
+    err: Option<Pipe>,
     deadline: Instant,
     timeout: Duration,
 }
@@ -405,20 +422,8 @@ impl Running {
                 let _ = pipe.write_all(&data);
             });
         }
-        let out = child.stdout.take().map(|mut s| {
-            std::thread::spawn(move || {
-                let mut v = Vec::new();
-                let _ = s.read_to_end(&mut v);
-                v
-            })
-        });
-        let err = child.stderr.take().map(|mut s| {
-            std::thread::spawn(move || {
-                let mut v = Vec::new();
-                let _ = s.read_to_end(&mut v);
-                v
-            })
-        });
+        let out = child.stdout.take().map(Pipe::read);
+        let err = child.stderr.take().map(Pipe::read);
         Running {
             child,
             out,
@@ -466,12 +471,49 @@ impl Running {
         }
     }
 
+    /// The output so far. A pipe still open 5 s after cordon exited means
+    /// something of the sandbox outlived it: that is reported in stderr
+    /// rather than waited for.
     fn collect(&mut self) -> (String, String) {
-        let get = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
-            h.map(|h| String::from_utf8_lossy(&h.join().unwrap_or_default()).into_owned())
-                .unwrap_or_default()
-        };
+        let end = Instant::now() + Duration::from_secs(5);
+        let get = |p: Option<Pipe>| p.map(|p| p.finish(end)).unwrap_or_default();
         (get(self.out.take()), get(self.err.take()))
+    }
+}
+
+/// A reader thread filling a shared buffer.
+struct Pipe {
+    buf: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Pipe {
+    fn read(mut src: impl Read + Send + 'static) -> Pipe {
+        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (b, d) = (buf.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match src.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => b.lock().unwrap().extend_from_slice(&chunk[..n]),
+                }
+            }
+            d.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        Pipe { buf, done }
+    }
+
+    fn finish(self, end: Instant) -> String {
+        let closed = wait_until(end.saturating_duration_since(Instant::now()), || {
+            self.done.load(std::sync::atomic::Ordering::SeqCst)
+        });
+        let mut text = String::from_utf8_lossy(&self.buf.lock().unwrap()).into_owned();
+        if !closed {
+            text.push_str("\n[harness: pipe still open after cordon exited]\n");
+        }
+        text
     }
 }
 
@@ -571,7 +613,34 @@ impl Sandbox {
         if let Some(d) = inner.get_current_dir() {
             c.current_dir(d);
         }
-        c.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+        c.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(Stdio::null());
         Running::start(c, None, self.timeout).wait()
+    }
+}
+
+/// Runs `f` once per mode, and fails afterwards with every mode's failure
+/// (so a root-mode failure does not hide the user-mode result).
+pub fn each_mode(f: impl Fn(Mode)) {
+    let mut failures = Vec::new();
+    for mode in modes() {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(mode)));
+        if let Err(e) = r {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            failures.push(format!("[mode {mode:?}] {msg}"));
+        }
+    }
+    if !failures.is_empty() {
+        panic!(
+            "{} of {} modes failed:\n{}",
+            failures.len(),
+            modes().len(),
+            failures.join("\n----\n")
+        );
     }
 }

@@ -1,0 +1,314 @@
+//! The files door: read-only root, writable project and /tmp, the flags
+//! that widen or narrow it, and the credential deny list.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn errno_of(out: &Output, label: &str) -> String {
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
+        .unwrap_or("<missing>")
+        .to_string()
+}
+
+/// A python script that tries each (label, statement) and prints
+/// `label: OK` or `label: ERR <errno>`.
+fn py_tries(cases: &[(&str, String)]) -> String {
+    let mut s = String::from("import os, errno\n");
+    for (label, stmt) in cases {
+        s.push_str(&format!(
+            "try:\n    {stmt}\n    print('{label}: OK')\nexcept OSError as e:\n    print('{label}: ERR', errno.errorcode.get(e.errno, e.errno))\n"
+        ));
+    }
+    s
+}
+
+#[test]
+fn writes_outside_the_project_fail_and_inside_succeed() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let t = &fx.token;
+        let home_new = fx.home.join(format!("new-{t}"));
+        let out_new = fx.outside.join(format!("new-{t}"));
+        let out_old = fx.outside.join("host.txt");
+        let sys_dirs: Vec<String> = ["/etc", "/usr", "/var", "/opt"]
+            .iter()
+            .map(|d| format!("{d}/cordon-it-{t}"))
+            .collect();
+        let append = "os.close(os.open({p!r}, os.O_WRONLY | os.O_APPEND))";
+        let mut cases: Vec<(&str, String)> = vec![
+            ("home", format!("open({:?}, 'w').write('x')", home_new)),
+            (
+                "outside-new",
+                format!("open({:?}, 'w').write('x')", out_new),
+            ),
+            (
+                "outside-old",
+                append.replace("{p!r}", &format!("{:?}", out_old)),
+            ),
+            ("etc-file", append.replace("{p!r}", "'/etc/hostname'")),
+            ("usr-file", append.replace("{p!r}", "'/usr/bin/env'")),
+            ("project", "open('new-in-project', 'w').write('x')".into()),
+            ("tmp", "open('/tmp/new-in-tmp', 'w').write('x')".into()),
+        ];
+        let labels = ["mk-etc", "mk-usr", "mk-var", "mk-opt"];
+        for (l, d) in labels.iter().zip(&sys_dirs) {
+            cases.push((l, format!("os.mkdir({d:?})")));
+        }
+        let out = fx.sandbox().py(&py_tries(&cases));
+        // Clean up anything an open door let through, before asserting.
+        for d in &sys_dirs {
+            let _ = std::fs::remove_dir(d);
+        }
+        out.ok();
+        for label in [
+            "home",
+            "outside-new",
+            "outside-old",
+            "etc-file",
+            "usr-file",
+            "mk-etc",
+            "mk-usr",
+            "mk-var",
+            "mk-opt",
+        ] {
+            let e = errno_of(&out, label);
+            assert!(
+                e == "ERR EROFS" || e == "ERR EACCES",
+                "{mode:?}: write to {label} gave {e}: {out:#?}"
+            );
+        }
+        assert_eq!(errno_of(&out, "project"), "OK", "{mode:?}: {out:#?}");
+        assert_eq!(errno_of(&out, "tmp"), "OK", "{mode:?}: {out:#?}");
+        assert!(fx.project.join("new-in-project").exists(), "{mode:?}");
+        assert!(!home_new.exists() && !out_new.exists(), "{mode:?}");
+        assert_eq!(
+            std::fs::read_to_string(&out_old).unwrap(),
+            "outside-original\n"
+        );
+    });
+}
+
+#[test]
+fn tmp_is_private_and_fresh_and_tmpdir_points_there() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let t = &fx.token;
+        let planted = tempfile::Builder::new()
+            .prefix(&format!("cordon-host-{t}-"))
+            .tempfile_in("/tmp")
+            .unwrap();
+        std::fs::set_permissions(
+            planted.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o644),
+        )
+        .unwrap();
+        let planted_path = planted.path().display().to_string();
+        let inside = format!("/tmp/cordon-inside-{t}");
+        let script = format!(
+            "echo TMPDIR=$TMPDIR; \
+             if [ -e {planted_path} ]; then echo PLANTED-VISIBLE; else echo planted-hidden; fi; \
+             echo data > {inside} && cat {inside}"
+        );
+        let out = fx.sandbox().env("TMPDIR", "/var/tmp").sh(&script);
+        out.ok();
+        assert!(out.stdout.contains("TMPDIR=/tmp\n"), "{mode:?}: {out:#?}");
+        assert!(out.stdout.contains("planted-hidden"), "{mode:?}: {out:#?}");
+        assert!(out.stdout.contains("data"), "{mode:?}: {out:#?}");
+        assert!(
+            !Path::new(&inside).exists(),
+            "{mode:?}: sandbox /tmp file on host"
+        );
+        // Fresh per run.
+        let out = fx.sandbox().sh(&format!(
+            "ls -A /tmp; [ -e {inside} ] && echo STALE || echo fresh"
+        ));
+        out.ok();
+        assert!(out.stdout.contains("fresh"), "{mode:?}: {out:#?}");
+    });
+}
+
+#[test]
+fn allow_write_opens_a_directory() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let target = fx.outside.join("w.txt");
+        let script = format!("echo hello > {}", target.display());
+        let denied = fx.sandbox().sh(&script);
+        assert_ne!(denied.code, 0, "{mode:?}: {denied:#?}");
+        assert!(!target.exists(), "{mode:?}");
+        let allowed = fx
+            .sandbox()
+            .arg("--allow-write")
+            .arg(&fx.outside)
+            .sh(&script);
+        allowed.ok();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello\n");
+    });
+}
+
+#[test]
+fn deny_read_dir_and_file() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let secret_dir = fx.outside.join("secretdir");
+        std::fs::create_dir(&secret_dir).unwrap();
+        let content = format!("SECRET-DIR-{}", fx.token);
+        std::fs::write(secret_dir.join("inner.txt"), &content).unwrap();
+        chown_tree(&secret_dir, mode);
+        let file = fx.outside.join("host.txt");
+        let script = format!(
+            "echo list:$(ls -A {d} 2>&1 | tr '\\n' ' '); cat {d}/inner.txt; echo; cat {f}; echo end",
+            d = secret_dir.display(),
+            f = file.display()
+        );
+        // Control: readable without the flags.
+        let open = fx.sandbox().sh(&script);
+        assert!(open.stdout.contains(&content), "{mode:?}: {open:#?}");
+        assert!(
+            open.stdout.contains("outside-original"),
+            "{mode:?}: {open:#?}"
+        );
+        let out = fx
+            .sandbox()
+            .arg("--deny-read")
+            .arg(&secret_dir)
+            .arg("--deny-read")
+            .arg(&file)
+            .sh(&script);
+        assert!(out.stdout.contains("end"), "{mode:?}: {out:#?}");
+        assert!(!out.stdout.contains(&content), "{mode:?}: {out:#?}");
+        assert!(
+            !out.stdout.contains("inner.txt"),
+            "{mode:?}: listed: {out:#?}"
+        );
+        assert!(
+            !out.stdout.contains("outside-original"),
+            "{mode:?}: {out:#?}"
+        );
+    });
+}
+
+#[test]
+fn deny_write_inside_project() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ro = fx.project.join("ro");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::write(ro.join("existing"), "orig\n").unwrap();
+        chown_tree(&ro, mode);
+        let script = "echo new > ro/new && echo NEW-OK; echo mod >> ro/existing && echo MOD-OK; \
+                      rm -f ro/existing && echo RM-OK; echo fine > writable && echo W-OK";
+        let out = fx.sandbox().arg("--deny-write").arg(&ro).sh(script);
+        assert!(out.stdout.contains("W-OK"), "{mode:?}: {out:#?}");
+        for bad in ["NEW-OK", "MOD-OK", "RM-OK"] {
+            assert!(!out.stdout.contains(bad), "{mode:?}: {bad}: {out:#?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(ro.join("existing")).unwrap(),
+            "orig\n"
+        );
+        assert!(!ro.join("new").exists());
+    });
+}
+
+/// Shell lines that try to read `abs` (a path in the fake home) in many
+/// ways, each printing what it got between markers.
+fn read_attempts(fx: &Fixture, rel: &str, tag: &str) -> String {
+    let abs = fx.home.join(rel);
+    let abs = abs.display();
+    let home = fx.home.display();
+    let base = fx.dir.path().display();
+    let dotdot = format!(
+        "{home}/{rel}/../{}",
+        Path::new(rel).file_name().unwrap().to_str().unwrap()
+    );
+    let via_project = format!("{}/../home/{rel}", fx.project.display());
+    format!(
+        "echo '[{tag} direct]'; cat {abs} 2>&1; echo\n\
+         ln -s {abs} sl-{tag} 2>&1; echo '[{tag} symlink]'; cat sl-{tag} 2>&1; echo\n\
+         echo '[{tag} hardlink]'; ln {abs} hl-{tag} 2>&1 && cat hl-{tag} 2>&1; echo\n\
+         echo '[{tag} proc-self-root]'; cat /proc/self/root{abs} 2>&1; echo\n\
+         echo '[{tag} proc-1-root]'; cat /proc/1/root{abs} 2>&1; echo\n\
+         echo '[{tag} dotdot]'; cat {home}/./{rel} {base}/home/../home/{rel} 2>&1; echo\n\
+         echo '[{tag} dotdot2]'; cat {via_project} 2>&1; echo\n\
+         echo '[{tag} dotdot3]'; cat {dotdot} 2>&1; echo\n\
+         echo '[{tag} python]'; {PY} -c 'print(open(\"{abs}\").read())' 2>&1; echo\n"
+    )
+}
+
+#[test]
+fn credential_deny_list_holds_and_non_denied_canary_is_readable() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let mut script = String::new();
+        for (i, rel) in DENIED_CANARIES.iter().enumerate() {
+            script.push_str(&read_attempts(&fx, rel, &format!("d{i}")));
+        }
+        script.push_str(&read_attempts(&fx, ALLOWED_CANARY, "allowed"));
+        script.push_str("echo END\n");
+        let out = fx.sandbox().sh(&script);
+        assert!(out.stdout.contains("END"), "{mode:?}: {out:#?}");
+        // Positive control: the same methods read a non-denied canary
+        // (the hardlink and proc-1-root ways may legitimately fail).
+        let allowed = fx.canary(ALLOWED_CANARY);
+        let sections: Vec<&str> = out.stdout.split("[allowed ").collect();
+        let count = sections.iter().filter(|s| s.contains(&allowed)).count();
+        assert!(
+            count >= 6,
+            "{mode:?}: non-denied canary read only {count} ways: {out:#?}"
+        );
+        let mut leaks = Vec::new();
+        for rel in DENIED_CANARIES {
+            let c = fx.canary(rel);
+            for section in out.stdout.split("\n[") {
+                if section.contains(&c) {
+                    leaks.push(section.lines().next().unwrap_or("").to_string());
+                }
+            }
+        }
+        assert!(
+            leaks.is_empty(),
+            "{mode:?}: canaries read via {leaks:?}:\n{}",
+            out.stdout
+        );
+    });
+}
+
+#[test]
+fn allow_read_reallows_only_that_entry() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let aws = fx.home.join(".aws/credentials");
+        let ssh = fx.home.join(".ssh/id_rsa");
+        let script = format!(
+            "cat {} 2>&1; echo; cat {} 2>&1; echo; echo END",
+            aws.display(),
+            ssh.display()
+        );
+        let out = fx
+            .sandbox()
+            .arg("--allow-read")
+            .arg(fx.home.join(".aws"))
+            .sh(&script);
+        assert!(out.stdout.contains("END"), "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains(&fx.canary(".aws/credentials")),
+            "{mode:?}: allowed entry unreadable: {out:#?}"
+        );
+        assert!(
+            !out.stdout.contains(&fx.canary(".ssh/id_rsa")),
+            "{mode:?}: other entry readable: {out:#?}"
+        );
+        // Without the flag, ~/.aws is denied again.
+        let out = fx.sandbox().sh(&script);
+        assert!(
+            !out.stdout.contains(&fx.canary(".aws/credentials")),
+            "{mode:?}: {out:#?}"
+        );
+    });
+}
