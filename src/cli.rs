@@ -74,6 +74,17 @@ pub struct PolicyArgs {
     /// TCP port programs inside may bind and connect to on the sandbox's own lo (repeatable).
     #[arg(long, value_name = "PORT")]
     pub allow_local_port: Vec<u16>,
+    /// Let the proxy connect to PATTERN (repeatable): api.github.com, *.example.com
+    /// (subdomains only), example.com:8443, an IP or CIDR (10.1.0.0/16:5432),
+    /// host.cordon.internal:PORT (the host's own 127.0.0.1:PORT).
+    #[arg(long, value_name = "PATTERN")]
+    pub allow_domain: Vec<String>,
+    /// Refuse PATTERN even if an allow rule covers it (repeatable; same forms as --allow-domain).
+    #[arg(long, value_name = "PATTERN")]
+    pub deny_domain: Vec<String>,
+    /// Ports that --allow-domain rules without :PORT allow [default: 80,443].
+    #[arg(long, value_name = "PORT", value_delimiter = ',')]
+    pub ports: Option<Vec<u16>>,
     /// Run even if LAYER cannot be applied (namespaces, landlock, seccomp, limits); warns every time.
     #[arg(long, value_name = "LAYER", value_delimiter = ',')]
     pub allow_degraded: Vec<String>,
@@ -146,6 +157,9 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
         timeout: args.timeout.clone(),
         allow_degraded: args.allow_degraded.clone(),
         local_ports: args.allow_local_port.clone(),
+        allow_domain: args.allow_domain.clone(),
+        deny_domain: args.deny_domain.clone(),
+        ports: args.ports.clone(),
     };
     let req = LoadRequest {
         cwd: cwd.clone(),

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::policy::load::{human_duration, human_size};
+use crate::net::host::{HostPattern, HostRule};
+use crate::policy::load::{human_duration, human_size, join_ports};
 use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
 
 /// Where the sandbox's private temp dir appears inside.
@@ -55,11 +56,6 @@ pub fn render_text(policy: &Policy) -> String {
         note: view.network.route_out.clone(),
         source: Source::Builtin.to_string(),
     });
-    lines.push(Line::Row {
-        what: "hosts".to_string(),
-        note: view.network.hosts.clone(),
-        source: Source::Builtin.to_string(),
-    });
     if view.network.local_ports.is_empty() {
         lines.push(Line::Row {
             what: "local ports".to_string(),
@@ -75,6 +71,36 @@ pub fn render_text(policy: &Policy) -> String {
         });
     }
 
+    lines.push(Line::Row {
+        what: "proxy".to_string(),
+        note: view.network.proxy.clone(),
+        source: Source::Builtin.to_string(),
+    });
+    lines.push(Line::Row {
+        what: "ports".to_string(),
+        note: format!(
+            "{}: what rules without :PORT allow",
+            join_ports(&view.network.ports.ports)
+        ),
+        source: view.network.ports.from.clone(),
+    });
+    lines.push(Line::Row {
+        what: "loopback, private, metadata, ...".to_string(),
+        note: "refused unless a rule names the address".to_string(),
+        source: Source::Builtin.to_string(),
+    });
+    lines.push(group("allowed hosts (deny beats allow)".to_string()));
+    if view.network.allow.is_empty() {
+        lines.push(Line::Text(
+            "none: add --allow-domain HOST, or [network] allow = [\"HOST\"]".to_string(),
+        ));
+    }
+    lines.extend(view.network.allow.iter().map(RuleView::line));
+    lines.push(group("denied hosts".to_string()));
+    if view.network.deny.is_empty() {
+        lines.push(Line::Text("none".to_string()));
+    }
+    lines.extend(view.network.deny.iter().map(RuleView::line));
     lines.push(heading("credentials"));
     for home in &view.credentials.homes {
         lines.push(group(format!("unreadable under {}", home.home)));
@@ -230,10 +256,96 @@ struct NetworkView {
     /// Interfaces inside the sandbox.
     interfaces: Vec<&'static str>,
     route_out: String,
-    /// Hosts reachable through the proxy (none: there is no proxy yet).
-    reachable_hosts: Vec<String>,
-    hosts: String,
+    /// Whether the proxy enforces the rules yet.
+    proxy: String,
+    /// Ports that allow rules without `:PORT` admit.
+    ports: PortsView,
+    /// What resolved addresses are refused unless a rule names them.
+    special_addresses: String,
+    allow: Vec<RuleView>,
+    deny: Vec<RuleView>,
+    /// The host's own loopback ports opened with `host.cordon.internal:PORT`.
+    host_internal: Vec<HostInternalView>,
     local_ports: Vec<PortView>,
+}
+
+#[derive(Serialize)]
+struct PortsView {
+    ports: Vec<u16>,
+    source: Source,
+    from: String,
+}
+
+/// One allow or deny rule.
+#[derive(Serialize)]
+struct RuleView {
+    /// The rule in canonical form (lower case, punycode).
+    rule: String,
+    /// `exact`, `subdomains`, `ip`, `cidr` or `host_internal`.
+    kind: &'static str,
+    /// The ports it covers: its own, the policy's ports (allow rules
+    /// without a port), or every port (deny rules without one: empty).
+    ports: Vec<u16>,
+    all_ports: bool,
+    note: String,
+    source: Source,
+    from: String,
+}
+
+impl RuleView {
+    fn new(rule: &Sourced<HostRule>, allow: bool, ports: &[u16]) -> RuleView {
+        let r = &rule.value;
+        let (covered, all_ports) = match r.port() {
+            Some(p) => (vec![p], false),
+            None if allow => (ports.to_vec(), false),
+            None => (Vec::new(), true),
+        };
+        let port_note = if all_ports {
+            "all ports".to_string()
+        } else if covered.is_empty() {
+            "no port (ports is empty; add :PORT)".to_string()
+        } else if covered.len() == 1 {
+            format!("port {}", covered[0])
+        } else {
+            format!("ports {}", join_ports(&covered))
+        };
+        let (kind, note) = match r.pattern() {
+            HostPattern::Exact(_) => ("exact", port_note),
+            HostPattern::Subdomains(d) => ("subdomains", format!("subdomains of {d}, {port_note}")),
+            HostPattern::Ip(_) => ("ip", format!("this address, {port_note}")),
+            HostPattern::Cidr(_) => ("cidr", format!("addresses in range, {port_note}")),
+            HostPattern::HostInternal => (
+                "host_internal",
+                format!("the host's own 127.0.0.1:{}", join_ports(&covered)),
+            ),
+        };
+        RuleView {
+            rule: r.to_string(),
+            kind,
+            ports: covered,
+            all_ports,
+            note,
+            source: rule.source.clone(),
+            from: rule.source.to_string(),
+        }
+    }
+
+    fn line(&self) -> Line {
+        Line::Row {
+            what: self.rule.clone(),
+            note: self.note.clone(),
+            source: self.from.clone(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct HostInternalView {
+    port: u16,
+    /// Where the proxy connects: `127.0.0.1:PORT` on the host.
+    connects_to: String,
+    source: Source,
+    from: String,
 }
 
 #[derive(Serialize)]
@@ -365,24 +477,65 @@ impl View {
                 Entry::new(p(&e.value), own.then_some("cordon's own config"), &e.source)
             })
             .collect();
-        let protected = files
+        let kind = |name: &str| {
+            if name.ends_with('/') {
+                "directory"
+            } else {
+                "file"
+            }
+        };
+        let mut protected: Vec<Entry> = files
             .protected
             .iter()
-            .map(|e| {
-                let kind = if e.value.ends_with('/') {
-                    "directory"
-                } else {
-                    "file"
-                };
-                Entry::new(e.value.clone(), Some(kind), &e.source)
-            })
+            .map(|e| Entry::new(e.value.clone(), Some(kind(&e.value)), &e.source))
             .collect();
+        protected.extend(
+            crate::policy::defaults::GIT_DIR_PROTECTED
+                .iter()
+                .map(|name| {
+                    let note = format!("{} in every git dir", kind(name));
+                    Entry::new(format!(".git/{name}"), Some(&note), &Source::Builtin)
+                }),
+        );
 
+        let hosts = &policy.network.hosts;
         let network = NetworkView {
             interfaces: vec!["lo"],
             route_out: "none: only lo exists inside".to_string(),
-            reachable_hosts: Vec::new(),
-            hosts: "none reachable: there is no proxy yet".to_string(),
+            proxy: format!(
+                "cordon's own: HTTP 127.0.0.1:{} and SOCKS5 127.0.0.1:{} inside; only allowed hosts",
+                crate::net::inside::HTTP_PORT,
+                crate::net::inside::SOCKS_PORT
+            ),
+            ports: PortsView {
+                ports: hosts.ports.value.clone(),
+                source: hosts.ports.source.clone(),
+                from: hosts.ports.source.to_string(),
+            },
+            special_addresses: "loopback, private, shared (CGNAT), link-local, cloud metadata, multicast, documentation and other special ranges, their IPv4-mapped, NAT64, 6to4 and Teredo forms, and the host's own addresses: refused after resolution unless an allow rule names the address or a range containing it".to_string(),
+            allow: hosts
+                .allow
+                .iter()
+                .map(|r| RuleView::new(r, true, &hosts.ports.value))
+                .collect(),
+            deny: hosts
+                .deny
+                .iter()
+                .map(|r| RuleView::new(r, false, &hosts.ports.value))
+                .collect(),
+            host_internal: hosts
+                .allow
+                .iter()
+                .filter_map(|r| match (r.value.pattern(), r.value.port()) {
+                    (HostPattern::HostInternal, Some(port)) => Some(HostInternalView {
+                        port,
+                        connects_to: format!("127.0.0.1:{port}"),
+                        source: r.source.clone(),
+                        from: r.source.to_string(),
+                    }),
+                    _ => None,
+                })
+                .collect(),
             local_ports: policy
                 .network
                 .local_ports
@@ -666,6 +819,20 @@ mod tests {
         line_with(&text, &["timeout", "none"]);
         line_with(&text, &["namespaces", "required", "built-in"]);
         line_with(&text, &["route out", "only lo"]);
+        line_with(
+            &text,
+            &["proxy", "HTTP 127.0.0.1:3128", "SOCKS5 127.0.0.1:1080"],
+        );
+        line_with(&text, &["ports", "80, 443", "without :PORT", "built-in"]);
+        line_with(
+            &text,
+            &[
+                "metadata",
+                "refused unless a rule names the address",
+                "built-in",
+            ],
+        );
+        line_with(&text, &["none: add --allow-domain HOST"]);
         for heading in ["FILES", "NETWORK", "CREDENTIALS", "LIMITS", "LAYERS"] {
             assert!(text.lines().any(|l| l == heading), "{heading} in\n{text}");
         }
@@ -756,6 +923,124 @@ mod tests {
         assert_eq!(seccomp["required"], false);
         let landlock = layers.iter().find(|l| l["layer"] == "landlock").unwrap();
         assert_eq!(landlock["required"], true);
+    }
+
+    #[test]
+    fn network_rules_with_sources() {
+        let fx = fixture();
+        fs::write(
+            fx.project.join("cordon.toml"),
+            "[network]\ndeny = [\"upload.example.com\", \"*.evil.test:8080\"]\n",
+        )
+        .unwrap();
+        let flags = FlagOverrides {
+            allow_domain: vec![
+                "api.github.com".into(),
+                "*.Bücher.example".into(),
+                "example.com:8443".into(),
+                "host.cordon.internal:5432".into(),
+                "10.1.0.0/16:5432".into(),
+                "[::1]:8080".into(),
+            ],
+            deny_domain: vec!["10.1.2.0/24".into()],
+            ports: Some(vec![443, 8080]),
+            ..FlagOverrides::default()
+        };
+        let p = policy(&fx, flags);
+        let text = render_text(&p);
+        let project = format!("project {}", fx.project.join("cordon.toml").display());
+        line_with(&text, &["ports", "443, 8080", "flag --ports"]);
+        line_with(
+            &text,
+            &["api.github.com", "ports 443, 8080", "flag --allow-domain"],
+        );
+        line_with(
+            &text,
+            &[
+                "*.xn--bcher-kva.example",
+                "subdomains of xn--bcher-kva.example, ports 443, 8080",
+            ],
+        );
+        line_with(
+            &text,
+            &["example.com:8443", "port 8443", "flag --allow-domain"],
+        );
+        line_with(
+            &text,
+            &[
+                "host.cordon.internal:5432",
+                "the host's own 127.0.0.1:5432",
+                "flag --allow-domain",
+            ],
+        );
+        line_with(
+            &text,
+            &["10.1.0.0/16:5432", "addresses in range, port 5432"],
+        );
+        line_with(&text, &["[::1]:8080", "this address, port 8080"]);
+        line_with(&text, &["upload.example.com", "all ports", &project]);
+        line_with(
+            &text,
+            &[
+                "*.evil.test:8080",
+                "subdomains of evil.test, port 8080",
+                &project,
+            ],
+        );
+        line_with(
+            &text,
+            &[
+                "10.1.2.0/24",
+                "addresses in range, all ports",
+                "flag --deny-domain",
+            ],
+        );
+        // Allowed hosts come under their own heading, before the denied ones.
+        let allowed = text.find("allowed hosts").unwrap();
+        let denied = text.find("denied hosts").unwrap();
+        let api = text.find("api.github.com").unwrap();
+        let upload = text.find("upload.example.com").unwrap();
+        assert!(allowed < api && api < denied && denied < upload, "{text}");
+
+        let json = render_json(&p);
+        let net = &json["network"];
+        assert_eq!(
+            net["proxy"].as_str().map(|s| s.contains("127.0.0.1:3128")),
+            Some(true)
+        );
+        assert_eq!(net["ports"]["ports"], serde_json::json!([443, 8080]));
+        assert_eq!(net["ports"]["from"], "flag --ports");
+        assert_eq!(net["allow"][0]["rule"], "api.github.com");
+        assert_eq!(net["allow"][0]["kind"], "exact");
+        assert_eq!(net["allow"][0]["ports"], serde_json::json!([443, 8080]));
+        assert_eq!(net["allow"][1]["kind"], "subdomains");
+        assert_eq!(net["allow"][3]["kind"], "host_internal");
+        assert_eq!(net["allow"][4]["kind"], "cidr");
+        assert_eq!(net["allow"][5]["kind"], "ip");
+        assert_eq!(net["deny"][0]["all_ports"], true);
+        assert_eq!(net["deny"][0]["source"]["kind"], "project");
+        assert_eq!(net["deny"][1]["ports"], serde_json::json!([8080]));
+        assert_eq!(
+            net["host_internal"],
+            serde_json::json!([{
+                "port": 5432,
+                "connects_to": "127.0.0.1:5432",
+                "source": {"kind": "flag", "detail": "--allow-domain"},
+                "from": "flag --allow-domain"
+            }])
+        );
+    }
+
+    #[test]
+    fn network_defaults_in_json() {
+        let fx = fixture();
+        let json = render_json(&policy(&fx, FlagOverrides::default()));
+        let net = &json["network"];
+        assert_eq!(net["allow"], serde_json::json!([]));
+        assert_eq!(net["deny"], serde_json::json!([]));
+        assert_eq!(net["host_internal"], serde_json::json!([]));
+        assert_eq!(net["ports"]["ports"], serde_json::json!([80, 443]));
+        assert_eq!(net["ports"]["from"], "built-in");
     }
 
     #[test]

@@ -9,5 +9,6 @@
 pub mod cli;
 pub mod doctor;
 pub mod explain;
+pub mod net;
 pub mod policy;
 pub mod sandbox;

@@ -68,13 +68,14 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
 
 /// Names that run code later, outside the sandbox, if planted.
 ///
+/// Inside every git dir, `hooks/`, `config`, `commondir` and
+/// `config.worktree` are protected too (see the files door).
+///
 /// Relative to the project directory and to the top of every git repository
 /// under it (nested repositories and submodules included). They stay
 /// read-only even inside writable areas, and cannot be created. A trailing
 /// `/` marks a directory; other names are files.
 pub const PROTECTED_NAMES: &[&str] = &[
-    ".git/hooks/",
-    ".git/config",
     ".gitmodules",
     ".bashrc",
     ".bash_profile",
@@ -92,7 +93,33 @@ pub const PROTECTED_NAMES: &[&str] = &[
     ".vscode/",
     ".idea/",
     "cordon.toml",
+    // agents and editors that start MCP servers or tasks from the project
+    ".cursor/",
+    ".gemini/",
+    ".codex/",
+    ".zed/",
+    ".devcontainer/",
+    // build tools that run programs named in their config
+    ".cargo/config.toml",
+    ".cargo/config",
+    "rust-toolchain.toml",
+    "rust-toolchain",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    ".github/workflows/",
 ];
+
+/// Inside every git dir (`.git`, and submodule git dirs): what runs or
+/// redirects code later. `commondir` points git at another directory's
+/// config and hooks; `config.worktree` is read as config when worktree
+/// config is on.
+pub const GIT_DIR_PROTECTED: &[&str] = &["hooks/", "config", "commondir", "config.worktree"];
+
+/// Inside a worktree's git dir (`.git/worktrees/<id>`): where it points.
+pub const WORKTREE_PROTECTED: &[&str] = &["commondir", "gitdir", "config.worktree"];
 
 /// The project's policy file name.
 pub const PROJECT_POLICY_FILE: &str = "cordon.toml";

@@ -34,7 +34,11 @@
 //! timeout    = "2h"                   # or a number of seconds
 //!
 //! [network]
-//! local_ports = [3000, 8080]
+//! local_ports = [3000, 8080]          # bind/connect on the sandbox's own lo
+//! allow = ["api.github.com", "*.npmjs.org", "example.com:8443",
+//!          "host.cordon.internal:5432", "203.0.113.7", "10.1.0.0/16:5432"]
+//! deny  = ["upload.example.com"]      # deny beats allow
+//! ports = [80, 443]                   # ports rules without `:PORT` allow
 //!
 //! [sandbox]
 //! allow_degraded = ["landlock"]
@@ -56,6 +60,7 @@ use super::defaults::{
 use super::pattern::{PathContext, PathPattern};
 use super::trust::{self, TrustError};
 use super::{FilesPolicy, Layer, Limits, NetworkPolicy, Policy, Source, Sourced};
+use crate::net::host::{parse_rule, HostRule};
 
 /// Facts about the user's environment that loading depends on.
 #[derive(Clone, Debug)]
@@ -120,6 +125,13 @@ pub struct FlagOverrides {
     pub allow_degraded: Vec<String>,
     /// `--allow-local-port PORT`.
     pub local_ports: Vec<u16>,
+    /// `--allow-domain PATTERN`: hosts the proxy may connect to.
+    pub allow_domain: Vec<String>,
+    /// `--deny-domain PATTERN`: hosts it may not, whatever allows them.
+    pub deny_domain: Vec<String>,
+    /// `--ports PORT,...`: ports that allow rules without `:PORT` admit
+    /// (replaces the value in force).
+    pub ports: Option<Vec<u16>>,
 }
 
 /// Everything [`load`] needs.
@@ -522,6 +534,20 @@ fn apply_flags(
         .map(|&p| check_port(i64::from(p)).map_err(|m| flag_err("--allow-local-port", m)))
         .collect::<Result<Vec<_>, _>>()?;
     fragment.local_ports = setting(ports);
+    let rules = |flag: &str, raw: &[String]| -> Result<Vec<HostRule>, LoadError> {
+        raw.iter()
+            .map(|r| parse_rule(r).map_err(|e| flag_err(flag, e.to_string())))
+            .collect()
+    };
+    fragment.net_allow = setting(rules("--allow-domain", &flags.allow_domain)?);
+    fragment.net_deny = setting(rules("--deny-domain", &flags.deny_domain)?);
+    if let Some(raw) = &flags.ports {
+        let ports = raw
+            .iter()
+            .map(|&p| check_port(i64::from(p)).map_err(|m| flag_err("--ports", m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        fragment.ports = Some(Setting::flag(dedup_ports(ports)));
+    }
     let layers = flags
         .allow_degraded
         .iter()
@@ -541,6 +567,9 @@ fn apply_flags(
         max_memory: flag("--max-memory"),
         timeout: flag("--timeout"),
         local_ports: flag("--allow-local-port"),
+        net_allow: flag("--allow-domain"),
+        net_deny: flag("--deny-domain"),
+        ports: flag("--ports"),
         allow_degraded: flag("--allow-degraded"),
     };
     fragment.apply_with(policy, &sources);
@@ -607,6 +636,18 @@ struct Fragment {
     /// `network.local_ports`: array of TCP ports (1 to 65535) that programs
     /// inside may bind and connect to on the sandbox's own loopback. Widens.
     local_ports: Option<Setting<Vec<u16>>>,
+    /// `network.allow`: array of host patterns (see [`crate::net::host`]:
+    /// `api.github.com`, `*.example.com`, an IP or CIDR, each with an
+    /// optional `:PORT`, and `host.cordon.internal:PORT`) the proxy may
+    /// connect to. Widens.
+    net_allow: Option<Setting<Vec<HostRule>>>,
+    /// `network.deny`: array of host patterns the proxy refuses whatever
+    /// allows them. Narrows.
+    net_deny: Option<Setting<Vec<HostRule>>>,
+    /// `network.ports`: array of TCP ports that allow rules without a
+    /// `:PORT` admit; replaces the value in force (80 and 443 by default).
+    /// Narrows when every port is already in force.
+    ports: Option<Setting<Vec<u16>>>,
     /// `sandbox.allow_degraded`: array of layer names (`namespaces`,
     /// `landlock`, `seccomp`, `limits`) cordon may run without when the
     /// kernel cannot apply them. Widens.
@@ -632,6 +673,9 @@ struct Sources {
     max_memory: Source,
     timeout: Source,
     local_ports: Source,
+    net_allow: Source,
+    net_deny: Source,
+    ports: Source,
     allow_degraded: Source,
 }
 
@@ -648,6 +692,9 @@ impl Sources {
             max_memory: source.clone(),
             timeout: source.clone(),
             local_ports: source.clone(),
+            net_allow: source.clone(),
+            net_deny: source.clone(),
+            ports: source.clone(),
             allow_degraded: source.clone(),
         }
     }
@@ -679,6 +726,7 @@ impl Fragment {
         list(nonempty(&self.allow_write), "files.allow_write");
         list(nonempty(&self.allow_read), "files.allow_read");
         list(nonempty(&self.local_ports), "network.local_ports");
+        list(nonempty(&self.net_allow), "network.allow");
         list(nonempty(&self.allow_degraded), "sandbox.allow_degraded");
 
         let mut raise = |new: &Option<Setting<u64>>,
@@ -719,6 +767,28 @@ impl Fragment {
             "limits.max_memory",
             human_size,
         );
+        let in_force = &policy.network.hosts.ports;
+        if let Some(new) = &self.ports {
+            let added: Vec<String> = new
+                .value
+                .iter()
+                .filter(|p| !in_force.value.contains(p))
+                .map(u16::to_string)
+                .collect();
+            if !added.is_empty() {
+                out.push(Widening {
+                    at: new.at,
+                    key: "network.ports",
+                    detail: format!(
+                        "{} {} not among the ports in force ({}: {}); ",
+                        added.join(", "),
+                        if added.len() == 1 { "is" } else { "are" },
+                        in_force.source,
+                        join_ports(&in_force.value)
+                    ),
+                });
+            }
+        }
         if let (Some(new), Some(old)) = (&self.timeout, &limits.timeout) {
             if new.value > old.value {
                 out.push(Widening {
@@ -770,6 +840,12 @@ impl Fragment {
             self.local_ports,
             &sources.local_ports,
         );
+        let hosts = &mut policy.network.hosts;
+        extend(&mut hosts.allow, self.net_allow, &sources.net_allow);
+        extend(&mut hosts.deny, self.net_deny, &sources.net_deny);
+        if let Some(s) = self.ports {
+            hosts.ports = Sourced::new(s.value, sources.ports.clone());
+        }
         extend(
             &mut policy.allow_degraded,
             self.allow_degraded,
@@ -810,6 +886,29 @@ fn check_port(n: i64) -> Result<u16, String> {
         Ok(p) if p != 0 => Ok(p),
         _ => Err(format!("{n} is not a TCP port (expected 1 to 65535)")),
     }
+}
+
+/// `ports` without repeats, in first-seen order.
+fn dedup_ports(ports: Vec<u16>) -> Vec<u16> {
+    let mut out: Vec<u16> = Vec::with_capacity(ports.len());
+    for p in ports {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// `80, 443`, or `none`.
+pub(crate) fn join_ports(ports: &[u16]) -> String {
+    if ports.is_empty() {
+        return "none".to_string();
+    }
+    ports
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn parse_layer(name: &str) -> Result<Layer, String> {
@@ -991,7 +1090,7 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
 
 const FILES_KEYS: &str = "allow_write, allow_read, deny_read, deny_write, protect";
 const LIMITS_KEYS: &str = "max_procs, max_tmp, max_memory, timeout";
-const NETWORK_KEYS: &str = "local_ports";
+const NETWORK_KEYS: &str = "local_ports, allow, deny, ports";
 const SANDBOX_KEYS: &str = "allow_degraded";
 
 fn parse_key(
@@ -1075,6 +1174,27 @@ fn parse_key(
                 _ => None,
             })?;
             out.local_ports = Some(Setting { value, at });
+        }
+        ("network", "allow" | "deny") => {
+            let value = each_string(doc, &name, node, |raw| {
+                parse_rule(raw).map_err(|e| e.to_string())
+            })?;
+            let setting = Some(Setting { value, at });
+            if key.name == "allow" {
+                out.net_allow = setting;
+            } else {
+                out.net_deny = setting;
+            }
+        }
+        ("network", "ports") => {
+            let value = each(doc, &name, node, "an integer", |v| match v {
+                Value::Integer(n) => Some(check_port(*n)),
+                _ => None,
+            })?;
+            out.ports = Some(Setting {
+                value: dedup_ports(value),
+                at,
+            });
         }
         ("sandbox", "allow_degraded") => {
             let value = each_string(doc, &name, node, parse_layer)?;
@@ -1830,7 +1950,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("[network]\n\"local ports\" = [1]\n"),
-            "2:1: network.\"local ports\": unknown key (expected one of local_ports)"
+            "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow, deny, ports)"
         );
         assert_eq!(
             fx.project_error("[sandbox.x]\n"),
@@ -2198,6 +2318,230 @@ mod tests {
         let quoted = format!("'{}'", dir.join("cordon.toml").display()).replace("it's", r"it'\''s");
         assert!(err.contains(&format!("`cordon trust {quoted}`")), "{err}");
         assert!(matches!(load(&req), Err(LoadError::Untrusted { .. })));
+    }
+
+    // ---- network
+
+    fn rule_texts(v: &[Sourced<HostRule>]) -> Vec<(String, Source)> {
+        v.iter()
+            .map(|r| (r.value.to_string(), r.source.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn network_rules_layer_with_sources() {
+        let fx = Fx::new();
+        let user = fx.write_user(
+            "[network]\nallow = [\"API.GitHub.com.\", \"*.npmjs.org\"]\nports = [443, 8443]\n",
+        );
+        let project = fx.write_project("[network]\ndeny = [\"upload.npmjs.org\"]\nports = [443]\n");
+        let pfile = fx.root.join("net.toml");
+        fs::write(
+            &pfile,
+            "[network]\nallow = [\"host.cordon.internal:5432\", \"[::1]:8080\", \"10.1.0.0/16:5432\"]\n",
+        )
+        .unwrap();
+        let flags = FlagOverrides {
+            allow_domain: vec!["Bücher.example:8443".into()],
+            deny_domain: vec!["*.internal.example.com".into()],
+            ..FlagOverrides::default()
+        };
+        let mut req = fx.req(flags);
+        req.policy_files = vec![pfile.clone()];
+        let p = load(&req).unwrap();
+        let u = Source::UserConfig(user);
+        let pr = Source::Project(project);
+        let pf = Source::PolicyFile(pfile);
+        let flag = |f: &str| Source::Flag(f.to_string());
+        let hosts = &p.network.hosts;
+        assert_eq!(
+            rule_texts(&hosts.allow),
+            vec![
+                ("api.github.com".to_string(), u.clone()),
+                ("*.npmjs.org".to_string(), u.clone()),
+                ("host.cordon.internal:5432".to_string(), pf.clone()),
+                ("[::1]:8080".to_string(), pf.clone()),
+                ("10.1.0.0/16:5432".to_string(), pf.clone()),
+                (
+                    "xn--bcher-kva.example:8443".to_string(),
+                    flag("--allow-domain")
+                ),
+            ]
+        );
+        assert_eq!(
+            rule_texts(&hosts.deny),
+            vec![
+                ("upload.npmjs.org".to_string(), pr.clone()),
+                ("*.internal.example.com".to_string(), flag("--deny-domain")),
+            ]
+        );
+        // `ports` replaces: the untrusted project narrowed the user's list.
+        assert_eq!(hosts.ports, Sourced::new(vec![443], pr));
+        assert!(hosts.host_internal_port_allowed(5432));
+    }
+
+    #[test]
+    fn network_defaults() {
+        let fx = Fx::new();
+        let p = fx.load().unwrap();
+        let hosts = &p.network.hosts;
+        assert!(hosts.allow.is_empty() && hosts.deny.is_empty());
+        assert_eq!(hosts.ports, Sourced::new(vec![80, 443], Source::Builtin));
+    }
+
+    #[test]
+    fn network_errors_point_at_the_value() {
+        let fx = Fx::new();
+        let err = fx.project_error("[network]\ndeny = [\"a.com\", \"b.com\", \"a.*.com\"]\n");
+        assert!(
+            err.starts_with(
+                "2:27: network.deny[2]: invalid host pattern \"a.*.com\": a wildcard may only be a leading `*.`"
+            ),
+            "{err}"
+        );
+        for (text, want) in [
+            (
+                "[network]\ndeny = [\"*\"]\n",
+                "2:9: network.deny[0]: invalid host pattern \"*\": ",
+            ),
+            (
+                "[network]\ndeny = [\"*.com\"]\n",
+                "2:9: network.deny[0]: invalid host pattern \"*.com\": a wildcard needs a domain of at least two labels",
+            ),
+            (
+                "[network]\ndeny = [\"host.cordon.internal\"]\n",
+                "2:9: network.deny[0]: invalid host pattern \"host.cordon.internal\": host.cordon.internal needs a port",
+            ),
+            (
+                "[network]\ndeny = [\"0x7f.1\"]\n",
+                "2:9: network.deny[0]: invalid host pattern \"0x7f.1\": numeric form",
+            ),
+            (
+                "[network]\ndeny = [80]\n",
+                "2:9: network.deny[0]: expected a string, found an integer",
+            ),
+            (
+                "[network]\ndeny = \"a.com\"\n",
+                "2:8: network.deny: expected an array of strings, found a string",
+            ),
+            (
+                "[network]\nports = [443, 0]\n",
+                "2:15: network.ports[1]: 0 is not a TCP port (expected 1 to 65535)",
+            ),
+            (
+                "[network]\nports = [\"443\"]\n",
+                "2:10: network.ports[0]: expected an integer, found a string",
+            ),
+            (
+                // Errors come before trust: a bad allow entry is reported as such.
+                "[network]\nallow = [\"ok.com\", \"bad..com\"]\n",
+                "2:20: network.allow[1]: invalid host pattern \"bad..com\": ",
+            ),
+        ] {
+            let got = fx.project_error(text);
+            assert!(got.starts_with(want), "{text:?}:\n got {got}\nwant {want}");
+        }
+    }
+
+    #[test]
+    fn untrusted_project_network_trust() {
+        let fx = Fx::new();
+        let file = fx.project_file();
+        // Narrowing: deny rules, ports already in force, an empty allow list.
+        fx.write_project(
+            "[network]\nallow = []\ndeny = [\"*.example.com\", \"10.0.0.0/8\"]\nports = [443, 443]\n",
+        );
+        let p = fx.load().unwrap();
+        assert_eq!(p.network.hosts.deny.len(), 2);
+        assert_eq!(p.network.hosts.ports.value, vec![443]);
+        fx.write_project("[network]\nports = []\n");
+        assert!(fx.load().unwrap().network.hosts.ports.value.is_empty());
+
+        // Widening: allow rules, a port not in force.
+        let hash = |t: &str| trust::file_hash(t.as_bytes());
+        let tail = |t: &str| {
+            format!(
+                "the project's cordon.toml is not trusted, so it may only narrow the sandbox; review the file, then run `cordon trust {}` to approve it (sha256 {})",
+                file.display(),
+                hash(t)
+            )
+        };
+        let text = "[network]\ndeny = [\"x.com\"]\nallow = [\"example.com\"]\n";
+        assert_eq!(
+            fx.project_error(text),
+            format!("3:1: network.allow: {}", tail(text))
+        );
+        let text = "[network]\nports = [443, 8080, 22]\n";
+        assert_eq!(
+            fx.project_error(text),
+            format!(
+                "2:1: network.ports: 8080, 22 are not among the ports in force (built-in: 80, 443); {}",
+                tail(text)
+            )
+        );
+        let text = "[network]\nallow = [\"host.cordon.internal:5432\"]\n";
+        assert!(fx
+            .project_error(text)
+            .starts_with("2:1: network.allow: the project's"));
+
+        // Compared with the ports in force, as limits are.
+        fx.write_user("[network]\nports = [443, 8080]\n");
+        fx.write_project("[network]\nports = [8080]\n");
+        assert_eq!(fx.load().unwrap().network.hosts.ports.value, vec![8080]);
+
+        // Trusted, it may widen.
+        let text = "[network]\nallow = [\"example.com\"]\nports = [8443]\n";
+        fx.write_project(text);
+        trust::trust(&fx.config, &file).unwrap();
+        let p = fx.load().unwrap();
+        assert_eq!(p.network.hosts.allow.len(), 1);
+        assert_eq!(p.network.hosts.ports.value, vec![8443]);
+    }
+
+    #[test]
+    fn network_flags() {
+        let fx = Fx::new();
+        let flags = FlagOverrides {
+            allow_domain: vec!["example.com".into(), "[::1]:8080".into()],
+            deny_domain: vec!["evil.example.com".into()],
+            ports: Some(vec![443, 8443, 443]),
+            ..FlagOverrides::default()
+        };
+        let p = load(&fx.req(flags)).unwrap();
+        let hosts = &p.network.hosts;
+        assert_eq!(
+            hosts.ports,
+            Sourced::new(vec![443, 8443], Source::Flag("--ports".into()))
+        );
+        assert_eq!(rule_texts(&hosts.allow)[1].0, "[::1]:8080");
+        assert_eq!(
+            rule_texts(&hosts.deny),
+            vec![(
+                "evil.example.com".to_string(),
+                Source::Flag("--deny-domain".into())
+            )]
+        );
+
+        let bad = |flags: FlagOverrides| load(&fx.req(flags)).unwrap_err().to_string();
+        assert_eq!(
+            bad(FlagOverrides {
+                allow_domain: vec!["ok.com".into(), "a.*.com".into()],
+                ..Default::default()
+            }),
+            "--allow-domain: invalid host pattern \"a.*.com\": a wildcard may only be a leading `*.` (`*.example.com`); `*` alone is not allowed"
+        );
+        assert!(bad(FlagOverrides {
+            deny_domain: vec!["example.com:99999".into()],
+            ..Default::default()
+        })
+        .starts_with("--deny-domain: invalid host pattern \"example.com:99999\": port"));
+        assert_eq!(
+            bad(FlagOverrides {
+                ports: Some(vec![0]),
+                ..Default::default()
+            }),
+            "--ports: 0 is not a TCP port (expected 1 to 65535)"
+        );
     }
 
     // ---- flags

@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 
 pub use pattern::PathPattern;
 
+use crate::net::host::HostPolicy;
+
 /// Where one line of the effective policy came from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
@@ -141,11 +143,15 @@ fn serialize_timeout<S: serde::Serializer>(
     secs.serialize(s)
 }
 
-/// The network door (the proxy arrives with the network issue).
+/// The network door: only `lo` inside; the way out is cordon's proxy,
+/// which asks [`HostPolicy`] before every connection.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NetworkPolicy {
     /// TCP ports that programs inside may bind and connect to on the sandbox's own loopback.
     pub local_ports: Vec<Sourced<u16>>,
+    /// The hosts the proxy may connect to: `[network] allow`, `deny` and
+    /// `ports`, `--allow-domain`, `--deny-domain`. Nothing is allowed by default.
+    pub hosts: HostPolicy,
 }
 
 /// The effective policy for one sandbox.

@@ -24,8 +24,10 @@ pub enum Message {
     /// Init → supervisor: a layer failed; nothing of the command ran.
     Failed { layer: Layer, what: String },
     /// Init → supervisor: every layer is in place; the command starts now.
-    /// Carries the pty master when a terminal was asked for.
-    Ready,
+    /// Carries the proxy's listening sockets (HTTP, then SOCKS5), created
+    /// inside the sandbox's network namespace, then the pty master if a
+    /// terminal was asked for.
+    Ready { pty: bool },
 }
 
 /// One end of the channel.
@@ -38,6 +40,8 @@ impl AsFd for Channel {
 }
 
 const MAX_MESSAGE: usize = 64 * 1024;
+/// Most descriptors one message carries.
+const MAX_FDS: usize = 4;
 
 impl Channel {
     /// A connected pair; both ends close on exec.
@@ -51,11 +55,11 @@ impl Channel {
         Ok((Channel(a), Channel(b)))
     }
 
-    /// Sends `msg`, with `fd` attached if given.
-    pub fn send(&self, msg: &Message, fd: Option<BorrowedFd<'_>>) -> io::Result<()> {
+    /// Sends `msg`, with `fds` attached.
+    pub fn send(&self, msg: &Message, fds: &[BorrowedFd<'_>]) -> io::Result<()> {
         let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
         let iov = [IoSlice::new(&body)];
-        let fds: Vec<RawFd> = fd.map(|f| f.as_raw_fd()).into_iter().collect();
+        let fds: Vec<RawFd> = fds.iter().map(|f| f.as_raw_fd()).collect();
         let cmsgs: Vec<ControlMessage<'_>> = if fds.is_empty() {
             Vec::new()
         } else {
@@ -71,11 +75,11 @@ impl Channel {
         Ok(())
     }
 
-    /// Receives one message and the descriptor sent with it, if any.
+    /// Receives one message and the descriptors sent with it.
     /// End of stream (the peer died) is an `UnexpectedEof` error.
-    pub fn recv(&self) -> io::Result<(Message, Option<OwnedFd>)> {
+    pub fn recv(&self) -> io::Result<(Message, Vec<OwnedFd>)> {
         let mut buf = vec![0u8; MAX_MESSAGE];
-        let mut cmsg_space = nix::cmsg_space!([RawFd; 1]);
+        let mut cmsg_space = nix::cmsg_space!([RawFd; MAX_FDS]);
         let (len, fd) = {
             let mut iov = [IoSliceMut::new(&mut buf)];
             let msg = recvmsg::<()>(
@@ -84,17 +88,14 @@ impl Channel {
                 Some(&mut cmsg_space),
                 MsgFlags::MSG_CMSG_CLOEXEC,
             )?;
-            let mut fd = None;
+            let mut fds = Vec::new();
             for cmsg in msg.cmsgs()? {
-                if let ControlMessageOwned::ScmRights(fds) = cmsg {
-                    for raw in fds {
-                        // Every received descriptor is owned here, so none leaks.
-                        let owned = sys::own_fd(raw);
-                        fd.get_or_insert(owned);
-                    }
+                if let ControlMessageOwned::ScmRights(raw) = cmsg {
+                    // Every received descriptor is owned here, so none leaks.
+                    fds.extend(raw.into_iter().map(sys::own_fd));
                 }
             }
-            (msg.bytes, fd)
+            (msg.bytes, fds)
         };
         if len == 0 {
             return Err(io::Error::from(io::ErrorKind::UnexpectedEof));

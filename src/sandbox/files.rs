@@ -24,6 +24,8 @@ pub enum FilesError {
     },
     #[error("writable path {path} (from {from}) does not exist")]
     MissingWritable { path: PathBuf, from: String },
+    #[error("{0} is a symlink on the way to a protected path (hooks, config, dotfiles that run code): the sandbox could replace it, and cordon cannot mount over a symlink. Replace the link with what it points to, or choose a --project without it")]
+    ProtectedSymlink(PathBuf),
     #[error("refusing to make {0} writable")]
     WritableRoot(PathBuf),
     #[error("the project tree has more than {0} entries; cordon scans it for git repositories to protect their hooks and config. Narrow the project with --project")]
@@ -45,41 +47,45 @@ pub enum Kind {
 
 /// A protected path that did not exist and that cordon created empty on
 /// the host so it can be mounted read-only; removed again after the run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Placeholder {
     pub path: PathBuf,
     pub kind: Kind,
+    /// A shared lock on the placeholder, held by every run that mounts it;
+    /// it is removed only by a run that can take the lock exclusively, since
+    /// unlinking it would detach another sandbox's read-only mount.
+    lock: Option<PlaceholderLock>,
 }
 
-/// A shared lock on the project directory, held by every cordon running on
-/// it. Placeholders are removed only by a run that can take the lock
-/// exclusively: unlinking one that another sandbox has mounted read-only
-/// would detach that mount and let its command create the path.
-pub struct ProjectLock(nix::fcntl::Flock<std::fs::File>);
-
-impl ProjectLock {
-    pub fn shared(project: &Path) -> Result<ProjectLock, FilesError> {
-        let err = |source| FilesError::Path {
-            what: "cannot lock project",
-            path: project.to_path_buf(),
-            source,
-        };
-        let dir = std::fs::File::open(project).map_err(err)?;
-        nix::fcntl::Flock::lock(dir, nix::fcntl::FlockArg::LockShared)
-            .map(ProjectLock)
-            .map_err(|(_, e)| err(e.into()))
+impl Placeholder {
+    fn held(path: PathBuf, kind: Kind) -> Placeholder {
+        let lock = std::fs::File::open(&path)
+            .ok()
+            .and_then(|f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockShared).ok())
+            .map(PlaceholderLock);
+        Placeholder { path, kind, lock }
     }
 
-    /// Whether no other cordon holds the project (takes the lock exclusively).
-    fn is_sole_user(&self) -> bool {
-        self.0
-            .relock(nix::fcntl::FlockArg::LockExclusiveNonblock)
-            .is_ok()
+    /// Whether no other run holds this placeholder.
+    fn is_ours_alone(&self) -> bool {
+        self.lock.as_ref().is_some_and(|l| {
+            l.0.relock(nix::fcntl::FlockArg::LockExclusiveNonblock)
+                .is_ok()
+        })
+    }
+}
+
+/// The lock of a [`Placeholder`].
+pub struct PlaceholderLock(nix::fcntl::Flock<std::fs::File>);
+
+impl std::fmt::Debug for PlaceholderLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PlaceholderLock")
     }
 }
 
 /// The resolved file view: every path absolute, canonical and existing.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct FileView {
     /// Size of the private `/tmp`, in bytes.
     pub tmp_size: u64,
@@ -96,6 +102,9 @@ pub struct FileView {
     pub pinned: Vec<PathBuf>,
     /// Protected paths created empty for this run.
     pub placeholders: Vec<Placeholder>,
+    /// The `.git` entries (directories or files) under the project when
+    /// the run started; any other found afterwards was made by the sandbox.
+    pub git_entries_at_start: Vec<PathBuf>,
 }
 
 /// Where the new root is assembled, inside the staging tmpfs.
@@ -125,7 +134,10 @@ const PROC_MASKED: &[&str] = &[
 const REPLACED: &[&str] = &["/proc", "/dev", "/tmp"];
 
 /// Inside a git dir: what runs or redirects code later.
-const GIT_DIR_PROTECTED: &[&str] = &["hooks/", "config"];
+use crate::policy::defaults::{GIT_DIR_PROTECTED, WORKTREE_PROTECTED};
+
+/// Where host daemons keep their UNIX sockets; hidden from the sandbox.
+const SOCKET_DIRS: &[&str] = &["/run", "/var/run"];
 
 /// Most directory entries the project scan visits before giving up.
 const SCAN_LIMIT: usize = 2_000_000;
@@ -218,6 +230,22 @@ impl FileView {
                 hidden.push((path, kind));
             }
         }
+        // Host daemons' UNIX sockets (docker, systemd, D-Bus, ssh-agent):
+        // Landlock before ABI 9 cannot refuse connecting to them.
+        let runtime_dirs = SOCKET_DIRS
+            .iter()
+            .map(PathBuf::from)
+            .chain(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from));
+        for dir in runtime_dirs {
+            if let Ok(dir) = std::fs::canonicalize(&dir) {
+                if dir.is_dir()
+                    && !view.is_writable(&dir)
+                    && !allow_read.iter().any(|a| a.covers(&dir))
+                {
+                    hidden.push((dir, Kind::Dir));
+                }
+            }
+        }
         hidden.sort();
         hidden.dedup();
         // A path under another hidden directory is already unreadable.
@@ -258,12 +286,26 @@ impl FileView {
             .map(|n| n.value.as_str())
             .collect();
         let scan = find_git_repos(&project)?;
+        view.git_entries_at_start = git_entries(&project, &scan);
         let mut roots: Vec<PathBuf> = view.writable.clone();
         roots.extend(scan.roots);
         let mut pins = BTreeSet::new();
         for root in &roots {
             for name in &names {
                 view.protect(root, name, &mut read_only, &mut pins)?;
+            }
+        }
+        for root in &roots {
+            let git_dir = root.join(".git");
+            if git_dir.is_dir() && !git_dir.is_symlink() {
+                for name in GIT_DIR_PROTECTED {
+                    view.protect(&git_dir, name, &mut read_only, &mut pins)?;
+                }
+                for worktree in subdirs(&git_dir.join("worktrees")) {
+                    for name in WORKTREE_PROTECTED {
+                        view.protect(&worktree, name, &mut read_only, &mut pins)?;
+                    }
+                }
             }
         }
         for git_dir in &scan.module_dirs {
@@ -309,21 +351,28 @@ impl FileView {
         if !self.is_writable(&path) {
             return Ok(());
         }
+        // A name reached through a symlink could point anywhere (an
+        // untrusted project's `protect` list must not make cordon create
+        // files outside it), and a symlink itself cannot be mounted over,
+        // so the sandbox could replace it: refuse both.
+        let existing_parent = path
+            .ancestors()
+            .skip(1)
+            .find(|a| a.symlink_metadata().is_ok());
+        if let Some(parent) = existing_parent {
+            if std::fs::canonicalize(parent).ok().as_deref() != Some(parent) {
+                return Err(FilesError::ProtectedSymlink(parent.to_path_buf()));
+            }
+        }
         match path.symlink_metadata() {
             Ok(meta) if meta.file_type().is_symlink() => {
-                // Protect what the link reaches, if that is writable here.
-                if let Ok(target) = std::fs::canonicalize(&path) {
-                    read_only.insert(target);
-                }
-                return Ok(());
+                return Err(FilesError::ProtectedSymlink(path));
             }
             Ok(meta) => {
                 if is_stale_placeholder(&path, &meta) {
                     // Left by a run that was killed: ours to remove again.
-                    self.placeholders.push(Placeholder {
-                        path: path.clone(),
-                        kind,
-                    });
+                    self.placeholders
+                        .push(Placeholder::held(path.clone(), kind));
                 }
             }
             Err(_) => {
@@ -368,43 +417,73 @@ impl FileView {
         }
         for dir in missing.into_iter().rev() {
             std::fs::create_dir(&dir).map_err(err)?;
-            self.placeholders.push(Placeholder {
-                path: dir,
-                kind: Kind::Dir,
-            });
+            self.placeholders.push(Placeholder::held(dir, Kind::Dir));
         }
         match kind {
             Kind::Dir => std::fs::create_dir(path).map_err(err)?,
             Kind::File => {
+                use std::io::Write;
                 std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
                     .open(path)
+                    .and_then(|mut f| f.write_all(placeholder_content(path)))
                     .map_err(err)?;
             }
         }
-        self.placeholders.push(Placeholder {
-            path: path.to_path_buf(),
-            kind,
-        });
-        mark_placeholder(path).map_err(err)
+        mark_placeholder(path).map_err(err)?;
+        self.placeholders
+            .push(Placeholder::held(path.to_path_buf(), kind));
+        Ok(())
     }
 
     /// Removes the placeholders this run created, where they are still
-    /// empty, unless another sandbox on the same project may be using them.
-    pub fn remove_placeholders(&self, lock: &ProjectLock) {
-        if self.placeholders.is_empty() || !lock.is_sole_user() {
-            return;
-        }
-        for p in self.placeholders.iter().rev() {
+    /// empty and no other sandbox has them mounted.
+    pub fn remove_placeholders(&self) {
+        for p in self.placeholders.iter().rev().filter(|p| p.is_ours_alone()) {
             let _ = match p.kind {
                 Kind::Dir => std::fs::remove_dir(&p.path),
                 Kind::File => match p.path.metadata() {
-                    Ok(m) if m.len() == 0 => std::fs::remove_file(&p.path),
+                    Ok(m) if m.len() == placeholder_content(&p.path).len() as u64 => {
+                        std::fs::remove_file(&p.path)
+                    }
                     _ => Ok(()),
                 },
             };
         }
+    }
+
+    /// Moves aside every git repository the sandbox created in the project
+    /// (its config and hooks would run code when the user runs git there)
+    /// and returns where each went.
+    pub fn quarantine_new_repos(&self) -> Vec<(PathBuf, PathBuf)> {
+        let Some(project) = self.writable.first() else {
+            return Vec::new();
+        };
+        let Ok(scan) = find_git_repos(project) else {
+            return Vec::new();
+        };
+        let mut moved = Vec::new();
+        for entry in git_entries(project, &scan) {
+            if self.git_entries_at_start.contains(&entry) {
+                continue;
+            }
+            let aside = entry.with_file_name(".git.cordon-quarantine");
+            let aside = (0..)
+                .map(|n| {
+                    if n == 0 {
+                        aside.clone()
+                    } else {
+                        aside.with_extension(format!("cordon-quarantine-{n}"))
+                    }
+                })
+                .find(|p| p.symlink_metadata().is_err())
+                .unwrap_or(aside);
+            if std::fs::rename(&entry, &aside).is_ok() {
+                moved.push((entry, aside));
+            }
+        }
+        moved
     }
 
     /// Builds the view inside a fresh mount namespace and makes it the root.
@@ -616,7 +695,17 @@ fn is_stale_placeholder(path: &Path, meta: &std::fs::Metadata) -> bool {
     if meta.is_dir() {
         std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
     } else {
-        meta.is_file() && meta.len() == 0
+        meta.is_file() && meta.len() == placeholder_content(path).len() as u64
+    }
+}
+
+/// What a placeholder file holds: nothing, except `commondir`, which git
+/// refuses to read empty; "." names the git dir itself, as if absent.
+fn placeholder_content(path: &Path) -> &'static [u8] {
+    if path.file_name().is_some_and(|n| n == "commondir") {
+        b".\n"
+    } else {
+        b""
     }
 }
 
@@ -679,6 +768,29 @@ pub fn find_git_repos(project: &Path) -> Result<GitScan, FilesError> {
     scan.module_dirs.sort();
     scan.git_files.sort();
     Ok(scan)
+}
+
+/// Every `.git` under `project`, the project's own included.
+fn git_entries(project: &Path, scan: &GitScan) -> Vec<PathBuf> {
+    let own = project.join(".git");
+    let mut entries: Vec<PathBuf> = scan.roots.iter().map(|r| r.join(".git")).collect();
+    if own.symlink_metadata().is_ok() {
+        entries.push(own);
+    }
+    entries.sort();
+    entries
+}
+
+/// The directories directly inside `dir`, if any.
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect()
 }
 
 /// Submodule git dirs are named by the submodule's path, so they nest
@@ -883,7 +995,7 @@ mod tests {
             reallowed: vec!["/home/u/.ssh/known_hosts".into()],
             read_only: vec!["/tmp/p/.git/config".into(), "/tmp/p/.git/hooks".into()],
             pinned: vec!["/tmp/p/.git".into()],
-            placeholders: Vec::new(),
+            ..FileView::default()
         }
     }
 

@@ -18,6 +18,7 @@ use super::files::{FileView, KernelMounts};
 use super::limits::LimitPlan;
 use super::sys::{self, Forked};
 use super::{landlock, seccomp, FORWARDED_SIGNALS};
+use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::policy::Layer;
 
 /// Everything init needs, prepared by the supervisor before the clone.
@@ -28,6 +29,7 @@ pub struct InitPlan<'a> {
     pub argv: Vec<CString>,
     pub env: Vec<CString>,
     pub path_var: OsString,
+    /// TCP ports programs inside may bind and connect to (their own servers).
     pub tcp_ports: Vec<u16>,
     pub pty: bool,
     pub namespaces: bool,
@@ -63,7 +65,7 @@ pub fn run(plan: &InitPlan<'_>, channel: Channel) -> ! {
                     layer: f.layer,
                     what: f.what,
                 },
-                None,
+                &[],
             );
             125
         }
@@ -83,12 +85,15 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
         let _ = nix::unistd::close(fd);
     }
     nix::unistd::setsid().map_err(|e| fail(Layer::Namespaces, format!("setsid: {e}")))?;
+    let mut listeners: Vec<OwnedFd> = Vec::new();
 
     if plan.namespaces {
         nix::unistd::sethostname("cordon")
             .map_err(|e| fail(Layer::Namespaces, format!("sethostname: {e}")))?;
         sys::bring_up_loopback()
             .map_err(|e| fail(Layer::Namespaces, format!("bring up lo: {e}")))?;
+        listeners = proxy_listeners()
+            .map_err(|e| fail(Layer::Namespaces, format!("proxy listeners on lo: {e}")))?;
         plan.view
             .apply(&mut KernelMounts)
             .map_err(|e| fail(Layer::Namespaces, e))?;
@@ -121,7 +126,12 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
 
     nix::sys::prctl::set_no_new_privs()
         .map_err(|e| fail(Layer::Seccomp, format!("no_new_privs: {e}")))?;
-    match landlock::restrict(plan.view, &plan.tcp_ports) {
+    let connect_only: &[u16] = if listeners.is_empty() {
+        &[]
+    } else {
+        &[HTTP_PORT, SOCKS_PORT]
+    };
+    match landlock::restrict(plan.view, &plan.tcp_ports, connect_only) {
         Ok(_) => {}
         Err(e) if plan.degraded.contains(&Layer::Landlock) => {
             let _ = channel.send(
@@ -129,7 +139,7 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
                     layer: Layer::Landlock,
                     what: e.to_string(),
                 },
-                None,
+                &[],
             );
         }
         Err(e) => return Err(fail(Layer::Landlock, e)),
@@ -145,7 +155,7 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
                     layer: Layer::Seccomp,
                     what: e.to_string(),
                 },
-                None,
+                &[],
             );
         }
         Err(e) => return Err(fail(Layer::Seccomp, e)),
@@ -154,8 +164,15 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
         Some((m, s)) => (Some(m), Some(s)),
         None => (None, None),
     };
+    let mut fds: Vec<_> = listeners.iter().map(|l| l.as_fd()).collect();
+    fds.extend(master.as_ref().map(|m| m.as_fd()));
     channel
-        .send(&Message::Ready, master.as_ref().map(|m| m.as_fd()))
+        .send(
+            &Message::Ready {
+                pty: master.is_some(),
+            },
+            &fds,
+        )
         .map_err(|e| {
             fail(
                 Layer::Namespaces,
@@ -169,6 +186,16 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
     nix::sys::prctl::set_dumpable(false)
         .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
     Ok(slave)
+}
+
+/// The proxy's listening sockets, created on the sandbox's own loopback so
+/// programs inside reach them without any route out; the supervisor
+/// accepts on them from the host side.
+fn proxy_listeners() -> std::io::Result<Vec<OwnedFd>> {
+    [HTTP_PORT, SOCKS_PORT]
+        .into_iter()
+        .map(|port| std::net::TcpListener::bind(("127.0.0.1", port)).map(OwnedFd::from))
+        .collect()
 }
 
 /// Drops every capability for good: the bounding set, ambient,

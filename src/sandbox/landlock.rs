@@ -51,7 +51,13 @@ const SHARED_WRITABLE: &[&str] = &["/tmp", "/dev/shm"];
 
 /// Applies the Landlock ruleset for `view` to this process (inherited by
 /// its children). Paths are resolved in the sandbox's final mount view.
-pub fn restrict(view: &FileView, tcp_ports: &[u16]) -> Result<Enforcement, LandlockError> {
+/// `tcp_ports` may be bound and connected to; `connect_only` (the proxy's
+/// listeners) only connected to.
+pub fn restrict(
+    view: &FileView,
+    tcp_ports: &[u16],
+    connect_only: &[u16],
+) -> Result<Enforcement, LandlockError> {
     let read = AccessFs::from_read(WANTED_ABI);
     let write = AccessFs::from_write(WANTED_ABI);
     let all = read | write;
@@ -88,6 +94,9 @@ pub fn restrict(view: &FileView, tcp_ports: &[u16]) -> Result<Enforcement, Landl
             *port,
             AccessNet::BindTcp | AccessNet::ConnectTcp,
         ))?;
+    }
+    for port in connect_only {
+        (&mut ruleset).add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
     }
     let status = ruleset.restrict_self()?;
     match status.ruleset {

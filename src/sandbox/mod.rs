@@ -21,8 +21,8 @@ pub mod tty;
 
 use std::ffi::{CString, OsString};
 use std::io;
-use std::os::fd::AsFd;
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -33,9 +33,10 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
+use crate::net::inside;
 use crate::policy::{Layer, Policy};
 use channel::{Channel, Message};
-use files::{FileView, FilesError, ProjectLock};
+use files::{FileView, FilesError};
 use limits::{LimitPlan, LimitsError};
 use sys::Forked;
 
@@ -93,11 +94,11 @@ pub struct RunRequest<'a> {
 }
 
 /// Removes the placeholders the run created, on every exit path.
-struct PlaceholderCleanup<'a>(&'a FileView, ProjectLock);
+struct PlaceholderCleanup<'a>(&'a FileView);
 
 impl Drop for PlaceholderCleanup<'_> {
     fn drop(&mut self) {
-        self.0.remove_placeholders(&self.1);
+        self.0.remove_placeholders();
     }
 }
 
@@ -132,9 +133,8 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let (env, path_var) = command_env()?;
     let sandbox_id = new_sandbox_id();
 
-    let lock = ProjectLock::shared(&policy.project.value)?;
     let view = FileView::plan(policy)?;
-    let _placeholders = PlaceholderCleanup(&view, lock);
+    let _placeholders = PlaceholderCleanup(&view);
     let limits = match LimitPlan::prepare(&policy.limits, &sandbox_id) {
         Ok(plan) => plan,
         Err(e) if policy.degraded_ok(Layer::Limits) => {
@@ -206,8 +206,8 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     drop(theirs);
     // From here on, a failure must not leave init behind.
     let started = start_init(init_pid, &ours, &limits, plan.namespaces);
-    let master = match started {
-        Ok(master) => master,
+    let started = match started {
+        Ok(started) => started,
         Err(e) => {
             let _ = kill(init_pid, Signal::SIGKILL);
             let _ = waitpid(init_pid, None);
@@ -219,8 +219,24 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .timeout
         .as_ref()
         .map(|t| (Instant::now() + t.value, t.value));
-    let code = wait_for_init(init_pid, signals, master.map(tty::Relay::new), deadline);
+    if !started.listeners.is_empty() {
+        let gate = crate::net::gate::PolicyGate::new(policy.network.hosts.clone());
+        crate::net::serve::spawn(started.listeners, gate).map_err(io_err("starting the proxy"))?;
+    }
+    let code = wait_for_init(
+        init_pid,
+        signals,
+        started.pty_master.map(tty::Relay::new),
+        deadline,
+    );
     drop(cgroup);
+    for (repo, aside) in view.quarantine_new_repos() {
+        eprintln!(
+            "cordon: WARNING: the sandbox created the git repository {}; its config and hooks could run code when you use git there, so it was moved to {}. Inspect its config and hooks before moving it back.",
+            repo.display(),
+            aside.display()
+        );
+    }
     Ok(code)
 }
 
@@ -232,14 +248,23 @@ fn namespaces_error(why: &str) -> SandboxError {
     }
 }
 
+/// What init hands over once every layer is in place.
+struct Started {
+    /// The proxy's listening sockets inside the sandbox (HTTP, SOCKS5);
+    /// none without a network namespace.
+    listeners: Vec<OwnedFd>,
+    /// The pty master, if the caller is on a terminal.
+    pty_master: Option<OwnedFd>,
+}
+
 /// Maps ids, joins the cgroup, lets init go, and waits until every layer is
-/// in place. Returns the pty master if init opened one.
+/// in place.
 fn start_init(
     pid: Pid,
     channel: &Channel,
     limits: &LimitPlan,
     namespaces: bool,
-) -> Result<Option<std::os::fd::OwnedFd>, SandboxError> {
+) -> Result<Started, SandboxError> {
     if namespaces {
         write_id_maps(pid).map_err(|e| SandboxError::Layer {
             layer: Layer::Namespaces,
@@ -249,11 +274,17 @@ fn start_init(
     }
     limits.attach(pid)?;
     channel
-        .send(&Message::Go, None)
+        .send(&Message::Go, &[])
         .map_err(io_err("starting init"))?;
     loop {
         match channel.recv() {
-            Ok((Message::Ready, master)) => return Ok(master),
+            Ok((Message::Ready { pty }, mut fds)) => {
+                let pty_master = if pty { fds.pop() } else { None };
+                return Ok(Started {
+                    listeners: fds,
+                    pty_master,
+                });
+            }
             Ok((Message::Degraded { layer, what }, _)) => warn_degraded(layer, &what),
             Ok((Message::Failed { layer, what }, _)) => {
                 return Err(SandboxError::Layer {
@@ -377,23 +408,38 @@ fn wait_for_init(
 }
 
 /// The command's environment: the caller's, with the temp dir pointed at
-/// the sandbox's own.
+/// the sandbox's own, and every proxy setting pointed at cordon's proxy
+/// (sockets and daemons of the host are unreachable, so their variables go).
 fn command_env() -> Result<(Vec<CString>, OsString), SandboxError> {
-    let mut env = Vec::new();
+    let mut vars: Vec<(OsString, OsString)> = Vec::new();
     let mut path_var = OsString::new();
+    let mut java_options = None;
     for (key, value) in std::env::vars_os() {
-        if key == "TMPDIR" {
+        if key == "JAVA_TOOL_OPTIONS" {
+            java_options = value.to_str().map(str::to_string);
+        }
+        if key == "TMPDIR" || inside::REPLACED_ENV.iter().any(|r| key == *r) {
             continue;
         }
         if key == "PATH" {
             path_var = value.clone();
         }
-        let mut entry = key.as_bytes().to_vec();
-        entry.push(b'=');
-        entry.extend_from_slice(value.as_bytes());
-        env.push(CString::new(entry).map_err(|_| SandboxError::Nul("the environment"))?);
+        vars.push((key, value));
     }
-    env.push(CString::new("TMPDIR=/tmp").map_err(|_| SandboxError::Nul("TMPDIR"))?);
+    vars.push(("TMPDIR".into(), "/tmp".into()));
+    for (key, value) in inside::proxy_env(java_options.as_deref()) {
+        vars.push((key.into(), value.into()));
+    }
+    let env = vars
+        .into_iter()
+        .map(|(key, value)| {
+            let mut entry = key.into_vec();
+            entry.push(b'=');
+            entry.extend_from_slice(value.as_bytes());
+            CString::new(entry)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| SandboxError::Nul("the environment"))?;
     Ok((env, path_var))
 }
 

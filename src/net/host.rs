@@ -1,0 +1,1969 @@
+//! Host policy: which destinations the proxy may connect to. Pure logic, no I/O.
+//!
+//! The proxy asks three questions, in order:
+//!
+//! 1. [`normalize`]: what host did the client name? Lower case, one trailing
+//!    dot removed, IDNA (UTS-46) to punycode, LDH only; IP literals in
+//!    dotted-decimal IPv4 or IPv6 (bracketed or not). Anything else, the
+//!    numeric forms a resolver might read as an address (`0x7f.1`,
+//!    `2130706433`, `127.1`, `0177.0.0.1`) included, is refused.
+//! 2. [`HostPolicy::decide`]: may it go there, on that port? Deny rules beat
+//!    allow rules; nothing is allowed by default; an IP literal needs an IP or
+//!    CIDR allow rule; a rule without a port allows the policy's `ports`.
+//! 3. [`HostPolicy::check_address`]: after resolving an allowed name, may it
+//!    connect to this address? Loopback, private, link-local, metadata and
+//!    other special ranges, their IPv4-in-IPv6 forms, and the host's own
+//!    addresses are refused unless an allow rule names the address or a CIDR
+//!    containing it.
+//!
+//! Rule patterns ([`parse_rule`]), as written in `--allow-domain`,
+//! `--deny-domain` and `[network] allow`/`deny`:
+//!
+//! | pattern | matches |
+//! | --- | --- |
+//! | `api.github.com` | that host |
+//! | `*.example.com` | strict subdomains of `example.com`, not `example.com` itself |
+//! | `203.0.113.7`, `[2001:db8::1]`, `2001:db8::1` | that IP literal (and, after resolution, that address) |
+//! | `10.0.0.0/8`, `fd00::/8` | addresses in that range |
+//! | `host.cordon.internal:5432` | the host's own `127.0.0.1:5432` (the port is required) |
+//!
+//! Each may end in `:PORT` (`example.com:8443`, `[::1]:8080`,
+//! `10.0.0.0/8:5432`, `[fd00::/8]:443`); a rule with a port allows exactly
+//! that port, whatever `ports` says. An IPv6 pattern with a port needs brackets.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use serde::{Serialize, Serializer};
+
+use crate::policy::{Source, Sourced};
+
+/// The special host that stands for the host's own loopback (`127.0.0.1`).
+pub const HOST_INTERNAL: &str = "host.cordon.internal";
+
+/// The domain reserved for cordon's special names.
+const RESERVED_DOMAIN: &str = "cordon.internal";
+
+/// Ports a rule without `:PORT` allows, unless the policy says otherwise.
+pub const DEFAULT_PORTS: [u16; 2] = [80, 443];
+
+/// Longest host (or pattern) accepted as input, before any processing.
+const MAX_INPUT: usize = 1024;
+
+/// Longest name, in bytes, without the trailing dot.
+const MAX_NAME: usize = 253;
+
+/// Longest label, in bytes.
+const MAX_LABEL: usize = 63;
+
+/// A host name or pattern that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HostError {
+    /// A host named by a client (or inside a pattern) cannot be normalised.
+    #[error("invalid host {host:?}: {reason}")]
+    Host {
+        /// The host as given.
+        host: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A rule pattern is malformed.
+    #[error("invalid host pattern {pattern:?}: {reason}")]
+    Pattern {
+        /// The pattern as given.
+        pattern: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// The first few characters of an over-long input, for its error message.
+fn head(s: &str) -> &str {
+    let end = s.char_indices().nth(40).map_or(s.len(), |(i, _)| i);
+    &s[..end]
+}
+
+fn host_err(host: &str, reason: impl Into<String>) -> HostError {
+    HostError::Host {
+        host: host.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn pattern_err(pattern: &str, reason: impl Into<String>) -> HostError {
+    HostError::Pattern {
+        pattern: pattern.to_string(),
+        reason: reason.into(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Targets.
+
+/// A destination host, normalised by [`normalize`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// A DNS name: lower case, ASCII (punycode), no trailing dot.
+    Name(String),
+    /// An IP literal.
+    Ip(IpAddr),
+}
+
+impl Target {
+    /// Whether this is [`HOST_INTERNAL`], the host's own loopback.
+    pub fn is_host_internal(&self) -> bool {
+        matches!(self, Target::Name(n) if n == HOST_INTERNAL)
+    }
+
+    /// `host:port` as a client would write it (IPv6 in brackets).
+    pub fn with_port(&self, port: u16) -> String {
+        match self {
+            Target::Ip(IpAddr::V6(ip)) => format!("[{ip}]:{port}"),
+            other => format!("{other}:{port}"),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    /// The name, or the address (IPv6 without brackets).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Name(n) => f.write_str(n),
+            Target::Ip(ip) => write!(f, "{ip}"),
+        }
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Normalises a host as a client named it (without a port).
+///
+/// IPv6 literals may be bracketed; zone ids (`%eth0`) are refused. IPv4
+/// literals must be four decimal parts without leading zeros; other
+/// numeric forms, and any name whose last label is numeric, are refused
+/// rather than treated as names. Names are lower-cased, lose one trailing
+/// dot, go through IDNA (UTS-46, non-transitional, STD3 rules) to punycode,
+/// and must then be LDH labels of 1 to 63 bytes, 253 bytes in all.
+pub fn normalize(host: &str) -> Result<Target, HostError> {
+    if host.is_empty() {
+        return Err(host_err(host, "empty host"));
+    }
+    if host.len() > MAX_INPUT {
+        return Err(host_err(head(host), "too long"));
+    }
+    if let Some(inner) = host.strip_prefix('[') {
+        let inner = inner
+            .strip_suffix(']')
+            .ok_or_else(|| host_err(host, "unbalanced `[`"))?;
+        return inner
+            .parse::<Ipv6Addr>()
+            .map(|ip| Target::Ip(IpAddr::V6(ip)))
+            .map_err(|_| host_err(host, "not an IPv6 address (brackets are for IPv6 only)"));
+    }
+    if host.contains(':') {
+        return host
+            .parse::<Ipv6Addr>()
+            .map(|ip| Target::Ip(IpAddr::V6(ip)))
+            .map_err(|_| host_err(host, "not an IPv6 address, and `:` cannot appear in a name"));
+    }
+    normalize_name(host).map_err(|reason| host_err(host, reason))
+}
+
+/// The name path of [`normalize`]; the error is the reason alone.
+fn normalize_name(host: &str) -> Result<Target, String> {
+    let ascii = idna::uts46::Uts46::new()
+        .to_ascii(
+            host.as_bytes(),
+            idna::uts46::AsciiDenyList::STD3,
+            idna::uts46::Hyphens::CheckFirstLast,
+            idna::uts46::DnsLength::Ignore,
+        )
+        .map_err(|_| {
+            "not a valid host name (IDNA/UTS-46 refused it: only letters, digits and `-` in labels of 1 to 63 characters)".to_string()
+        })?;
+    let name = ascii.strip_suffix('.').unwrap_or(&ascii);
+    if name.is_empty() {
+        return Err("empty host".to_string());
+    }
+    let labels: Vec<&str> = name.split('.').collect();
+    if let Some(last) = labels.last().filter(|l| looks_numeric(l)) {
+        return match parse_ipv4_strict(name) {
+            Some(ip) => Ok(Target::Ip(IpAddr::V4(ip))),
+            None => Err(format!(
+                "numeric form {last:?} is ambiguous (cordon accepts IPv4 only as four decimal parts without leading zeros, e.g. 127.0.0.1)"
+            )),
+        };
+    }
+    if name.len() > MAX_NAME {
+        return Err(format!("longer than {MAX_NAME} characters"));
+    }
+    for label in &labels {
+        check_label(label)?;
+    }
+    Ok(Target::Name(name.to_string()))
+}
+
+/// Checks one ASCII label: 1 to 63 bytes of `a-z`, `0-9`, `-`, no `-` at either end.
+fn check_label(label: &str) -> Result<(), String> {
+    if label.is_empty() {
+        return Err("empty label (`..`)".to_string());
+    }
+    if label.len() > MAX_LABEL {
+        return Err(format!("label longer than {MAX_LABEL} characters"));
+    }
+    if let Some(c) = label
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        return Err(format!("{c:?} is not allowed in a host name"));
+    }
+    if label.starts_with('-') || label.ends_with('-') {
+        return Err(format!("label {label:?} starts or ends with `-`"));
+    }
+    Ok(())
+}
+
+/// Whether a label reads as a number to a lenient IPv4 parser (WHATWG's
+/// "ends in a number"): all decimal digits, or `0x` and hex digits.
+fn looks_numeric(label: &str) -> bool {
+    let hex = label
+        .strip_prefix("0x")
+        .is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()));
+    hex || (!label.is_empty() && label.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Four decimal parts, each 0 to 255, no leading zeros (no octal, no hex,
+/// no shortened forms).
+fn parse_ipv4_strict(s: &str) -> Option<Ipv4Addr> {
+    let mut octets = [0u8; 4];
+    let mut parts = s.split('.');
+    for octet in &mut octets {
+        let part = parts.next()?;
+        let canonical = !part.is_empty()
+            && part.len() <= 3
+            && part.chars().all(|c| c.is_ascii_digit())
+            && (part == "0" || !part.starts_with('0'));
+        if !canonical {
+            return None;
+        }
+        *octet = part.parse().ok()?;
+    }
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(Ipv4Addr::from(octets))
+}
+
+// ---------------------------------------------------------------------------
+// CIDRs.
+
+/// An address range: a network address and a prefix length (no host bits set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Cidr {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// The range `addr/prefix`; refuses a prefix longer than the address
+    /// and host bits set (naming the network meant).
+    pub fn new(addr: IpAddr, prefix: u8) -> Result<Cidr, String> {
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        if prefix > max {
+            return Err(format!("prefix /{prefix} is longer than {max} bits"));
+        }
+        let network = Cidr { addr, prefix }.network();
+        if network != addr {
+            return Err(format!(
+                "host bits are set; did you mean {}?",
+                Cidr {
+                    addr: network,
+                    prefix
+                }
+            ));
+        }
+        Ok(Cidr { addr, prefix })
+    }
+
+    /// The network address.
+    pub fn addr(&self) -> IpAddr {
+        self.addr
+    }
+
+    /// The prefix length.
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+
+    /// Whether `ip` is in the range (same family only: an IPv4 range does
+    /// not contain IPv4-mapped IPv6 addresses).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => in_v4(ip, u32::from(net), self.prefix),
+            (IpAddr::V6(net), IpAddr::V6(ip)) => in_v6(ip, u128::from(net), self.prefix),
+            _ => false,
+        }
+    }
+
+    /// `addr` with the host bits cleared.
+    fn network(&self) -> IpAddr {
+        match self.addr {
+            IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask32(self.prefix))),
+            IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask128(self.prefix))),
+        }
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+const fn mask32(prefix: u8) -> u32 {
+    if prefix == 0 {
+        0
+    } else {
+        u32::MAX << (32 - prefix as u32)
+    }
+}
+
+const fn mask128(prefix: u8) -> u128 {
+    if prefix == 0 {
+        0
+    } else {
+        u128::MAX << (128 - prefix as u32)
+    }
+}
+
+fn in_v4(ip: Ipv4Addr, net: u32, prefix: u8) -> bool {
+    u32::from(ip) & mask32(prefix) == net
+}
+
+fn in_v6(ip: Ipv6Addr, net: u128, prefix: u8) -> bool {
+    u128::from(ip) & mask128(prefix) == net
+}
+
+// ---------------------------------------------------------------------------
+// Rules.
+
+/// What a rule matches, without its port.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HostPattern {
+    /// Exactly this normalised name.
+    Exact(String),
+    /// Strict subdomains of this normalised name (`*.example.com`), not the name itself.
+    Subdomains(String),
+    /// This IP literal (and this address after resolution).
+    Ip(IpAddr),
+    /// Any address in this range.
+    Cidr(Cidr),
+    /// [`HOST_INTERNAL`]: the host's own `127.0.0.1`; the rule's port is required.
+    HostInternal,
+}
+
+/// One allow or deny rule: a host pattern and an optional port.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostRule {
+    pattern: HostPattern,
+    port: Option<u16>,
+}
+
+impl HostRule {
+    /// What the rule matches.
+    pub fn pattern(&self) -> &HostPattern {
+        &self.pattern
+    }
+
+    /// The port the rule names; `None`: the policy's `ports` (for allow
+    /// rules) or every port (for deny rules). Always set for
+    /// [`HostPattern::HostInternal`].
+    pub fn port(&self) -> Option<u16> {
+        self.port
+    }
+
+    /// Whether the host part matches `target` (ports aside). IP and CIDR
+    /// patterns match only IP targets, name patterns only names.
+    pub fn matches_host(&self, target: &Target) -> bool {
+        match (&self.pattern, target) {
+            (HostPattern::Exact(n), Target::Name(t)) => n == t,
+            (HostPattern::Subdomains(suffix), Target::Name(t)) => is_subdomain(t, suffix),
+            (HostPattern::HostInternal, t) => t.is_host_internal(),
+            (HostPattern::Ip(_) | HostPattern::Cidr(_), Target::Ip(ip)) => self.covers_ip(*ip),
+            _ => false,
+        }
+    }
+
+    /// Whether this is an IP or CIDR rule that covers `ip` exactly (same family).
+    pub fn covers_ip(&self, ip: IpAddr) -> bool {
+        match &self.pattern {
+            HostPattern::Ip(a) => *a == ip,
+            HostPattern::Cidr(c) => c.contains(ip),
+            _ => false,
+        }
+    }
+
+    /// Whether an allow rule admits `port`: its own port if it names one,
+    /// otherwise one of `ports`.
+    fn allows_port(&self, port: u16, ports: &[u16]) -> bool {
+        match self.port {
+            Some(p) => p == port,
+            None => ports.contains(&port),
+        }
+    }
+
+    /// Whether a deny rule covers `port`: its own port, or every port.
+    fn denies_port(&self, port: u16) -> bool {
+        self.port.is_none_or(|p| p == port)
+    }
+}
+
+impl fmt::Display for HostRule {
+    /// The rule in canonical form, as it could be written again.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v6 = matches!(
+            self.pattern,
+            HostPattern::Ip(IpAddr::V6(_))
+                | HostPattern::Cidr(Cidr {
+                    addr: IpAddr::V6(_),
+                    ..
+                })
+        );
+        let host = match &self.pattern {
+            HostPattern::Exact(n) => n.clone(),
+            HostPattern::Subdomains(n) => format!("*.{n}"),
+            HostPattern::Ip(ip) => ip.to_string(),
+            HostPattern::Cidr(c) => c.to_string(),
+            HostPattern::HostInternal => HOST_INTERNAL.to_string(),
+        };
+        match self.port {
+            Some(port) if v6 => write!(f, "[{host}]:{port}"),
+            Some(port) => write!(f, "{host}:{port}"),
+            None => f.write_str(&host),
+        }
+    }
+}
+
+impl Serialize for HostRule {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Whether `name` is a strict subdomain of `suffix`.
+fn is_subdomain(name: &str, suffix: &str) -> bool {
+    name.len() > suffix.len() + 1
+        && name.ends_with(suffix)
+        && name.as_bytes()[name.len() - suffix.len() - 1] == b'.'
+}
+
+/// Whether `name` is [`RESERVED_DOMAIN`] or under it.
+fn is_reserved(name: &str) -> bool {
+    name == RESERVED_DOMAIN || is_subdomain(name, RESERVED_DOMAIN)
+}
+
+/// Parses an allow or deny pattern (see the module docs for the forms).
+pub fn parse_rule(raw: &str) -> Result<HostRule, HostError> {
+    let err = |reason: &str| pattern_err(raw, reason);
+    if raw.trim().is_empty() {
+        return Err(err("empty pattern"));
+    }
+    if raw.len() > MAX_INPUT {
+        return Err(pattern_err(head(raw), "too long"));
+    }
+    if raw.chars().any(char::is_whitespace) {
+        return Err(err("must not contain spaces"));
+    }
+    let (host, port, bracketed) = split_port(raw)?;
+    let port = port.map(|p| parse_port(raw, p)).transpose()?;
+
+    let pattern = if let Some((addr, prefix)) = host.split_once('/') {
+        let ip = parse_ip(addr).ok_or_else(|| {
+            err("a range must be an IP address and a prefix length, e.g. 10.0.0.0/8 or fd00::/8")
+        })?;
+        if bracketed && ip.is_ipv4() {
+            return Err(err("brackets are for IPv6 only"));
+        }
+        let digits_ok =
+            !prefix.is_empty() && prefix.len() <= 3 && prefix.chars().all(|c| c.is_ascii_digit());
+        let prefix: u8 = prefix
+            .parse()
+            .ok()
+            .filter(|_| digits_ok)
+            .ok_or_else(|| err("the prefix length must be a number, e.g. /8"))?;
+        if prefix == 0 {
+            return Err(err(
+                "a /0 range would allow every address; name the ranges you need",
+            ));
+        }
+        HostPattern::Cidr(Cidr::new(ip, prefix).map_err(|m| err(&m))?)
+    } else if let Some(suffix) = host.strip_prefix("*.") {
+        if suffix.contains('*') {
+            return Err(err("only one leading `*.` is allowed"));
+        }
+        match normalize(suffix).map_err(|e| err(&inner_reason(e)))? {
+            Target::Name(n) if is_reserved(&n) => {
+                return Err(err(&format!(
+                "{RESERVED_DOMAIN} is reserved; for the host's loopback write {HOST_INTERNAL}:PORT"
+            )))
+            }
+            Target::Name(n) if n.contains('.') => HostPattern::Subdomains(n),
+            Target::Name(_) => return Err(err(
+                "a wildcard needs a domain of at least two labels (`*.example.com`, not `*.com`)",
+            )),
+            Target::Ip(_) => return Err(err("a wildcard applies to names, not IP addresses")),
+        }
+    } else if host.contains('*') {
+        return Err(err(
+            "a wildcard may only be a leading `*.` (`*.example.com`); `*` alone is not allowed",
+        ));
+    } else {
+        match normalize(host).map_err(|e| err(&inner_reason(e)))? {
+            Target::Name(n) if n == HOST_INTERNAL => {
+                if port.is_none() {
+                    return Err(err(&format!(
+                        "{HOST_INTERNAL} needs a port, e.g. {HOST_INTERNAL}:5432"
+                    )));
+                }
+                HostPattern::HostInternal
+            }
+            Target::Name(n) if is_reserved(&n) => {
+                return Err(err(&format!(
+                "{RESERVED_DOMAIN} is reserved; for the host's loopback write {HOST_INTERNAL}:PORT"
+            )))
+            }
+            Target::Name(_) if bracketed => return Err(err("brackets are for IPv6 only")),
+            Target::Name(n) => HostPattern::Exact(n),
+            Target::Ip(ip) if bracketed && ip.is_ipv4() => {
+                return Err(err("brackets are for IPv6 only"))
+            }
+            Target::Ip(ip) => HostPattern::Ip(ip),
+        }
+    };
+    Ok(HostRule { pattern, port })
+}
+
+/// The reason of a nested error, for wrapping in a pattern error.
+fn inner_reason(e: HostError) -> String {
+    match e {
+        HostError::Host { reason, .. } | HostError::Pattern { reason, .. } => reason,
+    }
+}
+
+/// Splits `host[:port]`: `[v6]:port`, `name:port`, `a.b.c.d/n:port`; an
+/// unbracketed pattern with two or more colons is IPv6 and has no port.
+/// Returns the host, the port text and whether the host was bracketed.
+fn split_port(raw: &str) -> Result<(&str, Option<&str>, bool), HostError> {
+    if let Some(rest) = raw.strip_prefix('[') {
+        let (inner, after) = rest
+            .split_once(']')
+            .ok_or_else(|| pattern_err(raw, "unbalanced `[`"))?;
+        if after.is_empty() {
+            return Ok((inner, None, true));
+        }
+        let port = after
+            .strip_prefix(':')
+            .ok_or_else(|| pattern_err(raw, "expected `:PORT` after `]`"))?;
+        return Ok((inner, Some(port), true));
+    }
+    if raw.contains(']') {
+        return Err(pattern_err(raw, "unbalanced `]`"));
+    }
+    match raw.matches(':').count() {
+        0 => Ok((raw, None, false)),
+        1 => {
+            let (host, port) = raw.split_once(':').unwrap_or((raw, ""));
+            Ok((host, Some(port), false))
+        }
+        _ => Ok((raw, None, false)),
+    }
+}
+
+fn parse_port(raw: &str, port: &str) -> Result<u16, HostError> {
+    let bad = || {
+        pattern_err(
+            raw,
+            format!("port {port:?} is not a TCP port (expected 1 to 65535)"),
+        )
+    };
+    if port.is_empty() || port.len() > 5 || !port.chars().all(|c| c.is_ascii_digit()) {
+        return Err(bad());
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p != 0 => Ok(p),
+        _ => Err(bad()),
+    }
+}
+
+/// A strict IP literal: dotted-decimal IPv4 or IPv6 (no brackets, no zone).
+fn parse_ip(s: &str) -> Option<IpAddr> {
+    if s.contains(':') {
+        s.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
+    } else {
+        parse_ipv4_strict(s).map(IpAddr::V4)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Verdicts.
+
+/// Why a connection is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "kind", content = "class", rename_all = "snake_case")]
+pub enum DenyReason {
+    /// No allow rule names the host.
+    NotAllowed,
+    /// A deny rule matches (deny beats allow).
+    DeniedByRule,
+    /// An IP literal that no IP or CIDR allow rule covers.
+    IpLiteral,
+    /// An allow rule names the host, but not this port.
+    Port,
+    /// [`HOST_INTERNAL`] on a port no rule names.
+    HostInternal,
+    /// The address (resolved, or literal) is in a refused range.
+    Address(AddressClass),
+}
+
+impl fmt::Display for DenyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DenyReason::NotAllowed => f.write_str("no allow rule names this host"),
+            DenyReason::DeniedByRule => f.write_str("a deny rule matches"),
+            DenyReason::IpLiteral => {
+                f.write_str("IP addresses are refused unless a rule names the address or its range")
+            }
+            DenyReason::Port => f.write_str("the host is allowed, but not on this port"),
+            DenyReason::HostInternal => write!(f, "no rule allows {HOST_INTERNAL} on this port"),
+            DenyReason::Address(class) => write!(f, "the address is {class}"),
+        }
+    }
+}
+
+/// A kind of address the proxy does not connect to unless a rule names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AddressClass {
+    /// `0.0.0.0/8`, `::`.
+    Unspecified,
+    /// `127.0.0.0/8`, `::1`.
+    Loopback,
+    /// `10/8`, `172.16/12`, `192.168/16`, `fc00::/7`, `fec0::/10`.
+    Private,
+    /// `100.64.0.0/10`.
+    SharedCgnat,
+    /// `169.254.0.0/16`, `fe80::/10`.
+    LinkLocal,
+    /// Cloud metadata services: `169.254.169.254`, `169.254.170.2`,
+    /// `100.100.100.200`, `192.0.0.192`, `fd00:ec2::254`.
+    Metadata,
+    /// `224.0.0.0/4`, `ff00::/8`.
+    Multicast,
+    /// `255.255.255.255`.
+    Broadcast,
+    /// `192.0.2/24`, `198.51.100/24`, `203.0.113/24`, `2001:db8::/32`, `3fff::/20`.
+    Documentation,
+    /// `198.18.0.0/15`, `2001:2::/48`.
+    Benchmark,
+    /// Other special-purpose ranges: `192.0.0.0/24`, `192.88.99.0/24`,
+    /// `240.0.0.0/4`, `100::/64`, `2001:10::/28`, `2001:20::/28`.
+    Reserved,
+    /// `::ffff:a.b.c.d` (and `::ffff:0:a.b.c.d`): IPv4 dressed as IPv6.
+    Ipv4Mapped,
+    /// `::a.b.c.d` (deprecated IPv4-compatible).
+    Ipv4Compatible,
+    /// `64:ff9b::/96` embedding a refused IPv4 address, or `64:ff9b:1::/48`.
+    Nat64,
+    /// `2002::/16` embedding a refused IPv4 address.
+    SixToFour,
+    /// `2001::/32` embedding a refused IPv4 server or client address.
+    Teredo,
+    /// One of the host's own addresses.
+    HostOwn,
+}
+
+impl fmt::Display for AddressClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AddressClass::Unspecified => "an unspecified address",
+            AddressClass::Loopback => "a loopback address",
+            AddressClass::Private => "a private address",
+            AddressClass::SharedCgnat => "a shared (CGNAT) address",
+            AddressClass::LinkLocal => "a link-local address",
+            AddressClass::Metadata => "a cloud metadata address",
+            AddressClass::Multicast => "a multicast address",
+            AddressClass::Broadcast => "the broadcast address",
+            AddressClass::Documentation => "a documentation address",
+            AddressClass::Benchmark => "a benchmarking address",
+            AddressClass::Reserved => "a reserved address",
+            AddressClass::Ipv4Mapped => "an IPv4-mapped IPv6 address",
+            AddressClass::Ipv4Compatible => "an IPv4-compatible IPv6 address",
+            AddressClass::Nat64 => "a NAT64 form of a refused IPv4 address",
+            AddressClass::SixToFour => "a 6to4 form of a refused IPv4 address",
+            AddressClass::Teredo => "a Teredo form of a refused IPv4 address",
+            AddressClass::HostOwn => "one of the host's own addresses",
+        })
+    }
+}
+
+/// The decision on one destination.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Allowed by `rule` (as written canonically), which came from `source`.
+    Allow {
+        /// The allow rule.
+        rule: String,
+        /// Where it came from.
+        source: Source,
+    },
+    /// Refused.
+    Deny {
+        /// Why.
+        reason: DenyReason,
+        /// The rule that refused, or that matched the host but not the port.
+        rule: Option<String>,
+        /// Where that rule came from.
+        source: Option<Source>,
+    },
+}
+
+impl Verdict {
+    /// Whether the destination is allowed.
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Verdict::Allow { .. })
+    }
+
+    fn deny(reason: DenyReason, rule: Option<&Sourced<HostRule>>) -> Verdict {
+        Verdict::Deny {
+            reason,
+            rule: rule.map(|r| r.value.to_string()),
+            source: rule.map(|r| r.source.clone()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The policy.
+
+/// The host rules of the network door.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostPolicy {
+    /// Allow rules, in the order the layers added them.
+    pub allow: Vec<Sourced<HostRule>>,
+    /// Deny rules; they beat allow rules.
+    pub deny: Vec<Sourced<HostRule>>,
+    /// Ports an allow rule without `:PORT` admits ([`DEFAULT_PORTS`] by default).
+    pub ports: Sourced<Vec<u16>>,
+}
+
+impl Default for HostPolicy {
+    /// Nothing allowed, nothing denied, ports 80 and 443.
+    fn default() -> Self {
+        HostPolicy {
+            allow: Vec::new(),
+            deny: Vec::new(),
+            ports: Sourced::new(DEFAULT_PORTS.to_vec(), Source::Builtin),
+        }
+    }
+}
+
+impl HostPolicy {
+    /// Decides on a client's destination (a target from [`normalize`]).
+    ///
+    /// Deny rules first: a match refuses. Then [`HOST_INTERNAL`] is allowed
+    /// only by a rule naming it with this port; an IP literal only by an IP
+    /// or CIDR rule; a name by an exact or wildcard rule. A rule with a port
+    /// admits exactly that port, one without admits `ports`. An allowed name
+    /// still has to pass [`HostPolicy::check_address`] once resolved.
+    pub fn decide(&self, target: &Target, port: u16) -> Verdict {
+        if let Some(rule) = self.deny_rule_for(target, port) {
+            return Verdict::deny(DenyReason::DeniedByRule, Some(rule));
+        }
+        let matching: Vec<&Sourced<HostRule>> = self
+            .allow
+            .iter()
+            .filter(|r| r.value.matches_host(target))
+            .collect();
+        let ports = &self.ports.value;
+        if let Some(rule) = matching.iter().find(|r| r.value.allows_port(port, ports)) {
+            return Verdict::Allow {
+                rule: rule.value.to_string(),
+                source: rule.source.clone(),
+            };
+        }
+        if target.is_host_internal() {
+            return Verdict::deny(DenyReason::HostInternal, None);
+        }
+        match (matching.first(), target) {
+            (Some(rule), _) => Verdict::deny(DenyReason::Port, Some(rule)),
+            (None, Target::Ip(_)) => Verdict::deny(DenyReason::IpLiteral, None),
+            (None, Target::Name(_)) => Verdict::deny(DenyReason::NotAllowed, None),
+        }
+    }
+
+    /// The first deny rule that covers `target` on `port`. For an IP target
+    /// an IP or CIDR deny rule also covers the IPv4 address that an IPv6
+    /// form (mapped, compatible, NAT64, 6to4, Teredo) embeds.
+    pub fn deny_rule_for(&self, target: &Target, port: u16) -> Option<&Sourced<HostRule>> {
+        let embedded = match target {
+            Target::Ip(IpAddr::V6(v6)) => embedded_v4(*v6),
+            _ => Vec::new(),
+        };
+        self.deny.iter().find(|r| {
+            r.value.denies_port(port)
+                && (r.value.matches_host(target)
+                    || embedded.iter().any(|v4| r.value.covers_ip(IpAddr::V4(*v4))))
+        })
+    }
+
+    /// May the proxy connect to `addr`, which an allowed name resolved to,
+    /// on `port`? `host_addrs` are the host's own addresses.
+    ///
+    /// An IP or CIDR deny rule covering it refuses ([`DenyReason::DeniedByRule`];
+    /// [`HostPolicy::deny_rule_for`] with `Target::Ip(addr)` names the rule).
+    /// Otherwise an IP or CIDR allow rule that covers it (and admits the
+    /// port) lets it through; failing that, special ranges (see
+    /// [`AddressClass`]) and the host's own addresses are refused.
+    pub fn check_address(
+        &self,
+        addr: IpAddr,
+        port: u16,
+        host_addrs: &[IpAddr],
+    ) -> Result<(), DenyReason> {
+        let target = Target::Ip(addr);
+        if self.deny_rule_for(&target, port).is_some() {
+            return Err(DenyReason::DeniedByRule);
+        }
+        let ports = &self.ports.value;
+        if self
+            .allow
+            .iter()
+            .any(|r| r.value.covers_ip(addr) && r.value.allows_port(port, ports))
+        {
+            return Ok(());
+        }
+        let own = |ip: IpAddr| host_addrs.contains(&ip);
+        if own(addr) {
+            return Err(DenyReason::Address(AddressClass::HostOwn));
+        }
+        if let IpAddr::V6(v6) = addr {
+            if embedded_v4(v6).into_iter().any(|v4| own(IpAddr::V4(v4))) {
+                return Err(DenyReason::Address(AddressClass::HostOwn));
+            }
+        }
+        match classify(addr) {
+            Some(class) => Err(DenyReason::Address(class)),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a rule allows [`HOST_INTERNAL`] on `port` (and no deny rule refuses it).
+    pub fn host_internal_port_allowed(&self, port: u16) -> bool {
+        let target = Target::Name(HOST_INTERNAL.to_string());
+        self.decide(&target, port).is_allowed()
+    }
+
+    /// The ports [`HOST_INTERNAL`] rules open, in rule order.
+    pub fn host_internal_ports(&self) -> Vec<u16> {
+        let mut out: Vec<u16> = Vec::new();
+        for rule in &self.allow {
+            if let (HostPattern::HostInternal, Some(p)) = (&rule.value.pattern, rule.value.port) {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    }
+
+    /// What a user would add to allow `target` on `port` after a refusal for
+    /// `reason`: the flag and the TOML line. For [`DenyReason::Address`],
+    /// pass the refused address as the target.
+    pub fn denial_hint(&self, target: &Target, port: u16, reason: DenyReason) -> String {
+        let in_ports = self.ports.value.contains(&port);
+        let loopback_hint = || {
+            let rule = format!("{HOST_INTERNAL}:{port}");
+            format!(
+                "to reach a service on the host's own loopback, use {HOST_INTERNAL} instead of localhost: {}",
+                how_to_allow(&rule)
+            )
+        };
+        match reason {
+            DenyReason::DeniedByRule => {
+                "a deny rule refuses it, and deny beats allow: remove that rule (`cordon explain` lists the rules and where each comes from)".to_string()
+            }
+            DenyReason::HostInternal => how_to_allow(&format!("{HOST_INTERNAL}:{port}")),
+            DenyReason::Address(AddressClass::Loopback) => loopback_hint(),
+            _ if is_localhost(target) => loopback_hint(),
+            DenyReason::Port if !in_ports => format!(
+                "{}; or add {port} to the ports that rules without a port allow: [network] ports = [{}]",
+                how_to_allow(&target.with_port(port)),
+                self.ports
+                    .value
+                    .iter()
+                    .chain(std::iter::once(&port))
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            DenyReason::Port
+            | DenyReason::NotAllowed
+            | DenyReason::IpLiteral
+            | DenyReason::Address(_) => {
+                let rule = if in_ports {
+                    match target {
+                        Target::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+                        other => other.to_string(),
+                    }
+                } else {
+                    target.with_port(port)
+                };
+                how_to_allow(&rule)
+            }
+        }
+    }
+}
+
+/// Whether a target is `localhost`, a name under it, or a loopback literal.
+fn is_localhost(target: &Target) -> bool {
+    match target {
+        Target::Name(n) => n == "localhost" || is_subdomain(n, "localhost"),
+        Target::Ip(ip) => ip.is_loopback(),
+    }
+}
+
+/// "allow it with `cordon run --allow-domain RULE ...`, or in cordon.toml: ..."
+fn how_to_allow(rule: &str) -> String {
+    format!(
+        "allow it with `cordon run --allow-domain {} ...`, or in cordon.toml (then `cordon trust`) or your config: [network] allow = [\"{rule}\"]",
+        shell_word(rule)
+    )
+}
+
+/// Quotes a rule for a POSIX shell when it has glob characters.
+fn shell_word(rule: &str) -> String {
+    if rule
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || ".-:_/".contains(c))
+    {
+        rule.to_string()
+    } else {
+        format!("'{rule}'")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Address classes.
+
+const fn v4(a: u8, b: u8, c: u8, d: u8) -> u32 {
+    u32::from_be_bytes([a, b, c, d])
+}
+
+/// Refused IPv4 ranges; the first match names the class, so specific entries come first.
+const V4_RANGES: &[(u32, u8, AddressClass)] = &[
+    (v4(169, 254, 169, 254), 32, AddressClass::Metadata),
+    (v4(169, 254, 170, 2), 32, AddressClass::Metadata),
+    (v4(100, 100, 100, 200), 32, AddressClass::Metadata),
+    (v4(192, 0, 0, 192), 32, AddressClass::Metadata),
+    (v4(255, 255, 255, 255), 32, AddressClass::Broadcast),
+    (v4(0, 0, 0, 0), 8, AddressClass::Unspecified),
+    (v4(10, 0, 0, 0), 8, AddressClass::Private),
+    (v4(100, 64, 0, 0), 10, AddressClass::SharedCgnat),
+    (v4(127, 0, 0, 0), 8, AddressClass::Loopback),
+    (v4(169, 254, 0, 0), 16, AddressClass::LinkLocal),
+    (v4(172, 16, 0, 0), 12, AddressClass::Private),
+    (v4(192, 0, 0, 0), 24, AddressClass::Reserved),
+    (v4(192, 0, 2, 0), 24, AddressClass::Documentation),
+    (v4(192, 88, 99, 0), 24, AddressClass::Reserved),
+    (v4(192, 168, 0, 0), 16, AddressClass::Private),
+    (v4(198, 18, 0, 0), 15, AddressClass::Benchmark),
+    (v4(198, 51, 100, 0), 24, AddressClass::Documentation),
+    (v4(203, 0, 113, 0), 24, AddressClass::Documentation),
+    (v4(224, 0, 0, 0), 4, AddressClass::Multicast),
+    (v4(240, 0, 0, 0), 4, AddressClass::Reserved),
+];
+
+const fn v6(s: [u16; 8]) -> u128 {
+    let mut out = 0u128;
+    let mut i = 0;
+    while i < 8 {
+        out = (out << 16) | s[i] as u128;
+        i += 1;
+    }
+    out
+}
+
+/// Refused IPv6 ranges; the first match names the class. Embeddings whose
+/// verdict depends on the IPv4 inside (NAT64, 6to4, Teredo) are in [`classify`].
+const V6_RANGES: &[(u128, u8, AddressClass)] = &[
+    (
+        v6([0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254]),
+        128,
+        AddressClass::Metadata,
+    ),
+    (0, 128, AddressClass::Unspecified),
+    (1, 128, AddressClass::Loopback),
+    (
+        v6([0, 0, 0, 0, 0, 0xffff, 0, 0]),
+        96,
+        AddressClass::Ipv4Mapped,
+    ),
+    (
+        v6([0, 0, 0, 0, 0xffff, 0, 0, 0]),
+        96,
+        AddressClass::Ipv4Mapped,
+    ),
+    (0, 96, AddressClass::Ipv4Compatible),
+    (
+        v6([0x64, 0xff9b, 1, 0, 0, 0, 0, 0]),
+        48,
+        AddressClass::Nat64,
+    ),
+    (v6([0x100, 0, 0, 0, 0, 0, 0, 0]), 64, AddressClass::Reserved),
+    (
+        v6([0x2001, 2, 0, 0, 0, 0, 0, 0]),
+        48,
+        AddressClass::Benchmark,
+    ),
+    (
+        v6([0x2001, 0x10, 0, 0, 0, 0, 0, 0]),
+        28,
+        AddressClass::Reserved,
+    ),
+    (
+        v6([0x2001, 0x20, 0, 0, 0, 0, 0, 0]),
+        28,
+        AddressClass::Reserved,
+    ),
+    (
+        v6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0]),
+        32,
+        AddressClass::Documentation,
+    ),
+    (
+        v6([0x3fff, 0, 0, 0, 0, 0, 0, 0]),
+        20,
+        AddressClass::Documentation,
+    ),
+    (v6([0xfc00, 0, 0, 0, 0, 0, 0, 0]), 7, AddressClass::Private),
+    (
+        v6([0xfe80, 0, 0, 0, 0, 0, 0, 0]),
+        10,
+        AddressClass::LinkLocal,
+    ),
+    (v6([0xfec0, 0, 0, 0, 0, 0, 0, 0]), 10, AddressClass::Private),
+    (
+        v6([0xff00, 0, 0, 0, 0, 0, 0, 0]),
+        8,
+        AddressClass::Multicast,
+    ),
+];
+
+/// The class of a special-purpose address, or `None` for an ordinary
+/// (globally routed) one.
+pub fn classify(addr: IpAddr) -> Option<AddressClass> {
+    match addr {
+        IpAddr::V4(ip) => classify_v4(ip),
+        IpAddr::V6(ip) => classify_v6(ip),
+    }
+}
+
+fn classify_v4(ip: Ipv4Addr) -> Option<AddressClass> {
+    V4_RANGES
+        .iter()
+        .find(|(net, prefix, _)| in_v4(ip, *net, *prefix))
+        .map(|(_, _, class)| *class)
+}
+
+fn classify_v6(ip: Ipv6Addr) -> Option<AddressClass> {
+    if let Some((_, _, class)) = V6_RANGES
+        .iter()
+        .find(|(net, prefix, _)| in_v6(ip, *net, *prefix))
+    {
+        return Some(*class);
+    }
+    let refused = |v4: Ipv4Addr| classify_v4(v4).is_some();
+    let bits = u128::from(ip);
+    if in_v6(ip, v6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0]), 96) && refused(low32(bits)) {
+        return Some(AddressClass::Nat64);
+    }
+    if in_v6(ip, v6([0x2002, 0, 0, 0, 0, 0, 0, 0]), 16) && refused(sixtofour_v4(bits)) {
+        return Some(AddressClass::SixToFour);
+    }
+    if in_v6(ip, v6([0x2001, 0, 0, 0, 0, 0, 0, 0]), 32) {
+        let (server, client) = teredo_v4(bits);
+        if refused(server) || refused(client) {
+            return Some(AddressClass::Teredo);
+        }
+    }
+    None
+}
+
+fn low32(bits: u128) -> Ipv4Addr {
+    // Truncation keeps the low 32 bits, which is the point.
+    Ipv4Addr::from(bits as u32)
+}
+
+/// The IPv4 address in bits 16..48 of a 6to4 address.
+fn sixtofour_v4(bits: u128) -> Ipv4Addr {
+    Ipv4Addr::from((bits >> 80) as u32)
+}
+
+/// A Teredo address's server (bits 32..64) and client (last 32 bits, inverted).
+fn teredo_v4(bits: u128) -> (Ipv4Addr, Ipv4Addr) {
+    (
+        Ipv4Addr::from((bits >> 64) as u32),
+        Ipv4Addr::from(!(bits as u32)),
+    )
+}
+
+/// Every IPv4 address an IPv6 address may stand for: mapped, translated,
+/// compatible, NAT64 (well-known prefix), 6to4 and Teredo forms.
+pub fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
+    let bits = u128::from(ip);
+    let mut out = Vec::new();
+    let low_forms = [
+        (v6([0, 0, 0, 0, 0, 0xffff, 0, 0]), 96),
+        (v6([0, 0, 0, 0, 0xffff, 0, 0, 0]), 96),
+        (0, 96),
+        (v6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0]), 96),
+    ];
+    if low_forms.iter().any(|(net, p)| in_v6(ip, *net, *p)) && bits > 1 {
+        out.push(low32(bits));
+    }
+    if in_v6(ip, v6([0x2002, 0, 0, 0, 0, 0, 0, 0]), 16) {
+        out.push(sixtofour_v4(bits));
+    }
+    if in_v6(ip, v6([0x2001, 0, 0, 0, 0, 0, 0, 0]), 32) {
+        let (server, client) = teredo_v4(bits);
+        out.push(server);
+        out.push(client);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(n: &str) -> Target {
+        Target::Name(n.to_string())
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    fn rule(s: &str) -> HostRule {
+        parse_rule(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    fn src(n: &str) -> Source {
+        Source::Flag(n.to_string())
+    }
+
+    fn policy(allow: &[&str], deny: &[&str]) -> HostPolicy {
+        HostPolicy {
+            allow: allow
+                .iter()
+                .map(|r| Sourced::new(rule(r), src("--allow-domain")))
+                .collect(),
+            deny: deny
+                .iter()
+                .map(|r| Sourced::new(rule(r), src("--deny-domain")))
+                .collect(),
+            ..HostPolicy::default()
+        }
+    }
+
+    fn reason(v: &Verdict) -> Option<DenyReason> {
+        match v {
+            Verdict::Deny { reason, .. } => Some(*reason),
+            Verdict::Allow { .. } => None,
+        }
+    }
+
+    // ---- normalize
+
+    #[test]
+    fn names_are_normalised() {
+        for (given, want) in [
+            ("example.com", "example.com"),
+            ("Example.COM", "example.com"),
+            ("example.com.", "example.com"),
+            ("API.GitHub.com.", "api.github.com"),
+            ("Bücher.example", "xn--bcher-kva.example"),
+            ("BÜCHER.example", "xn--bcher-kva.example"),
+            ("xn--bcher-kva.example", "xn--bcher-kva.example"),
+            ("XN--BCHER-KVA.example", "xn--bcher-kva.example"),
+            ("ｅｘａｍｐｌｅ.com", "example.com"),
+            ("example。com", "example.com"),
+            ("faß.de", "xn--fa-hia.de"),
+            ("localhost", "localhost"),
+            ("r3---sn-abc.googlevideo.com", "r3---sn-abc.googlevideo.com"),
+            ("0x7f.example.com", "0x7f.example.com"),
+            ("127.0.0.1.nip.io", "127.0.0.1.nip.io"),
+            ("a1.b2", "a1.b2"),
+        ] {
+            assert_eq!(normalize(given), Ok(name(want)), "{given}");
+        }
+        let label = "a".repeat(63);
+        let long = format!("{label}.{label}.{label}.{}", "b".repeat(61));
+        assert_eq!(long.len(), 253);
+        assert_eq!(normalize(&long), Ok(name(&long)));
+        assert_eq!(normalize(&format!("{long}.")), Ok(name(&long)));
+    }
+
+    #[test]
+    fn bad_names_are_refused() {
+        let label64 = "a".repeat(64);
+        let too_long = format!(
+            "{}.{}.{}.{}",
+            "a".repeat(63),
+            "a".repeat(63),
+            "a".repeat(63),
+            "b".repeat(62)
+        );
+        assert_eq!(too_long.len(), 254);
+        for bad in [
+            "",
+            ".",
+            "..",
+            "example.com..",
+            ".example.com",
+            "a..b",
+            &label64,
+            &too_long,
+            "exa mple.com",
+            "ex_ample.com",
+            "example.com/",
+            "user@example.com",
+            "example.com:443",
+            "-example.com",
+            "example-.com",
+            "ex\u{0}ample.com",
+            "example.com\n",
+            "xn--zz.com",
+            "xn--.com",
+            "%65xample.com",
+            "*.example.com",
+            "[example.com]",
+            "[1.2.3.4]",
+            "[::1",
+            "::1]",
+            "[fe80::1%eth0]",
+            "fe80::1%eth0",
+            "\u{202e}moc.elpmaxe",
+        ] {
+            let got = normalize(bad);
+            assert!(got.is_err(), "{bad:?} gave {got:?}");
+            assert!(got.unwrap_err().to_string().starts_with("invalid host "));
+        }
+        assert!(normalize(&"a".repeat(5000)).is_err());
+    }
+
+    #[test]
+    fn ip_literals() {
+        for (given, want) in [
+            ("127.0.0.1", "127.0.0.1"),
+            ("127.0.0.1.", "127.0.0.1"),
+            ("0.0.0.0", "0.0.0.0"),
+            ("255.255.255.255", "255.255.255.255"),
+            ("10.0.0.1", "10.0.0.1"),
+            ("::1", "::1"),
+            ("[::1]", "::1"),
+            ("[2001:DB8::1]", "2001:db8::1"),
+            ("::ffff:127.0.0.1", "::ffff:127.0.0.1"),
+            ("[::ffff:7f00:1]", "::ffff:127.0.0.1"),
+            ("１２７.０.０.１", "127.0.0.1"),
+        ] {
+            assert_eq!(normalize(given), Ok(Target::Ip(ip(want))), "{given}");
+        }
+    }
+
+    #[test]
+    fn ambiguous_numeric_forms_are_refused() {
+        for bad in [
+            "0x7f.1",
+            "0x7f000001",
+            "0X7F000001",
+            "2130706433",
+            "127.1",
+            "127.0.1",
+            "0177.0.0.1",
+            "127.0.0.01",
+            "00.0.0.0",
+            "127.0.0.1..",
+            "1.2.3.4.5",
+            "256.0.0.1",
+            "0x7f.0.0.1",
+            "127.0.0.0x1",
+            "example.123",
+            "example.0x10",
+            "example.0x",
+            "1",
+            "0",
+            "::ffff:0177.0.0.1",
+        ] {
+            let got = normalize(bad);
+            assert!(got.is_err(), "{bad:?} gave {got:?}");
+        }
+        let msg = normalize("0x7f.1").unwrap_err().to_string();
+        assert!(msg.contains("ambiguous"), "{msg}");
+    }
+
+    #[test]
+    fn target_forms() {
+        assert_eq!(name("a.com").with_port(443), "a.com:443");
+        assert_eq!(Target::Ip(ip("::1")).with_port(80), "[::1]:80");
+        assert_eq!(Target::Ip(ip("1.2.3.4")).with_port(80), "1.2.3.4:80");
+        assert_eq!(Target::Ip(ip("::1")).to_string(), "::1");
+        assert!(name(HOST_INTERNAL).is_host_internal());
+        assert!(normalize("HOST.cordon.internal.")
+            .unwrap()
+            .is_host_internal());
+        assert!(!name("x.cordon.internal").is_host_internal());
+    }
+
+    // ---- rules
+
+    #[test]
+    fn rules_parse_to_canonical_forms() {
+        for (given, want) in [
+            ("api.github.com", "api.github.com"),
+            ("API.GitHub.com.", "api.github.com"),
+            ("*.example.com", "*.example.com"),
+            ("*.Bücher.example", "*.xn--bcher-kva.example"),
+            ("*.co.uk", "*.co.uk"),
+            ("example.com:8443", "example.com:8443"),
+            ("*.example.com:8443", "*.example.com:8443"),
+            ("1.2.3.4", "1.2.3.4"),
+            ("1.2.3.4:80", "1.2.3.4:80"),
+            ("::1", "::1"),
+            ("[::1]", "::1"),
+            ("[::1]:8080", "[::1]:8080"),
+            ("10.0.0.0/8", "10.0.0.0/8"),
+            ("10.0.0.0/8:5432", "10.0.0.0/8:5432"),
+            ("fd00::/8", "fd00::/8"),
+            ("[fd00::/8]:443", "[fd00::/8]:443"),
+            ("1.2.3.4/32", "1.2.3.4/32"),
+            ("host.cordon.internal:5432", "host.cordon.internal:5432"),
+            ("HOST.cordon.internal.:5432", "host.cordon.internal:5432"),
+            ("localhost", "localhost"),
+        ] {
+            assert_eq!(rule(given).to_string(), want, "{given}");
+            assert_eq!(rule(want), rule(given), "{want} round trip");
+        }
+        assert_eq!(rule("example.com").port(), None);
+        assert_eq!(rule("example.com:8443").port(), Some(8443));
+        assert_eq!(
+            rule("*.example.com").pattern(),
+            &HostPattern::Subdomains("example.com".into())
+        );
+        assert_eq!(
+            rule("host.cordon.internal:1").pattern(),
+            &HostPattern::HostInternal
+        );
+        assert_eq!(
+            rule("10.0.0.0/8").pattern(),
+            &HostPattern::Cidr(Cidr::new(ip("10.0.0.0"), 8).unwrap())
+        );
+    }
+
+    #[test]
+    fn bad_rules_are_refused_with_reasons() {
+        for (bad, why) in [
+            ("", "empty pattern"),
+            ("*", "`*` alone is not allowed"),
+            ("*.", "empty host"),
+            ("*.*.example.com", "only one leading"),
+            ("a.*.com", "a wildcard may only be a leading `*.`"),
+            ("*example.com", "a wildcard may only be a leading `*.`"),
+            ("**.example.com", "a wildcard may only be a leading `*.`"),
+            ("example.*", "a wildcard may only be a leading `*.`"),
+            ("*.com", "at least two labels"),
+            ("*.com.", "at least two labels"),
+            ("*.1.2.3.4", "not IP addresses"),
+            ("host.cordon.internal", "needs a port"),
+            ("cordon.internal", "reserved"),
+            ("db.cordon.internal:5432", "reserved"),
+            ("*.cordon.internal", "reserved"),
+            ("example.com:0", "is not a TCP port"),
+            ("example.com:65536", "is not a TCP port"),
+            ("example.com:", "is not a TCP port"),
+            ("example.com:http", "is not a TCP port"),
+            ("example.com:+80", "is not a TCP port"),
+            ("[::1]:", "is not a TCP port"),
+            ("[::1]x", "expected `:PORT`"),
+            ("[fd00::]/8:443", "expected `:PORT`"),
+            ("[::1", "unbalanced"),
+            ("::1]", "unbalanced"),
+            ("[1.2.3.4]", "brackets are for IPv6 only"),
+            ("[1.2.3.0/24]", "brackets are for IPv6 only"),
+            ("[example.com]:80", "brackets are for IPv6 only"),
+            ("10.0.0.1/8", "host bits are set; did you mean 10.0.0.0/8?"),
+            ("fd00::1/8", "did you mean fd00::/8?"),
+            ("10.0.0.0/33", "longer than 32 bits"),
+            ("::/129", "longer than 128 bits"),
+            ("0.0.0.0/0", "/0 range"),
+            ("::/0", "/0 range"),
+            ("10.0.0.0/", "prefix length must be a number"),
+            ("10.0.0.0/x", "prefix length must be a number"),
+            ("10/8", "a range must be an IP address"),
+            ("example.com/8", "a range must be an IP address"),
+            ("0x7f.1", "ambiguous"),
+            ("2130706433", "ambiguous"),
+            ("0177.0.0.1:80", "ambiguous"),
+            ("exa mple.com", "spaces"),
+            ("ex_ample.com", "not a valid host name"),
+            ("fe80::1%eth0", "not an IPv6 address"),
+        ] {
+            let err = parse_rule(bad).expect_err(bad).to_string();
+            assert!(
+                err.starts_with(&format!("invalid host pattern {bad:?}: ")),
+                "{bad:?}: {err}"
+            );
+            assert!(err.contains(why), "{bad:?}: {err} lacks {why:?}");
+        }
+    }
+
+    #[test]
+    fn cidr_containment() {
+        let c = Cidr::new(ip("10.0.0.0"), 8).unwrap();
+        assert!(c.contains(ip("10.255.1.2")));
+        assert!(!c.contains(ip("11.0.0.0")));
+        assert!(!c.contains(ip("::ffff:10.0.0.1")));
+        let c6 = Cidr::new(ip("fd00::"), 8).unwrap();
+        assert!(c6.contains(ip("fd12::1")));
+        assert!(!c6.contains(ip("fe00::1")));
+        assert!(!c6.contains(ip("10.0.0.1")));
+        assert!(Cidr::new(ip("1.2.3.4"), 32)
+            .unwrap()
+            .contains(ip("1.2.3.4")));
+        assert_eq!(c.addr(), ip("10.0.0.0"));
+        assert_eq!(c.prefix(), 8);
+    }
+
+    // ---- decide
+
+    #[test]
+    fn nothing_is_allowed_by_default() {
+        let p = HostPolicy::default();
+        assert_eq!(p.ports.value, vec![80, 443]);
+        assert_eq!(
+            p.decide(&name("example.com"), 443),
+            Verdict::Deny {
+                reason: DenyReason::NotAllowed,
+                rule: None,
+                source: None
+            }
+        );
+        assert_eq!(
+            reason(&p.decide(&Target::Ip(ip("1.1.1.1")), 443)),
+            Some(DenyReason::IpLiteral)
+        );
+        assert_eq!(
+            reason(&p.decide(&name(HOST_INTERNAL), 5432)),
+            Some(DenyReason::HostInternal)
+        );
+    }
+
+    #[test]
+    fn exact_and_wildcard() {
+        let p = policy(&["api.github.com", "*.example.com"], &[]);
+        assert_eq!(
+            p.decide(&name("api.github.com"), 443),
+            Verdict::Allow {
+                rule: "api.github.com".into(),
+                source: src("--allow-domain")
+            }
+        );
+        assert!(!p.decide(&name("github.com"), 443).is_allowed());
+        assert!(!p.decide(&name("x.api.github.com"), 443).is_allowed());
+        assert!(p.decide(&name("a.example.com"), 443).is_allowed());
+        assert!(p.decide(&name("a.b.example.com"), 80).is_allowed());
+        // The apex is not a subdomain of itself.
+        assert_eq!(
+            reason(&p.decide(&name("example.com"), 443)),
+            Some(DenyReason::NotAllowed)
+        );
+        assert!(!p.decide(&name("badexample.com"), 443).is_allowed());
+        assert!(!p.decide(&name("example.com.evil.net"), 443).is_allowed());
+        // Names never match IP literals, and vice versa.
+        assert_eq!(
+            reason(&p.decide(&Target::Ip(ip("140.82.112.5")), 443)),
+            Some(DenyReason::IpLiteral)
+        );
+    }
+
+    #[test]
+    fn normalised_inputs_match() {
+        let p = policy(&["Bücher.example", "api.github.com"], &[]);
+        for host in [
+            "xn--bcher-kva.example",
+            "BÜCHER.example.",
+            "API.GITHUB.COM.",
+        ] {
+            let t = normalize(host).unwrap();
+            assert!(p.decide(&t, 443).is_allowed(), "{host}");
+        }
+    }
+
+    #[test]
+    fn deny_beats_allow() {
+        let p = policy(
+            &[
+                "*.example.com",
+                "example.com",
+                "10.0.0.0/8:5432",
+                "a.test:8080",
+            ],
+            &[
+                "secret.example.com",
+                "*.internal.example.com",
+                "10.1.0.0/16",
+                "a.test:8080",
+            ],
+        );
+        assert!(p.decide(&name("www.example.com"), 443).is_allowed());
+        assert!(p.decide(&name("example.com"), 443).is_allowed());
+        let v = p.decide(&name("secret.example.com"), 443);
+        assert_eq!(
+            v,
+            Verdict::Deny {
+                reason: DenyReason::DeniedByRule,
+                rule: Some("secret.example.com".into()),
+                source: Some(src("--deny-domain"))
+            }
+        );
+        assert_eq!(
+            reason(&p.decide(&name("x.internal.example.com"), 443)),
+            Some(DenyReason::DeniedByRule)
+        );
+        // A wildcard deny leaves the apex alone.
+        assert!(p.decide(&name("internal.example.com"), 443).is_allowed());
+        assert!(p.decide(&Target::Ip(ip("10.2.0.1")), 5432).is_allowed());
+        assert_eq!(
+            reason(&p.decide(&Target::Ip(ip("10.1.2.3")), 5432)),
+            Some(DenyReason::DeniedByRule)
+        );
+        // A deny rule with a port denies only that port.
+        assert_eq!(
+            reason(&p.decide(&name("a.test"), 8080)),
+            Some(DenyReason::DeniedByRule)
+        );
+        // Deny rules also see through IPv6 forms of a denied IPv4 address.
+        let q = policy(&["::/8", "2002::/16", "64:ff9b::/96"], &["10.1.0.0/16"]);
+        for literal in [
+            "::ffff:10.1.2.3",
+            "2002:0a01:0203::1",
+            "64:ff9b::a01:203",
+            "::10.1.2.3",
+        ] {
+            assert_eq!(
+                reason(&q.decide(&Target::Ip(ip(literal)), 443)),
+                Some(DenyReason::DeniedByRule),
+                "{literal}"
+            );
+        }
+    }
+
+    #[test]
+    fn ports() {
+        let mut p = policy(
+            &["example.com", "alt.example.com:8443", "*.svc.test:9000"],
+            &[],
+        );
+        assert!(p.decide(&name("example.com"), 80).is_allowed());
+        assert!(p.decide(&name("example.com"), 443).is_allowed());
+        assert_eq!(
+            p.decide(&name("example.com"), 22),
+            Verdict::Deny {
+                reason: DenyReason::Port,
+                rule: Some("example.com".into()),
+                source: Some(src("--allow-domain"))
+            }
+        );
+        // A rule with a port allows exactly that port, whatever `ports` says.
+        assert!(p.decide(&name("alt.example.com"), 8443).is_allowed());
+        assert_eq!(
+            reason(&p.decide(&name("alt.example.com"), 443)),
+            Some(DenyReason::Port)
+        );
+        assert!(p.decide(&name("a.svc.test"), 9000).is_allowed());
+        assert!(!p.decide(&name("a.svc.test"), 443).is_allowed());
+        // Configured ports replace the defaults.
+        p.ports = Sourced::new(vec![443, 8080], src("--x"));
+        assert!(!p.decide(&name("example.com"), 80).is_allowed());
+        assert!(p.decide(&name("example.com"), 8080).is_allowed());
+        // Two rules for one host: any that admits the port wins.
+        let q = policy(&["example.com:8443", "example.com"], &[]);
+        assert!(q.decide(&name("example.com"), 443).is_allowed());
+        assert!(q.decide(&name("example.com"), 8443).is_allowed());
+    }
+
+    #[test]
+    fn ip_literals_need_ip_rules() {
+        let p = policy(
+            &["127.0.0.1:8080", "[::1]:8080", "192.0.2.0/24", "1.1.1.1"],
+            &[],
+        );
+        assert!(p.decide(&Target::Ip(ip("127.0.0.1")), 8080).is_allowed());
+        assert_eq!(
+            reason(&p.decide(&Target::Ip(ip("127.0.0.1")), 80)),
+            Some(DenyReason::Port)
+        );
+        assert!(p.decide(&Target::Ip(ip("::1")), 8080).is_allowed());
+        assert!(p.decide(&Target::Ip(ip("192.0.2.77")), 443).is_allowed());
+        assert!(p.decide(&Target::Ip(ip("1.1.1.1")), 443).is_allowed());
+        assert_eq!(
+            reason(&p.decide(&Target::Ip(ip("1.0.0.1")), 443)),
+            Some(DenyReason::IpLiteral)
+        );
+        // The mapped form is a different literal: not covered.
+        assert_eq!(
+            reason(&p.decide(&Target::Ip(ip("::ffff:127.0.0.1")), 8080)),
+            Some(DenyReason::IpLiteral)
+        );
+    }
+
+    #[test]
+    fn host_internal() {
+        let p = policy(&["host.cordon.internal:5432", "*.example.com"], &[]);
+        let hi = normalize("host.cordon.internal").unwrap();
+        assert_eq!(
+            p.decide(&hi, 5432),
+            Verdict::Allow {
+                rule: "host.cordon.internal:5432".into(),
+                source: src("--allow-domain")
+            }
+        );
+        // The default ports do not apply to it.
+        assert_eq!(reason(&p.decide(&hi, 443)), Some(DenyReason::HostInternal));
+        assert!(p.host_internal_port_allowed(5432));
+        assert!(!p.host_internal_port_allowed(5433));
+        assert_eq!(p.host_internal_ports(), vec![5432]);
+        let q = policy(
+            &["host.cordon.internal:5432"],
+            &["host.cordon.internal:5432"],
+        );
+        assert!(!q.host_internal_port_allowed(5432));
+        assert_eq!(reason(&q.decide(&hi, 5432)), Some(DenyReason::DeniedByRule));
+        assert!(HostPolicy::default().host_internal_ports().is_empty());
+    }
+
+    // ---- resolved addresses
+
+    fn refused(p: &HostPolicy, addr: &str) -> Option<DenyReason> {
+        p.check_address(ip(addr), 443, &[]).err()
+    }
+
+    #[test]
+    fn special_addresses_are_refused() {
+        use AddressClass::*;
+        let p = HostPolicy::default();
+        for (addr, class) in [
+            ("127.0.0.1", Loopback),
+            ("127.255.0.9", Loopback),
+            ("0.0.0.0", Unspecified),
+            ("0.1.2.3", Unspecified),
+            ("10.0.0.1", Private),
+            ("172.16.0.1", Private),
+            ("172.31.255.255", Private),
+            ("192.168.1.1", Private),
+            ("100.64.0.1", SharedCgnat),
+            ("100.127.255.255", SharedCgnat),
+            ("169.254.1.1", LinkLocal),
+            ("169.254.169.254", Metadata),
+            ("169.254.170.2", Metadata),
+            ("100.100.100.200", Metadata),
+            ("192.0.0.192", Metadata),
+            ("192.0.0.8", Reserved),
+            ("192.88.99.1", Reserved),
+            ("240.0.0.1", Reserved),
+            ("255.255.255.255", Broadcast),
+            ("224.0.0.1", Multicast),
+            ("239.255.255.250", Multicast),
+            ("192.0.2.1", Documentation),
+            ("198.51.100.1", Documentation),
+            ("203.0.113.1", Documentation),
+            ("198.18.0.1", Benchmark),
+            ("198.19.255.255", Benchmark),
+            ("::", Unspecified),
+            ("::1", Loopback),
+            ("fe80::1", LinkLocal),
+            ("fc00::1", Private),
+            ("fd12:3456::1", Private),
+            ("fec0::1", Private),
+            ("fd00:ec2::254", Metadata),
+            ("ff02::1", Multicast),
+            ("2001:db8::1", Documentation),
+            ("3fff::1", Documentation),
+            ("2001:2::1", Benchmark),
+            ("100::1", Reserved),
+            ("2001:10::1", Reserved),
+            // IPv4-mapped and -compatible: refused whatever they embed.
+            ("::ffff:127.0.0.1", Ipv4Mapped),
+            ("::ffff:10.0.0.1", Ipv4Mapped),
+            ("::ffff:169.254.169.254", Ipv4Mapped),
+            ("::ffff:8.8.8.8", Ipv4Mapped),
+            ("::ffff:0:127.0.0.1", Ipv4Mapped),
+            ("::127.0.0.1", Ipv4Compatible),
+            ("::10.0.0.1", Ipv4Compatible),
+            ("::8.8.8.8", Ipv4Compatible),
+            // NAT64, 6to4, Teredo: refused when the IPv4 inside is.
+            ("64:ff9b::127.0.0.1", Nat64),
+            ("64:ff9b::7f00:1", Nat64),
+            ("64:ff9b::a00:1", Nat64),
+            ("64:ff9b::a9fe:a9fe", Nat64),
+            ("64:ff9b:1::8.8.8.8", Nat64),
+            ("2002:7f00:1::1", SixToFour),
+            ("2002:a00:1::", SixToFour),
+            ("2002:a9fe:a9fe::1", SixToFour),
+            // Teredo: server 65.54.227.120, client 127.0.0.1 (inverted: 80ff:fffe).
+            ("2001:0:4136:e378:8000:63bf:80ff:fffe", Teredo),
+            // Teredo with a private server.
+            ("2001:0:a00:1::1", Teredo),
+            // Teredo with client 169.254.169.254 (inverted 5601:5601).
+            ("2001:0:4136:e378::5601:5601", Teredo),
+        ] {
+            assert_eq!(
+                refused(&p, addr),
+                Some(DenyReason::Address(class)),
+                "{addr}"
+            );
+            assert_eq!(classify(ip(addr)), Some(class), "{addr}");
+        }
+    }
+
+    #[test]
+    fn ordinary_addresses_pass() {
+        let p = HostPolicy::default();
+        for addr in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "140.82.112.3",
+            "100.63.255.255",
+            "100.128.0.0",
+            "172.15.255.255",
+            "172.32.0.0",
+            "192.169.0.1",
+            "198.20.0.1",
+            "169.253.255.255",
+            "11.0.0.1",
+            "2606:4700::1111",
+            "2a00:1450:4001::200e",
+            "64:ff9b::8.8.8.8",
+            "2002:808:808::1",
+            // Teredo: server 65.54.227.120, client 8.8.8.8 (inverted f7f7:f7f7).
+            "2001:0:4136:e378::f7f7:f7f7",
+        ] {
+            assert_eq!(refused(&p, addr), None, "{addr}");
+            assert_eq!(classify(ip(addr)), None, "{addr}");
+        }
+    }
+
+    #[test]
+    fn host_own_addresses_are_refused() {
+        let p = HostPolicy::default();
+        let own = [ip("8.8.4.4"), ip("2606:4700::6810:1")];
+        assert_eq!(
+            p.check_address(ip("8.8.4.4"), 443, &own),
+            Err(DenyReason::Address(AddressClass::HostOwn))
+        );
+        assert_eq!(
+            p.check_address(ip("2606:4700::6810:1"), 443, &own),
+            Err(DenyReason::Address(AddressClass::HostOwn))
+        );
+        assert_eq!(
+            p.check_address(ip("64:ff9b::8.8.4.4"), 443, &own),
+            Err(DenyReason::Address(AddressClass::HostOwn))
+        );
+        assert_eq!(
+            p.check_address(ip("2002:808:404::1"), 443, &own),
+            Err(DenyReason::Address(AddressClass::HostOwn))
+        );
+        assert_eq!(p.check_address(ip("8.8.8.8"), 443, &own), Ok(()));
+        // A rule naming the address re-opens it.
+        let q = policy(&["8.8.4.4"], &[]);
+        assert_eq!(q.check_address(ip("8.8.4.4"), 443, &own), Ok(()));
+    }
+
+    #[test]
+    fn allow_rules_reopen_exact_addresses_and_ranges() {
+        let p = policy(
+            &[
+                "10.0.0.0/8",
+                "127.0.0.1:8080",
+                "169.254.169.254:80",
+                "fd00::/8",
+                "[::1]:9000",
+            ],
+            &["10.9.0.0/16"],
+        );
+        assert_eq!(p.check_address(ip("10.1.2.3"), 443, &[]), Ok(()));
+        assert_eq!(
+            p.check_address(ip("10.1.2.3"), 80, &[ip("10.1.2.3")]),
+            Ok(())
+        );
+        // A deny rule still wins, for resolved addresses too.
+        assert_eq!(
+            p.check_address(ip("10.9.1.1"), 443, &[]),
+            Err(DenyReason::DeniedByRule)
+        );
+        assert_eq!(
+            p.deny_rule_for(&Target::Ip(ip("10.9.1.1")), 443)
+                .map(|r| r.value.to_string()),
+            Some("10.9.0.0/16".to_string())
+        );
+        // Port-scoped: 127.0.0.1 only on 8080.
+        assert_eq!(p.check_address(ip("127.0.0.1"), 8080, &[]), Ok(()));
+        assert_eq!(
+            p.check_address(ip("127.0.0.1"), 443, &[]),
+            Err(DenyReason::Address(AddressClass::Loopback))
+        );
+        assert_eq!(p.check_address(ip("169.254.169.254"), 80, &[]), Ok(()));
+        assert_eq!(p.check_address(ip("fd12::1"), 443, &[]), Ok(()));
+        assert_eq!(p.check_address(ip("::1"), 9000, &[]), Ok(()));
+        // Neighbours stay closed.
+        assert_eq!(
+            p.check_address(ip("172.16.0.1"), 443, &[]),
+            Err(DenyReason::Address(AddressClass::Private))
+        );
+        assert_eq!(
+            p.check_address(ip("169.254.170.2"), 80, &[]),
+            Err(DenyReason::Address(AddressClass::Metadata))
+        );
+        // An IPv4 rule does not re-open its mapped or NAT64 forms.
+        assert_eq!(
+            p.check_address(ip("::ffff:10.1.2.3"), 443, &[]),
+            Err(DenyReason::Address(AddressClass::Ipv4Mapped))
+        );
+        assert_eq!(
+            p.check_address(ip("64:ff9b::a01:203"), 443, &[]),
+            Err(DenyReason::Address(AddressClass::Nat64))
+        );
+        // Name rules never re-open addresses.
+        let q = policy(&["localhost"], &[]);
+        assert!(q.decide(&name("localhost"), 80).is_allowed());
+        assert_eq!(
+            q.check_address(ip("127.0.0.1"), 80, &[]),
+            Err(DenyReason::Address(AddressClass::Loopback))
+        );
+    }
+
+    #[test]
+    fn embedded_forms() {
+        let v6 = |s: &str| s.parse::<Ipv6Addr>().unwrap();
+        let v4 = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+        assert_eq!(embedded_v4(v6("::ffff:1.2.3.4")), vec![v4("1.2.3.4")]);
+        assert_eq!(embedded_v4(v6("64:ff9b::1.2.3.4")), vec![v4("1.2.3.4")]);
+        assert_eq!(embedded_v4(v6("::1.2.3.4")), vec![v4("1.2.3.4")]);
+        assert_eq!(embedded_v4(v6("2002:102:304::")), vec![v4("1.2.3.4")]);
+        assert_eq!(
+            embedded_v4(v6("2001:0:4136:e378:8000:63bf:3fff:fdd2")),
+            vec![v4("65.54.227.120"), v4("192.0.2.45")]
+        );
+        assert!(embedded_v4(v6("::1")).is_empty());
+        assert!(embedded_v4(v6("::")).is_empty());
+        assert!(embedded_v4(v6("2606:4700::1")).is_empty());
+    }
+
+    // ---- hints
+
+    #[test]
+    fn hints_name_the_flag_and_the_toml_line() {
+        let p = HostPolicy::default();
+        let h = p.denial_hint(&name("example.com"), 443, DenyReason::NotAllowed);
+        assert!(
+            h.contains("cordon run --allow-domain example.com ..."),
+            "{h}"
+        );
+        assert!(h.contains(r#"[network] allow = ["example.com"]"#), "{h}");
+
+        let h = p.denial_hint(&name("example.com"), 8443, DenyReason::NotAllowed);
+        assert!(h.contains("--allow-domain example.com:8443 ..."), "{h}");
+        assert!(h.contains(r#"allow = ["example.com:8443"]"#), "{h}");
+
+        let h = p.denial_hint(&name("example.com"), 22, DenyReason::Port);
+        assert!(h.contains("--allow-domain example.com:22"), "{h}");
+        assert!(h.contains("[network] ports = [80, 443, 22]"), "{h}");
+
+        let h = p.denial_hint(&Target::Ip(ip("2001:db8::1")), 8080, DenyReason::IpLiteral);
+        assert!(h.contains("--allow-domain '[2001:db8::1]:8080' ..."), "{h}");
+        assert!(h.contains(r#"allow = ["[2001:db8::1]:8080"]"#), "{h}");
+        let h = p.denial_hint(&Target::Ip(ip("2606:4700::1")), 443, DenyReason::IpLiteral);
+        assert!(h.contains("--allow-domain '[2606:4700::1]' ..."), "{h}");
+        assert_eq!(rule("[2606:4700::1]").to_string(), "2606:4700::1");
+
+        let h = p.denial_hint(
+            &Target::Ip(ip("10.0.0.5")),
+            443,
+            DenyReason::Address(AddressClass::Private),
+        );
+        assert!(h.contains("--allow-domain 10.0.0.5 ..."), "{h}");
+
+        for (target, reason) in [
+            (name("localhost"), DenyReason::NotAllowed),
+            (Target::Ip(ip("127.0.0.1")), DenyReason::IpLiteral),
+            (
+                Target::Ip(ip("127.0.0.1")),
+                DenyReason::Address(AddressClass::Loopback),
+            ),
+            (name(HOST_INTERNAL), DenyReason::HostInternal),
+        ] {
+            let h = p.denial_hint(&target, 5432, reason);
+            assert!(
+                h.contains("--allow-domain host.cordon.internal:5432 ...")
+                    && h.contains(r#"allow = ["host.cordon.internal:5432"]"#),
+                "{target}: {h}"
+            );
+        }
+
+        let h = p.denial_hint(&name("a.com"), 443, DenyReason::DeniedByRule);
+        assert!(h.contains("deny beats allow"), "{h}");
+
+        // Every hinted rule parses back.
+        for port in [80, 443, 8443] {
+            for t in [
+                name("example.com"),
+                Target::Ip(ip("1.2.3.4")),
+                Target::Ip(ip("2606:4700::1")),
+            ] {
+                let h = p.denial_hint(&t, port, DenyReason::NotAllowed);
+                let start = h.find("allow = [\"").unwrap() + 10;
+                let end = start + h[start..].find('"').unwrap();
+                let r = rule(&h[start..end]);
+                let mut q = HostPolicy::default();
+                q.allow.push(Sourced::new(r, Source::Builtin));
+                assert!(q.decide(&t, port).is_allowed(), "{h}");
+            }
+        }
+    }
+
+    #[test]
+    fn verdicts_serialise_for_audit() {
+        let v = Verdict::Deny {
+            reason: DenyReason::Address(AddressClass::Metadata),
+            rule: None,
+            source: None,
+        };
+        let j = serde_json::to_value(&v).unwrap();
+        assert_eq!(j["verdict"], "deny");
+        assert_eq!(j["reason"]["kind"], "address");
+        assert_eq!(j["reason"]["class"], "metadata");
+        let p = policy(&["*.example.com:8443"], &[]);
+        let j = serde_json::to_value(&p).unwrap();
+        assert_eq!(j["allow"][0]["value"], "*.example.com:8443");
+        assert_eq!(j["ports"]["value"], serde_json::json!([80, 443]));
+        assert_eq!(
+            DenyReason::Address(AddressClass::Loopback).to_string(),
+            "the address is a loopback address"
+        );
+    }
+}

@@ -1,0 +1,15 @@
+//! The network door. [`host`] decides which destinations the proxy may
+//! connect to (pure policy logic); [`proxy`] is the HTTP and SOCKS5 proxy
+//! that asks it before every connection; [`serve`] runs the proxy for one
+//! sandbox; [`inside`] is what the sandbox sees (ports, environment).
+
+pub mod gate;
+pub mod host;
+pub mod inside;
+pub mod proxy;
+pub mod serve;
+
+pub use host::{
+    normalize, parse_rule, AddressClass, Cidr, DenyReason, HostError, HostPattern, HostPolicy,
+    HostRule, Target, Verdict, HOST_INTERNAL,
+};

@@ -1,0 +1,699 @@
+//! Red-team regression tests: attacks on the boundary, each run as root and
+//! as an unprivileged uid. Some are attacks the sandbox stops (they must
+//! keep failing); the others are holes found in review and fail until
+//! cordon closes them (each says what it plants and how it would run code
+//! or reach the host later).
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+
+const GIT: &str = "git -c user.name=x -c user.email=x@y -c commit.gpgsign=false";
+
+fn line<'a>(out: &'a Output, label: &str) -> &'a str {
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
+        .unwrap_or("<missing>")
+}
+
+/// A python script that tries each (label, statement) and prints
+/// `label: OK` or `label: ERR <errno>`.
+fn py_tries(prelude: &str, cases: &[(&str, String)]) -> String {
+    let mut s = format!("import os, errno, ctypes, socket, fcntl\n{prelude}\n");
+    for (label, stmt) in cases {
+        s.push_str(&format!(
+            "try:\n    {stmt}\n    print('{label}: OK')\nexcept OSError as e:\n    print('{label}: ERR', errno.errorcode.get(e.errno, e.errno))\n"
+        ));
+    }
+    s
+}
+
+fn git_project(fx: &Fixture) {
+    std::fs::write(fx.project.join("file.txt"), "one\n").unwrap();
+    chown_tree(&fx.project, fx.mode);
+    fx.host_git(&fx.project, &["init", "-q"]);
+    fx.host_git(&fx.project, &["add", "."]);
+    fx.host_git(&fx.project, &["commit", "-q", "-m", "init"]);
+}
+
+/// Runs `git status` on the host as the mode's uid in `dir`, the way the
+/// user would after the agent is done (success not required).
+fn host_git_status(fx: &Fixture, dir: &Path) {
+    let _ = fx
+        .host_cmd("git")
+        .args(["status", "--short"])
+        .current_dir(dir)
+        .output();
+}
+
+// ---------------------------------------------------------------------------
+// Holes: these fail until cordon closes them.
+
+/// HOLE (critical): `.git/commondir` is not protected. Git reads it in
+/// every repository and then takes `config` and `hooks/` from the
+/// directory it names, so the sandbox points it at a directory of its own
+/// whose config sets `core.fsmonitor`: the user's next `git status` on the
+/// host runs the sandbox's command.
+#[test]
+fn git_commondir_cannot_redirect_config_and_hooks() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        git_project(&fx);
+        let marker = fx.outside.join(format!("pwned-commondir-{}", fx.token));
+        let script = format!(
+            "mkdir -p evil && cp -r .git/refs .git/objects .git/HEAD evil/ && \
+             printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {m}; false\"\\n' > evil/config && \
+             ( echo ../evil > .git/commondir ) 2>/dev/null && echo 'commondir: OPEN' || echo 'commondir: refused'\n",
+            m = marker.display()
+        );
+        let out = fx.sandbox().sh(&script);
+        host_git_status(&fx, &fx.project);
+        assert!(
+            !marker.exists(),
+            "{mode:?}: host `git status` ran a command planted through .git/commondir: {out:#?}"
+        );
+        assert!(
+            !fx.project.join(".git/commondir").exists(),
+            "{mode:?}: .git/commondir planted: {out:#?}"
+        );
+    });
+}
+
+/// HOLE (high): a git repository the sandbox creates in a subdirectory
+/// is not protected (only repositories that exist when the run starts
+/// are). `cd src && git status` on the host -- or an editor scanning for
+/// nested repositories -- then runs its `core.fsmonitor`.
+#[test]
+fn repo_created_inside_project_does_not_run_code_on_host() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        git_project(&fx);
+        std::fs::create_dir(fx.project.join("src")).unwrap();
+        chown(&fx.project.join("src"), mode);
+        let marker = fx.outside.join(format!("pwned-nested-{}", fx.token));
+        let script = format!(
+            "cd src && git init -q && git config core.fsmonitor 'touch {}; false' && echo planted",
+            marker.display()
+        );
+        let out = fx.sandbox().sh(&script);
+        host_git_status(&fx, &fx.project.join("src"));
+        assert!(
+            !marker.exists(),
+            "{mode:?}: host `git status` in src/ ran the sandbox's fsmonitor: {out:#?}"
+        );
+    });
+}
+
+/// A protected name that is a symlink cannot be mounted over, so the
+/// sandbox could replace the link (or write through a dangling one):
+/// cordon must refuse to run, naming the link, or the writes must fail.
+#[test]
+fn protected_name_that_is_a_symlink_cannot_be_replaced() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        git_project(&fx);
+        let p = &fx.project;
+        std::fs::write(p.join("envrc.real"), "export OK=1\n").unwrap();
+        std::os::unix::fs::symlink("envrc.real", p.join(".envrc")).unwrap();
+        std::fs::create_dir(p.join("githooks")).unwrap();
+        std::fs::remove_dir_all(p.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink("../githooks", p.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink("mcp-missing.json", p.join(".mcp.json")).unwrap();
+        chown_tree(p, mode);
+        let script = "( rm -f .envrc && echo 'touch /tmp/x' > .envrc ) 2>/dev/null && echo 'envrc: OPEN' || echo 'envrc: refused'\n\
+            ( rm -f .git/hooks && mkdir .git/hooks && echo evil > .git/hooks/pre-commit ) 2>/dev/null && echo 'hooks: OPEN' || echo 'hooks: refused'\n\
+            ( echo '{\"mcpServers\":{}}' > .mcp.json ) 2>/dev/null && echo 'mcp: OPEN' || echo 'mcp: refused'\n";
+        let out = fx.sandbox().sh(script);
+        let meta = |rel: &str| p.join(rel).symlink_metadata().unwrap().file_type();
+        assert!(
+            meta(".envrc").is_symlink() && meta(".git/hooks").is_symlink(),
+            "{mode:?}: protected symlinks replaced: {out:#?}"
+        );
+        assert!(
+            !p.join("mcp-missing.json").exists(),
+            "{mode:?}: written through dangling protected link .mcp.json: {out:#?}"
+        );
+        if out.code == 125 {
+            assert!(out.stderr.contains("is a symlink"), "{mode:?}: {out:#?}");
+        } else {
+            for l in ["envrc", "hooks", "mcp"] {
+                assert_eq!(line(&out, l), "refused", "{mode:?}: {out:#?}");
+            }
+        }
+    });
+}
+
+/// HOLE (high): pathname UNIX sockets on the host are reachable (Landlock
+/// ABI < 9 does not cover them, seccomp allows AF_UNIX, and the mount view
+/// keeps /run). A root caller appears as uid 0 to the listener (docker.sock,
+/// systemd's private socket, the D-Bus system bus); a user reaches their
+/// session bus, systemd --user and ssh-agent. Here: a world-writable socket
+/// in a host directory.
+#[test]
+#[ignore = "open hole on Landlock ABI < 9: a socket outside /run and $XDG_RUNTIME_DIR stays connectable; the network-door issue closes it"]
+fn host_pathname_unix_socket_is_unreachable() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let path = fx.outside.join("host.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (g, s) = (got.clone(), stop.clone());
+        let server = std::thread::spawn(move || {
+            use std::io::Read;
+            // One last look after `stop`, for a connection made just before.
+            let mut last = false;
+            while !last {
+                last = s.load(std::sync::atomic::Ordering::SeqCst);
+                match listener.accept() {
+                    Ok((mut c, _)) => {
+                        let _ = c.set_nonblocking(false);
+                        let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+                        let mut buf = [0u8; 64];
+                        if let Ok(n) = c.read(&mut buf) {
+                            g.lock().unwrap().extend_from_slice(&buf[..n]);
+                        }
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        });
+        let script = py_tries(
+            "",
+            &[(
+                "connect",
+                format!(
+                    "s = socket.socket(socket.AF_UNIX); s.connect({:?}); s.sendall(b'from-sandbox'); s.close()",
+                    path.to_str().unwrap()
+                ),
+            )],
+        );
+        let out = fx.sandbox().py(&script);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        server.join().unwrap();
+        let received = String::from_utf8_lossy(&got.lock().unwrap()).into_owned();
+        assert!(
+            line(&out, "connect").starts_with("ERR"),
+            "{mode:?}: host UNIX socket reachable (listener got {received:?}): {out:#?}"
+        );
+        assert!(
+            received.is_empty(),
+            "{mode:?}: host listener got {received:?}"
+        );
+    });
+}
+
+/// HOLE (medium): `protect` names in an untrusted project cordon.toml
+/// (narrowing, so no trust needed) are joined to the project without
+/// resolving symlinks; through a symlinked directory in the repository,
+/// cordon (maybe as root) creates placeholder files and directories
+/// anywhere on the host for the duration of the run.
+#[test]
+fn untrusted_protect_name_cannot_create_files_outside_the_project() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        std::os::unix::fs::symlink("../outside", fx.project.join("l")).unwrap();
+        std::fs::write(
+            fx.project.join("cordon.toml"),
+            "[files]\nprotect = [\"l/planted-dir/\", \"l/planted-parent/file\"]\n",
+        )
+        .unwrap();
+        chown_tree(&fx.project, mode);
+        let probe = format!(
+            "ls -A {} | sed 's/^/outside: /'; echo done",
+            fx.outside.display()
+        );
+        let out = fx.sandbox().sh(&probe);
+        assert!(
+            !out.stdout.contains("planted"),
+            "{mode:?}: cordon created placeholders outside the project: {out:#?}"
+        );
+        assert!(!fx.outside.join("planted-dir").exists());
+        assert!(!fx.outside.join("planted-parent").exists());
+    });
+}
+
+/// HOLE (medium): the project lock is per project directory, but
+/// placeholders are shared between runs whose projects nest. Run A (the
+/// outer project) creates `sub/.vscode` for the nested repository; run B
+/// (project `sub`) mounts that same placeholder read-only. When A ends it
+/// is the sole user of *its* lock and removes the directory, which detaches
+/// B's mount: B's command then creates `.vscode/tasks.json` for good.
+#[test]
+fn placeholder_shared_by_nested_projects_is_not_removed_under_a_live_run() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        git_project(&fx);
+        let sub = fx.project.join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        chown(&sub, mode);
+        fx.host_git(&sub, &["init", "-q"]);
+        // A waits until B is up, then ends.
+        let a = fx.sandbox().spawn(&[
+            "sh",
+            "-c",
+            "while [ ! -e sub/b-ready ]; do sleep 0.05; done",
+        ]);
+        assert!(
+            wait_until(Duration::from_secs(30), || sub.join(".vscode").exists()),
+            "run A never created its placeholder"
+        );
+        let b_script = "touch b-ready; i=0; while [ $i -lt 200 ]; do \
+             if ( mkdir -p .vscode/d && echo '{}' > .vscode/tasks.json ) 2>/dev/null; then echo 'vscode: OPEN'; exit 0; fi; \
+             i=$((i+1)); sleep 0.05; done; echo 'vscode: refused'";
+        let b = fx
+            .sandbox()
+            .project(&sub)
+            .cwd(&sub)
+            .spawn(&["sh", "-c", b_script]);
+        let a_out = a.wait();
+        let b_out = b.wait();
+        assert_eq!(a_out.code, 0, "{mode:?}: {a_out:#?}");
+        assert!(
+            !sub.join(".vscode/tasks.json").exists(),
+            "{mode:?}: B planted .vscode/tasks.json after A removed the shared placeholder: {b_out:#?}"
+        );
+        assert_eq!(line(&b_out, "vscode"), "refused", "{mode:?}: {b_out:#?}");
+    });
+}
+
+/// HOLE (medium, policy coverage): configuration files that developer
+/// tools execute from the project without being asked -- rust-analyzer
+/// runs `cargo check` on open (`.cargo/config.toml` sets
+/// `build.rustc-wrapper`; `rust-toolchain.toml` can name a toolchain
+/// `path`), Cursor starts the servers in `.cursor/mcp.json` (the twin of
+/// the protected `.mcp.json`), every `yarn` runs `yarnPath` from
+/// `.yarnrc.yml` -- are writable.
+#[test]
+fn tool_configs_that_run_code_are_protected() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        git_project(&fx);
+        let attempts = [
+            (
+                "cargo-config",
+                "mkdir -p .cargo && printf '[build]\\nrustc-wrapper = \"./x\"\\n' > .cargo/config.toml",
+            ),
+            (
+                "rust-toolchain",
+                "printf '[toolchain]\\npath = \"./tc\"\\n' > rust-toolchain.toml",
+            ),
+            (
+                "cursor-mcp",
+                "mkdir -p .cursor && echo '{}' > .cursor/mcp.json",
+            ),
+            ("yarnrc", "echo 'yarnPath: ./x.js' > .yarnrc.yml"),
+        ];
+        let mut script = String::new();
+        for (label, cmd) in attempts {
+            script.push_str(&format!(
+                "( {cmd} ) 2>/dev/null && echo '{label}: OPEN' || echo '{label}: refused'\n"
+            ));
+        }
+        let out = fx.sandbox().sh(&script);
+        let open: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter(|l| l.ends_with(": OPEN"))
+            .collect();
+        assert!(
+            open.is_empty(),
+            "{mode:?}: code-running tool configs writable: {open:?}"
+        );
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Attacks the sandbox stops today (regressions).
+
+/// Ways around a read-only bind of a protected path: hard links (EXDEV
+/// across the bind), rename over it or of its pinned parents (EBUSY), an
+/// O_TMPFILE linked in, re-opening an O_PATH descriptor for writing
+/// through /proc/self/fd, `git config --file`, `truncate`.
+#[test]
+fn protected_paths_resist_link_rename_and_fd_tricks() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        git_project(&fx);
+        let nested = fx.project.join("pkg");
+        std::fs::create_dir(&nested).unwrap();
+        chown(&nested, mode);
+        fx.host_git(&nested, &["init", "-q"]);
+        let cfg_before = std::fs::read(fx.project.join(".git/config")).unwrap();
+        let cases: Vec<(&str, String)> = vec![
+            ("hardlink-config", "os.link('.git/config', 'cfg-link')".into()),
+            (
+                "rename-over-config",
+                "open('evil', 'w').write('x'); os.rename('evil', '.git/config')".into(),
+            ),
+            ("rename-git", "os.rename('.git', 'git-moved')".into()),
+            ("rename-hooks", "os.rename('.git/hooks', '.git/h2')".into()),
+            ("rename-nested", "os.rename('pkg', 'pkg-moved')".into()),
+            (
+                "rename-nested-git",
+                "os.rename('pkg/.git', 'pkg/git-moved')".into(),
+            ),
+            (
+                "tmpfile-link",
+                "fd = os.open('.git/hooks', os.O_TMPFILE | os.O_WRONLY, 0o755); os.write(fd, b'#!/bin/sh\\n'); os.link('/proc/self/fd/%d' % fd, '.git/hooks/pre-commit')".into(),
+            ),
+            (
+                "opath-reopen",
+                "fd = os.open('.git/config', os.O_PATH); os.close(os.open('/proc/self/fd/%d' % fd, os.O_WRONLY | os.O_APPEND))".into(),
+            ),
+            (
+                "truncate",
+                "os.truncate('.git/config', 0)".into(),
+            ),
+            (
+                "symlink-into-hooks",
+                "os.symlink('/bin/true', '.git/hooks/post-checkout')".into(),
+            ),
+            (
+                "rmdir-placeholder",
+                "os.rmdir('.vscode')".into(),
+            ),
+            (
+                "nested-hook",
+                "open('pkg/.git/hooks/pre-commit', 'w').write('x')".into(),
+            ),
+            (
+                "nested-config",
+                "open('pkg/.git/config', 'a').write('x')".into(),
+            ),
+        ];
+        let mut script = py_tries("", &cases);
+        script.push_str(&format!(
+            "import subprocess\nr = subprocess.run('{GIT} config --file .git/config core.hooksPath /tmp', shell=True, capture_output=True)\nprint('git-config-file:', 'OK' if r.returncode == 0 else 'ERR')\n"
+        ));
+        let out = fx.sandbox().py(&script);
+        for l in [
+            "hardlink-config",
+            "rename-over-config",
+            "rename-git",
+            "rename-hooks",
+            "rename-nested",
+            "rename-nested-git",
+            "tmpfile-link",
+            "opath-reopen",
+            "truncate",
+            "symlink-into-hooks",
+            "rmdir-placeholder",
+            "nested-hook",
+            "nested-config",
+            "git-config-file",
+        ] {
+            assert!(
+                line(&out, l).starts_with("ERR"),
+                "{mode:?}: {l} got through: {out:#?}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(fx.project.join(".git/config")).unwrap(),
+            cfg_before,
+            "{mode:?}"
+        );
+        assert!(!fx.project.join(".vscode").exists(), "{mode:?}: leftover");
+        assert!(
+            !fx.project.join(".git/hooks/pre-commit").exists(),
+            "{mode:?}"
+        );
+    });
+}
+
+/// The process door from the inside: init's /proc files, other processes'
+/// memory, namespaces (also through raw clone and x32 syscall numbers,
+/// which seccompiler's arch check does not cover), the mount API,
+/// io_uring, TIOCSTI with the upper bits set, kernel knobs, cgroups.
+#[test]
+fn process_escapes_are_refused() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        // The guard keeps these calls from ever running on the host (e.g.
+        // against a fake cordon): inside, the command's parent is init.
+        let prelude = "import sys\n\
+            if os.getppid() != 1: sys.exit('not inside a sandbox: refusing to run host-affecting probes')\n\
+            libc = ctypes.CDLL(None, use_errno=True)\n\
+            libc.syscall.restype = ctypes.c_long\n\
+            def sc(*a):\n\
+            \x20   r = libc.syscall(*[ctypes.c_long(x) if isinstance(x, int) else x for x in a])\n\
+            \x20   if r < 0: raise OSError(ctypes.get_errno(), 'syscall')\n\
+            \x20   return r\n\
+            CLONE_NEWUSER = 0x10000000\n";
+        let cases: Vec<(&str, String)> = vec![
+            ("init-root", "os.listdir('/proc/1/root/')".into()),
+            ("init-cwd", "os.readlink('/proc/1/cwd')".into()),
+            ("init-environ", "open('/proc/1/environ', 'rb').read()".into()),
+            ("init-mem", "open('/proc/1/mem', 'rb').close()".into()),
+            (
+                "init-fd",
+                "os.close(os.open('/proc/1/fd/%s' % sorted(os.listdir('/proc/1/fd'))[-1], os.O_RDONLY))".into(),
+            ),
+            ("unshare-user", "sc(272, CLONE_NEWUSER)".into()),
+            ("unshare-mnt", "sc(272, 0x20000)".into()),
+            ("clone-newuser", "r = sc(56, CLONE_NEWUSER | 17, 0, 0, 0, 0)\n    if r == 0: os._exit(0)".into()),
+            ("x32-unshare", "sc(0x40000000 | 272, CLONE_NEWUSER)".into()),
+            ("x32-ptrace", "sc(0x40000000 | 521, 16, 1, 0, 0)".into()),
+            ("setns", "sc(308, os.open('/proc/self/ns/mnt', os.O_RDONLY), 0)".into()),
+            ("ptrace-attach", "sc(101, 16, 1, 0, 0)".into()),
+            (
+                "process_vm_readv",
+                "sc(310, 1, 0, 0, 0, 0, 0)".into(),
+            ),
+            ("io_uring", "sc(425, 4, ctypes.create_string_buffer(256))".into()),
+            ("open_tree", "sc(428, -100, b'/', 1 | 0x80000)".into()),
+            ("fsopen", "sc(430, b'tmpfs', 0)".into()),
+            ("mount", "sc(165, b'none', b'/tmp', b'tmpfs', 0, 0)".into()),
+            ("bpf", "sc(321, 0, 0, 0)".into()),
+            ("keyctl", "sc(250, 0, -3, 0)".into()),
+            ("userfaultfd", "sc(323, 0)".into()),
+            ("tiocsti-hibits", "sc(16, 0, 0x100005412, b'x')".into()),
+            ("netlink", "socket.socket(16, socket.SOCK_RAW, 0)".into()),
+            ("packet", "socket.socket(17, socket.SOCK_RAW, 0)".into()),
+            ("vsock", "socket.socket(40, socket.SOCK_STREAM, 0)".into()),
+            ("core_pattern", "os.close(os.open('/proc/sys/kernel/core_pattern', os.O_WRONLY))".into()),
+            ("core_pattern-via-root", "os.close(os.open('/proc/%d/root/proc/sys/kernel/core_pattern' % os.getpid(), os.O_WRONLY))".into()),
+            ("cgroup-procs", "os.close(os.open('/sys/fs/cgroup/cgroup.procs' if os.path.exists('/sys/fs/cgroup/cgroup.procs') else '/sys/fs/cgroup/unified/cgroup.procs', os.O_WRONLY))".into()),
+            ("oom-adj", "open('/proc/self/oom_score_adj', 'w').write('-1000')".into()),
+            ("kill-init", "os.kill(1, 9); import time; time.sleep(0.2); os.kill(1, 0); raise OSError(errno.EPERM, 'init survived')".into()),
+            ("sandbox-ok", "open('/tmp/ok', 'w').write('x')".into()),
+        ];
+        let out = fx.sandbox().py(&py_tries(prelude, &cases));
+        assert_eq!(line(&out, "sandbox-ok"), "OK", "{mode:?}: {out:#?}");
+        for (l, _) in &cases {
+            if *l == "sandbox-ok" {
+                continue;
+            }
+            assert!(
+                line(&out, l).starts_with("ERR"),
+                "{mode:?}: {l} was not refused: {out:#?}"
+            );
+        }
+        // The command survived killing init: SIGKILL from inside is ignored.
+        out.ok();
+    });
+}
+
+/// A 32-bit syscall (int 0x80) from inside: seccompiler's arch check
+/// kills the process instead of letting the i386 table bypass the filter.
+#[test]
+fn int80_syscalls_are_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("i.c");
+    std::fs::write(
+        &src,
+        "int main(void){long r; __asm__ volatile(\"int $0x80\":\"=a\"(r):\"a\"(310L),\"b\"(0x10000000L):\"memory\"); return r == 0 ? 0 : 3;}\n",
+    )
+    .unwrap();
+    let Ok(st) = std::process::Command::new("cc")
+        .arg("-static")
+        .arg("-o")
+        .arg(dir.path().join("i"))
+        .arg(&src)
+        .status()
+    else {
+        eprintln!("skipped: no C compiler");
+        return;
+    };
+    if !st.success() {
+        eprintln!("skipped: cannot build a static binary");
+        return;
+    }
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let bin = fx.project.join("i");
+        std::fs::copy(dir.path().join("i"), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        chown(&bin, mode);
+        let out = fx.sandbox().run(&["./i"]);
+        // SIGSYS (31): killed by the filter, not EPERM and not success.
+        assert_eq!(out.code, 128 + 31, "{mode:?}: {out:#?}");
+    });
+}
+
+/// Nothing outlives the sandbox: a double-forked, setsid'ed daemon that
+/// ignores SIGHUP is gone once cordon returns.
+#[test]
+fn daemonised_process_does_not_outlive_cordon() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let tag = format!("9{}", &fx.token[..6]);
+        let tag_num: u64 = u64::from_str_radix(&tag, 16).unwrap() % 100000 + 100000;
+        let sleep_arg = format!("{tag_num}.{}", mode.uid() % 7 + 1);
+        let script = format!(
+            "setsid sh -c 'trap \"\" HUP; (sleep {sleep_arg} </dev/null >/dev/null 2>&1 &) ' ; sleep 0.2; echo started"
+        );
+        let out = fx.sandbox().sh(&script);
+        out.ok();
+        let gone = wait_until(Duration::from_secs(5), || {
+            host_pids_with_cmdline(&format!("sleep {sleep_arg}")).is_empty()
+        });
+        let left = host_pids_with_cmdline(&format!("sleep {sleep_arg}"));
+        for pid in &left {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        assert!(gone, "{mode:?}: daemon survived cordon: {left:?}");
+    });
+}
+
+/// /dev/shm is a second writable tmpfs: it is size-capped too.
+#[test]
+fn dev_shm_is_size_capped() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let script = py_tries(
+            "",
+            &[(
+                "fill",
+                "f = open('/dev/shm/fill', 'wb')\n    [f.write(b'\\0' * (1 << 20)) for _ in range(64)]\n    f.flush(); f.close()".into(),
+            )],
+        );
+        let out = fx.sandbox().arg("--max-tmp").arg("8M").py(&script);
+        assert_eq!(line(&out, "fill"), "ERR ENOSPC", "{mode:?}: {out:#?}");
+    });
+}
+
+/// Denied files stay unreadable through the paths a process can take
+/// around a mount: /proc/self/root, /proc/1/root, a hard link, and their
+/// content never appears in /proc/self/mountinfo.
+#[test]
+fn denied_files_unreadable_through_proc_and_links() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let key = fx.home.join(".ssh/id_rsa");
+        let k = key.to_str().unwrap();
+        let cases: Vec<(&str, String)> = vec![
+            ("direct", format!("open({k:?}).read()")),
+            (
+                "self-root",
+                format!("open('/proc/self/root' + {k:?}).read()"),
+            ),
+            ("init-root", format!("open('/proc/1/root' + {k:?}).read()")),
+            ("hardlink", format!("os.link({k:?}, 'idlink')")),
+            (
+                "openat-dirfd",
+                format!(
+                    "os.close(os.open({:?}, os.O_RDONLY, dir_fd=os.open('/', os.O_PATH)))",
+                    k.trim_start_matches('/')
+                ),
+            ),
+        ];
+        let mut script = py_tries("", &cases);
+        script.push_str("print('mountinfo-bytes:', len(open('/proc/self/mountinfo').read()))\n");
+        let out = fx.sandbox().py(&script);
+        let canary = fx.canary(".ssh/id_rsa");
+        assert!(!out.has(&canary), "{mode:?}: canary leaked: {out:#?}");
+        for (l, _) in &cases {
+            assert!(line(&out, l).starts_with("ERR"), "{mode:?}: {l}: {out:#?}");
+        }
+    });
+}
+
+/// An untrusted project cordon.toml cannot widen through a symlink to a
+/// file that was trusted elsewhere, through `..` in protect names, or by
+/// a "narrowing" key that in fact widens (deny_read of the whole root).
+#[test]
+fn untrusted_project_policy_tricks_are_refused() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        // A trusted policy somewhere else that widens...
+        let trusted = fx.outside.join("cordon.toml");
+        std::fs::write(
+            &trusted,
+            format!(
+                "[files]\nallow_write = [{:?}]\n",
+                fx.outside.to_str().unwrap()
+            ),
+        )
+        .unwrap();
+        chown_tree(&fx.outside, mode);
+        fx.sandbox().subcommand("trust").arg(&trusted).run(&[]).ok();
+        // ...borrowed by the project through a symlink.
+        std::os::unix::fs::symlink(&trusted, fx.project.join("cordon.toml")).unwrap();
+        chown_tree(&fx.project, mode);
+        let out = fx.sandbox().sh(&format!(
+            "echo x > {}/borrowed && echo 'write: OPEN'",
+            fx.outside.display()
+        ));
+        assert!(!out.has("write: OPEN"), "{mode:?}: {out:#?}");
+        assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
+        assert!(!fx.outside.join("borrowed").exists());
+
+        std::fs::remove_file(fx.project.join("cordon.toml")).unwrap();
+        std::fs::write(
+            fx.project.join("cordon.toml"),
+            "[files]\nprotect = [\"../outside/x\"]\n",
+        )
+        .unwrap();
+        chown_tree(&fx.project, mode);
+        let out = fx.sandbox().sh("echo ran");
+        assert_eq!(out.code, 125, "{mode:?}: `..` accepted: {out:#?}");
+        assert!(!fx.outside.join("x").exists());
+    });
+}
+
+/// Loopback TCP of the sandbox's own netns works for nothing outside:
+/// the host's listeners are in another namespace, and Landlock refuses
+/// ports not allowed. A quick check that the supervisor's proxy design
+/// does not leak one.
+#[test]
+fn no_tcp_path_to_host_loopback() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        l.set_nonblocking(true).unwrap();
+        let script = py_tries(
+            "",
+            &[
+                (
+                    "tcp",
+                    format!("socket.create_connection(('127.0.0.1', {port}), timeout=3)"),
+                ),
+                (
+                    "udp",
+                    format!(
+                        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('10.0.2.2', {port}))"
+                    ),
+                ),
+            ],
+        );
+        let out = fx.sandbox().py(&script);
+        assert!(line(&out, "tcp").starts_with("ERR"), "{mode:?}: {out:#?}");
+        assert!(line(&out, "udp").starts_with("ERR"), "{mode:?}: {out:#?}");
+        assert!(
+            l.accept().is_err(),
+            "{mode:?}: host listener got a connection"
+        );
+    });
+}
