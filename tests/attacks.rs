@@ -33,14 +33,6 @@ fn py_tries(prelude: &str, cases: &[(&str, String)]) -> String {
     s
 }
 
-fn git_project(fx: &Fixture) {
-    std::fs::write(fx.project.join("file.txt"), "one\n").unwrap();
-    chown_tree(&fx.project, fx.mode);
-    fx.host_git(&fx.project, &["init", "-q"]);
-    fx.host_git(&fx.project, &["add", "."]);
-    fx.host_git(&fx.project, &["commit", "-q", "-m", "init"]);
-}
-
 /// Runs `git status` on the host as the mode's uid in `dir`, the way the
 /// user would after the agent is done (success not required).
 fn host_git_status(fx: &Fixture, dir: &Path) {
@@ -311,18 +303,8 @@ fn tool_configs_that_run_code_are_protected() {
             ),
             ("yarnrc", "echo 'yarnPath: ./x.js' > .yarnrc.yml"),
         ];
-        let mut script = String::new();
-        for (label, cmd) in attempts {
-            script.push_str(&format!(
-                "( {cmd} ) 2>/dev/null && echo '{label}: OPEN' || echo '{label}: refused'\n"
-            ));
-        }
-        let out = fx.sandbox().sh(&script);
-        let open: Vec<&str> = out
-            .stdout
-            .lines()
-            .filter(|l| l.ends_with(": OPEN"))
-            .collect();
+        let out = fx.sandbox().sh(&attempts_script(&attempts));
+        let open = open_lines(&out);
         assert!(
             open.is_empty(),
             "{mode:?}: code-running tool configs writable: {open:?}"

@@ -29,14 +29,6 @@ fn snapshot(dir: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn git_project(fx: &Fixture) {
-    std::fs::write(fx.project.join("file.txt"), "one\n").unwrap();
-    chown_tree(&fx.project, fx.mode);
-    fx.host_git(&fx.project, &["init", "-q"]);
-    fx.host_git(&fx.project, &["add", "."]);
-    fx.host_git(&fx.project, &["commit", "-q", "-m", "init"]);
-}
-
 const GIT: &str = "git -c user.name=x -c user.email=x@y -c commit.gpgsign=false";
 
 #[test]
@@ -75,11 +67,7 @@ fn git_works_but_hooks_config_and_dotfiles_are_protected() {
             "{GIT} status --short >/dev/null && echo 'status: OK'\n\
              echo two >> file.txt; {GIT} add file.txt && {GIT} commit -q -m second && echo 'commit: OK'\n"
         );
-        for (label, cmd) in attempts {
-            script.push_str(&format!(
-                "( {cmd} ) 2>/dev/null && echo '{label}: OPEN' || echo '{label}: refused'\n"
-            ));
-        }
+        script.push_str(&attempts_script(&attempts));
         script.push_str(&format!(
             "{GIT} log --oneline | wc -l | sed 's/^/commits: /'\n"
         ));
@@ -90,11 +78,7 @@ fn git_works_but_hooks_config_and_dotfiles_are_protected() {
             "{mode:?}: git commit failed: {out:#?}"
         );
         assert!(out.stdout.contains("commits: 2"), "{mode:?}: {out:#?}");
-        let open: Vec<&str> = out
-            .stdout
-            .lines()
-            .filter(|l| l.ends_with(": OPEN"))
-            .collect();
+        let open = open_lines(&out);
         assert!(
             open.is_empty(),
             "{mode:?}: persistence paths writable: {open:?}\n{out:#?}"

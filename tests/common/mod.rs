@@ -644,3 +644,31 @@ pub fn each_mode(f: impl Fn(Mode)) {
         );
     }
 }
+
+/// A committed git repository in the fixture's project, owned by the mode's uid.
+pub fn git_project(fx: &Fixture) {
+    std::fs::write(fx.project.join("file.txt"), "one\n").unwrap();
+    chown_tree(&fx.project, fx.mode);
+    fx.host_git(&fx.project, &["init", "-q"]);
+    fx.host_git(&fx.project, &["add", "."]);
+    fx.host_git(&fx.project, &["commit", "-q", "-m", "init"]);
+}
+
+/// A shell script that tries each `(label, command)` and prints
+/// `label: OPEN` if it succeeded, `label: refused` if it failed.
+pub fn attempts_script(attempts: &[(&str, &str)]) -> String {
+    attempts
+        .iter()
+        .map(|(label, cmd)| {
+            format!("( {cmd} ) 2>/dev/null && echo '{label}: OPEN' || echo '{label}: refused'\n")
+        })
+        .collect()
+}
+
+/// The `label: OPEN` lines of an [`attempts_script`] run.
+pub fn open_lines(out: &Output) -> Vec<&str> {
+    out.stdout
+        .lines()
+        .filter(|l| l.ends_with(": OPEN"))
+        .collect()
+}
