@@ -242,22 +242,23 @@ impl<G: Gate> Proxy<G> {
 
     async fn socks_client(&self, mut client: TcpStream) -> Result<(), ClientError> {
         let (host, port) = self.timed(socks_handshake(&mut client)).await?;
-        let reply = |code: u8| [5, code, 0, 1, 0, 0, 0, 0, 0, 0];
         let dest = match self.gate.check_destination(&host, port) {
             Ok(dest) => dest,
             Err(_) => {
-                client.write_all(&reply(SOCKS_NOT_ALLOWED)).await?;
+                client.write_all(&socks_reply(SOCKS_NOT_ALLOWED)).await?;
                 return Ok(());
             }
         };
         let mut upstream = match self.connect(&dest, &host, port).await {
             Ok(s) => s,
             Err(_) => {
-                client.write_all(&reply(SOCKS_HOST_UNREACHABLE)).await?;
+                client
+                    .write_all(&socks_reply(SOCKS_HOST_UNREACHABLE))
+                    .await?;
                 return Ok(());
             }
         };
-        client.write_all(&reply(0)).await?;
+        client.write_all(&socks_reply(SOCKS_SUCCEEDED)).await?;
         tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
         Ok(())
     }
@@ -269,10 +270,16 @@ enum Kind {
     Socks,
 }
 
+const SOCKS_SUCCEEDED: u8 = 0x00;
 const SOCKS_NOT_ALLOWED: u8 = 0x02;
 const SOCKS_HOST_UNREACHABLE: u8 = 0x04;
 const SOCKS_COMMAND_NOT_SUPPORTED: u8 = 0x07;
 const SOCKS_ATYP_NOT_SUPPORTED: u8 = 0x08;
+
+/// A SOCKS5 reply with `code` and an unspecified IPv4 bound address.
+fn socks_reply(code: u8) -> [u8; 10] {
+    [5, code, 0, 1, 0, 0, 0, 0, 0, 0]
+}
 
 fn upstream_denial(host: &str, port: u16, why: &str) -> Denial {
     Denial {
@@ -440,7 +447,6 @@ async fn socks_handshake<S: AsyncRead + AsyncWrite + Unpin>(
     s.write_all(&[5, 0]).await?;
     let mut req = [0u8; 4];
     s.read_exact(&mut req).await?;
-    let refuse = |code| [5, code, 0, 1, 0, 0, 0, 0, 0, 0];
     if req[0] != 5 {
         return Err(ClientError::Malformed("bad SOCKS request"));
     }
@@ -464,7 +470,7 @@ async fn socks_handshake<S: AsyncRead + AsyncWrite + Unpin>(
                 .map_err(|_| ClientError::Malformed("SOCKS name is not UTF-8"))?
         }
         _ => {
-            s.write_all(&refuse(SOCKS_ATYP_NOT_SUPPORTED)).await?;
+            s.write_all(&socks_reply(SOCKS_ATYP_NOT_SUPPORTED)).await?;
             return Err(ClientError::Malformed("SOCKS address type"));
         }
     };
@@ -472,7 +478,8 @@ async fn socks_handshake<S: AsyncRead + AsyncWrite + Unpin>(
     s.read_exact(&mut port).await?;
     if req[1] != 1 {
         // BIND and UDP ASSOCIATE open doors the allowlist cannot check.
-        s.write_all(&refuse(SOCKS_COMMAND_NOT_SUPPORTED)).await?;
+        s.write_all(&socks_reply(SOCKS_COMMAND_NOT_SUPPORTED))
+            .await?;
         return Err(ClientError::Malformed("SOCKS command other than CONNECT"));
     }
     Ok((host, u16::from_be_bytes(port)))

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::policy::defaults::{GIT_DIR_PROTECTED, WORKTREE_PROTECTED};
 use crate::policy::{PathPattern, Policy};
 
 /// Why the file view could not be planned or built.
@@ -58,9 +59,15 @@ pub struct Placeholder {
 }
 
 impl Placeholder {
+    /// A placeholder found on disk (left by a killed run, or another's).
     fn held(path: PathBuf, kind: Kind) -> Placeholder {
-        let lock = std::fs::File::open(&path)
-            .ok()
+        let file = std::fs::File::open(&path).ok();
+        Placeholder::locked(path, kind, file)
+    }
+
+    /// Takes the shared lock through `file`, opened on `path`.
+    fn locked(path: PathBuf, kind: Kind, file: Option<std::fs::File>) -> Placeholder {
+        let lock = file
             .and_then(|f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockShared).ok())
             .map(PlaceholderLock);
         Placeholder { path, kind, lock }
@@ -133,8 +140,8 @@ const PROC_MASKED: &[&str] = &[
 /// matter beneath a writable bind.
 const REPLACED: &[&str] = &["/proc", "/dev", "/tmp"];
 
-/// Inside a git dir: what runs or redirects code later.
-use crate::policy::defaults::{GIT_DIR_PROTECTED, WORKTREE_PROTECTED};
+/// The name a repository the sandbox created is moved to.
+const QUARANTINE: &str = ".git.cordon-quarantine";
 
 /// Where host daemons keep their UNIX sockets; hidden from the sandbox.
 const SOCKET_DIRS: &[&str] = &["/run", "/var/run"];
@@ -294,8 +301,6 @@ impl FileView {
             for name in &names {
                 view.protect(root, name, &mut read_only, &mut pins)?;
             }
-        }
-        for root in &roots {
             let git_dir = root.join(".git");
             if git_dir.is_dir() && !git_dir.is_symlink() {
                 for name in GIT_DIR_PROTECTED {
@@ -419,21 +424,22 @@ impl FileView {
             std::fs::create_dir(&dir).map_err(err)?;
             self.placeholders.push(Placeholder::held(dir, Kind::Dir));
         }
-        match kind {
-            Kind::Dir => std::fs::create_dir(path).map_err(err)?,
+        // One descriptor serves to fill, mark and lock the placeholder.
+        let file = match kind {
+            Kind::Dir => std::fs::create_dir(path).and_then(|()| std::fs::File::open(path)),
             Kind::File => {
                 use std::io::Write;
                 std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)
                     .open(path)
-                    .and_then(|mut f| f.write_all(placeholder_content(path)))
-                    .map_err(err)?;
+                    .and_then(|mut f| f.write_all(placeholder_content(path)).map(|()| f))
             }
         }
-        mark_placeholder(path).map_err(err)?;
+        .map_err(err)?;
+        file.set_modified(placeholder_mtime()).map_err(err)?;
         self.placeholders
-            .push(Placeholder::held(path.to_path_buf(), kind));
+            .push(Placeholder::locked(path.to_path_buf(), kind, Some(file)));
         Ok(())
     }
 
@@ -444,7 +450,7 @@ impl FileView {
             let _ = match p.kind {
                 Kind::Dir => std::fs::remove_dir(&p.path),
                 Kind::File => match p.path.metadata() {
-                    Ok(m) if m.len() == placeholder_content(&p.path).len() as u64 => {
+                    Ok(m) if holds_placeholder_content(&p.path, &m) => {
                         std::fs::remove_file(&p.path)
                     }
                     _ => Ok(()),
@@ -468,17 +474,13 @@ impl FileView {
             if self.git_entries_at_start.contains(&entry) {
                 continue;
             }
-            let aside = entry.with_file_name(".git.cordon-quarantine");
-            let aside = (0..)
-                .map(|n| {
-                    if n == 0 {
-                        aside.clone()
-                    } else {
-                        aside.with_extension(format!("cordon-quarantine-{n}"))
-                    }
+            let free = (0u32..)
+                .map(|n| match n {
+                    0 => entry.with_file_name(QUARANTINE),
+                    n => entry.with_file_name(format!("{QUARANTINE}-{n}")),
                 })
-                .find(|p| p.symlink_metadata().is_err())
-                .unwrap_or(aside);
+                .find(|p| p.symlink_metadata().is_err());
+            let Some(aside) = free else { continue };
             if std::fs::rename(&entry, &aside).is_ok() {
                 moved.push((entry, aside));
             }
@@ -684,10 +686,6 @@ fn placeholder_mtime() -> std::time::SystemTime {
     std::time::UNIX_EPOCH + std::time::Duration::from_secs(1)
 }
 
-fn mark_placeholder(path: &Path) -> io::Result<()> {
-    std::fs::File::open(path)?.set_modified(placeholder_mtime())
-}
-
 fn is_stale_placeholder(path: &Path, meta: &std::fs::Metadata) -> bool {
     if meta.modified().ok() != Some(placeholder_mtime()) {
         return false;
@@ -695,8 +693,13 @@ fn is_stale_placeholder(path: &Path, meta: &std::fs::Metadata) -> bool {
     if meta.is_dir() {
         std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
     } else {
-        meta.is_file() && meta.len() == placeholder_content(path).len() as u64
+        holds_placeholder_content(path, meta)
     }
+}
+
+/// Whether the file at `path` still holds only what cordon put there.
+fn holds_placeholder_content(path: &Path, meta: &std::fs::Metadata) -> bool {
+    meta.is_file() && meta.len() == placeholder_content(path).len() as u64
 }
 
 /// What a placeholder file holds: nothing, except `commondir`, which git
@@ -1079,12 +1082,18 @@ mod tests {
         let mine = dir.path().join("mine");
         let theirs = dir.path().join("theirs");
         std::fs::write(&mine, "").unwrap();
-        mark_placeholder(&mine).unwrap();
+        std::fs::File::open(&mine)
+            .unwrap()
+            .set_modified(placeholder_mtime())
+            .unwrap();
         std::fs::write(&theirs, "").unwrap();
         assert!(is_stale_placeholder(&mine, &mine.metadata().unwrap()));
         assert!(!is_stale_placeholder(&theirs, &theirs.metadata().unwrap()));
         std::fs::write(&mine, "user wrote here").unwrap();
-        mark_placeholder(&mine).unwrap();
+        std::fs::File::open(&mine)
+            .unwrap()
+            .set_modified(placeholder_mtime())
+            .unwrap();
         assert!(!is_stale_placeholder(&mine, &mine.metadata().unwrap()));
     }
 }

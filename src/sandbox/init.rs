@@ -131,35 +131,12 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
     } else {
         &[HTTP_PORT, SOCKS_PORT]
     };
-    match landlock::restrict(plan.view, &plan.tcp_ports, connect_only) {
-        Ok(_) => {}
-        Err(e) if plan.degraded.contains(&Layer::Landlock) => {
-            let _ = channel.send(
-                &Message::Degraded {
-                    layer: Layer::Landlock,
-                    what: e.to_string(),
-                },
-                &[],
-            );
-        }
-        Err(e) => return Err(fail(Layer::Landlock, e)),
-    }
+    let landlocked = landlock::restrict(plan.view, &plan.tcp_ports, connect_only);
+    degrade_or_fail(plan, channel, Layer::Landlock, landlocked)?;
     drop_capabilities()
         .map_err(|e| fail(Layer::Namespaces, format!("dropping capabilities: {e}")))?;
-    let filters = seccomp::compile().and_then(|f| seccomp::install(&f).map(|_| f));
-    match filters {
-        Ok(_) => {}
-        Err(e) if plan.degraded.contains(&Layer::Seccomp) => {
-            let _ = channel.send(
-                &Message::Degraded {
-                    layer: Layer::Seccomp,
-                    what: e.to_string(),
-                },
-                &[],
-            );
-        }
-        Err(e) => return Err(fail(Layer::Seccomp, e)),
-    }
+    let filtered = seccomp::compile().and_then(|f| seccomp::install(&f));
+    degrade_or_fail(plan, channel, Layer::Seccomp, filtered)?;
     let (master, slave) = match pty {
         Some((m, s)) => (Some(m), Some(s)),
         None => (None, None),
@@ -186,6 +163,25 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
     nix::sys::prctl::set_dumpable(false)
         .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
     Ok(slave)
+}
+
+/// A layer that could not be applied fails set-up, unless the user allowed
+/// running without it: then the supervisor is told, to warn.
+fn degrade_or_fail<T, E: std::fmt::Display>(
+    plan: &InitPlan<'_>,
+    channel: &Channel,
+    layer: Layer,
+    result: Result<T, E>,
+) -> Result<(), Failure> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if plan.degraded.contains(&layer) => {
+            let what = e.to_string();
+            let _ = channel.send(&Message::Degraded { layer, what }, &[]);
+            Ok(())
+        }
+        Err(e) => Err(fail(layer, e)),
+    }
 }
 
 /// The proxy's listening sockets, created on the sandbox's own loopback so

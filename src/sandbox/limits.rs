@@ -110,9 +110,17 @@ fn own_cgroup(controller: &str) -> Option<PathBuf> {
 /// Names of cordon's cgroups: `cordon-<supervisor pid>-<sandbox id>`.
 const CGROUP_PREFIX: &str = "cordon-";
 
-/// Removes cordon cgroups under `parent` whose supervisor is gone (killed
-/// before its clean-up ran). The kernel refuses to remove one that still
-/// holds a task, so a live sandbox is never touched.
+/// Creates the cgroup `name` under `parent`, first removing cordon cgroups
+/// there whose supervisor is gone (killed before its clean-up ran). The
+/// kernel refuses to remove one that still holds a task, so a live sandbox
+/// is never touched.
+fn create_cgroup(parent: &Path, name: &str) -> Option<PathBuf> {
+    remove_stale(parent);
+    let dir = parent.join(name);
+    std::fs::create_dir(&dir).ok()?;
+    Some(dir)
+}
+
 fn remove_stale(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
@@ -188,9 +196,7 @@ impl LimitPlan {
             // (or at the root); try, and give up quietly if refused.
             write(&parent.join("cgroup.subtree_control"), "+pids +memory").ok()?;
         }
-        remove_stale(&parent);
-        let dir = parent.join(name);
-        std::fs::create_dir(&dir).ok()?;
+        let dir = create_cgroup(&parent, name)?;
         let ok = std::fs::read_to_string(dir.join("cgroup.controllers"))
             .is_ok_and(|c| c.split_whitespace().any(|c| c == "pids"));
         if ok {
@@ -203,17 +209,9 @@ impl LimitPlan {
 
     fn try_v1(mounts: &CgroupMounts, name: &str) -> Option<Vec<PathBuf>> {
         let pids_parent = mounts.v1_pids.as_ref()?.join(own_cgroup("pids")?);
-        remove_stale(&pids_parent);
-        let pids = pids_parent.join(name);
-        std::fs::create_dir(&pids).ok()?;
-        let mut dirs = vec![pids];
+        let mut dirs = vec![create_cgroup(&pids_parent, name)?];
         if let (Some(mem), Some(own)) = (mounts.v1_memory.as_ref(), own_cgroup("memory")) {
-            let parent = mem.join(own);
-            remove_stale(&parent);
-            let dir = parent.join(name);
-            if std::fs::create_dir(&dir).is_ok() {
-                dirs.push(dir);
-            }
+            dirs.extend(create_cgroup(&mem.join(own), name));
         }
         Some(dirs)
     }

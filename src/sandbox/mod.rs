@@ -220,8 +220,10 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .as_ref()
         .map(|t| (Instant::now() + t.value, t.value));
     if !started.listeners.is_empty() {
-        let gate = crate::net::gate::PolicyGate::new(policy.network.hosts.clone());
-        crate::net::serve::spawn(started.listeners, gate).map_err(io_err("starting the proxy"))?;
+        let hosts = policy.network.hosts.clone();
+        let make_gate = move || crate::net::gate::PolicyGate::new(hosts);
+        crate::net::serve::spawn(started.listeners, make_gate)
+            .map_err(io_err("starting the proxy"))?;
     }
     let code = wait_for_init(
         init_pid,
@@ -415,10 +417,10 @@ fn command_env() -> Result<(Vec<CString>, OsString), SandboxError> {
     let mut path_var = OsString::new();
     let mut java_options = None;
     for (key, value) in std::env::vars_os() {
-        if key == "JAVA_TOOL_OPTIONS" {
+        if key == inside::JAVA_OPTIONS {
             java_options = value.to_str().map(str::to_string);
         }
-        if key == "TMPDIR" || inside::REPLACED_ENV.iter().any(|r| key == *r) {
+        if key == "TMPDIR" || inside::is_replaced(&key) {
             continue;
         }
         if key == "PATH" {
