@@ -9,24 +9,34 @@ use super::proxy::{Denial, Destination, Gate};
 pub struct PolicyGate {
     policy: HostPolicy,
     /// The host's own addresses: never reachable unless a rule names them.
-    host_addrs: Vec<IpAddr>,
+    /// Read at the first resolved name, so a run that connects nowhere
+    /// never pays for the interface dump.
+    host_addrs: std::sync::OnceLock<Vec<IpAddr>>,
 }
 
 impl PolicyGate {
     pub fn new(policy: HostPolicy) -> PolicyGate {
-        let host_addrs = nix::ifaddrs::getifaddrs()
-            .map(|addrs| {
-                addrs
-                    .filter_map(|a| a.address)
-                    .filter_map(|a| {
-                        a.as_sockaddr_in()
-                            .map(|v4| IpAddr::V4(v4.ip()))
-                            .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        PolicyGate { policy, host_addrs }
+        PolicyGate {
+            policy,
+            host_addrs: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn host_addrs(&self) -> &[IpAddr] {
+        self.host_addrs.get_or_init(|| {
+            nix::ifaddrs::getifaddrs()
+                .map(|addrs| {
+                    addrs
+                        .filter_map(|a| a.address)
+                        .filter_map(|a| {
+                            a.as_sockaddr_in()
+                                .map(|v4| IpAddr::V4(v4.ip()))
+                                .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
     }
 
     fn denial(
@@ -79,7 +89,7 @@ impl Gate for PolicyGate {
 
     fn check_address(&self, host: &str, addr: IpAddr, port: u16) -> Result<(), Denial> {
         self.policy
-            .check_address(addr, port, &self.host_addrs)
+            .check_address(addr, port, self.host_addrs())
             .map_err(|reason| {
                 let mut d = self.denial(&Target::Ip(addr), port, reason, None);
                 d.message = format!(
