@@ -46,49 +46,40 @@ pub enum Kind {
     File,
 }
 
-/// A protected path that did not exist and that cordon created empty on
-/// the host so it can be mounted read-only; removed again after the run.
+/// A protected path that did not exist and that cordon created on the
+/// host so it can be mounted read-only; removed again after the run.
+///
+/// Every protected name, directory or file, gets an empty *file*: a name
+/// that exists as a file can be created neither as a file nor as a
+/// directory. Empty placeholders on one filesystem are hard links to one
+/// inode, so a run creates and frees one inode, not one per name.
 #[derive(Debug)]
 pub struct Placeholder {
     pub path: PathBuf,
+    /// `Dir` only for a missing parent directory of a protected name.
     pub kind: Kind,
-    /// A shared lock on the placeholder, held by every run that mounts it;
-    /// it is removed only by a run that can take the lock exclusively, since
-    /// unlinking it would detach another sandbox's read-only mount.
-    lock: Option<PlaceholderLock>,
+    /// The inode, which its [`InodeLock`] guards.
+    inode: (u64, u64),
 }
 
-impl Placeholder {
-    /// A placeholder found on disk (left by a killed run, or another's).
-    fn held(path: PathBuf, kind: Kind) -> Placeholder {
-        let file = std::fs::File::open(&path).ok();
-        Placeholder::locked(path, kind, file)
-    }
-
-    /// Takes the shared lock through `file`, opened on `path`.
-    fn locked(path: PathBuf, kind: Kind, file: Option<std::fs::File>) -> Placeholder {
-        let lock = file
-            .and_then(|f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockShared).ok())
-            .map(PlaceholderLock);
-        Placeholder { path, kind, lock }
-    }
-
-    /// Whether no other run holds this placeholder.
-    fn is_ours_alone(&self) -> bool {
-        self.lock.as_ref().is_some_and(|l| {
-            l.0.relock(nix::fcntl::FlockArg::LockExclusiveNonblock)
-                .is_ok()
-        })
-    }
+/// A shared lock on a placeholder inode, held by every run that mounts a
+/// name of it. A run removes the names only if it can take the lock
+/// exclusively: unlinking one that another sandbox has mounted read-only
+/// would detach that mount and let its command create the path.
+pub struct InodeLock {
+    inode: (u64, u64),
+    lock: nix::fcntl::Flock<std::fs::File>,
 }
 
-/// The lock of a [`Placeholder`].
-pub struct PlaceholderLock(nix::fcntl::Flock<std::fs::File>);
-
-impl std::fmt::Debug for PlaceholderLock {
+impl std::fmt::Debug for InodeLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PlaceholderLock")
+        write!(f, "InodeLock({:?})", self.inode)
     }
+}
+
+fn inode_of(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }
 
 /// The resolved file view: every path absolute, canonical and existing.
@@ -109,6 +100,10 @@ pub struct FileView {
     pub pinned: Vec<PathBuf>,
     /// Protected paths created empty for this run.
     pub placeholders: Vec<Placeholder>,
+    /// One lock per placeholder inode.
+    placeholder_locks: Vec<InodeLock>,
+    /// Per filesystem (device), the empty placeholder new names link to.
+    shared_empty: Vec<(u64, PathBuf)>,
     /// The `.git` entries (directories or files) under the project when
     /// the run started; any other found afterwards was made by the sandbox.
     pub git_entries_at_start: Vec<PathBuf>,
@@ -319,6 +314,7 @@ impl FileView {
             }
         }
         read_only.extend(scan.git_files);
+        view.mark_placeholder_dirs()?;
         read_only.retain(|p| view.relevant(p) && view.is_writable(p) && !view.is_hidden(p));
         pins.retain(|p: &PathBuf| !view.writable.contains(p) && !read_only.contains(p));
         view.read_only = read_only.into_iter().collect();
@@ -348,10 +344,9 @@ impl FileView {
         read_only: &mut BTreeSet<PathBuf>,
         pins: &mut BTreeSet<PathBuf>,
     ) -> Result<(), FilesError> {
-        let (rel, kind) = match name.strip_suffix('/') {
-            Some(dir) => (dir, Kind::Dir),
-            None => (name, Kind::File),
-        };
+        // A directory name (trailing `/`) is kept from being created by a
+        // placeholder file as well as a file name is.
+        let rel = name.trim_end_matches('/');
         let path = root.join(rel);
         if !self.is_writable(&path) {
             return Ok(());
@@ -375,9 +370,29 @@ impl FileView {
             }
             Ok(meta) => {
                 if is_stale_placeholder(&path, &meta) {
-                    // Left by a run that was killed: ours to remove again.
-                    self.placeholders
-                        .push(Placeholder::held(path.clone(), kind));
+                    // Left by a run that was killed: ours to remove again,
+                    // with the directories it created for it.
+                    let stale_dirs: Vec<PathBuf> = path
+                        .ancestors()
+                        .skip(1)
+                        .take_while(|dir| *dir != root && is_marked_dir(dir))
+                        .map(Path::to_path_buf)
+                        .collect();
+                    for dir in stale_dirs.into_iter().rev() {
+                        let file =
+                            std::fs::File::open(&dir).map_err(|source| FilesError::Path {
+                                what: "cannot open placeholder",
+                                path: dir.clone(),
+                                source,
+                            })?;
+                        self.hold(dir, Kind::Dir, file)?;
+                    }
+                    let file = std::fs::File::open(&path).map_err(|source| FilesError::Path {
+                        what: "cannot open placeholder",
+                        path: path.clone(),
+                        source,
+                    })?;
+                    self.hold(path.clone(), Kind::File, file)?;
                 }
             }
             Err(_) => {
@@ -388,7 +403,7 @@ impl FileView {
                 if !parent_ok {
                     return Ok(());
                 }
-                self.create_placeholder(&path, kind)?;
+                self.create_placeholder(&path)?;
             }
         }
         let mut ancestor = path.parent();
@@ -403,7 +418,7 @@ impl FileView {
         Ok(())
     }
 
-    fn create_placeholder(&mut self, path: &Path, kind: Kind) -> Result<(), FilesError> {
+    fn create_placeholder(&mut self, path: &Path) -> Result<(), FilesError> {
         let err = |source| FilesError::Path {
             what: "cannot create placeholder",
             path: path.to_path_buf(),
@@ -420,37 +435,110 @@ impl FileView {
             missing.push(dir.to_path_buf());
             cur = dir.parent();
         }
-        for dir in missing.into_iter().rev() {
-            std::fs::create_dir(&dir).map_err(err)?;
-            self.placeholders.push(Placeholder::held(dir, Kind::Dir));
+        for dir in missing.iter().rev() {
+            let file = std::fs::create_dir(dir)
+                .and_then(|()| std::fs::File::open(dir))
+                .map_err(err)?;
+            self.hold(dir.clone(), Kind::Dir, file)?;
         }
-        // One descriptor serves to fill, mark and lock the placeholder.
-        let file = match kind {
-            Kind::Dir => std::fs::create_dir(path).and_then(|()| std::fs::File::open(path)),
-            Kind::File => {
-                use std::io::Write;
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(path)
-                    .and_then(|mut f| f.write_all(placeholder_content(path)).map(|()| f))
+        let leaf = self.create_leaf(path).map_err(err)?;
+        self.hold(path.to_path_buf(), Kind::File, leaf)?;
+        Ok(())
+    }
+
+    /// Marks the directories created for placeholders, once every entry
+    /// is in them (creating an entry changes a directory's time).
+    fn mark_placeholder_dirs(&self) -> Result<(), FilesError> {
+        for p in self.placeholders.iter().filter(|p| p.kind == Kind::Dir) {
+            std::fs::File::open(&p.path)
+                .and_then(|d| d.set_modified(placeholder_mtime()))
+                .map_err(|source| FilesError::Path {
+                    what: "cannot mark placeholder",
+                    path: p.path.clone(),
+                    source,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// The placeholder file itself: a new link to this filesystem's shared
+    /// empty inode if there is one, else a new, marked file.
+    fn create_leaf(&mut self, path: &Path) -> io::Result<std::fs::File> {
+        let content = placeholder_content(path);
+        let parent_dev = path
+            .parent()
+            .and_then(|p| p.metadata().ok())
+            .map(|m| inode_of(&m).0);
+        let shared = self
+            .shared_empty
+            .iter()
+            .find(|(dev, _)| Some(*dev) == parent_dev && content.is_empty())
+            .map(|(_, p)| p.clone());
+        if let Some(source) = shared {
+            if std::fs::hard_link(&source, path).is_ok() {
+                return std::fs::File::open(path);
             }
         }
-        .map_err(err)?;
-        file.set_modified(placeholder_mtime()).map_err(err)?;
-        self.placeholders
-            .push(Placeholder::locked(path.to_path_buf(), kind, Some(file)));
+        // One descriptor serves to fill, mark and lock the placeholder.
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        file.write_all(content)?;
+        file.set_modified(placeholder_mtime())?;
+        if let (Some(dev), true) = (parent_dev, content.is_empty()) {
+            self.shared_empty.push((dev, path.to_path_buf()));
+        }
+        Ok(file)
+    }
+
+    /// Records a placeholder, taking the shared lock on its inode through
+    /// `file` unless this run holds it already.
+    fn hold(&mut self, path: PathBuf, kind: Kind, file: std::fs::File) -> Result<(), FilesError> {
+        let meta = file.metadata().map_err(|source| FilesError::Path {
+            what: "cannot stat placeholder",
+            path: path.clone(),
+            source,
+        })?;
+        let inode = inode_of(&meta);
+        if !self.placeholder_locks.iter().any(|l| l.inode == inode) {
+            let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockShared).map_err(
+                |(_, e)| FilesError::Path {
+                    what: "cannot lock placeholder",
+                    path: path.clone(),
+                    source: e.into(),
+                },
+            )?;
+            self.placeholder_locks.push(InodeLock { inode, lock });
+        }
+        self.placeholders.push(Placeholder { path, kind, inode });
         Ok(())
     }
 
     /// Removes the placeholders this run created, where they are still
     /// empty and no other sandbox has them mounted.
     pub fn remove_placeholders(&self) {
-        for p in self.placeholders.iter().rev().filter(|p| p.is_ours_alone()) {
+        let ours_alone: Vec<(u64, u64)> = self
+            .placeholder_locks
+            .iter()
+            .filter(|l| {
+                l.lock
+                    .relock(nix::fcntl::FlockArg::LockExclusiveNonblock)
+                    .is_ok()
+            })
+            .map(|l| l.inode)
+            .collect();
+        let removable = self
+            .placeholders
+            .iter()
+            .rev()
+            .filter(|p| ours_alone.contains(&p.inode));
+        for p in removable {
             let _ = match p.kind {
                 Kind::Dir => std::fs::remove_dir(&p.path),
-                Kind::File => match p.path.metadata() {
-                    Ok(m) if holds_placeholder_content(&p.path, &m) => {
+                Kind::File => match p.path.symlink_metadata() {
+                    Ok(m) if inode_of(&m) == p.inode && holds_placeholder_content(&p.path, &m) => {
                         std::fs::remove_file(&p.path)
                     }
                     _ => Ok(()),
@@ -687,14 +775,13 @@ fn placeholder_mtime() -> std::time::SystemTime {
 }
 
 fn is_stale_placeholder(path: &Path, meta: &std::fs::Metadata) -> bool {
-    if meta.modified().ok() != Some(placeholder_mtime()) {
-        return false;
-    }
-    if meta.is_dir() {
-        std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
-    } else {
-        holds_placeholder_content(path, meta)
-    }
+    meta.modified().ok() == Some(placeholder_mtime()) && holds_placeholder_content(path, meta)
+}
+
+/// A directory cordon created for a placeholder (left by a killed run).
+fn is_marked_dir(dir: &Path) -> bool {
+    dir.symlink_metadata()
+        .is_ok_and(|m| m.is_dir() && m.modified().ok() == Some(placeholder_mtime()))
 }
 
 /// Whether the file at `path` still holds only what cordon put there.
@@ -1074,6 +1161,43 @@ mod tests {
             ]
         );
         assert_eq!(scan.git_files, vec![p.join("sub/.git")]);
+    }
+
+    #[test]
+    fn placeholders_share_an_inode_and_a_killed_runs_are_removed_later() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let project = std::fs::canonicalize(dir.path()).unwrap();
+        let names = [".bashrc", ".mcp.json", ".vscode/", ".cargo/config.toml"];
+        let plan = |view: &mut FileView| {
+            view.writable = vec![project.clone()];
+            let (mut ro, mut pins) = (BTreeSet::new(), BTreeSet::new());
+            for name in names {
+                view.protect(&project, name, &mut ro, &mut pins).unwrap();
+            }
+            view.mark_placeholder_dirs().unwrap();
+        };
+        let mut killed = FileView::default();
+        plan(&mut killed);
+        let ino = |n: &str| project.join(n).metadata().unwrap().ino();
+        assert_eq!(ino(".bashrc"), ino(".mcp.json"));
+        assert_eq!(ino(".bashrc"), ino(".vscode"));
+        assert!(
+            project.join(".vscode").is_file(),
+            "a file keeps the directory from being made"
+        );
+        assert!(is_marked_dir(&project.join(".cargo")));
+        // The run dies without cleaning up; the next one adopts and removes.
+        drop(killed);
+        let mut next = FileView::default();
+        plan(&mut next);
+        next.remove_placeholders();
+        let left: Vec<_> = std::fs::read_dir(&project)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
     }
 
     #[test]
