@@ -74,6 +74,10 @@ pub struct PolicyArgs {
     /// TCP port programs inside may bind and connect to on the sandbox's own lo (repeatable).
     #[arg(long, value_name = "PORT")]
     pub allow_local_port: Vec<u16>,
+    /// Let programs inside connect to the host UNIX socket at PATH (repeatable).
+    /// Docker's, containerd's and podman's sockets give root on the host.
+    #[arg(long, value_name = "PATH")]
+    pub allow_unix_socket: Vec<String>,
     /// Let the proxy connect to PATTERN (repeatable): api.github.com, *.example.com
     /// (subdomains only), example.com:8443, an IP or CIDR (10.1.0.0/16:5432),
     /// host.cordon.internal:PORT (the host's own 127.0.0.1:PORT).
@@ -157,6 +161,7 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
         timeout: args.timeout.clone(),
         allow_degraded: args.allow_degraded.clone(),
         local_ports: args.allow_local_port.clone(),
+        unix_sockets: args.allow_unix_socket.clone(),
         allow_domain: args.allow_domain.clone(),
         deny_domain: args.deny_domain.clone(),
         ports: args.ports.clone(),

@@ -147,7 +147,6 @@ fn protected_name_that_is_a_symlink_cannot_be_replaced() {
 /// session bus, systemd --user and ssh-agent. Here: a world-writable socket
 /// in a host directory.
 #[test]
-#[ignore = "open hole on Landlock ABI < 9: a socket outside /run and $XDG_RUNTIME_DIR stays connectable; the network-door issue closes it"]
 fn host_pathname_unix_socket_is_unreachable() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);

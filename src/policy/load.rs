@@ -35,6 +35,7 @@
 //!
 //! [network]
 //! local_ports = [3000, 8080]          # bind/connect on the sandbox's own lo
+//! allow_unix_sockets = ["/run/user/1000/gnupg/S.gpg-agent"]  # host sockets
 //! allow = ["api.github.com", "*.npmjs.org", "example.com:8443",
 //!          "host.cordon.internal:5432", "203.0.113.7", "10.1.0.0/16:5432"]
 //! deny  = ["upload.example.com"]      # deny beats allow
@@ -125,6 +126,8 @@ pub struct FlagOverrides {
     pub allow_degraded: Vec<String>,
     /// `--allow-local-port PORT`.
     pub local_ports: Vec<u16>,
+    /// `--allow-unix-socket PATH`.
+    pub unix_sockets: Vec<String>,
     /// `--allow-domain PATTERN`: hosts the proxy may connect to.
     pub allow_domain: Vec<String>,
     /// `--deny-domain PATTERN`: hosts it may not, whatever allows them.
@@ -534,6 +537,7 @@ fn apply_flags(
         .map(|&p| check_port(i64::from(p)).map_err(|m| flag_err("--allow-local-port", m)))
         .collect::<Result<Vec<_>, _>>()?;
     fragment.local_ports = setting(ports);
+    fragment.unix_sockets = setting(paths("--allow-unix-socket", &flags.unix_sockets)?);
     let rules = |flag: &str, raw: &[String]| -> Result<Vec<HostRule>, LoadError> {
         raw.iter()
             .map(|r| parse_rule(r).map_err(|e| flag_err(flag, e.to_string())))
@@ -567,6 +571,7 @@ fn apply_flags(
         max_memory: flag("--max-memory"),
         timeout: flag("--timeout"),
         local_ports: flag("--allow-local-port"),
+        unix_sockets: flag("--allow-unix-socket"),
         net_allow: flag("--allow-domain"),
         net_deny: flag("--deny-domain"),
         ports: flag("--ports"),
@@ -636,6 +641,9 @@ struct Fragment {
     /// `network.local_ports`: array of TCP ports (1 to 65535) that programs
     /// inside may bind and connect to on the sandbox's own loopback. Widens.
     local_ports: Option<Setting<Vec<u16>>>,
+    /// `network.allow_unix_sockets`: array of paths of host UNIX sockets
+    /// programs inside may connect to. Widens.
+    unix_sockets: Option<Setting<Vec<PathPattern>>>,
     /// `network.allow`: array of host patterns (see [`crate::net::host`]:
     /// `api.github.com`, `*.example.com`, an IP or CIDR, each with an
     /// optional `:PORT`, and `host.cordon.internal:PORT`) the proxy may
@@ -673,6 +681,7 @@ struct Sources {
     max_memory: Source,
     timeout: Source,
     local_ports: Source,
+    unix_sockets: Source,
     net_allow: Source,
     net_deny: Source,
     ports: Source,
@@ -692,6 +701,7 @@ impl Sources {
             max_memory: source.clone(),
             timeout: source.clone(),
             local_ports: source.clone(),
+            unix_sockets: source.clone(),
             net_allow: source.clone(),
             net_deny: source.clone(),
             ports: source.clone(),
@@ -726,6 +736,7 @@ impl Fragment {
         list(nonempty(&self.allow_write), "files.allow_write");
         list(nonempty(&self.allow_read), "files.allow_read");
         list(nonempty(&self.local_ports), "network.local_ports");
+        list(nonempty(&self.unix_sockets), "network.allow_unix_sockets");
         list(nonempty(&self.net_allow), "network.allow");
         list(nonempty(&self.allow_degraded), "sandbox.allow_degraded");
 
@@ -839,6 +850,11 @@ impl Fragment {
             &mut policy.network.local_ports,
             self.local_ports,
             &sources.local_ports,
+        );
+        extend(
+            &mut policy.network.unix_sockets,
+            self.unix_sockets,
+            &sources.unix_sockets,
         );
         let hosts = &mut policy.network.hosts;
         extend(&mut hosts.allow, self.net_allow, &sources.net_allow);
@@ -1090,7 +1106,7 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
 
 const FILES_KEYS: &str = "allow_write, allow_read, deny_read, deny_write, protect";
 const LIMITS_KEYS: &str = "max_procs, max_tmp, max_memory, timeout";
-const NETWORK_KEYS: &str = "local_ports, allow, deny, ports";
+const NETWORK_KEYS: &str = "local_ports, allow_unix_sockets, allow, deny, ports";
 const SANDBOX_KEYS: &str = "allow_degraded";
 
 fn parse_key(
@@ -1175,6 +1191,7 @@ fn parse_key(
             })?;
             out.local_ports = Some(Setting { value, at });
         }
+        ("network", "allow_unix_sockets") => out.unix_sockets = paths(node)?,
         ("network", "allow" | "deny") => {
             let value = each_string(doc, &name, node, |raw| {
                 parse_rule(raw).map_err(|e| e.to_string())

@@ -152,6 +152,9 @@ pub struct NetworkPolicy {
     /// The hosts the proxy may connect to: `[network] allow`, `deny` and
     /// `ports`, `--allow-domain`, `--deny-domain`. Nothing is allowed by default.
     pub hosts: HostPolicy,
+    /// Host UNIX sockets programs inside may connect to (`--allow-unix-socket`,
+    /// `[network] allow_unix_sockets`); none by default.
+    pub unix_sockets: Vec<Sourced<PathPattern>>,
 }
 
 /// The effective policy for one sandbox.

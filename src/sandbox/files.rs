@@ -259,7 +259,13 @@ impl FileView {
         hidden.retain(|(p, _)| !outer.iter().any(|o| p != o && p.starts_with(o)));
         view.hidden = hidden;
 
-        for rule in &policy.files.allow_read {
+        // Allowed host sockets stay visible where the runtime dirs are hidden.
+        let shown = policy
+            .files
+            .allow_read
+            .iter()
+            .chain(&policy.network.unix_sockets);
+        for rule in shown {
             for path in rule.value.expand() {
                 if let Ok(path) = std::fs::canonicalize(&path) {
                     if view

@@ -4,8 +4,10 @@
 //! the command's status.
 
 use std::ffi::{CString, OsString};
+use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
 use nix::sys::signal::{kill, SigSet, Signal};
@@ -19,6 +21,7 @@ use super::limits::LimitPlan;
 use super::sys::{self, Forked};
 use super::{landlock, seccomp, FORWARDED_SIGNALS};
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
+use crate::net::unix_gate::{SocketId, UnixGate};
 use crate::policy::Layer;
 
 /// Everything init needs, prepared by the supervisor before the clone.
@@ -34,6 +37,15 @@ pub struct InitPlan<'a> {
     pub pty: bool,
     pub namespaces: bool,
     pub degraded: Vec<Layer>,
+    /// Host UNIX sockets the command may reach (`--allow-unix-socket`).
+    pub unix_sockets: Vec<SocketId>,
+}
+
+/// What set-up leaves for running the command.
+struct Prepared {
+    pty_slave: Option<PathBuf>,
+    /// sock_diag for the UNIX socket gate; `None` when seccomp is degraded.
+    diag: Option<OwnedFd>,
 }
 
 /// A setup failure, attributed to the layer it belongs to.
@@ -55,9 +67,9 @@ pub fn run(plan: &InitPlan<'_>, channel: Channel) -> ! {
     // channel below, which closes if the supervisor died before this line.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let code = match setup(plan, &channel) {
-        Ok(pty_slave) => {
+        Ok(prepared) => {
             drop(channel);
-            supervise(plan, pty_slave)
+            supervise(plan, prepared)
         }
         Err(f) => {
             let _ = channel.send(
@@ -73,7 +85,7 @@ pub fn run(plan: &InitPlan<'_>, channel: Channel) -> ! {
     std::process::exit(code)
 }
 
-fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Failure> {
+fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
     match channel.recv() {
         Ok((Message::Go, _)) => {}
         _ => std::process::exit(125),
@@ -135,8 +147,22 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
     degrade_or_fail(plan, channel, Layer::Landlock, landlocked)?;
     drop_capabilities()
         .map_err(|e| fail(Layer::Namespaces, format!("dropping capabilities: {e}")))?;
-    let filtered = seccomp::compile().and_then(|f| seccomp::install(&f));
-    degrade_or_fail(plan, channel, Layer::Seccomp, filtered)?;
+    // Netlink is closed to everything after the filter, init included.
+    let diag = UnixGate::open_diag()
+        .map_err(|e| format!("sock_diag socket for the UNIX socket gate: {e}"));
+    let filtered = diag.and_then(|diag| {
+        seccomp::init_filter()
+            .and_then(|f| seccomp::install(&f))
+            .map(|()| diag)
+            .map_err(|e| e.to_string())
+    });
+    let diag = match filtered {
+        Ok(diag) => Some(diag),
+        Err(e) => {
+            degrade_or_fail(plan, channel, Layer::Seccomp, Err::<(), _>(e))?;
+            None
+        }
+    };
     let (master, slave) = match pty {
         Some((m, s)) => (Some(m), Some(s)),
         None => (None, None),
@@ -162,7 +188,10 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Option<PathBuf>, Fail
     // Nothing inside may open init's /proc files (its fds, memory, environ).
     nix::sys::prctl::set_dumpable(false)
         .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
-    Ok(slave)
+    Ok(Prepared {
+        pty_slave: slave,
+        diag,
+    })
 }
 
 /// A layer that could not be applied fails set-up, unless the user allowed
@@ -232,7 +261,7 @@ fn open_pty() -> nix::Result<(OwnedFd, PathBuf)> {
 }
 
 /// Starts the command and waits for it; returns init's exit code.
-fn supervise(plan: &InitPlan<'_>, pty_slave: Option<PathBuf>) -> i32 {
+fn supervise(plan: &InitPlan<'_>, prepared: Prepared) -> i32 {
     let mut mask = SigSet::empty();
     for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
         mask.add(*sig);
@@ -241,14 +270,37 @@ fn supervise(plan: &InitPlan<'_>, pty_slave: Option<PathBuf>) -> i32 {
     let Ok(sfd) = SignalFd::with_flags(&mask, nix::sys::signalfd::SfdFlags::SFD_CLOEXEC) else {
         return 125;
     };
+    let handoff = match prepared
+        .diag
+        .as_ref()
+        .map(|_| UnixStream::pair())
+        .transpose()
+    {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("cordon: cannot start the UNIX socket gate: {e}");
+            return 125;
+        }
+    };
+    let (gate_end, command_end) = handoff.unzip();
     let child = match sys::fork() {
-        Ok(Forked::Child) => exec_command(plan, pty_slave.as_deref()),
+        Ok(Forked::Child) => exec_command(plan, prepared.pty_slave.as_deref(), command_end),
         Ok(Forked::Parent(pid)) => pid,
         Err(e) => {
             eprintln!("cordon: cannot start the command: {e}");
             return 125;
         }
     };
+    drop(command_end);
+    if let (Some(diag), Some(end)) = (prepared.diag, gate_end) {
+        if let Err(e) = start_gate(child, end, diag, plan.unix_sockets.clone()) {
+            // The command waits for the gate and dies with the handoff.
+            eprintln!("cordon: cannot start the UNIX socket gate: {e}");
+            let _ = kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, None);
+            return 125;
+        }
+    }
     loop {
         let Ok(Some(info)) = sfd.read_signal() else {
             continue;
@@ -281,8 +333,38 @@ fn reap(child: Pid) -> Option<i32> {
     }
 }
 
+/// Takes the command filter's listener from the command (it cannot send it:
+/// its sends already stop at the filter) and starts the gate on it.
+fn start_gate(
+    child: Pid,
+    mut end: UnixStream,
+    diag: OwnedFd,
+    allowed: Vec<SocketId>,
+) -> std::io::Result<()> {
+    let mut number = [0u8; 4];
+    end.read_exact(&mut number)?;
+    let pidfd = sys::pidfd_open(child)?;
+    let listener = sys::pidfd_getfd(pidfd.as_fd(), i32::from_ne_bytes(number))?;
+    UnixGate::start(listener, diag, allowed)?;
+    end.write_all(b"+")
+}
+
+/// In the command's process, last before exec: the command filter, whose
+/// listener init takes over. Writes and reads on the handoff socket are
+/// not gated.
+fn gate_command(mut end: UnixStream) -> Result<(), String> {
+    let filter = seccomp::command_filter().map_err(|e| e.to_string())?;
+    seccomp::install(&filter).map_err(|e| e.to_string())?;
+    let listener = seccomp::listener(&filter).map_err(|e| e.to_string())?;
+    // Init's pidfd_getfd needs us dumpable; exec sets it anew.
+    nix::sys::prctl::set_dumpable(true).map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
+    end.write_all(&listener.as_raw_fd().to_ne_bytes())
+        .and_then(|()| end.read_exact(&mut [0u8; 1]))
+        .map_err(|e| format!("handing the listener to init: {e}"))
+}
+
 /// In the command's process: terminal, signal mask, then exec.
-fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>) -> ! {
+fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, gate: Option<UnixStream>) -> ! {
     let _ = SigSet::empty().thread_set_mask();
     let _ = sys::default_sigpipe();
     if let Some(slave) = pty_slave {
@@ -298,6 +380,12 @@ fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>) -> ! {
         );
         std::process::exit(127);
     };
+    if let Some(end) = gate {
+        if let Err(e) = gate_command(end) {
+            eprintln!("cordon: seccomp layer: the UNIX socket gate: {e}");
+            std::process::exit(125);
+        }
+    }
     let err = nix::unistd::execve(&program, &plan.argv, &plan.env).unwrap_err();
     eprintln!("cordon: {}: {err}", program.to_string_lossy());
     std::process::exit(if err == nix::errno::Errno::ENOENT {

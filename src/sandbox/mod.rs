@@ -16,7 +16,7 @@ pub mod landlock;
 pub mod limits;
 pub mod seccomp;
 pub mod support;
-mod sys;
+pub(crate) mod sys;
 pub mod tty;
 
 use std::ffi::{CString, OsString};
@@ -34,6 +34,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use crate::net::inside;
+use crate::net::unix_gate::{socket_id, SocketId};
 use crate::policy::{Layer, Policy};
 use channel::{Channel, Message};
 use files::{FileView, FilesError};
@@ -69,6 +70,12 @@ pub enum SandboxError {
     Files(#[from] FilesError),
     #[error("refusing to run: the limits layer could not be applied: {0}\n  fix: run as a user who may create cgroups, or pass --allow-degraded=limits")]
     Limits(#[from] LimitsError),
+    #[error("refusing to run: network door: {path} ({from}): {source}")]
+    UnixSocket {
+        path: PathBuf,
+        from: String,
+        source: io::Error,
+    },
     #[error("no command given: cordon run [OPTIONS] -- CMD [ARGS...]")]
     NoCommand,
     #[error("{0} contains a NUL byte")]
@@ -117,6 +124,33 @@ fn warn_degraded(layer: Layer, what: &str) {
     );
 }
 
+/// The host sockets `--allow-unix-socket` names, as the gate checks them.
+/// A named path that is missing or not a socket stops the run: the user
+/// asked for something that cannot be given.
+fn allowed_unix_sockets(policy: &Policy) -> Result<Vec<SocketId>, SandboxError> {
+    let mut ids = Vec::new();
+    for rule in &policy.network.unix_sockets {
+        let found = rule.value.expand();
+        let missing = || SandboxError::UnixSocket {
+            path: rule.value.to_string().into(),
+            from: rule.source.to_string(),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        };
+        if found.is_empty() {
+            return Err(missing());
+        }
+        for path in found {
+            let id = socket_id(&path).map_err(|source| SandboxError::UnixSocket {
+                path: path.clone(),
+                from: rule.source.to_string(),
+                source,
+            })?;
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
 /// Runs the command in the sandbox and returns its exit code (128+N if it
 /// died of signal N).
 pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
@@ -133,6 +167,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let (env, path_var) = command_env()?;
     let sandbox_id = new_sandbox_id();
 
+    let unix_sockets = allowed_unix_sockets(policy)?;
     let view = FileView::plan(policy)?;
     let _placeholders = PlaceholderCleanup(&view);
     let limits = match LimitPlan::prepare(&policy.limits, &sandbox_id) {
@@ -175,6 +210,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         pty: interactive,
         namespaces: true,
         degraded: policy.allow_degraded.iter().map(|l| l.value).collect(),
+        unix_sockets,
     };
     let (ours, theirs) = Channel::pair().map_err(io_err("socketpair"))?;
     let flags = CloneFlags::CLONE_NEWUSER

@@ -1,83 +1,95 @@
 //! The seccomp layer: system calls no sandboxed agent needs and that widen
 //! the kernel's attack surface or reach past the other layers.
 //!
-//! Filters are compiled by `seccompiler` from the rule tables below; no BPF
-//! is written by hand. Three filters are installed, one per error number,
-//! because a filter has one match action.
+//! Filters are compiled by `libseccomp` from the rule tables below; no BPF
+//! is written by hand. libseccomp also refuses every system call made
+//! through another ABI (x32, i386 `int 0x80`), whose numbers the rules would
+//! not match.
+//!
+//! Two filters stack. Init installs [`init_filter`] on itself, so it binds
+//! everything inside. The command gets [`command_filter`] on top, before
+//! exec: it adds what init itself needs to serve the UNIX socket gate
+//! (reading a caller's memory, taking a copy of its socket) and hands the
+//! socket calls that can name a path to that gate (`crate::net::unix_gate`).
 
-use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, OwnedFd};
 
-use seccompiler::{
-    apply_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
-    SeccompFilter, SeccompRule, TargetArch,
+use libseccomp::{
+    ScmpAction, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpNotifReq, ScmpNotifResp,
+    ScmpNotifRespFlags, ScmpSyscall,
 };
 
-/// Why the seccomp filter could not be built or installed.
+/// Why a seccomp filter could not be built, installed or served.
 #[derive(Debug, thiserror::Error)]
 pub enum SeccompError {
-    #[error("unsupported architecture {0}")]
-    Arch(&'static str),
     #[error("building the filter: {0}")]
-    Build(#[from] seccompiler::BackendError),
+    Build(libseccomp::error::SeccompError),
     #[error("installing the filter: {0}")]
-    Install(#[from] seccompiler::Error),
+    Install(libseccomp::error::SeccompError),
+    #[error("user notification (SECCOMP_RET_USER_NOTIF) is not supported: {0}")]
+    Notify(libseccomp::error::SeccompError),
 }
 
-/// Denied outright with `EPERM`.
-const DENIED: &[(&str, libc::c_long)] = &[
-    // reading and writing other processes
-    ("ptrace", libc::SYS_ptrace),
-    ("process_vm_readv", libc::SYS_process_vm_readv),
-    ("process_vm_writev", libc::SYS_process_vm_writev),
-    ("pidfd_getfd", libc::SYS_pidfd_getfd),
-    ("kcmp", libc::SYS_kcmp),
+/// Denied outright with `EPERM`, to init and the command alike.
+const DENIED: &[&str] = &[
+    // tracing other processes
+    "ptrace",
+    "kcmp",
     // io_uring bypasses seccomp for the operations it performs
-    ("io_uring_setup", libc::SYS_io_uring_setup),
-    ("io_uring_enter", libc::SYS_io_uring_enter),
-    ("io_uring_register", libc::SYS_io_uring_register),
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
     // kernel keyrings hold other sessions' secrets
-    ("keyctl", libc::SYS_keyctl),
-    ("add_key", libc::SYS_add_key),
-    ("request_key", libc::SYS_request_key),
+    "keyctl",
+    "add_key",
+    "request_key",
     // kernel attack surface
-    ("bpf", libc::SYS_bpf),
-    ("perf_event_open", libc::SYS_perf_event_open),
-    ("userfaultfd", libc::SYS_userfaultfd),
-    ("kexec_load", libc::SYS_kexec_load),
-    ("kexec_file_load", libc::SYS_kexec_file_load),
-    ("init_module", libc::SYS_init_module),
-    ("finit_module", libc::SYS_finit_module),
-    ("delete_module", libc::SYS_delete_module),
-    ("open_by_handle_at", libc::SYS_open_by_handle_at),
-    ("name_to_handle_at", libc::SYS_name_to_handle_at),
-    ("lookup_dcookie", libc::SYS_lookup_dcookie),
-    ("fanotify_init", libc::SYS_fanotify_init),
-    ("quotactl", libc::SYS_quotactl),
-    ("acct", libc::SYS_acct),
-    ("swapon", libc::SYS_swapon),
-    ("swapoff", libc::SYS_swapoff),
-    ("reboot", libc::SYS_reboot),
-    ("syslog", libc::SYS_syslog),
-    ("vhangup", libc::SYS_vhangup),
-    ("settimeofday", libc::SYS_settimeofday),
-    ("clock_settime", libc::SYS_clock_settime),
-    ("clock_adjtime", libc::SYS_clock_adjtime),
-    ("adjtimex", libc::SYS_adjtimex),
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "lookup_dcookie",
+    "fanotify_init",
+    "quotactl",
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "syslog",
+    "vhangup",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
     // the mount family: the view is fixed once built
-    ("mount", libc::SYS_mount),
-    ("umount2", libc::SYS_umount2),
-    ("pivot_root", libc::SYS_pivot_root),
-    ("chroot", libc::SYS_chroot),
-    ("move_mount", libc::SYS_move_mount),
-    ("open_tree", libc::SYS_open_tree),
-    ("fsopen", libc::SYS_fsopen),
-    ("fsconfig", libc::SYS_fsconfig),
-    ("fsmount", libc::SYS_fsmount),
-    ("fspick", libc::SYS_fspick),
-    ("mount_setattr", libc::SYS_mount_setattr),
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
     // namespaces: no new user namespace (the door to fresh capabilities), no joining
-    ("setns", libc::SYS_setns),
+    "setns",
 ];
+
+/// Denied to the command only: init uses them to serve the socket gate.
+const DENIED_TO_COMMAND: &[&str] = &["process_vm_readv", "process_vm_writev", "pidfd_getfd"];
+
+/// Socket calls that may name a UNIX socket path, handed to the gate.
+/// `sendto` only when it carries an address: without one it goes where the
+/// socket is already connected, which the gate checked.
+const GATED: &[&str] = &["connect", "sendmsg", "sendmmsg"];
 
 // The ioctl request type differs between targets (c_ulong or c_int).
 #[allow(clippy::unnecessary_cast)]
@@ -91,104 +103,211 @@ const NEW_NAMESPACES: u64 = (libc::CLONE_NEWUSER
     | libc::CLONE_NEWUTS
     | libc::CLONE_NEWCGROUP) as u64;
 
-/// Socket families the sandbox may create.
+/// Socket families the sandbox may create, in ascending order.
 const SOCKET_FAMILIES: &[u64] = &[
     libc::AF_UNIX as u64,
     libc::AF_INET as u64,
     libc::AF_INET6 as u64,
 ];
 
+/// The kernel reads these arguments as 32-bit ints: compare only those
+/// bits, so garbage in the upper half cannot slip past an equality test.
+const INT_MASK: u64 = 0xffff_ffff;
+
 /// Names of everything the filters deny, for `doctor` and `explain`.
 pub fn denied_summary() -> Vec<String> {
-    let mut names: Vec<String> = DENIED.iter().map(|(n, _)| n.to_string()).collect();
+    let mut names: Vec<String> = DENIED
+        .iter()
+        .chain(DENIED_TO_COMMAND)
+        .map(|n| n.to_string())
+        .collect();
     names.push("clone/unshare with namespace flags".into());
     names.push("clone3 (ENOSYS, so libc falls back to clone)".into());
     names.push("ioctl TIOCSTI, TIOCLINUX".into());
     names.push("socket/socketpair outside AF_UNIX, AF_INET, AF_INET6 (EAFNOSUPPORT)".into());
+    names.push("system calls of other ABIs (x32, i386)".into());
+    names.push(format!(
+        "{} and sendto with an address: checked by the UNIX socket gate",
+        GATED.join(", ")
+    ));
     names
 }
 
-fn arch() -> Result<TargetArch, SeccompError> {
-    match std::env::consts::ARCH {
-        "x86_64" => Ok(TargetArch::x86_64),
-        "aarch64" => Ok(TargetArch::aarch64),
-        "riscv64" => Ok(TargetArch::riscv64),
-        other => Err(SeccompError::Arch(other)),
+fn syscall(name: &str) -> Result<ScmpSyscall, SeccompError> {
+    ScmpSyscall::from_name(name).map_err(SeccompError::Build)
+}
+
+fn new_filter() -> Result<ScmpFilterContext, SeccompError> {
+    let mut ctx = ScmpFilterContext::new(ScmpAction::Allow).map_err(SeccompError::Build)?;
+    // Another ABI's system call is a bypass attempt: kill, not refuse.
+    ctx.set_act_badarch(ScmpAction::KillProcess)
+        .map_err(SeccompError::Build)?;
+    Ok(ctx)
+}
+
+fn deny(
+    ctx: &mut ScmpFilterContext,
+    action: ScmpAction,
+    name: &str,
+    conditions: &[ScmpArgCompare],
+) -> Result<(), SeccompError> {
+    let nr = syscall(name)?;
+    if conditions.is_empty() {
+        ctx.add_rule(action, nr)
+    } else {
+        ctx.add_rule_conditional(action, nr, conditions)
     }
+    .map(|_| ())
+    .map_err(SeccompError::Build)
 }
 
-fn cond(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, SeccompError> {
-    Ok(SeccompCondition::new(
-        arg,
-        SeccompCmpArgLen::Dword,
-        op,
-        value,
-    )?)
-}
-
-fn filter(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProgram, SeccompError> {
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(errno as u32),
-        arch()?,
-    )?;
-    Ok(filter.try_into()?)
-}
-
-/// Compiles the three filters.
-pub fn compile() -> Result<Vec<BpfProgram>, SeccompError> {
-    let mut eperm: BTreeMap<i64, Vec<SeccompRule>> =
-        DENIED.iter().map(|(_, nr)| (*nr, Vec::new())).collect();
+/// The filter init installs on itself before starting the command.
+pub fn init_filter() -> Result<ScmpFilterContext, SeccompError> {
+    let mut ctx = new_filter()?;
+    let eperm = ScmpAction::Errno(libc::EPERM);
+    for name in DENIED {
+        deny(&mut ctx, eperm, name, &[])?;
+    }
     // Any namespace bit set in the flags matches: one rule per bit, since
     // the rules of a syscall are alternatives.
-    let mut ns_rules = Vec::new();
     for bit in 0..64 {
         let flag = 1u64 << bit;
         if NEW_NAMESPACES & flag != 0 {
-            ns_rules.push(SeccompRule::new(vec![cond(
-                0,
-                SeccompCmpOp::MaskedEq(flag),
-                flag,
-            )?])?);
+            let has_flag = ScmpArgCompare::new(0, ScmpCompareOp::MaskedEqual(flag), flag);
+            deny(&mut ctx, eperm, "unshare", &[has_flag])?;
+            deny(&mut ctx, eperm, "clone", &[has_flag])?;
         }
     }
-    eperm.insert(libc::SYS_unshare, ns_rules.clone());
-    eperm.insert(libc::SYS_clone, ns_rules);
-    eperm.insert(
-        libc::SYS_ioctl,
-        vec![
-            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCSTI)?])?,
-            SeccompRule::new(vec![cond(1, SeccompCmpOp::Eq, TIOCLINUX)?])?,
-        ],
-    );
-
-    let family_not_allowed = || -> Result<Vec<SeccompRule>, SeccompError> {
-        let conds = SOCKET_FAMILIES
-            .iter()
-            .map(|f| cond(0, SeccompCmpOp::Ne, *f))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(vec![SeccompRule::new(conds)?])
-    };
-    let eafnosupport: BTreeMap<i64, Vec<SeccompRule>> = [
-        (libc::SYS_socket, family_not_allowed()?),
-        (libc::SYS_socketpair, family_not_allowed()?),
-    ]
-    .into();
-    let enosys: BTreeMap<i64, Vec<SeccompRule>> = [(libc::SYS_clone3, Vec::new())].into();
-
-    Ok(vec![
-        filter(eperm, libc::EPERM)?,
-        filter(eafnosupport, libc::EAFNOSUPPORT)?,
-        filter(enosys, libc::ENOSYS)?,
-    ])
+    for request in [TIOCSTI, TIOCLINUX] {
+        let is = ScmpArgCompare::new(1, ScmpCompareOp::MaskedEqual(INT_MASK), request);
+        deny(&mut ctx, eperm, "ioctl", &[is])?;
+    }
+    // A family outside the list. libseccomp takes one comparison per
+    // argument in a rule, so the gaps between allowed families are spelled
+    // out, one rule each; values beyond the int range fall in the last.
+    let mut other_families: Vec<ScmpArgCompare> = Vec::new();
+    let mut next = 0u64;
+    for &family in SOCKET_FAMILIES {
+        other_families
+            .extend((next..family).map(|f| ScmpArgCompare::new(0, ScmpCompareOp::Equal, f)));
+        next = family + 1;
+    }
+    other_families.push(ScmpArgCompare::new(0, ScmpCompareOp::Greater, next - 1));
+    let eafnosupport = ScmpAction::Errno(libc::EAFNOSUPPORT);
+    for name in ["socket", "socketpair"] {
+        for family in &other_families {
+            deny(&mut ctx, eafnosupport, name, std::slice::from_ref(family))?;
+        }
+    }
+    // clone3 takes its flags in memory, out of a filter's reach; ENOSYS
+    // makes libc fall back to clone, whose flags the rules above see.
+    deny(&mut ctx, ScmpAction::Errno(libc::ENOSYS), "clone3", &[])?;
+    Ok(ctx)
 }
 
-/// Installs the filters on this thread (inherited across fork and exec).
-/// Requires `no_new_privs`.
-pub fn install(filters: &[BpfProgram]) -> Result<(), SeccompError> {
-    for f in filters {
-        apply_filter(f)?;
+/// The filter the command gets on top of init's, before exec.
+pub fn command_filter() -> Result<ScmpFilterContext, SeccompError> {
+    let mut ctx = new_filter()?;
+    for name in DENIED_TO_COMMAND {
+        deny(&mut ctx, ScmpAction::Errno(libc::EPERM), name, &[])?;
     }
-    Ok(())
+    for name in GATED {
+        deny(&mut ctx, ScmpAction::Notify, name, &[])?;
+    }
+    let has_address = ScmpArgCompare::new(4, ScmpCompareOp::NotEqual, 0);
+    deny(&mut ctx, ScmpAction::Notify, "sendto", &[has_address])?;
+    // Without this, a signal during a gated call makes the kernel restart
+    // it after the gate already acted. Needs Linux 5.19 and libseccomp 2.6:
+    // on older ones the gate still holds, a restarted call just fails.
+    let _ = ctx.set_ctl_waitkill(true);
+    Ok(ctx)
+}
+
+/// Installs a filter on this thread (inherited across fork and exec).
+/// Requires `no_new_privs`.
+pub fn install(ctx: &ScmpFilterContext) -> Result<(), SeccompError> {
+    ctx.load().map_err(SeccompError::Install)
+}
+
+/// The listening end of a loaded filter with notify rules.
+pub fn listener(ctx: &ScmpFilterContext) -> Result<OwnedFd, SeccompError> {
+    let fd = ctx.get_notify_fd().map_err(SeccompError::Notify)?;
+    Ok(super::sys::own_fd(fd))
+}
+
+/// A system call a gated process is waiting in.
+#[derive(Debug, Clone, Copy)]
+pub struct Notification {
+    /// Identifies the call when answering.
+    pub id: u64,
+    /// The calling thread, in the sandbox's pid namespace.
+    pub tid: u32,
+    /// The system call's name, as far as the gate cares.
+    pub call: Gated,
+    /// Its raw arguments.
+    pub args: [u64; 6],
+}
+
+/// The gated system calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gated {
+    Connect,
+    SendTo,
+    SendMsg,
+    SendMmsg,
+    /// Anything else: the filter never sends these, so they are refused.
+    Other,
+}
+
+/// Waits for the next gated call.
+pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
+    let req = ScmpNotifReq::receive(listener.as_raw_fd()).map_err(SeccompError::Notify)?;
+    // Native ABI only: the filters kill any other.
+    let call = match libc::c_long::from(req.data.syscall.as_raw_syscall()) {
+        libc::SYS_connect => Gated::Connect,
+        libc::SYS_sendto => Gated::SendTo,
+        libc::SYS_sendmsg => Gated::SendMsg,
+        libc::SYS_sendmmsg => Gated::SendMmsg,
+        _ => Gated::Other,
+    };
+    Ok(Notification {
+        id: req.id,
+        tid: req.pid,
+        call,
+        args: req.data.args,
+    })
+}
+
+/// Is the call still waiting (so its pid and memory are still the caller's)?
+pub fn still_waiting(listener: &OwnedFd, id: u64) -> bool {
+    libseccomp::notify_id_valid(listener.as_raw_fd(), id).is_ok()
+}
+
+/// Answers a gated call: its return value, or an errno.
+pub fn answer(listener: &OwnedFd, id: u64, result: Result<i64, i32>) {
+    let resp = match result {
+        Ok(val) => ScmpNotifResp::new_val(id, val, ScmpNotifRespFlags::empty()),
+        Err(errno) => ScmpNotifResp::new_error(id, -errno.abs(), ScmpNotifRespFlags::empty()),
+    };
+    // The caller may have died meanwhile; nothing to do then.
+    let _ = resp.respond(listener.as_raw_fd());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_compiles() {
+        init_filter().expect("init filter");
+        command_filter().expect("command filter");
+    }
+
+    #[test]
+    fn summary_names_the_gate_and_other_abis() {
+        let s = denied_summary().join("\n");
+        assert!(s.contains("UNIX socket gate"), "{s}");
+        assert!(s.contains("x32"), "{s}");
+        assert!(s.contains("pidfd_getfd"), "{s}");
+    }
 }

@@ -262,3 +262,65 @@ pub fn default_sigpipe() -> io::Result<()> {
     }?;
     Ok(())
 }
+
+/// A pidfd for thread `tid` (`PIDFD_THREAD`, Linux 6.9) or, on older
+/// kernels, for the process it leads.
+pub fn pidfd_open(tid: Pid) -> io::Result<OwnedFd> {
+    const PIDFD_THREAD: libc::c_long = libc::O_EXCL as libc::c_long;
+    let open = |flags: libc::c_long| {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new
+        // descriptor (or -1); no memory is passed.
+        check(unsafe { libc::syscall(libc::SYS_pidfd_open, tid.as_raw(), flags) })
+    };
+    let fd = open(PIDFD_THREAD).or_else(|_| open(0))?;
+    // SAFETY: the kernel just returned this descriptor to us alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// A copy of descriptor `fd` of the process behind `pidfd`
+/// (`pidfd_getfd(2)`): the same open file, in this process.
+pub fn pidfd_getfd(pidfd: BorrowedFd<'_>, fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_getfd takes two descriptor numbers and zero flags and
+    // returns a new descriptor (or -1); no memory is passed.
+    let got = check(unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0) })?;
+    // SAFETY: the kernel just returned this descriptor to us alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(got as RawFd) })
+}
+
+/// `connect(2)` to an address given as the raw bytes of a `sockaddr`.
+pub fn connect_raw(fd: BorrowedFd<'_>, addr: &[u8]) -> io::Result<()> {
+    let len = libc::socklen_t::try_from(addr.len())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: `addr` is valid for `len` bytes for the duration of the call;
+    // the kernel copies it and needs no alignment.
+    let ret = unsafe { libc::connect(fd.as_raw_fd(), addr.as_ptr().cast(), len) };
+    check(ret.into()).map(drop)
+}
+
+/// `sendmsg(2)` with the destination and control data as raw bytes.
+pub fn send_raw(
+    fd: BorrowedFd<'_>,
+    to: Option<&[u8]>,
+    data: &[io::IoSlice<'_>],
+    control: &[u8],
+    flags: libc::c_int,
+) -> io::Result<usize> {
+    let too_big = || io::Error::from_raw_os_error(libc::EINVAL);
+    // SAFETY: an all-zero msghdr is valid (null pointers, zero lengths).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    if let Some(to) = to {
+        msg.msg_name = to.as_ptr() as *mut libc::c_void;
+        msg.msg_namelen = libc::socklen_t::try_from(to.len()).map_err(|_| too_big())?;
+    }
+    // IoSlice is ABI-compatible with struct iovec on Unix.
+    msg.msg_iov = data.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = data.len() as _;
+    if !control.is_empty() {
+        msg.msg_control = control.as_ptr() as *mut libc::c_void;
+        msg.msg_controllen = control.len() as _;
+    }
+    // SAFETY: every pointer in `msg` points into a slice borrowed for the
+    // duration of the call, with its length beside it; sendmsg only reads.
+    let sent = unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, flags) };
+    check(sent as libc::c_long).map(|n| n as usize)
+}

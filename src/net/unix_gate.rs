@@ -1,0 +1,517 @@
+//! The UNIX socket gate: no host daemon's socket is reachable by path.
+//!
+//! Path-named UNIX sockets are found by a file lookup that no network
+//! namespace confines, and Landlock (through ABI 7) does not check the
+//! connect. So every system call that can name a socket path (`connect`,
+//! `sendto` with an address, `sendmsg`, `sendmmsg`) stops in the command's
+//! seccomp filter and comes here, to a pool of threads in the sandbox's
+//! init. The gate never lets the caller's call continue: it reads the
+//! arguments once, takes a copy of the caller's socket (`pidfd_getfd`), and
+//! makes the call itself, on what it read. So a second thread of the caller
+//! rewriting the address, or swapping the descriptor, after the check
+//! changes nothing.
+//!
+//! A socket path may be reached when its inode is one the sandbox bound
+//! itself (a listener in the sandbox's own network namespace, asked of the
+//! kernel through sock_diag), or one named by `--allow-unix-socket`. The
+//! gate connects through an `O_PATH` descriptor of the inode it checked,
+//! so a rename in between cannot redirect it. Abstract sockets belong to a
+//! network namespace, and the sandbox has its own.
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use nix::fcntl::{open, OFlag};
+use nix::sys::socket::{
+    getsockopt, socket, sockopt, AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol,
+    SockType,
+};
+use nix::sys::stat::{fstat, Mode, SFlag};
+use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
+use nix::unistd::Pid;
+
+use crate::sandbox::seccomp::{self, Gated, Notification};
+use crate::sandbox::sys;
+
+/// A socket file, as `(device, inode)`.
+pub type SocketId = (u64, u64);
+
+/// The largest `sockaddr` (`sockaddr_storage`).
+const MAX_ADDR: usize = 128;
+/// More iovecs than this is `EMSGSIZE` to the kernel too (`UIO_MAXIOV`).
+const MAX_IOV: usize = 1024;
+/// Data one gated send carries. A stream send beyond it is a short write
+/// (which callers handle); a datagram is refused as too long.
+const MAX_DATA: usize = 4 << 20;
+/// Control data one gated send carries (above the kernel's own limit).
+const MAX_CONTROL: usize = 1 << 20;
+/// Threads the gate may grow to, each blocked in a caller's slow call.
+const MAX_WORKERS: usize = 64;
+
+/// `struct msghdr` and `struct mmsghdr` on LP64 targets.
+const MSGHDR_LEN: usize = 56;
+const MMSGHDR_LEN: usize = 64;
+const CMSGHDR_LEN: usize = 16;
+
+/// The gate of one sandbox.
+pub struct UnixGate {
+    listener: OwnedFd,
+    /// sock_diag, opened before init's own filter forbids netlink sockets.
+    diag: Mutex<OwnedFd>,
+    allowed: Vec<SocketId>,
+    idle: AtomicUsize,
+    workers: AtomicUsize,
+}
+
+/// What a refused or failed call returns: an errno.
+type Errno = i32;
+
+fn errno(e: io::Error) -> Errno {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+impl UnixGate {
+    /// Opens the sock_diag socket the gate asks about sockets; call before
+    /// init's seccomp filter, which forbids netlink.
+    pub fn open_diag() -> io::Result<OwnedFd> {
+        Ok(socket(
+            AddressFamily::Netlink,
+            SockType::Datagram,
+            SockFlag::SOCK_CLOEXEC,
+            SockProtocol::NetlinkSockDiag,
+        )?)
+    }
+
+    /// Starts serving `listener` (the command filter's) on threads of
+    /// their own; they live as long as init.
+    pub fn start(listener: OwnedFd, diag: OwnedFd, allowed: Vec<SocketId>) -> io::Result<()> {
+        let gate = Arc::new(UnixGate {
+            listener,
+            diag: Mutex::new(diag),
+            allowed,
+            idle: AtomicUsize::new(0),
+            workers: AtomicUsize::new(0),
+        });
+        gate.spawn_worker()
+    }
+
+    fn spawn_worker(self: &Arc<Self>) -> io::Result<()> {
+        self.workers.fetch_add(1, Ordering::SeqCst);
+        let gate = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("cordon-unix-gate".into())
+            .stack_size(256 << 10)
+            .spawn(move || gate.work())
+            .map(drop)
+            .inspect_err(|_| {
+                self.workers.fetch_sub(1, Ordering::SeqCst);
+            })
+    }
+
+    fn work(self: Arc<Self>) {
+        // A working directory of this thread's own: each call's relative
+        // path resolves from its caller's directory.
+        if nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS).is_err() {
+            self.workers.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        loop {
+            self.idle.fetch_add(1, Ordering::SeqCst);
+            let received = seccomp::receive(&self.listener);
+            // The last idle worker takes a call that may block (a connect
+            // to a full backlog): keep one more waiting for the next.
+            if self.idle.fetch_sub(1, Ordering::SeqCst) == 1
+                && self.workers.load(Ordering::SeqCst) < MAX_WORKERS
+            {
+                let _ = self.spawn_worker();
+            }
+            let Ok(call) = received else {
+                // The caller died before we read its call.
+                continue;
+            };
+            let result = self.serve(&call);
+            seccomp::answer(&self.listener, call.id, result);
+        }
+    }
+
+    fn serve(&self, call: &Notification) -> Result<i64, Errno> {
+        let caller = Caller::attach(&self.listener, call)?;
+        let fd = call.args[0] as RawFd;
+        match call.call {
+            Gated::Connect => {
+                let addr = caller.read(call.args[1], call.args[2] as usize, MAX_ADDR)?;
+                let sock = caller.fd(fd)?;
+                let to = self.destination(&caller, addr)?;
+                sys::connect_raw(sock.as_fd(), to.bytes()).map_err(errno)?;
+                Ok(0)
+            }
+            Gated::SendTo => {
+                let sock = caller.fd(fd)?;
+                let addr = caller.read(call.args[4], call.args[5] as usize, MAX_ADDR)?;
+                let data = caller.read_data(&sock, call.args[1], call.args[2] as usize)?;
+                let to = self.destination(&caller, addr)?;
+                let flags = call.args[3] as libc::c_int;
+                caller.send(&sock, Some(to.bytes()), &[IoSlice::new(&data)], &[], flags)
+            }
+            Gated::SendMsg => {
+                let sock = caller.fd(fd)?;
+                let flags = call.args[2] as libc::c_int;
+                self.send_msghdr(&caller, &sock, call.args[1], flags)
+            }
+            Gated::SendMmsg => {
+                let sock = caller.fd(fd)?;
+                let count = (call.args[2] as usize).min(MAX_IOV);
+                let flags = call.args[3] as libc::c_int;
+                let mut sent = 0;
+                for i in 0..count {
+                    let header = call.args[1] + (i * MMSGHDR_LEN) as u64;
+                    match self.send_msghdr(&caller, &sock, header, flags) {
+                        Ok(n) => {
+                            caller.write_u32(header + MSGHDR_LEN as u64, n as u32)?;
+                            sent += 1;
+                        }
+                        Err(e) if sent == 0 => return Err(e),
+                        Err(_) => break,
+                    }
+                }
+                Ok(sent)
+            }
+            Gated::Other => Err(libc::ENOSYS),
+        }
+    }
+
+    /// One `struct msghdr` of the caller's, sent on `sock`.
+    fn send_msghdr(
+        &self,
+        caller: &Caller,
+        sock: &OwnedFd,
+        header: u64,
+        flags: libc::c_int,
+    ) -> Result<i64, Errno> {
+        let hdr = caller.read(header, MSGHDR_LEN, MSGHDR_LEN)?;
+        let word = |at: usize| u64::from_ne_bytes(hdr[at..at + 8].try_into().unwrap_or([0; 8]));
+        let (name, name_len) = (word(0), word(8) & 0xffff_ffff);
+        let (iov, iov_len) = (word(16), word(24) as usize);
+        let (control, control_len) = (word(32), word(40) as usize);
+
+        let to = if name != 0 && name_len != 0 {
+            let addr = caller.read(name, name_len as usize, MAX_ADDR)?;
+            Some(self.destination(caller, addr)?)
+        } else {
+            None
+        };
+        if iov_len > MAX_IOV {
+            return Err(libc::EMSGSIZE);
+        }
+        let vecs = caller.read(iov, iov_len * 16, MAX_IOV * 16)?;
+        let mut budget = MAX_DATA;
+        let mut buffers = Vec::with_capacity(iov_len);
+        for v in vecs.chunks_exact(16) {
+            let base = u64::from_ne_bytes(v[..8].try_into().unwrap_or([0; 8]));
+            let len = u64::from_ne_bytes(v[8..].try_into().unwrap_or([0; 8])) as usize;
+            let take = len.min(budget);
+            if take < len && !is_stream(sock) {
+                return Err(libc::EMSGSIZE);
+            }
+            buffers.push(caller.read(base, take, take)?);
+            budget -= take;
+        }
+        let (control, _fds) = if control != 0 && control_len != 0 {
+            let raw = caller.read(control, control_len, MAX_CONTROL)?;
+            caller.translate_control(raw)?
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let slices: Vec<IoSlice<'_>> = buffers.iter().map(|b| IoSlice::new(b)).collect();
+        caller.send(
+            sock,
+            to.as_ref().map(|t| t.bytes()),
+            &slices,
+            &control,
+            flags,
+        )
+    }
+
+    /// Where a call may go: the address as read, or, for a socket path,
+    /// the checked inode itself.
+    fn destination(&self, caller: &Caller, addr: Vec<u8>) -> Result<Destination, Errno> {
+        let family = addr
+            .get(..2)
+            .map(|f| u16::from_ne_bytes([f[0], f[1]]) as libc::c_int);
+        // Unnamed (autobind) and abstract addresses involve no path.
+        if family != Some(libc::AF_UNIX) || addr.len() <= 2 || addr[2] == 0 {
+            return Ok(Destination::Verbatim(addr));
+        }
+        let path = &addr[2..];
+        let path = &path[..path.iter().position(|b| *b == 0).unwrap_or(path.len())];
+        let path = std::ffi::OsStr::from_bytes(path);
+        caller.enter_cwd()?;
+        let pin = open(path, OFlag::O_PATH | OFlag::O_CLOEXEC, Mode::empty())
+            .map(sys::own_fd)
+            .map_err(|e| e as Errno)?;
+        let st = fstat(pin.as_raw_fd()).map_err(|e| e as Errno)?;
+        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFSOCK {
+            return Err(libc::ECONNREFUSED);
+        }
+        let id = (st.st_dev, st.st_ino);
+        if !self.allowed.contains(&id) && !self.bound_in_sandbox(id)? {
+            return Err(libc::EACCES);
+        }
+        let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        bytes.extend_from_slice(format!("/proc/self/fd/{}", pin.as_raw_fd()).as_bytes());
+        bytes.push(0);
+        Ok(Destination::Pinned { bytes, _pin: pin })
+    }
+
+    /// Is a socket of the sandbox's own network namespace bound to this
+    /// inode? sock_diag reports the sockets of the asker's namespace only.
+    fn bound_in_sandbox(&self, (dev, ino): SocketId) -> Result<bool, Errno> {
+        let diag = self.diag.lock().map_err(|_| libc::EIO)?;
+        let kernel_dev = (nix::sys::stat::major(dev) << 20) | nix::sys::stat::minor(dev);
+        let found = diag_vfs_inodes(&diag)
+            .map_err(errno)?
+            .contains(&(kernel_dev as u32, ino as u32));
+        Ok(found)
+    }
+}
+
+/// A destination a gated call goes to.
+enum Destination {
+    /// Not a path: the bytes the caller gave, read once.
+    Verbatim(Vec<u8>),
+    /// A socket path, replaced by a path to the inode the gate checked,
+    /// held open until the call is made.
+    Pinned { bytes: Vec<u8>, _pin: OwnedFd },
+}
+
+impl Destination {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Destination::Verbatim(b) | Destination::Pinned { bytes: b, .. } => b,
+        }
+    }
+}
+
+fn is_stream(sock: &OwnedFd) -> bool {
+    getsockopt(sock, sockopt::SockType).is_ok_and(|t| t == SockType::Stream)
+}
+
+/// The thread waiting in a gated call.
+struct Caller {
+    tid: Pid,
+    pidfd: OwnedFd,
+}
+
+impl Caller {
+    /// Checks, after opening its pidfd, that the call is still waiting:
+    /// then the pidfd is the caller's, not a recycled pid's.
+    fn attach(listener: &OwnedFd, call: &Notification) -> Result<Caller, Errno> {
+        let tid = Pid::from_raw(call.tid as i32);
+        let pidfd = sys::pidfd_open(tid).map_err(|_| libc::ESRCH)?;
+        if !seccomp::still_waiting(listener, call.id) {
+            return Err(libc::ESRCH);
+        }
+        Ok(Caller { tid, pidfd })
+    }
+
+    /// `len` bytes at `addr` in the caller's memory; `EINVAL` above `max`,
+    /// as the kernel answers an oversized address.
+    fn read(&self, addr: u64, len: usize, max: usize) -> Result<Vec<u8>, Errno> {
+        if len > max {
+            return Err(libc::EINVAL);
+        }
+        let mut buf = vec![0u8; len];
+        if len == 0 {
+            return Ok(buf);
+        }
+        let remote = [RemoteIoVec {
+            base: addr as usize,
+            len,
+        }];
+        let n = process_vm_readv(self.tid, &mut [IoSliceMut::new(&mut buf)], &remote)
+            .map_err(|e| e as Errno)?;
+        if n != len {
+            return Err(libc::EFAULT);
+        }
+        Ok(buf)
+    }
+
+    /// Send data: a stream takes what fits the gate's budget.
+    fn read_data(&self, sock: &OwnedFd, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        if len > MAX_DATA && !is_stream(sock) {
+            return Err(libc::EMSGSIZE);
+        }
+        let take = len.min(MAX_DATA);
+        self.read(addr, take, take)
+    }
+
+    fn write_u32(&self, addr: u64, value: u32) -> Result<(), Errno> {
+        let bytes = value.to_ne_bytes();
+        let remote = [RemoteIoVec {
+            base: addr as usize,
+            len: bytes.len(),
+        }];
+        process_vm_writev(self.tid, &[IoSlice::new(&bytes)], &remote)
+            .map(drop)
+            .map_err(|e| e as Errno)
+    }
+
+    /// The caller's descriptor `fd`, as a descriptor of ours.
+    fn fd(&self, fd: RawFd) -> Result<OwnedFd, Errno> {
+        sys::pidfd_getfd(self.pidfd.as_fd(), fd).map_err(errno)
+    }
+
+    /// Makes this thread's working directory the caller's.
+    fn enter_cwd(&self) -> Result<(), Errno> {
+        let cwd = format!("/proc/{}/cwd", self.tid);
+        let dir = open(
+            cwd.as_str(),
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map(sys::own_fd)
+        .map_err(|e| e as Errno)?;
+        nix::unistd::fchdir(dir.as_raw_fd()).map_err(|e| e as Errno)
+    }
+
+    /// Sends as the caller would have. `MSG_NOSIGNAL` keeps a broken pipe
+    /// from signalling init; the caller gets its SIGPIPE unless it asked
+    /// for none.
+    fn send(
+        &self,
+        sock: &OwnedFd,
+        to: Option<&[u8]>,
+        data: &[IoSlice<'_>],
+        control: &[u8],
+        flags: libc::c_int,
+    ) -> Result<i64, Errno> {
+        let nosignal = MsgFlags::MSG_NOSIGNAL.bits();
+        match sys::send_raw(sock.as_fd(), to, data, control, flags | nosignal) {
+            Ok(n) => Ok(n as i64),
+            Err(e) => {
+                let e = errno(e);
+                if e == libc::EPIPE && flags & nosignal == 0 {
+                    let _ = nix::sys::signal::kill(self.tid, nix::sys::signal::Signal::SIGPIPE);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The caller's control messages, with its descriptors (SCM_RIGHTS)
+    /// replaced by copies of ours and its credentials (SCM_CREDENTIALS) by
+    /// ours, which the kernel checks against the sender. The copies are
+    /// returned so they stay open until the send.
+    fn translate_control(&self, raw: Vec<u8>) -> Result<(Vec<u8>, Vec<OwnedFd>), Errno> {
+        let mut out = raw;
+        let mut fds = Vec::new();
+        let mut at = 0;
+        while at + CMSGHDR_LEN <= out.len() {
+            let len = u64::from_ne_bytes(out[at..at + 8].try_into().unwrap_or([0; 8])) as usize;
+            let level = i32::from_ne_bytes(out[at + 8..at + 12].try_into().unwrap_or([0; 4]));
+            let kind = i32::from_ne_bytes(out[at + 12..at + 16].try_into().unwrap_or([0; 4]));
+            if len < CMSGHDR_LEN || at + len > out.len() {
+                return Err(libc::EINVAL);
+            }
+            let data = at + CMSGHDR_LEN..at + len;
+            if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
+                for slot in out[data].chunks_exact_mut(4) {
+                    let theirs = i32::from_ne_bytes(slot.try_into().unwrap_or([0; 4]));
+                    let ours = self.fd(theirs)?;
+                    slot.copy_from_slice(&ours.as_raw_fd().to_ne_bytes());
+                    fds.push(ours);
+                }
+            } else if level == libc::SOL_SOCKET && kind == libc::SCM_CREDENTIALS {
+                let pid = std::process::id() as i32;
+                let start = data.start;
+                if data.len() >= 4 {
+                    out[start..start + 4].copy_from_slice(&pid.to_ne_bytes());
+                }
+            }
+            at += (len + 7) & !7;
+        }
+        Ok((out, fds))
+    }
+}
+
+/// The `(device, inode)` of every socket file bound in this network
+/// namespace, in the kernel's encoding (`unix_diag_vfs`).
+fn diag_vfs_inodes(diag: &OwnedFd) -> io::Result<Vec<(u32, u32)>> {
+    const SOCK_DIAG_BY_FAMILY: u16 = 20;
+    const NLM_F_REQUEST_DUMP: u16 = 0x1 | 0x300;
+    const NLMSG_ERROR: u16 = 2;
+    const NLMSG_DONE: u16 = 3;
+    const UDIAG_SHOW_VFS: u32 = 0x2;
+    const UNIX_DIAG_VFS: u16 = 1;
+    const NLMSG_HDR: usize = 16;
+    const UNIX_DIAG_MSG: usize = 16;
+
+    let mut req = Vec::with_capacity(NLMSG_HDR + 24);
+    req.extend_from_slice(&((NLMSG_HDR + 24) as u32).to_ne_bytes());
+    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    req.extend_from_slice(&NLM_F_REQUEST_DUMP.to_ne_bytes());
+    req.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+    req.extend_from_slice(&0u32.to_ne_bytes()); // port id
+    req.push(libc::AF_UNIX as u8);
+    req.push(0); // protocol
+    req.extend_from_slice(&0u16.to_ne_bytes()); // pad
+    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // every state
+    req.extend_from_slice(&0u32.to_ne_bytes()); // inode: all
+    req.extend_from_slice(&UDIAG_SHOW_VFS.to_ne_bytes());
+    req.extend_from_slice(&[0xff; 8]); // cookie: none
+    nix::sys::socket::sendto(
+        diag.as_raw_fd(),
+        &req,
+        &NetlinkAddr::new(0, 0),
+        MsgFlags::empty(),
+    )?;
+
+    let mut found = Vec::new();
+    let mut buf = vec![0u8; 32 << 10];
+    loop {
+        let n = nix::sys::socket::recv(diag.as_raw_fd(), &mut buf, MsgFlags::empty())?;
+        let mut at = 0;
+        while at + NLMSG_HDR <= n {
+            let field = |o: usize, w: usize| &buf[at + o..at + o + w];
+            let len = u32::from_ne_bytes(field(0, 4).try_into().unwrap_or([0; 4])) as usize;
+            let kind = u16::from_ne_bytes(field(4, 2).try_into().unwrap_or([0; 2]));
+            if len < NLMSG_HDR || at + len > n {
+                return Err(io::Error::from_raw_os_error(libc::EBADMSG));
+            }
+            match kind {
+                NLMSG_DONE => return Ok(found),
+                NLMSG_ERROR => return Err(io::Error::from_raw_os_error(libc::EPROTO)),
+                _ => {}
+            }
+            let mut attr = at + NLMSG_HDR + UNIX_DIAG_MSG;
+            while attr + 4 <= at + len {
+                let alen = u16::from_ne_bytes([buf[attr], buf[attr + 1]]) as usize;
+                let atype = u16::from_ne_bytes([buf[attr + 2], buf[attr + 3]]);
+                if alen < 4 || attr + alen > at + len {
+                    break;
+                }
+                if atype == UNIX_DIAG_VFS && alen >= 12 {
+                    let w = |o: usize| {
+                        u32::from_ne_bytes(buf[attr + o..attr + o + 4].try_into().unwrap_or([0; 4]))
+                    };
+                    found.push((w(8), w(4)));
+                }
+                attr += (alen + 3) & !3;
+            }
+            at += (len + 3) & !3;
+        }
+    }
+}
+
+/// Reads a `--allow-unix-socket` path on the host: it must be a socket.
+pub fn socket_id(path: &std::path::Path) -> io::Result<SocketId> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = std::fs::metadata(path)?;
+    if !meta.file_type().is_socket() {
+        return Err(io::Error::other("not a UNIX socket"));
+    }
+    Ok((meta.dev(), meta.ino()))
+}
