@@ -71,6 +71,24 @@ pub fn render_text(policy: &Policy) -> String {
         });
     }
 
+    if view.network.unix_sockets.is_empty() {
+        lines.push(Line::Row {
+            what: "host UNIX sockets".to_string(),
+            note: "none reachable (sockets the sandbox makes itself work); add --allow-unix-socket PATH".to_string(),
+            source: Source::Builtin.to_string(),
+        });
+    }
+    for socket in &view.network.unix_sockets {
+        let note = match &socket.warning {
+            Some(w) => format!("reachable. WARNING: {w}"),
+            None => "reachable".to_string(),
+        };
+        lines.push(Line::Row {
+            what: format!("host UNIX socket {}", socket.path),
+            note,
+            source: socket.from.clone(),
+        });
+    }
     lines.push(Line::Row {
         what: "proxy".to_string(),
         note: view.network.proxy.clone(),
@@ -267,6 +285,18 @@ struct NetworkView {
     /// The host's own loopback ports opened with `host.cordon.internal:PORT`.
     host_internal: Vec<HostInternalView>,
     local_ports: Vec<PortView>,
+    /// Host UNIX sockets programs inside may connect to.
+    unix_sockets: Vec<UnixSocketView>,
+}
+
+/// One `--allow-unix-socket` path.
+#[derive(Serialize)]
+struct UnixSocketView {
+    path: String,
+    /// Set when the socket is a known way to root on the host.
+    warning: Option<String>,
+    source: Source,
+    from: String,
 }
 
 #[derive(Serialize)]
@@ -544,6 +574,23 @@ impl View {
                     port: p.value,
                     source: p.source.clone(),
                     from: p.source.to_string(),
+                })
+                .collect(),
+            unix_sockets: policy
+                .network
+                .unix_sockets
+                .iter()
+                .flat_map(|rule| {
+                    let paths = match rule.value.expand() {
+                        found if found.is_empty() => vec![PathBuf::from(rule.value.to_string())],
+                        found => found,
+                    };
+                    paths.into_iter().map(move |path| UnixSocketView {
+                        warning: crate::net::unix_gate::root_equivalent(&path),
+                        path: path.display().to_string(),
+                        source: rule.source.clone(),
+                        from: rule.source.to_string(),
+                    })
                 })
                 .collect(),
         };

@@ -506,6 +506,32 @@ fn diag_vfs_inodes(diag: &OwnedFd) -> io::Result<Vec<(u32, u32)>> {
     }
 }
 
+/// Sockets whose daemon does what any client asks as root: container
+/// engines start a privileged container mounting `/` on request.
+const ROOT_EQUIVALENT_SOCKETS: &[(&str, &str)] = &[
+    ("docker.sock", "Docker"),
+    ("containerd.sock", "containerd"),
+    ("podman.sock", "Podman"),
+    ("crio.sock", "CRI-O"),
+    ("buildkitd.sock", "BuildKit"),
+    ("libvirt-sock", "libvirt"),
+];
+
+/// Why reaching `path` hands the sandbox the host, if it does.
+pub fn root_equivalent(path: &std::path::Path) -> Option<String> {
+    let engine = |p: &std::path::Path| {
+        let name = p.file_name()?.to_str()?;
+        ROOT_EQUIVALENT_SOCKETS
+            .iter()
+            .find(|(socket, _)| name == *socket)
+            .map(|(_, engine)| *engine)
+    };
+    let found = engine(path).or_else(|| engine(&std::fs::canonicalize(path).ok()?))?;
+    Some(format!(
+        "{found}'s socket: whoever reaches it can start a privileged container, i.e. is root on the host"
+    ))
+}
+
 /// Reads a `--allow-unix-socket` path on the host: it must be a socket.
 pub fn socket_id(path: &std::path::Path) -> io::Result<SocketId> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};

@@ -1967,7 +1967,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("[network]\n\"local ports\" = [1]\n"),
-            "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow, deny, ports)"
+            "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, allow, deny, ports)"
         );
         assert_eq!(
             fx.project_error("[sandbox.x]\n"),

@@ -674,9 +674,17 @@ impl FileView {
                         .map_err(fail("bind writable", host))?;
                 }
                 Step::Pin => ops.bind(&target, &target).map_err(fail("pin", host))?,
-                Step::HideDir => ops
-                    .mount_tmpfs(&target, "mode=000,size=4096,nr_inodes=64")
-                    .map_err(fail("hide directory", host))?,
+                Step::HideDir => {
+                    // Searchable but not listable when a re-allowed path
+                    // lies beneath, so it can be reached by name.
+                    let reached = self
+                        .reallowed
+                        .iter()
+                        .any(|r| r != host && r.starts_with(host));
+                    let mode = if reached { "0111" } else { "000" };
+                    ops.mount_tmpfs(&target, &format!("mode={mode},size=4096,nr_inodes=64"))
+                        .map_err(fail("hide directory", host))?
+                }
                 Step::HideFile => {
                     ops.bind(empty, &target).map_err(fail("hide file", host))?;
                     ops.set_attrs(&target, RDONLY | NOSUID | NODEV | NOEXEC, false)
@@ -1096,6 +1104,23 @@ mod tests {
     }
 
     #[test]
+    fn a_hidden_directory_with_nothing_reallowed_is_not_even_searchable() {
+        let view = FileView {
+            hidden: vec![("/home/u/.aws".into(), Kind::Dir)],
+            ..sample_view()
+        };
+        let mut rec = Recorder {
+            missing: vec!["/newroot/tmp/p".into()],
+            ..Recorder::default()
+        };
+        view.apply(&mut rec).unwrap();
+        index_of(
+            &rec.ops,
+            "tmpfs /newroot/home/u/.aws mode=000,size=4096,nr_inodes=64",
+        );
+    }
+
+    #[test]
     fn the_view_is_built_in_a_safe_order() {
         let view = sample_view();
         // The project lives under /tmp, which the sandbox replaces with its
@@ -1126,11 +1151,12 @@ mod tests {
         );
         assert!(bind_project < pin && pin < config);
         assert!(config < index_of(ops, "attrs /newroot/tmp/p/.git/config 0x1 true"));
-        // A denied directory: an empty tmpfs, the re-allowed file bound into
-        // it, then made read-only once nothing more goes in.
+        // A denied directory: an empty tmpfs, searchable but not listable
+        // since a re-allowed file lies in it, the file bound into it, then
+        // made read-only once nothing more goes in.
         let hide_dir = index_of(
             ops,
-            "tmpfs /newroot/home/u/.ssh mode=000,size=4096,nr_inodes=64",
+            "tmpfs /newroot/home/u/.ssh mode=0111,size=4096,nr_inodes=64",
         );
         let reallow = index_of(
             ops,

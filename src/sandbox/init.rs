@@ -44,8 +44,19 @@ pub struct InitPlan<'a> {
 /// What set-up leaves for running the command.
 struct Prepared {
     pty_slave: Option<PathBuf>,
-    /// sock_diag for the UNIX socket gate; `None` when seccomp is degraded.
-    diag: Option<OwnedFd>,
+    command_filter: CommandFilter,
+}
+
+/// The seccomp filter the command gets on top of init's.
+enum CommandFilter {
+    /// None: the seccomp layer is degraded.
+    None,
+    /// Without the UNIX socket gate: with no network namespace of its own
+    /// (namespaces degraded), the sandbox's sockets cannot be told from
+    /// the host's, and the network door is open anyway.
+    Ungated,
+    /// With the gate, which asks sock_diag (this socket) about sockets.
+    Gated(OwnedFd),
 }
 
 /// A setup failure, attributed to the layer it belongs to.
@@ -147,20 +158,23 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
     degrade_or_fail(plan, channel, Layer::Landlock, landlocked)?;
     drop_capabilities()
         .map_err(|e| fail(Layer::Namespaces, format!("dropping capabilities: {e}")))?;
-    // Netlink is closed to everything after the filter, init included.
-    let diag = UnixGate::open_diag()
-        .map_err(|e| format!("sock_diag socket for the UNIX socket gate: {e}"));
-    let filtered = diag.and_then(|diag| {
-        seccomp::init_filter()
-            .and_then(|f| seccomp::install(&f))
-            .map(|()| diag)
-            .map_err(|e| e.to_string())
-    });
-    let diag = match filtered {
-        Ok(diag) => Some(diag),
+    let filtered = (|| {
+        // Netlink is closed to everything after the filter, init included.
+        let diag = plan
+            .namespaces
+            .then(UnixGate::open_diag)
+            .transpose()
+            .map_err(|e| format!("sock_diag socket for the UNIX socket gate: {e}"))?;
+        let filter = seccomp::init_filter().map_err(|e| e.to_string())?;
+        seccomp::install(&filter).map_err(|e| e.to_string())?;
+        Ok::<_, String>(diag)
+    })();
+    let command_filter = match filtered {
+        Ok(Some(diag)) => CommandFilter::Gated(diag),
+        Ok(None) => CommandFilter::Ungated,
         Err(e) => {
             degrade_or_fail(plan, channel, Layer::Seccomp, Err::<(), _>(e))?;
-            None
+            CommandFilter::None
         }
     };
     let (master, slave) = match pty {
@@ -190,7 +204,7 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
         .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
     Ok(Prepared {
         pty_slave: slave,
-        diag,
+        command_filter,
     })
 }
 
@@ -270,19 +284,18 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared) -> i32 {
     let Ok(sfd) = SignalFd::with_flags(&mask, nix::sys::signalfd::SfdFlags::SFD_CLOEXEC) else {
         return 125;
     };
-    let handoff = match prepared
-        .diag
-        .as_ref()
-        .map(|_| UnixStream::pair())
-        .transpose()
-    {
-        Ok(pair) => pair,
-        Err(e) => {
-            eprintln!("cordon: cannot start the UNIX socket gate: {e}");
-            return 125;
-        }
+    // The command gets its filter's listener to init over this socket.
+    let (gate_end, command_end) = match prepared.command_filter {
+        CommandFilter::Gated(diag) => match UnixStream::pair() {
+            Ok((ours, theirs)) => (Some((ours, diag)), Handoff::Gated(theirs)),
+            Err(e) => {
+                eprintln!("cordon: cannot start the UNIX socket gate: {e}");
+                return 125;
+            }
+        },
+        CommandFilter::Ungated => (None, Handoff::Ungated),
+        CommandFilter::None => (None, Handoff::None),
     };
-    let (gate_end, command_end) = handoff.unzip();
     let child = match sys::fork() {
         Ok(Forked::Child) => exec_command(plan, prepared.pty_slave.as_deref(), command_end),
         Ok(Forked::Parent(pid)) => pid,
@@ -292,7 +305,7 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared) -> i32 {
         }
     };
     drop(command_end);
-    if let (Some(diag), Some(end)) = (prepared.diag, gate_end) {
+    if let Some((end, diag)) = gate_end {
         if let Err(e) = start_gate(child, end, diag, plan.unix_sockets.clone()) {
             // The command waits for the gate and dies with the handoff.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
@@ -349,11 +362,27 @@ fn start_gate(
     end.write_all(b"+")
 }
 
+/// The command's side of [`CommandFilter`].
+enum Handoff {
+    None,
+    Ungated,
+    /// The socket to hand init the filter's listener on.
+    Gated(UnixStream),
+}
+
 /// In the command's process, last before exec: the command filter, whose
 /// listener init takes over. Writes and reads on the handoff socket are
 /// not gated.
-fn gate_command(mut end: UnixStream) -> Result<(), String> {
-    let filter = seccomp::command_filter().map_err(|e| e.to_string())?;
+fn filter_command(handoff: Handoff) -> Result<(), String> {
+    let mut end = match handoff {
+        Handoff::None => return Ok(()),
+        Handoff::Ungated => {
+            let filter = seccomp::command_filter(false).map_err(|e| e.to_string())?;
+            return seccomp::install(&filter).map_err(|e| e.to_string());
+        }
+        Handoff::Gated(end) => end,
+    };
+    let filter = seccomp::command_filter(true).map_err(|e| e.to_string())?;
     seccomp::install(&filter).map_err(|e| e.to_string())?;
     let listener = seccomp::listener(&filter).map_err(|e| e.to_string())?;
     // Init's pidfd_getfd needs us dumpable; exec sets it anew.
@@ -364,7 +393,7 @@ fn gate_command(mut end: UnixStream) -> Result<(), String> {
 }
 
 /// In the command's process: terminal, signal mask, then exec.
-fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, gate: Option<UnixStream>) -> ! {
+fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, handoff: Handoff) -> ! {
     let _ = SigSet::empty().thread_set_mask();
     let _ = sys::default_sigpipe();
     if let Some(slave) = pty_slave {
@@ -380,11 +409,9 @@ fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, gate: Option<Unix
         );
         std::process::exit(127);
     };
-    if let Some(end) = gate {
-        if let Err(e) = gate_command(end) {
-            eprintln!("cordon: seccomp layer: the UNIX socket gate: {e}");
-            std::process::exit(125);
-        }
+    if let Err(e) = filter_command(handoff) {
+        eprintln!("cordon: refusing to run: the seccomp layer could not be applied: the command's filter: {e}");
+        std::process::exit(125);
     }
     let err = nix::unistd::execve(&program, &plan.argv, &plan.env).unwrap_err();
     eprintln!("cordon: {}: {err}", program.to_string_lossy());

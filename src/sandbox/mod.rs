@@ -34,7 +34,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use crate::net::inside;
-use crate::net::unix_gate::{socket_id, SocketId};
+use crate::net::unix_gate::{root_equivalent, socket_id, SocketId};
 use crate::policy::{Layer, Policy};
 use channel::{Channel, Message};
 use files::{FileView, FilesError};
@@ -145,6 +145,13 @@ fn allowed_unix_sockets(policy: &Policy) -> Result<Vec<SocketId>, SandboxError> 
                 from: rule.source.to_string(),
                 source,
             })?;
+            if let Some(why) = root_equivalent(&path) {
+                eprintln!(
+                    "cordon: WARNING: {} ({}) is reachable inside: {why}",
+                    path.display(),
+                    rule.source
+                );
+            }
             ids.push(id);
         }
     }
