@@ -100,6 +100,16 @@ pub fn examine() -> Report {
             support::fix_for(Layer::Seccomp)
         },
     });
+    let gate = crate::sandbox::seccomp::gate_support();
+    checks.push(Check {
+        name: "UNIX socket gate",
+        layer: Some(Layer::Seccomp),
+        ok: gate.is_ok(),
+        detail: match gate {
+            Ok(()) => "seccomp user notification and pidfd_getfd: host UNIX sockets are refused by path".to_string(),
+            Err(e) => format!("{e}; fix: {}", support::fix_for(Layer::Seccomp)),
+        },
+    });
     let mounts = support::cgroups();
     let hierarchy = match (&mounts.v2, &mounts.v1_pids) {
         (Some(v2), Some(v1)) => format!(

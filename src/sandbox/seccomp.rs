@@ -12,7 +12,7 @@
 //! (reading a caller's memory, taking a copy of its socket) and hands the
 //! socket calls that can name a path to that gate (`crate::net::unix_gate`).
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use libseccomp::{
     ScmpAction, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpNotifReq, ScmpNotifResp,
@@ -226,6 +226,23 @@ pub fn command_filter(gated: bool) -> Result<ScmpFilterContext, SeccompError> {
     // on older ones the gate still holds, a restarted call just fails.
     let _ = ctx.set_ctl_waitkill(true);
     Ok(ctx)
+}
+
+/// Whether this kernel can run the UNIX socket gate: seccomp user
+/// notification with `NOTIF_ID_VALID` (libseccomp API level 6, Linux 5.5)
+/// and `pidfd_getfd` (Linux 5.6).
+pub fn gate_support() -> Result<(), String> {
+    let level = libseccomp::get_api();
+    if level < 6 {
+        return Err(format!(
+            "seccomp user notification is missing (libseccomp API level {level}, need 6: Linux 5.5)"
+        ));
+    }
+    let me = nix::unistd::getpid();
+    super::sys::pidfd_open(me)
+        .and_then(|pidfd| super::sys::pidfd_getfd(pidfd.as_fd(), 0))
+        .map(drop)
+        .map_err(|e| format!("pidfd_getfd (Linux 5.6): {e}"))
 }
 
 /// Installs a filter on this thread (inherited across fork and exec).
