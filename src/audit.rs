@@ -471,7 +471,7 @@ impl Summary {
                 let total: u64 = subjects.iter().map(|(_, n)| n).sum();
                 let (one, many) = door.noun();
                 // Most frequent first; ties keep the order of first appearance.
-                subjects.sort_by(|a, b| b.1.cmp(&a.1));
+                subjects.sort_by_key(|s| std::cmp::Reverse(s.1));
                 let mut shown: Vec<String> = subjects
                     .iter()
                     .take(SHOWN_SUBJECTS)

@@ -85,6 +85,14 @@ pub fn render_text(policy: &Policy) -> String {
         source: view.network.ports.from.clone(),
     });
     lines.push(Line::Row {
+        what: "max connections".to_string(),
+        note: format!(
+            "{} at once through the proxy; more are refused",
+            view.network.max_connections.value
+        ),
+        source: view.network.max_connections.from.clone(),
+    });
+    lines.push(Line::Row {
         what: "loopback, private, metadata, ...".to_string(),
         note: "refused unless a rule names the address".to_string(),
         source: Source::Builtin.to_string(),
@@ -167,6 +175,16 @@ pub fn render_text(policy: &Policy) -> String {
         },
     });
 
+    lines.push(heading("audit"));
+    lines.push(Line::Row {
+        what: "log".to_string(),
+        note: match &view.audit.file {
+            Some(file) => format!("{file} (JSON lines, hash-chained)"),
+            None => "off (--audit none): decisions are not recorded".to_string(),
+        },
+        source: view.audit.from.clone(),
+    });
+
     lines.push(heading("layers"));
     for layer in &view.layers {
         let (note, source) = if layer.required {
@@ -208,7 +226,17 @@ struct View {
     network: NetworkView,
     credentials: CredentialsView,
     limits: LimitsView,
+    audit: AuditView,
     layers: Vec<LayerView>,
+}
+
+/// Where decisions are recorded.
+#[derive(Serialize)]
+struct AuditView {
+    /// The log file; null when the log is off.
+    file: Option<String>,
+    source: Source,
+    from: String,
 }
 
 /// One line: a path (or name), an optional note, its source.
@@ -267,6 +295,8 @@ struct NetworkView {
     /// The host's own loopback ports opened with `host.cordon.internal:PORT`.
     host_internal: Vec<HostInternalView>,
     local_ports: Vec<PortView>,
+    /// Proxy connections served at once.
+    max_connections: CountView,
 }
 
 #[derive(Serialize)]
@@ -546,6 +576,21 @@ impl View {
                     from: p.source.to_string(),
                 })
                 .collect(),
+            max_connections: CountView {
+                value: policy.network.max_connections.value,
+                source: policy.network.max_connections.source.clone(),
+                from: policy.network.max_connections.source.to_string(),
+            },
+        };
+        let audit = AuditView {
+            file: policy
+                .audit
+                .log
+                .value
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            source: policy.audit.log.source.clone(),
+            from: policy.audit.log.source.to_string(),
         };
 
         let credentials = CredentialsView {
@@ -608,6 +653,7 @@ impl View {
             network,
             credentials,
             limits: limits_view,
+            audit,
             layers,
         }
     }
@@ -790,6 +836,7 @@ mod tests {
                 home: fx.home.clone(),
                 passwd_home: None,
                 xdg_config_home: fx.home.join(".config"),
+                xdg_state_home: fx.home.join(".local/state"),
             },
         })
         .unwrap()
