@@ -893,6 +893,39 @@ mod tests {
     }
 
     #[test]
+    fn audit_log_and_connection_cap() {
+        let fx = fixture();
+        let p = policy(&fx, FlagOverrides::default());
+        let text = render_text(&p);
+        let default = fx.home.join(".local/state/cordon/audit.jsonl");
+        line_with(&text, &["log", &default.display().to_string(), "built-in"]);
+        line_with(&text, &["max connections", "4096 at once", "built-in"]);
+        let json = render_json(&p);
+        assert_eq!(json["audit"]["file"], default.display().to_string());
+        assert_eq!(json["audit"]["from"], "built-in");
+        assert_eq!(json["network"]["max_connections"]["value"], 4096);
+
+        let flags = FlagOverrides {
+            audit: Some("none".into()),
+            max_connections: Some(64),
+            ..FlagOverrides::default()
+        };
+        let p = policy(&fx, flags);
+        let text = render_text(&p);
+        line_with(&text, &["log", "off (--audit none)", "flag --audit"]);
+        line_with(
+            &text,
+            &["max connections", "64 at once", "flag --max-connections"],
+        );
+        let json = render_json(&p);
+        assert_eq!(json["audit"]["file"], serde_json::Value::Null);
+        assert_eq!(
+            json["network"]["max_connections"]["from"],
+            "flag --max-connections"
+        );
+    }
+
+    #[test]
     fn flags_show_as_their_sources() {
         let fx = fixture();
         let flags = FlagOverrides {

@@ -2627,6 +2627,119 @@ mod tests {
     }
 
     #[test]
+    fn audit_log_and_connection_cap() {
+        let fx = Fx::new();
+        // Defaults: the log under the state dir, the built-in cap.
+        let p = fx.load().unwrap();
+        assert_eq!(
+            p.audit.log,
+            Sourced::new(
+                Some(fx.home.join(".local/state/cordon/audit.jsonl")),
+                Source::Builtin
+            )
+        );
+        assert_eq!(
+            p.network.max_connections,
+            Sourced::new(MAX_CONNECTIONS, Source::Builtin)
+        );
+
+        // A --policy file: relative to its directory; flags win.
+        let pol = fx.root.join("pol.toml");
+        fs::write(
+            &pol,
+            "[audit]\nfile = \"logs/a.jsonl\"\n[network]\nmax_connections = 8\n",
+        )
+        .unwrap();
+        let req = |flags: FlagOverrides| LoadRequest {
+            policy_files: vec![pol.clone()],
+            ..fx.req(flags)
+        };
+        let p = load(&req(FlagOverrides::default())).unwrap();
+        let from_file = Source::PolicyFile(pol.clone());
+        assert_eq!(
+            p.audit.log,
+            Sourced::new(Some(fx.root.join("logs/a.jsonl")), from_file.clone())
+        );
+        assert_eq!(p.network.max_connections, Sourced::new(8, from_file));
+        let p = load(&req(FlagOverrides {
+            audit: Some("none".into()),
+            max_connections: Some(3),
+            ..FlagOverrides::default()
+        }))
+        .unwrap();
+        let flag = |f: &str| Source::Flag(f.to_string());
+        assert_eq!(p.audit.log, Sourced::new(None, flag("--audit")));
+        assert_eq!(
+            p.network.max_connections,
+            Sourced::new(3, flag("--max-connections"))
+        );
+        let p = load(&req(FlagOverrides {
+            audit: Some("~/x.jsonl".into()),
+            ..FlagOverrides::default()
+        }))
+        .unwrap();
+        assert_eq!(p.audit.log.value, Some(fx.home.join("x.jsonl")));
+
+        // Bad values name the flag, or the file, line and key.
+        let err = |flags: FlagOverrides| load(&fx.req(flags)).unwrap_err().to_string();
+        assert_eq!(
+            err(FlagOverrides {
+                max_connections: Some(0),
+                ..FlagOverrides::default()
+            }),
+            "--max-connections: must be at least 1"
+        );
+        assert!(err(FlagOverrides {
+            audit: Some("/tmp/*.jsonl".into()),
+            ..FlagOverrides::default()
+        })
+        .starts_with("--audit: \"/tmp/*.jsonl\": the audit log must be one file"));
+        fx.write_user("[network]\nmax_connections = \"many\"\n");
+        let e = fx.load().unwrap_err().to_string();
+        assert!(
+            e.ends_with(":2:19: network.max_connections: expected an integer, found a string"),
+            "{e}"
+        );
+        fx.write_user("[audit]\nfile = \"rel.jsonl\"\n");
+        let e = fx.load().unwrap_err().to_string();
+        assert!(e.contains(":2:8: audit.file: "), "{e}");
+        fx.write_user("[audit]\nfiles = \"/x\"\n");
+        let e = fx.load().unwrap_err().to_string();
+        assert!(
+            e.ends_with(":2:1: audit.files: unknown key (expected one of file)"),
+            "{e}"
+        );
+        fx.write_user("");
+
+        // An untrusted project may lower the cap, not raise it, and may
+        // not touch the log at all.
+        fx.write_project("[network]\nmax_connections = 16\n");
+        assert_eq!(fx.load().unwrap().network.max_connections.value, 16);
+        let e = fx.project_error("[network]\nmax_connections = 5000\n");
+        assert!(
+            e.starts_with("2:1: network.max_connections: 5000 is more than the 4096 in force (built-in); the project's cordon.toml is not trusted"),
+            "{e}"
+        );
+        for text in [
+            "[audit]\nfile = \"none\"\n",
+            "[audit]\nfile = \"log.jsonl\"\n",
+        ] {
+            let e = fx.project_error(text);
+            assert!(
+                e.starts_with("2:1: audit.file: the project's cordon.toml is not trusted"),
+                "{e}"
+            );
+        }
+        // Trusted, it may.
+        fx.write_project("[audit]\nfile = \"log.jsonl\"\n");
+        trust::trust(&fx.config, &fx.project_file()).unwrap();
+        assert_eq!(
+            fx.load().unwrap().audit.log.value,
+            Some(fx.project.join("log.jsonl"))
+        );
+    }
+
+    #[test]
     fn network_flags() {
         let fx = Fx::new();
         let flags = FlagOverrides {
