@@ -129,20 +129,23 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         return Err(SandboxError::NoCommand);
     }
     // The audit log is opened before anything runs: a log that cannot be
-    // written is a refusal, not a silent loss. The sandbox may not edit it,
-    // even when it lies in a writable area.
+    // written is a refusal, not a silent loss (reported after the layers'
+    // own failures, which say more). The sandbox may not edit the log, even
+    // when it lies in a writable area.
     let mut with_log;
     let mut policy = req.policy;
     let audit_log = match &policy.audit.log.value {
         Some(path) => {
             let default = policy.audit.log.source == Source::Builtin;
-            let log = AuditLog::open(path, default)?;
-            with_log = policy.clone();
-            with_log.files.deny_write.push(Sourced::new(
-                PathPattern::Exact(path.clone()),
-                Source::Builtin,
-            ));
-            policy = &with_log;
+            let log = AuditLog::open(path, default);
+            if log.is_ok() {
+                with_log = policy.clone();
+                with_log.files.deny_write.push(Sourced::new(
+                    PathPattern::Exact(path.clone()),
+                    Source::Builtin,
+                ));
+                policy = &with_log;
+            }
             Some(log)
         }
         None => None,
@@ -176,6 +179,21 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         }
     };
     let cgroup = CgroupCleanup(&limits);
+    let audit_log = match audit_log {
+        Some(Ok(log)) => Some(log),
+        Some(Err(e)) => {
+            // Inside another sandbox, both the namespaces and the home
+            // directory are out of reach: name the namespaces first.
+            if let (Err(ns), false) = (
+                support::try_namespaces(),
+                policy.degraded_ok(Layer::Namespaces),
+            ) {
+                return Err(namespaces_error(&ns));
+            }
+            return Err(e.into());
+        }
+        None => None,
+    };
 
     let mut mask = SigSet::empty();
     for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
