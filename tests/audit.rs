@@ -398,7 +398,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
 }
 
 #[test]
-fn default_log_location_fail_closed_and_out_of_the_sandbox_reach() {
+fn default_log_location_fail_closed_and_read_only_inside() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let deny = format!("{PY_HELPERS}\nprint('denied:', status(get('nope.example', 443)))");
