@@ -89,6 +89,16 @@ pub struct PolicyArgs {
     /// Ports that --allow-domain rules without :PORT allow [default: 80,443].
     #[arg(long, value_name = "PORT", value_delimiter = ',')]
     pub ports: Option<Vec<u16>>,
+    /// Proxy connections served at once; more are refused (HTTP 503, SOCKS5 reply 1)
+    /// and the first refusal is reported [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<u64>,
+    /// Append one JSON line per decision (allowed and blocked connections, with the rule
+    /// that decided) to FILE, hash-chained; `--audit none` turns the log off
+    /// [default: $XDG_STATE_HOME/cordon/audit.jsonl, else ~/.local/state/cordon/audit.jsonl].
+    /// If the log cannot be opened, nothing runs.
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<String>,
     /// Run even if LAYER cannot be applied (namespaces, landlock, seccomp, limits); warns every time.
     #[arg(long, value_name = "LAYER", value_delimiter = ',')]
     pub allow_degraded: Vec<String>,
@@ -101,6 +111,10 @@ pub struct PolicyArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// Print nothing at exit about what was blocked (by default, one line on stderr
+    /// when anything was).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
@@ -165,6 +179,8 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
         allow_domain: args.allow_domain.clone(),
         deny_domain: args.deny_domain.clone(),
         ports: args.ports.clone(),
+        max_connections: args.max_connections,
+        audit: args.audit.clone(),
     };
     let req = LoadRequest {
         cwd: cwd.clone(),
@@ -185,6 +201,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                 policy: &policy,
                 command: args.command,
                 cwd,
+                quiet: args.quiet,
             };
             Ok(sandbox::run(req)?)
         }

@@ -106,7 +106,10 @@ pub fn examine() -> Report {
         layer: Some(Layer::Seccomp),
         ok: gate.is_ok(),
         detail: match gate {
-            Ok(()) => "seccomp user notification and pidfd_getfd: host UNIX sockets are refused by path".to_string(),
+            Ok(()) => {
+                "seccomp user notification and pidfd_getfd: host UNIX sockets are refused by path"
+                    .to_string()
+            }
             Err(e) => format!("{e}; fix: {}", support::fix_for(Layer::Seccomp)),
         },
     });

@@ -103,6 +103,14 @@ pub fn render_text(policy: &Policy) -> String {
         source: view.network.ports.from.clone(),
     });
     lines.push(Line::Row {
+        what: "max connections".to_string(),
+        note: format!(
+            "{} at once through the proxy; more are refused",
+            view.network.max_connections.value
+        ),
+        source: view.network.max_connections.from.clone(),
+    });
+    lines.push(Line::Row {
         what: "loopback, private, metadata, ...".to_string(),
         note: "refused unless a rule names the address".to_string(),
         source: Source::Builtin.to_string(),
@@ -185,6 +193,16 @@ pub fn render_text(policy: &Policy) -> String {
         },
     });
 
+    lines.push(heading("audit"));
+    lines.push(Line::Row {
+        what: "log".to_string(),
+        note: match &view.audit.file {
+            Some(file) => format!("{file} (JSON lines, hash-chained)"),
+            None => "off (--audit none): decisions are not recorded".to_string(),
+        },
+        source: view.audit.from.clone(),
+    });
+
     lines.push(heading("layers"));
     for layer in &view.layers {
         let (note, source) = if layer.required {
@@ -226,7 +244,17 @@ struct View {
     network: NetworkView,
     credentials: CredentialsView,
     limits: LimitsView,
+    audit: AuditView,
     layers: Vec<LayerView>,
+}
+
+/// Where decisions are recorded.
+#[derive(Serialize)]
+struct AuditView {
+    /// The log file; null when the log is off.
+    file: Option<String>,
+    source: Source,
+    from: String,
 }
 
 /// One line: a path (or name), an optional note, its source.
@@ -285,6 +313,8 @@ struct NetworkView {
     /// The host's own loopback ports opened with `host.cordon.internal:PORT`.
     host_internal: Vec<HostInternalView>,
     local_ports: Vec<PortView>,
+    /// Proxy connections served at once.
+    max_connections: CountView,
     /// Host UNIX sockets programs inside may connect to.
     unix_sockets: Vec<UnixSocketView>,
 }
@@ -593,6 +623,21 @@ impl View {
                     })
                 })
                 .collect(),
+            max_connections: CountView {
+                value: policy.network.max_connections.value,
+                source: policy.network.max_connections.source.clone(),
+                from: policy.network.max_connections.source.to_string(),
+            },
+        };
+        let audit = AuditView {
+            file: policy
+                .audit
+                .log
+                .value
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            source: policy.audit.log.source.clone(),
+            from: policy.audit.log.source.to_string(),
         };
 
         let credentials = CredentialsView {
@@ -655,6 +700,7 @@ impl View {
             network,
             credentials,
             limits: limits_view,
+            audit,
             layers,
         }
     }
@@ -837,6 +883,7 @@ mod tests {
                 home: fx.home.clone(),
                 passwd_home: None,
                 xdg_config_home: fx.home.join(".config"),
+                xdg_state_home: fx.home.join(".local/state"),
             },
         })
         .unwrap()
@@ -890,6 +937,39 @@ mod tests {
         let a = line_with(&text, &["max_procs"]);
         let b = line_with(&text, &["max_tmp"]);
         assert_eq!(a.find("built-in"), b.find("built-in"), "\n{a}\n{b}");
+    }
+
+    #[test]
+    fn audit_log_and_connection_cap() {
+        let fx = fixture();
+        let p = policy(&fx, FlagOverrides::default());
+        let text = render_text(&p);
+        let default = fx.home.join(".local/state/cordon/audit.jsonl");
+        line_with(&text, &["log", &default.display().to_string(), "built-in"]);
+        line_with(&text, &["max connections", "4096 at once", "built-in"]);
+        let json = render_json(&p);
+        assert_eq!(json["audit"]["file"], default.display().to_string());
+        assert_eq!(json["audit"]["from"], "built-in");
+        assert_eq!(json["network"]["max_connections"]["value"], 4096);
+
+        let flags = FlagOverrides {
+            audit: Some("none".into()),
+            max_connections: Some(64),
+            ..FlagOverrides::default()
+        };
+        let p = policy(&fx, flags);
+        let text = render_text(&p);
+        line_with(&text, &["log", "off (--audit none)", "flag --audit"]);
+        line_with(
+            &text,
+            &["max connections", "64 at once", "flag --max-connections"],
+        );
+        let json = render_json(&p);
+        assert_eq!(json["audit"]["file"], serde_json::Value::Null);
+        assert_eq!(
+            json["network"]["max_connections"]["from"],
+            "flag --max-connections"
+        );
     }
 
     #[test]

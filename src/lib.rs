@@ -6,6 +6,7 @@
 //! credentials (the built-in deny list in [`policy::defaults`]). The policy
 //! model is [`policy`]; the runtime is [`sandbox`].
 
+pub mod audit;
 pub mod cli;
 pub mod doctor;
 pub mod explain;

@@ -152,17 +152,22 @@ fn nested_cordon_runs_degraded_with_a_warning() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let bin = fx.bin.display().to_string();
-        let degraded = |layers: &str| {
+        // The default audit log, in the outer sandbox's read-only home,
+        // cannot be opened; the private /tmp can hold one.
+        let degraded_with = |layers: &str, audit: &str| {
             fx.sandbox().run(&[
                 &bin,
                 "run",
                 &format!("--allow-degraded={layers}"),
+                "--audit",
+                audit,
                 "--",
                 "sh",
                 "-c",
                 "echo ran",
             ])
         };
+        let degraded = |layers: &str| degraded_with(layers, "/tmp/inner-audit.jsonl");
         if mode == Mode::Root {
             // Inside, the caller is still kuid 0, which RLIMIT_NPROC does not
             // bind, and the outer sandbox leaves no cgroup to create: the
@@ -184,6 +189,15 @@ fn nested_cordon_runs_degraded_with_a_warning() {
         };
         let out = degraded(layers);
         assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
+        // Without a writable audit log it refuses (fail closed), naming it.
+        let home_log = fx.home.join(".local/state/cordon/audit.jsonl");
+        let refused = degraded_with(layers, &home_log.display().to_string());
+        assert_eq!(refused.code, 125, "{mode:?}: {refused:#?}");
+        assert!(
+            refused.stderr.contains("cannot open the audit log"),
+            "{mode:?}: {refused:#?}"
+        );
+        assert!(!refused.stdout.contains("ran"), "{mode:?}: {refused:#?}");
         assert!(out.stdout.contains("ran"), "{mode:?}: {out:#?}");
         assert!(out.stderr.contains("WARNING"), "{mode:?}: {out:#?}");
         assert!(

@@ -3,7 +3,10 @@
 use std::net::IpAddr;
 
 use super::host::{normalize, DenyReason, HostPolicy, Target, Verdict};
-use super::proxy::{Denial, Destination, Gate};
+use super::proxy::{Allowed, Denial, Destination, Gate};
+
+/// How a built-in rule's source reads (as `Source::Builtin` displays).
+const BUILTIN: &str = "built-in";
 
 /// Answers the proxy from a [`HostPolicy`].
 pub struct PolicyGate {
@@ -44,43 +47,63 @@ impl PolicyGate {
         target: &Target,
         port: u16,
         reason: DenyReason,
-        rule: Option<String>,
+        rule: Option<(String, String)>,
     ) -> Denial {
         let shown = target.with_port(port);
-        let rule = rule.unwrap_or_else(|| "default: nothing is allowed".into());
+        let (rule, source) =
+            rule.unwrap_or_else(|| ("default: nothing is allowed".into(), BUILTIN.into()));
         let hint = self.policy.denial_hint(target, port, reason);
+        let shown_rule = if source == BUILTIN {
+            rule.clone()
+        } else {
+            format!("{rule} from {source}")
+        };
         Denial {
-            message: format!("cordon: blocked {shown}: {reason:?} (rule: {rule})\n{hint}\n"),
+            message: format!("cordon: blocked {shown}: {reason:?} (rule: {shown_rule})\n{hint}\n"),
             rule,
+            source,
+            reason: reason.to_string(),
         }
     }
 }
 
 impl Gate for PolicyGate {
-    fn check_destination(&self, host: &str, port: u16) -> Result<Destination, Denial> {
+    fn check_destination(&self, host: &str, port: u16) -> Result<Allowed, Denial> {
         let target = match normalize(host) {
             Ok(t) => t,
             Err(e) => {
                 return Err(Denial {
                     rule: "host names must normalise".into(),
+                    source: BUILTIN.into(),
+                    reason: e.to_string(),
                     message: format!("cordon: blocked {host}:{port}: {e}\n"),
                 })
             }
         };
         match self.policy.decide(&target, port) {
-            Verdict::Allow { .. } if target.is_host_internal() => Ok(Destination::HostLoopback),
-            Verdict::Allow { .. } => Ok(match target {
-                Target::Name(name) => Destination::Name(name),
-                Target::Ip(ip) => Destination::Ip(ip),
-            }),
+            Verdict::Allow { rule, source } => {
+                let dest = if target.is_host_internal() {
+                    Destination::HostLoopback
+                } else {
+                    match target {
+                        Target::Name(name) => Destination::Name(name),
+                        Target::Ip(ip) => Destination::Ip(ip),
+                    }
+                };
+                Ok(Allowed {
+                    dest,
+                    rule,
+                    source: source.to_string(),
+                })
+            }
             Verdict::Deny {
                 reason,
                 rule,
                 source,
             } => {
-                let rule = rule.map(|r| match source {
-                    Some(s) => format!("{r} from {s}"),
-                    None => r,
+                let rule = rule.map(|r| {
+                    let source = source.map_or_else(|| BUILTIN.to_string(), |s| s.to_string());
+                    (r, source)
                 });
                 Err(self.denial(&target, port, reason, rule))
             }

@@ -4,12 +4,17 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Semaphore};
+
+use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
 
 /// Where a client asked to go, after the policy normalised it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,14 +32,29 @@ pub enum Destination {
 pub struct Denial {
     /// The rule, or the default, that refused.
     pub rule: String,
+    /// Where that rule came from (`built-in`, a file, a flag).
+    pub source: String,
+    /// Why, in a few words (for the audit log).
+    pub reason: String,
     /// What was blocked and how to allow it; becomes the 403 body.
     pub message: String,
+}
+
+/// A destination the policy let through, and the rule that did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowed {
+    /// Where to connect.
+    pub dest: Destination,
+    /// The allow rule.
+    pub rule: String,
+    /// Where it came from.
+    pub source: String,
 }
 
 /// The network policy, as the proxy sees it.
 pub trait Gate: Send + Sync + 'static {
     /// Decides on a destination named by the client.
-    fn check_destination(&self, host: &str, port: u16) -> Result<Destination, Denial>;
+    fn check_destination(&self, host: &str, port: u16) -> Result<Allowed, Denial>;
     /// After resolving an allowed name: may the proxy connect to `addr`?
     fn check_address(&self, host: &str, addr: IpAddr, port: u16) -> Result<(), Denial>;
 }
@@ -42,8 +62,11 @@ pub trait Gate: Send + Sync + 'static {
 /// Bounds that keep a misbehaving client to the cost of its own socket.
 #[derive(Debug, Clone)]
 pub struct ProxyLimits {
-    /// Connections served at once; more wait in the listen queue.
+    /// Connections served at once; more are refused (HTTP 503, SOCKS5
+    /// reply 1) and the first refusal is reported.
     pub max_connections: usize,
+    /// Where `max_connections` came from (for the report).
+    pub max_connections_source: String,
     /// Time a client has to send its request head or SOCKS handshake.
     pub handshake_timeout: Duration,
     /// Time to connect to the upstream.
@@ -54,6 +77,7 @@ impl Default for ProxyLimits {
     fn default() -> Self {
         ProxyLimits {
             max_connections: 4096,
+            max_connections_source: "built-in".into(),
             handshake_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(15),
         }
@@ -62,12 +86,25 @@ impl Default for ProxyLimits {
 
 /// The largest request head the HTTP proxy reads.
 const MAX_HEAD: usize = 64 * 1024;
+/// Clients over the cap being told so at once; past this they are just
+/// closed, so a flood costs no more than this many small tasks.
+const MAX_REFUSALS: usize = 64;
+/// Time an over-the-cap client has to send what it has before the refusal.
+const REFUSAL_TIMEOUT: Duration = Duration::from_secs(2);
+/// Pause after a failed accept (out of descriptors, ...) before the next.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// The summary's subject for connections refused over the cap.
+pub const OVER_CAP: &str = "(over the connection cap)";
 
 /// The proxy: one per sandbox, shared by its listeners.
 pub struct Proxy<G: Gate> {
     gate: G,
     limits: ProxyLimits,
     slots: Arc<Semaphore>,
+    refusals: Arc<Semaphore>,
+    audit: Auditor,
+    cap_reported: AtomicBool,
+    stop: watch::Receiver<bool>,
 }
 
 /// Why one client connection ended early.
@@ -81,45 +118,303 @@ enum ClientError {
     Malformed(&'static str),
 }
 
+/// Why the proxy did not connect to an allowed destination.
+enum ConnectError {
+    /// The name resolved only to addresses the policy refuses.
+    Denied(Denial, SocketAddr),
+    /// The upstream could not be reached (message for the client).
+    Upstream(String),
+}
+
+/// One client connection's tally, kept outside the future that serves it
+/// so that it survives the future being cancelled at shutdown.
+struct Conn {
+    up: AtomicU64,
+    down: AtomicU64,
+    /// Set once the upstream is connected: the close event to record.
+    open: Mutex<Option<(Event, Instant)>>,
+}
+
+impl Conn {
+    fn new() -> Conn {
+        Conn {
+            up: AtomicU64::new(0),
+            down: AtomicU64::new(0),
+            open: Mutex::new(None),
+        }
+    }
+}
+
+/// An upstream stream that counts the bytes written to it (up) and read
+/// from it (down).
+struct Counted<'a> {
+    inner: TcpStream,
+    conn: &'a Conn,
+}
+
+impl AsyncRead for Counted<'_> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = r {
+            let n = (buf.filled().len() - before) as u64;
+            this.conn.down.fetch_add(n, Ordering::Relaxed);
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Counted<'_> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = r {
+            this.conn.up.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        r
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// `host:port`, with brackets around an IPv6 host.
+fn subject(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// Whether an accept error means the listener itself is gone (as opposed
+/// to a full descriptor table or a client that left before accept).
+fn fatal_accept(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EBADF | libc::EINVAL | libc::ENOTSOCK | libc::EOPNOTSUPP)
+    )
+}
+
 impl<G: Gate> Proxy<G> {
-    pub fn new(gate: G, limits: ProxyLimits) -> Arc<Self> {
+    /// A proxy asking `gate`, recording to `audit`, serving until `stop`
+    /// turns true (or its sender is dropped).
+    pub fn new(
+        gate: G,
+        limits: ProxyLimits,
+        audit: Auditor,
+        stop: watch::Receiver<bool>,
+    ) -> Arc<Self> {
         let slots = Arc::new(Semaphore::new(limits.max_connections));
         Arc::new(Proxy {
             gate,
             limits,
             slots,
+            refusals: Arc::new(Semaphore::new(MAX_REFUSALS)),
+            audit,
+            cap_reported: AtomicBool::new(false),
+            stop,
         })
     }
 
-    /// Accepts HTTP proxy clients until the listener fails.
+    /// Accepts HTTP proxy clients until the listener fails or the proxy stops.
     pub async fn serve_http(self: Arc<Self>, listener: TcpListener) {
         self.serve(listener, Kind::Http).await
     }
 
-    /// Accepts SOCKS5 clients until the listener fails.
+    /// Accepts SOCKS5 clients until the listener fails or the proxy stops.
     pub async fn serve_socks(self: Arc<Self>, listener: TcpListener) {
         self.serve(listener, Kind::Socks).await
     }
 
+    /// After a stop: waits (up to `grace`) until every client task has
+    /// ended and recorded its close event.
+    pub async fn drain(&self, grace: Duration) {
+        let all = u32::try_from(self.limits.max_connections).unwrap_or(u32::MAX);
+        let _ = tokio::time::timeout(grace, self.slots.acquire_many(all)).await;
+    }
+
     async fn serve(self: Arc<Self>, listener: TcpListener, kind: Kind) {
+        let mut stop = self.stop.clone();
         loop {
-            // Waiting for a slot before accepting leaves the excess in the
-            // kernel's listen queue instead of in memory.
-            let Ok(permit) = self.slots.clone().acquire_owned().await else {
-                return;
+            let accepted = tokio::select! {
+                r = listener.accept() => r,
+                _ = stop.wait_for(|s| *s) => return,
             };
-            let Ok((client, _)) = listener.accept().await else {
-                return;
+            let client = match accepted {
+                Ok((client, _)) => client,
+                Err(e) if fatal_accept(&e) => return,
+                // Out of descriptors, or a client gone before accept: the
+                // listener is fine; a pause lets descriptors free up.
+                Err(_) => {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            };
+            // Accepting before taking a slot lets a client over the cap be
+            // told so, instead of waiting unseen in the listen queue.
+            let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+                self.over_cap(client, kind);
+                continue;
             };
             let proxy = self.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                let _ = match kind {
-                    Kind::Http => proxy.http_client(client).await,
-                    Kind::Socks => proxy.socks_client(client).await,
-                };
+                let conn = Conn::new();
+                let mut stop = proxy.stop.clone();
+                tokio::select! {
+                    _ = proxy.client(kind, client, &conn) => {}
+                    _ = stop.wait_for(|s| *s) => {}
+                }
+                proxy.closed(&conn);
             });
         }
+    }
+
+    async fn client(&self, kind: Kind, client: TcpStream, conn: &Conn) {
+        let _ = match kind {
+            Kind::Http => self.http_client(client, conn).await,
+            Kind::Socks => self.socks_client(client, conn).await,
+        };
+    }
+
+    /// Refuses a client over the cap (reporting the first time).
+    fn over_cap(self: &Arc<Self>, client: TcpStream, kind: Kind) {
+        self.audit.count_blocked(Door::Network, OVER_CAP);
+        let cap = self.limits.max_connections;
+        let source = &self.limits.max_connections_source;
+        if !self.cap_reported.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "cordon: WARNING: the proxy reached its cap of {cap} connections at once ({source}); further connections are refused (HTTP 503, SOCKS5 reply 1) until one closes; raise it with --max-connections N or [network] max_connections = N"
+            );
+            let mut event = Event::new(
+                Door::Network,
+                audit::Kind::Limit,
+                Verdict::Deny,
+                "max_connections",
+            );
+            event.rule = Some(format!("max_connections = {cap}"));
+            event.source = Some(source.clone());
+            event.reason = Some(
+                "the proxy's connection cap was reached; further connections are refused until one closes"
+                    .into(),
+            );
+            self.audit.record(event);
+        }
+        let Ok(permit) = self.refusals.clone().try_acquire_owned() else {
+            return; // A flood: dropping the socket closes it.
+        };
+        let proxy = self.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let _ =
+                tokio::time::timeout(REFUSAL_TIMEOUT, proxy.refuse_over_cap(client, kind)).await;
+        });
+    }
+
+    async fn refuse_over_cap(&self, mut client: TcpStream, kind: Kind) -> Result<(), ClientError> {
+        match kind {
+            Kind::Http => {
+                // Read the head first: closing on unread data would reset
+                // the connection and lose the answer.
+                read_head(&mut client).await?;
+                let body = format!(
+                    "cordon: too many connections through the proxy at once (the cap is {}, {}); this one was refused. Close idle connections, or raise the cap with --max-connections N or [network] max_connections = N.\n",
+                    self.limits.max_connections, self.limits.max_connections_source
+                );
+                respond(&mut client, 503, &body).await
+            }
+            Kind::Socks => {
+                socks_handshake(&mut client).await?;
+                client
+                    .write_all(&socks_reply(SOCKS_GENERAL_FAILURE))
+                    .await?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Records a refusal.
+    fn denied(&self, proto: Proto, host: &str, port: u16, addr: Option<SocketAddr>, d: &Denial) {
+        let mut event = Event::new(
+            Door::Network,
+            audit::Kind::Decision,
+            Verdict::Deny,
+            subject(host, port),
+        );
+        event.address = addr.map(|a| a.to_string());
+        event.rule = Some(d.rule.clone());
+        event.source = Some(d.source.clone());
+        event.reason = Some(d.reason.clone());
+        event.proto = Some(proto);
+        self.audit.record(event);
+    }
+
+    /// Records an allowed connection that could not be made.
+    fn unreachable(&self, proto: Proto, host: &str, port: u16, allowed: &Allowed, why: &str) {
+        let mut event = Event::new(
+            Door::Network,
+            audit::Kind::Decision,
+            Verdict::Allow,
+            subject(host, port),
+        );
+        event.rule = Some(allowed.rule.clone());
+        event.source = Some(allowed.source.clone());
+        event.reason = Some(why.trim().to_string());
+        event.proto = Some(proto);
+        self.audit.record(event);
+    }
+
+    /// Records an allowed, connected destination, and arms its close event.
+    fn opened(
+        &self,
+        conn: &Conn,
+        proto: Proto,
+        host: &str,
+        port: u16,
+        addr: SocketAddr,
+        allowed: &Allowed,
+    ) {
+        let mut event = Event::new(
+            Door::Network,
+            audit::Kind::Decision,
+            Verdict::Allow,
+            subject(host, port),
+        );
+        event.address = Some(addr.to_string());
+        event.rule = Some(allowed.rule.clone());
+        event.source = Some(allowed.source.clone());
+        event.proto = Some(proto);
+        let mut close = event.clone();
+        close.event = audit::Kind::Close;
+        self.audit.record(event);
+        if let Ok(mut open) = conn.open.lock() {
+            *open = Some((close, Instant::now()));
+        }
+    }
+
+    /// Records the close event of a connection that was opened.
+    fn closed(&self, conn: &Conn) {
+        let Some((mut event, since)) = conn.open.lock().ok().and_then(|mut o| o.take()) else {
+            return;
+        };
+        event.time = crate::audit::rfc3339_now();
+        event.bytes_up = Some(conn.up.load(Ordering::Relaxed));
+        event.bytes_down = Some(conn.down.load(Ordering::Relaxed));
+        event.duration_ms = Some(since.elapsed().as_millis() as u64);
+        self.audit.record(event);
     }
 
     async fn timed<T>(
@@ -137,39 +432,56 @@ impl<G: Gate> Proxy<G> {
         dest: &Destination,
         host: &str,
         port: u16,
-    ) -> Result<TcpStream, Denial> {
+    ) -> Result<(TcpStream, SocketAddr), ConnectError> {
         let candidates: Vec<SocketAddr> = match dest {
             Destination::Ip(ip) => vec![SocketAddr::new(*ip, port)],
             Destination::HostLoopback => vec![SocketAddr::from(([127, 0, 0, 1], port))],
             Destination::Name(name) => match tokio::net::lookup_host((name.as_str(), port)).await {
                 Ok(addrs) => addrs.collect(),
-                Err(e) => return Err(upstream_denial(host, port, &format!("cannot resolve: {e}"))),
+                Err(e) => {
+                    return Err(ConnectError::Upstream(upstream_message(
+                        host,
+                        port,
+                        &format!("cannot resolve: {e}"),
+                    )))
+                }
             },
         };
-        let mut last = upstream_denial(host, port, "no address");
+        let mut denied = None;
+        let mut failed = None;
         for addr in candidates {
             if let Destination::Name(_) = dest {
                 if let Err(denial) = self.gate.check_address(host, addr.ip(), port) {
-                    last = denial;
+                    denied.get_or_insert((denial, addr));
                     continue;
                 }
             }
             match tokio::time::timeout(self.limits.connect_timeout, TcpStream::connect(addr)).await
             {
-                Ok(Ok(stream)) => return Ok(stream),
-                Ok(Err(e)) => last = upstream_denial(host, port, &e.to_string()),
-                Err(_) => last = upstream_denial(host, port, "connect timed out"),
+                Ok(Ok(stream)) => return Ok((stream, addr)),
+                Ok(Err(e)) => failed = Some(upstream_message(host, port, &e.to_string())),
+                Err(_) => failed = Some(upstream_message(host, port, "connect timed out")),
             }
         }
-        Err(last)
+        // An address that was tried and failed says more than one the
+        // policy refused; with nothing tried, the refusal is the answer.
+        match (failed, denied) {
+            (Some(message), _) => Err(ConnectError::Upstream(message)),
+            (None, Some((denial, addr))) => Err(ConnectError::Denied(denial, addr)),
+            (None, None) => Err(ConnectError::Upstream(upstream_message(
+                host,
+                port,
+                "no address",
+            ))),
+        }
     }
 
-    async fn http_client(&self, mut client: TcpStream) -> Result<(), ClientError> {
+    async fn http_client(&self, mut client: TcpStream, conn: &Conn) -> Result<(), ClientError> {
         let (head, extra) = self.timed(read_head(&mut client)).await?;
         let request = parse_request(&head)?;
-        let target = match request.method.as_str() {
-            "CONNECT" => split_host_port(&request.target, None),
-            _ => absolute_form(&request.target),
+        let (target, proto) = match request.method.as_str() {
+            "CONNECT" => (split_host_port(&request.target, None), Proto::Connect),
+            _ => (absolute_form(&request.target), Proto::Http),
         };
         let Some((host, port)) = target else {
             return respond(
@@ -179,7 +491,7 @@ impl<G: Gate> Proxy<G> {
             )
             .await;
         };
-        if request.method != "CONNECT" {
+        if proto == Proto::Http {
             let header_host = request
                 .header("host")
                 .and_then(|h| split_host_port(h, Some(port)));
@@ -188,26 +500,43 @@ impl<G: Gate> Proxy<G> {
                 .map(|(h, p)| (h.to_ascii_lowercase(), *p))
                 != Some((host.to_ascii_lowercase(), port))
             {
-                return respond(
-                    &mut client,
-                    400,
-                    "cordon: the Host header does not match the request target\n",
-                )
-                .await;
+                let denial = Denial {
+                    rule: "the Host header must match the request target".into(),
+                    source: "built-in".into(),
+                    reason: "Host header mismatch".into(),
+                    message: "cordon: the Host header does not match the request target\n".into(),
+                };
+                self.denied(proto, &host, port, None, &denial);
+                return respond(&mut client, 400, &denial.message).await;
             }
             if request.header("transfer-encoding").is_some() {
                 return respond(&mut client, 501, "cordon: chunked request bodies are not supported through the plain-HTTP proxy; use https (CONNECT)\n").await;
             }
         }
-        let dest = match self.gate.check_destination(&host, port) {
-            Ok(dest) => dest,
-            Err(denial) => return respond(&mut client, 403, &denial.message).await,
+        let allowed = match self.gate.check_destination(&host, port) {
+            Ok(allowed) => allowed,
+            Err(denial) => {
+                self.denied(proto, &host, port, None, &denial);
+                return respond(&mut client, 403, &denial.message).await;
+            }
         };
-        let mut upstream = match self.connect(&dest, &host, port).await {
-            Ok(s) => s,
-            Err(denial) => return respond(&mut client, 502, &denial.message).await,
+        let (upstream, addr) = match self.connect(&allowed.dest, &host, port).await {
+            Ok(connected) => connected,
+            Err(ConnectError::Denied(denial, addr)) => {
+                self.denied(proto, &host, port, Some(addr), &denial);
+                return respond(&mut client, 403, &denial.message).await;
+            }
+            Err(ConnectError::Upstream(message)) => {
+                self.unreachable(proto, &host, port, &allowed, &message);
+                return respond(&mut client, 502, &message).await;
+            }
         };
-        if request.method == "CONNECT" {
+        self.opened(conn, proto, &host, port, addr, &allowed);
+        let mut upstream = Counted {
+            inner: upstream,
+            conn,
+        };
+        if proto == Proto::Connect {
             client
                 .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 .await?;
@@ -225,38 +554,66 @@ impl<G: Gate> Proxy<G> {
             None => 0,
         };
         upstream.write_all(&request.origin_form_head()).await?;
-        let first = (body_len as usize).min(extra.len());
+        let first = usize::try_from(body_len)
+            .unwrap_or(usize::MAX)
+            .min(extra.len());
         upstream.write_all(&extra[..first]).await?;
         let rest = body_len - first as u64;
         let (mut client_read, mut client_write) = client.split();
-        let (mut up_read, mut up_write) = upstream.split();
+        let (mut up_read, mut up_write) = tokio::io::split(upstream);
         let send_body = async {
             tokio::io::copy(&mut (&mut client_read).take(rest), &mut up_write).await?;
             Ok::<_, io::Error>(())
         };
         let relay_response = tokio::io::copy(&mut up_read, &mut client_write);
-        let (sent, _) = tokio::join!(send_body, relay_response);
-        sent?;
-        Ok(())
+        tokio::pin!(send_body, relay_response);
+        // The exchange is over when the response is: a client that
+        // announced more body than it sends must not hold the slot.
+        let mut body_done = false;
+        loop {
+            tokio::select! {
+                sent = &mut send_body, if !body_done => {
+                    sent?;
+                    body_done = true;
+                }
+                relayed = &mut relay_response => {
+                    relayed?;
+                    return Ok(());
+                }
+            }
+        }
     }
 
-    async fn socks_client(&self, mut client: TcpStream) -> Result<(), ClientError> {
+    async fn socks_client(&self, mut client: TcpStream, conn: &Conn) -> Result<(), ClientError> {
+        let proto = Proto::Socks5;
         let (host, port) = self.timed(socks_handshake(&mut client)).await?;
-        let dest = match self.gate.check_destination(&host, port) {
-            Ok(dest) => dest,
-            Err(_) => {
+        let allowed = match self.gate.check_destination(&host, port) {
+            Ok(allowed) => allowed,
+            Err(denial) => {
+                self.denied(proto, &host, port, None, &denial);
                 client.write_all(&socks_reply(SOCKS_NOT_ALLOWED)).await?;
                 return Ok(());
             }
         };
-        let mut upstream = match self.connect(&dest, &host, port).await {
-            Ok(s) => s,
-            Err(_) => {
+        let (upstream, addr) = match self.connect(&allowed.dest, &host, port).await {
+            Ok(connected) => connected,
+            Err(ConnectError::Denied(denial, addr)) => {
+                self.denied(proto, &host, port, Some(addr), &denial);
+                client.write_all(&socks_reply(SOCKS_NOT_ALLOWED)).await?;
+                return Ok(());
+            }
+            Err(ConnectError::Upstream(message)) => {
+                self.unreachable(proto, &host, port, &allowed, &message);
                 client
                     .write_all(&socks_reply(SOCKS_HOST_UNREACHABLE))
                     .await?;
                 return Ok(());
             }
+        };
+        self.opened(conn, proto, &host, port, addr, &allowed);
+        let mut upstream = Counted {
+            inner: upstream,
+            conn,
         };
         client.write_all(&socks_reply(SOCKS_SUCCEEDED)).await?;
         tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
@@ -271,6 +628,7 @@ enum Kind {
 }
 
 const SOCKS_SUCCEEDED: u8 = 0x00;
+const SOCKS_GENERAL_FAILURE: u8 = 0x01;
 const SOCKS_NOT_ALLOWED: u8 = 0x02;
 const SOCKS_HOST_UNREACHABLE: u8 = 0x04;
 const SOCKS_COMMAND_NOT_SUPPORTED: u8 = 0x07;
@@ -281,11 +639,8 @@ fn socks_reply(code: u8) -> [u8; 10] {
     [5, code, 0, 1, 0, 0, 0, 0, 0, 0]
 }
 
-fn upstream_denial(host: &str, port: u16, why: &str) -> Denial {
-    Denial {
-        rule: "upstream".into(),
-        message: format!("cordon: cannot reach {host}:{port}: {why}\n"),
-    }
+fn upstream_message(host: &str, port: u16, why: &str) -> String {
+    format!("cordon: cannot reach {host}:{port}: {why}\n")
 }
 
 async fn respond(client: &mut TcpStream, status: u16, body: &str) -> Result<(), ClientError> {
@@ -293,6 +648,7 @@ async fn respond(client: &mut TcpStream, status: u16, body: &str) -> Result<(), 
         400 => "Bad Request",
         403 => "Forbidden",
         501 => "Not Implemented",
+        503 => "Service Unavailable",
         _ => "Bad Gateway",
     };
     let head = format!(
@@ -488,6 +844,293 @@ async fn socks_handshake<S: AsyncRead + AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Allows 127.0.0.1 on any port (as an IP the policy names); refuses the rest.
+    struct LoopbackGate;
+
+    impl Gate for LoopbackGate {
+        fn check_destination(&self, host: &str, _port: u16) -> Result<Allowed, Denial> {
+            match host.parse::<IpAddr>() {
+                Ok(ip) if ip.is_loopback() => Ok(Allowed {
+                    dest: Destination::Ip(ip),
+                    rule: "127.0.0.1".into(),
+                    source: "test".into(),
+                }),
+                _ => Err(Denial {
+                    rule: "default".into(),
+                    source: "built-in".into(),
+                    reason: "not loopback".into(),
+                    message: format!("cordon: blocked {host}\n"),
+                }),
+            }
+        }
+        fn check_address(&self, _: &str, _: IpAddr, _: u16) -> Result<(), Denial> {
+            Ok(())
+        }
+    }
+
+    struct Running {
+        http: SocketAddr,
+        socks: SocketAddr,
+        /// Kept alive: the proxy stops when it is dropped.
+        _stop: watch::Sender<bool>,
+        proxy: Arc<Proxy<LoopbackGate>>,
+        audit: Auditor,
+    }
+
+    async fn start(limits: ProxyLimits) -> Running {
+        let (stop, stopped) = watch::channel(false);
+        let audit = Auditor::disabled();
+        let proxy = Proxy::new(LoopbackGate, limits, audit.clone(), stopped);
+        let http = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let socks = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (h, s) = (http.local_addr().unwrap(), socks.local_addr().unwrap());
+        tokio::spawn(proxy.clone().serve_http(http));
+        tokio::spawn(proxy.clone().serve_socks(socks));
+        Running {
+            http: h,
+            socks: s,
+            _stop: stop,
+            proxy,
+            audit,
+        }
+    }
+
+    /// An upstream that echoes each connection until it closes; connections
+    /// whose first bytes are `reset` are reset instead.
+    async fn echo_upstream() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 1024];
+                    loop {
+                        let n = match s.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => n,
+                        };
+                        if buf[..n].starts_with(b"reset") {
+                            // SO_LINGER 0: close sends RST (and, with a
+                            // zero timeout, never blocks).
+                            #[allow(deprecated)]
+                            let _ = s.set_linger(Some(Duration::ZERO));
+                            return;
+                        }
+                        if s.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    fn limits(cap: usize) -> ProxyLimits {
+        ProxyLimits {
+            max_connections: cap,
+            max_connections_source: "flag --max-connections".into(),
+            handshake_timeout: Duration::from_millis(300),
+            connect_timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// Opens a CONNECT tunnel and returns the stream after the 200.
+    async fn tunnel(proxy: SocketAddr, to: SocketAddr) -> TcpStream {
+        let mut s = TcpStream::connect(proxy).await.unwrap();
+        s.write_all(format!("CONNECT {to} HTTP/1.1\r\nHost: {to}\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let head = read_response(&mut s).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        s
+    }
+
+    async fn read_response(s: &mut TcpStream) -> String {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !out.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = s.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    async fn echo(s: &mut TcpStream, msg: &[u8]) -> io::Result<Vec<u8>> {
+        s.write_all(msg).await?;
+        let mut buf = vec![0u8; msg.len()];
+        tokio::time::timeout(Duration::from_secs(2), s.read_exact(&mut buf))
+            .await
+            .map_err(|_| io::Error::other("timeout"))??;
+        Ok(buf)
+    }
+
+    /// Reads until EOF or error; panics if the peer keeps it open past `limit`.
+    async fn closed_within(s: &mut TcpStream, limit: Duration) -> Vec<u8> {
+        let mut all = Vec::new();
+        tokio::time::timeout(limit, async {
+            let mut buf = [0u8; 1024];
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => all.extend_from_slice(&buf[..n]),
+                }
+            }
+        })
+        .await
+        .expect("the proxy kept the connection open");
+        all
+    }
+
+    #[tokio::test]
+    async fn over_the_cap_refused_with_503_and_reported_once() {
+        let up = echo_upstream().await;
+        let p = start(limits(2)).await;
+        let mut a = tunnel(p.http, up).await;
+        let _b = tunnel(p.http, up).await;
+        let mut c = TcpStream::connect(p.http).await.unwrap();
+        c.write_all(format!("CONNECT {up} HTTP/1.1\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let refused =
+            String::from_utf8(closed_within(&mut c, Duration::from_secs(3)).await).unwrap();
+        assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+        assert!(refused.contains("--max-connections"), "{refused}");
+        assert!(refused.contains("the cap is 2"), "{refused}");
+        // SOCKS5 over the cap: reply 1 after the handshake.
+        let mut s = TcpStream::connect(p.socks).await.unwrap();
+        s.write_all(&[5, 1, 0]).await.unwrap();
+        let mut hello = [0u8; 2];
+        s.read_exact(&mut hello).await.unwrap();
+        let port = up.port().to_be_bytes();
+        s.write_all(&[5, 1, 0, 1, 127, 0, 0, 1, port[0], port[1]])
+            .await
+            .unwrap();
+        let mut reply = [0u8; 10];
+        s.read_exact(&mut reply).await.unwrap();
+        assert_eq!(reply[1], SOCKS_GENERAL_FAILURE);
+        // The tunnels in the cap still work; closing one frees its slot.
+        assert_eq!(echo(&mut a, b"ping").await.unwrap(), b"ping");
+        drop(a);
+        let mut ok = false;
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if p.proxy.slots.available_permits() == 1 {
+                ok = true;
+                break;
+            }
+        }
+        assert!(ok, "the closed tunnel's slot was not freed");
+        let mut d = tunnel(p.http, up).await;
+        assert_eq!(echo(&mut d, b"pong").await.unwrap(), b"pong");
+        assert!(p.proxy.cap_reported.load(Ordering::Relaxed));
+        let summary = p.audit.finish();
+        assert_eq!(summary.blocked(Door::Network), 2, "{summary:?}");
+        assert!(summary
+            .line(None)
+            .unwrap()
+            .contains("(over the connection cap) ×2"));
+    }
+
+    #[tokio::test]
+    async fn silent_and_slow_clients_time_out() {
+        let p = start(limits(4)).await;
+        // Silent: connects, sends nothing.
+        let mut silent = TcpStream::connect(p.http).await.unwrap();
+        let started = Instant::now();
+        closed_within(&mut silent, Duration::from_secs(2)).await;
+        assert!(started.elapsed() >= Duration::from_millis(250));
+        // Slow: a byte every 50 ms never finishes the head in time.
+        let mut slow = TcpStream::connect(p.http).await.unwrap();
+        let started = Instant::now();
+        let mut closed = false;
+        for b in b"CONNECT 127.0.0.1:1 HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" {
+            if slow.write_all(&[*b]).await.is_err() {
+                closed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if !closed {
+            closed_within(&mut slow, Duration::from_secs(1)).await;
+        }
+        assert!(started.elapsed() < Duration::from_secs(3));
+        // Silent SOCKS client.
+        let mut socks = TcpStream::connect(p.socks).await.unwrap();
+        closed_within(&mut socks, Duration::from_secs(2)).await;
+        // Their slots are back.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(p.proxy.slots.available_permits(), 4);
+    }
+
+    #[tokio::test]
+    async fn an_upstream_reset_ends_only_its_own_tunnel() {
+        let up = echo_upstream().await;
+        let p = start(limits(8)).await;
+        let mut keep = tunnel(p.http, up).await;
+        let mut doomed = tunnel(p.http, up).await;
+        assert_eq!(echo(&mut keep, b"one").await.unwrap(), b"one");
+        doomed.write_all(b"reset").await.unwrap();
+        closed_within(&mut doomed, Duration::from_secs(2)).await;
+        assert_eq!(echo(&mut keep, b"two").await.unwrap(), b"two");
+        // A new tunnel still works.
+        let mut again = tunnel(p.http, up).await;
+        assert_eq!(echo(&mut again, b"three").await.unwrap(), b"three");
+    }
+
+    #[tokio::test]
+    async fn stop_closes_every_tunnel_and_records_bytes() {
+        let up = echo_upstream().await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = crate::audit::AuditLog::open(&path, false).unwrap();
+        let audit = Auditor::start(Some(log), "cordon-test", "test").unwrap();
+        let (stop, stopped) = watch::channel(false);
+        let proxy = Proxy::new(LoopbackGate, limits(8), audit.clone(), stopped);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let served = tokio::spawn(proxy.clone().serve_http(listener));
+        let mut a = tunnel(addr, up).await;
+        let mut b = tunnel(addr, up).await;
+        assert_eq!(echo(&mut a, b"12345").await.unwrap(), b"12345");
+        // A denied one, for the log.
+        let mut d = TcpStream::connect(addr).await.unwrap();
+        d.write_all(b"CONNECT evil.example:443 HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        let denied =
+            String::from_utf8(closed_within(&mut d, Duration::from_secs(2)).await).unwrap();
+        assert!(denied.starts_with("HTTP/1.1 403"), "{denied}");
+        stop.send(true).unwrap();
+        closed_within(&mut a, Duration::from_secs(2)).await;
+        closed_within(&mut b, Duration::from_secs(2)).await;
+        served.await.unwrap();
+        proxy.drain(Duration::from_secs(2)).await;
+        assert!(TcpStream::connect(addr).await.is_err(), "still accepting");
+        audit.finish();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(crate::audit::verify(&text), Ok(5), "{text}");
+        let events: Vec<crate::audit::Event> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let closes: Vec<_> = events
+            .iter()
+            .filter(|e| e.event == audit::Kind::Close)
+            .collect();
+        assert_eq!(closes.len(), 2, "{text}");
+        let up_total: u64 = closes.iter().map(|e| e.bytes_up.unwrap()).sum();
+        let down_total: u64 = closes.iter().map(|e| e.bytes_down.unwrap()).sum();
+        assert_eq!((up_total, down_total), (5, 5), "{text}");
+        let deny = events.iter().find(|e| e.verdict == Verdict::Deny).unwrap();
+        assert_eq!(deny.subject, "evil.example:443");
+        assert_eq!(deny.proto, Some(Proto::Connect));
+        assert_eq!(deny.rule.as_deref(), Some("default"));
+    }
 
     #[test]
     fn targets_parse() {

@@ -2,15 +2,41 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use tokio::sync::watch;
 
 use super::proxy::{Gate, Proxy, ProxyLimits};
+use crate::audit::Auditor;
+
+/// The running proxy, as the supervisor holds it.
+pub struct ProxyHandle {
+    stop: watch::Sender<bool>,
+    done: mpsc::Receiver<()>,
+}
+
+impl ProxyHandle {
+    /// Stops accepting, ends every tunnel (their close events recorded with
+    /// the bytes so far), and waits up to `grace` for that to finish.
+    pub fn shutdown(self, grace: Duration) {
+        let _ = self.stop.send(true);
+        let _ = self.done.recv_timeout(grace);
+    }
+}
 
 /// Starts serving on the sandbox's listeners (HTTP, then SOCKS5) on a
-/// thread of its own; it lives as long as the supervisor, so closing the
-/// sandbox closes every tunnel. The gate and the runtime are built on that
-/// thread, off the command's start-up path; if that fails, the listeners
-/// close and every connection is refused.
-pub fn spawn<G, F>(listeners: Vec<OwnedFd>, make_gate: F) -> io::Result<()>
+/// thread of its own; it lives as long as the supervisor (or until
+/// [`ProxyHandle::shutdown`]), so closing the sandbox closes every tunnel.
+/// The gate and the runtime are built on that thread, off the command's
+/// start-up path; if that fails, the listeners close and every connection
+/// is refused.
+pub fn spawn<G, F>(
+    listeners: Vec<OwnedFd>,
+    make_gate: F,
+    limits: ProxyLimits,
+    audit: Auditor,
+) -> io::Result<ProxyHandle>
 where
     G: Gate,
     F: FnOnce() -> G + Send + 'static,
@@ -18,17 +44,38 @@ where
     let [http, socks]: [OwnedFd; 2] = listeners
         .try_into()
         .map_err(|_| io::Error::other("expected the HTTP and SOCKS5 listeners"))?;
+    let (stop, stopped) = watch::channel(false);
+    let (done_tx, done) = mpsc::channel();
     std::thread::Builder::new()
         .name("cordon-proxy".into())
         .spawn(move || {
-            if let Err(e) = serve(http, socks, make_gate()) {
+            let proxy = ServeArgs {
+                http,
+                socks,
+                limits,
+                audit,
+                stopped,
+            };
+            if let Err(e) = serve(proxy, make_gate()) {
                 eprintln!("cordon: the proxy stopped: {e}; the sandbox has no way out");
             }
+            let _ = done_tx.send(());
         })?;
-    Ok(())
+    Ok(ProxyHandle { stop, done })
 }
 
-fn serve<G: Gate>(http: OwnedFd, socks: OwnedFd, gate: G) -> io::Result<()> {
+struct ServeArgs {
+    http: OwnedFd,
+    socks: OwnedFd,
+    limits: ProxyLimits,
+    audit: Auditor,
+    stopped: watch::Receiver<bool>,
+}
+
+/// Time the tunnels have to record their close events after a stop.
+const DRAIN: Duration = Duration::from_secs(1);
+
+fn serve<G: Gate>(args: ServeArgs, gate: G) -> io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -38,9 +85,13 @@ fn serve<G: Gate>(http: OwnedFd, socks: OwnedFd, gate: G) -> io::Result<()> {
             listener.set_nonblocking(true)?;
             tokio::net::TcpListener::from_std(listener)
         };
-        let (http, socks) = (listen(http)?, listen(socks)?);
-        let proxy = Proxy::new(gate, ProxyLimits::default());
-        tokio::join!(proxy.clone().serve_http(http), proxy.serve_socks(socks));
+        let (http, socks) = (listen(args.http)?, listen(args.socks)?);
+        let proxy = Proxy::new(gate, args.limits, args.audit, args.stopped);
+        tokio::join!(
+            proxy.clone().serve_http(http),
+            proxy.clone().serve_socks(socks)
+        );
+        proxy.drain(DRAIN).await;
         Ok(())
     })
 }

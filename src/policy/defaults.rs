@@ -129,3 +129,9 @@ pub const MAX_PROCS: u64 = 4096;
 
 /// Size of the private temp dir: 1 GiB.
 pub const MAX_TMP: u64 = 1 << 30;
+
+/// Connections the proxy serves at once unless the policy says otherwise.
+pub const MAX_CONNECTIONS: u64 = 4096;
+
+/// The audit log's file name in `$XDG_STATE_HOME/cordon/`.
+pub const AUDIT_LOG_FILE: &str = "audit.jsonl";

@@ -41,8 +41,13 @@
 //! deny  = ["upload.example.com"]      # deny beats allow
 //! ports = [80, 443]                   # ports rules without `:PORT` allow
 //!
+//! max_connections = 4096             # proxy connections at once; more get 503
+//!
 //! [sandbox]
 //! allow_degraded = ["landlock"]
+//!
+//! [audit]
+//! file = "~/logs/cordon.jsonl"        # or "none"; default $XDG_STATE_HOME/cordon/audit.jsonl
 //! ```
 //!
 //! The meaning of each key is documented on the fields of `Fragment` below. Errors
@@ -56,11 +61,12 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use super::defaults::{
-    CREDENTIAL_DENY_LIST, MAX_PROCS, MAX_TMP, PROJECT_POLICY_FILE, PROTECTED_NAMES,
+    AUDIT_LOG_FILE, CREDENTIAL_DENY_LIST, MAX_CONNECTIONS, MAX_PROCS, MAX_TMP, PROJECT_POLICY_FILE,
+    PROTECTED_NAMES,
 };
 use super::pattern::{PathContext, PathPattern};
 use super::trust::{self, TrustError};
-use super::{FilesPolicy, Layer, Limits, NetworkPolicy, Policy, Source, Sourced};
+use super::{AuditPolicy, FilesPolicy, Layer, Limits, NetworkPolicy, Policy, Source, Sourced};
 use crate::net::host::{parse_rule, HostRule};
 
 /// Facts about the user's environment that loading depends on.
@@ -72,6 +78,9 @@ pub struct EnvFacts {
     pub passwd_home: Option<PathBuf>,
     /// `$XDG_CONFIG_HOME`, or `~/.config` when unset or not absolute.
     pub xdg_config_home: PathBuf,
+    /// `$XDG_STATE_HOME`, or `~/.local/state` when unset or not absolute
+    /// (the default audit log lives there).
+    pub xdg_state_home: PathBuf,
 }
 
 impl EnvFacts {
@@ -95,10 +104,15 @@ impl EnvFacts {
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
             .unwrap_or_else(|| home.join(".config"));
+        let xdg_state_home = std::env::var_os("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| home.join(".local/state"));
         Ok(EnvFacts {
             home,
             passwd_home,
             xdg_config_home,
+            xdg_state_home,
         })
     }
 }
@@ -135,6 +149,10 @@ pub struct FlagOverrides {
     /// `--ports PORT,...`: ports that allow rules without `:PORT` admit
     /// (replaces the value in force).
     pub ports: Option<Vec<u16>>,
+    /// `--max-connections N`: proxy connections served at once.
+    pub max_connections: Option<u64>,
+    /// `--audit FILE` (`none`: no log).
+    pub audit: Option<String>,
 }
 
 /// Everything [`load`] needs.
@@ -238,6 +256,27 @@ pub enum LoadError {
     /// The trust store could not be read.
     #[error(transparent)]
     Trust(#[from] TrustError),
+}
+
+/// The default audit log: `$XDG_STATE_HOME/cordon/audit.jsonl`.
+pub fn default_audit_log(env: &EnvFacts) -> PathBuf {
+    env.xdg_state_home.join("cordon").join(AUDIT_LOG_FILE)
+}
+
+/// The value of `--audit` and `audit.file` that turns the log off.
+pub const AUDIT_OFF: &str = "none";
+
+/// Parses an audit log path: `none` (off), or a path without globs.
+fn parse_audit_file(raw: &str, ctx: &PathContext<'_>) -> Result<Option<PathBuf>, String> {
+    if raw == AUDIT_OFF {
+        return Ok(None);
+    }
+    match PathPattern::parse(raw, ctx).map_err(|e| e.to_string())? {
+        PathPattern::Exact(path) => Ok(Some(path)),
+        PathPattern::Glob { .. } => Err(format!(
+            "{raw:?}: the audit log must be one file, not a glob (or {AUDIT_OFF:?} for no log)"
+        )),
+    }
 }
 
 /// cordon's config directory: `$XDG_CONFIG_HOME/cordon`.
@@ -461,7 +500,13 @@ fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
             max_memory: None,
             timeout: None,
         },
-        network: NetworkPolicy::default(),
+        network: NetworkPolicy {
+            max_connections: Sourced::new(MAX_CONNECTIONS, Source::Builtin),
+            ..NetworkPolicy::default()
+        },
+        audit: AuditPolicy {
+            log: Sourced::new(Some(default_audit_log(env)), Source::Builtin),
+        },
         allow_degraded: Vec::new(),
     })
 }
@@ -552,6 +597,15 @@ fn apply_flags(
             .collect::<Result<Vec<_>, _>>()?;
         fragment.ports = Some(Setting::flag(dedup_ports(ports)));
     }
+    if let Some(n) = flags.max_connections {
+        fragment.max_connections = Some(Setting::flag(
+            check_connections(n).map_err(|m| flag_err("--max-connections", m))?,
+        ));
+    }
+    if let Some(raw) = &flags.audit {
+        let file = parse_audit_file(raw, &ctx).map_err(|m| flag_err("--audit", m))?;
+        fragment.audit_log = Some(Setting::flag(file));
+    }
     let layers = flags
         .allow_degraded
         .iter()
@@ -575,6 +629,8 @@ fn apply_flags(
         net_allow: flag("--allow-domain"),
         net_deny: flag("--deny-domain"),
         ports: flag("--ports"),
+        max_connections: flag("--max-connections"),
+        audit_log: flag("--audit"),
         allow_degraded: flag("--allow-degraded"),
     };
     fragment.apply_with(policy, &sources);
@@ -656,6 +712,15 @@ struct Fragment {
     /// `:PORT` admit; replaces the value in force (80 and 443 by default).
     /// Narrows when every port is already in force.
     ports: Option<Setting<Vec<u16>>>,
+    /// `network.max_connections`: integer, at least 1. Connections the
+    /// proxy serves at once; more are refused (HTTP 503, SOCKS5 reply 1)
+    /// and the first refusal is reported. Narrows when not larger than the
+    /// value in force.
+    max_connections: Option<Setting<u64>>,
+    /// `audit.file`: the audit log (a path; `"none"` turns the log off).
+    /// Always widening in a project file: an untrusted repository must not
+    /// redirect or silence the record of what ran in it.
+    audit_log: Option<Setting<Option<PathBuf>>>,
     /// `sandbox.allow_degraded`: array of layer names (`namespaces`,
     /// `landlock`, `seccomp`, `limits`) cordon may run without when the
     /// kernel cannot apply them. Widens.
@@ -685,6 +750,8 @@ struct Sources {
     net_allow: Source,
     net_deny: Source,
     ports: Source,
+    max_connections: Source,
+    audit_log: Source,
     allow_degraded: Source,
 }
 
@@ -705,6 +772,8 @@ impl Sources {
             net_allow: source.clone(),
             net_deny: source.clone(),
             ports: source.clone(),
+            max_connections: source.clone(),
+            audit_log: source.clone(),
             allow_degraded: source.clone(),
         }
     }
@@ -778,6 +847,19 @@ impl Fragment {
             "limits.max_memory",
             human_size,
         );
+        raise(
+            &self.max_connections,
+            Some(&policy.network.max_connections),
+            "network.max_connections",
+            |n| n.to_string(),
+        );
+        if let Some(s) = &self.audit_log {
+            out.push(Widening {
+                at: s.at,
+                key: "audit.file",
+                detail: String::new(),
+            });
+        }
         let in_force = &policy.network.hosts.ports;
         if let Some(new) = &self.ports {
             let added: Vec<String> = new
@@ -862,6 +944,12 @@ impl Fragment {
         if let Some(s) = self.ports {
             hosts.ports = Sourced::new(s.value, sources.ports.clone());
         }
+        if let Some(s) = self.max_connections {
+            policy.network.max_connections = Sourced::new(s.value, sources.max_connections.clone());
+        }
+        if let Some(s) = self.audit_log {
+            policy.audit.log = Sourced::new(s.value, sources.audit_log.clone());
+        }
         extend(
             &mut policy.allow_degraded,
             self.allow_degraded,
@@ -880,6 +968,19 @@ fn check_procs(n: u64) -> Result<u64, String> {
         Ok(n)
     }
 }
+
+fn check_connections(n: u64) -> Result<u64, String> {
+    if n == 0 {
+        Err("must be at least 1".to_string())
+    } else if n > MAX_MAX_CONNECTIONS {
+        Err(format!("must be at most {MAX_MAX_CONNECTIONS}"))
+    } else {
+        Ok(n)
+    }
+}
+
+/// The semaphore behind the cap holds at most this many permits.
+const MAX_MAX_CONNECTIONS: u64 = 1 << 20;
 
 fn nonzero_size(n: u64) -> Result<u64, String> {
     if n == 0 {
@@ -1081,8 +1182,10 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
         let span = node.span.clone().or_else(|| key.span.clone());
         let section = key.name.as_str();
         let entries = match (section, node.value) {
-            ("files" | "limits" | "network" | "sandbox", Value::Table(entries)) => entries,
-            ("files" | "limits" | "network" | "sandbox", other) => {
+            ("files" | "limits" | "network" | "sandbox" | "audit", Value::Table(entries)) => {
+                entries
+            }
+            ("files" | "limits" | "network" | "sandbox" | "audit", other) => {
                 return Err(doc.invalid(
                     &span,
                     &dotted(&[section]),
@@ -1093,7 +1196,7 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
                 return Err(doc.invalid(
                     &key.span,
                     &dotted(&[section]),
-                    "unknown key (expected one of files, limits, network, sandbox)",
+                    "unknown key (expected one of files, limits, network, sandbox, audit)",
                 ))
             }
         };
@@ -1106,8 +1209,9 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
 
 const FILES_KEYS: &str = "allow_write, allow_read, deny_read, deny_write, protect";
 const LIMITS_KEYS: &str = "max_procs, max_tmp, max_memory, timeout";
-const NETWORK_KEYS: &str = "local_ports, allow_unix_sockets, allow, deny, ports";
+const NETWORK_KEYS: &str = "local_ports, allow_unix_sockets, allow, deny, ports, max_connections";
 const SANDBOX_KEYS: &str = "allow_degraded";
+const AUDIT_KEYS: &str = "file";
 
 fn parse_key(
     doc: &Doc<'_>,
@@ -1213,6 +1317,27 @@ fn parse_key(
                 at,
             });
         }
+        ("network", "max_connections") => {
+            let n = match node.value {
+                Value::Integer(n) => u64::try_from(n)
+                    .map_err(|_| "must be at least 1".to_string())
+                    .and_then(check_connections),
+                ref other => Err(format!("expected an integer, found {}", other.kind())),
+            }
+            .map_err(|m| doc.invalid(&node.span, &name, m))?;
+            out.max_connections = Some(Setting { value: n, at });
+        }
+        ("audit", "file") => {
+            let file = match node.value {
+                Value::String(ref s) => parse_audit_file(s, ctx),
+                ref other => Err(format!(
+                    "expected a path (or \"{AUDIT_OFF}\"), found {}",
+                    other.kind()
+                )),
+            }
+            .map_err(|m| doc.invalid(&node.span, &name, m))?;
+            out.audit_log = Some(Setting { value: file, at });
+        }
         ("sandbox", "allow_degraded") => {
             let value = each_string(doc, &name, node, parse_layer)?;
             out.allow_degraded = Some(Setting { value, at });
@@ -1222,6 +1347,7 @@ fn parse_key(
                 "files" => FILES_KEYS,
                 "limits" => LIMITS_KEYS,
                 "network" => NETWORK_KEYS,
+                "audit" => AUDIT_KEYS,
                 _ => SANDBOX_KEYS,
             };
             return Err(doc.invalid(
@@ -1591,6 +1717,7 @@ mod tests {
                 home: self.home.clone(),
                 passwd_home: None,
                 xdg_config_home: self.home.join(".config"),
+                xdg_state_home: self.home.join(".local/state"),
             }
         }
 
@@ -1708,6 +1835,7 @@ mod tests {
             home: "/h".into(),
             passwd_home: None,
             xdg_config_home: "/x/conf".into(),
+            xdg_state_home: "/x/state".into(),
         };
         assert_eq!(user_config_dir(&env), PathBuf::from("/x/conf/cordon"));
     }
@@ -1959,7 +2087,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("\n[limit]\nmax_procs = 1\n"),
-            "2:2: limit: unknown key (expected one of files, limits, network, sandbox)"
+            "2:2: limit: unknown key (expected one of files, limits, network, sandbox, audit)"
         );
         assert_eq!(
             fx.project_error("limits.max_proc = 1\n"),
@@ -1967,7 +2095,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("[network]\n\"local ports\" = [1]\n"),
-            "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, allow, deny, ports)"
+            "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, allow, deny, ports, max_connections)"
         );
         assert_eq!(
             fx.project_error("[sandbox.x]\n"),
@@ -1975,7 +2103,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("top = 1\n"),
-            "1:1: top: unknown key (expected one of files, limits, network, sandbox)"
+            "1:1: top: unknown key (expected one of files, limits, network, sandbox, audit)"
         );
     }
 
@@ -2513,6 +2641,119 @@ mod tests {
         let p = fx.load().unwrap();
         assert_eq!(p.network.hosts.allow.len(), 1);
         assert_eq!(p.network.hosts.ports.value, vec![8443]);
+    }
+
+    #[test]
+    fn audit_log_and_connection_cap() {
+        let fx = Fx::new();
+        // Defaults: the log under the state dir, the built-in cap.
+        let p = fx.load().unwrap();
+        assert_eq!(
+            p.audit.log,
+            Sourced::new(
+                Some(fx.home.join(".local/state/cordon/audit.jsonl")),
+                Source::Builtin
+            )
+        );
+        assert_eq!(
+            p.network.max_connections,
+            Sourced::new(MAX_CONNECTIONS, Source::Builtin)
+        );
+
+        // A --policy file: relative to its directory; flags win.
+        let pol = fx.root.join("pol.toml");
+        fs::write(
+            &pol,
+            "[audit]\nfile = \"logs/a.jsonl\"\n[network]\nmax_connections = 8\n",
+        )
+        .unwrap();
+        let req = |flags: FlagOverrides| LoadRequest {
+            policy_files: vec![pol.clone()],
+            ..fx.req(flags)
+        };
+        let p = load(&req(FlagOverrides::default())).unwrap();
+        let from_file = Source::PolicyFile(pol.clone());
+        assert_eq!(
+            p.audit.log,
+            Sourced::new(Some(fx.root.join("logs/a.jsonl")), from_file.clone())
+        );
+        assert_eq!(p.network.max_connections, Sourced::new(8, from_file));
+        let p = load(&req(FlagOverrides {
+            audit: Some("none".into()),
+            max_connections: Some(3),
+            ..FlagOverrides::default()
+        }))
+        .unwrap();
+        let flag = |f: &str| Source::Flag(f.to_string());
+        assert_eq!(p.audit.log, Sourced::new(None, flag("--audit")));
+        assert_eq!(
+            p.network.max_connections,
+            Sourced::new(3, flag("--max-connections"))
+        );
+        let p = load(&req(FlagOverrides {
+            audit: Some("~/x.jsonl".into()),
+            ..FlagOverrides::default()
+        }))
+        .unwrap();
+        assert_eq!(p.audit.log.value, Some(fx.home.join("x.jsonl")));
+
+        // Bad values name the flag, or the file, line and key.
+        let err = |flags: FlagOverrides| load(&fx.req(flags)).unwrap_err().to_string();
+        assert_eq!(
+            err(FlagOverrides {
+                max_connections: Some(0),
+                ..FlagOverrides::default()
+            }),
+            "--max-connections: must be at least 1"
+        );
+        assert!(err(FlagOverrides {
+            audit: Some("/tmp/*.jsonl".into()),
+            ..FlagOverrides::default()
+        })
+        .starts_with("--audit: \"/tmp/*.jsonl\": the audit log must be one file"));
+        fx.write_user("[network]\nmax_connections = \"many\"\n");
+        let e = fx.load().unwrap_err().to_string();
+        assert!(
+            e.ends_with(":2:19: network.max_connections: expected an integer, found a string"),
+            "{e}"
+        );
+        fx.write_user("[audit]\nfile = \"rel.jsonl\"\n");
+        let e = fx.load().unwrap_err().to_string();
+        assert!(e.contains(":2:8: audit.file: "), "{e}");
+        fx.write_user("[audit]\nfiles = \"/x\"\n");
+        let e = fx.load().unwrap_err().to_string();
+        assert!(
+            e.ends_with(":2:1: audit.files: unknown key (expected one of file)"),
+            "{e}"
+        );
+        fx.write_user("");
+
+        // An untrusted project may lower the cap, not raise it, and may
+        // not touch the log at all.
+        fx.write_project("[network]\nmax_connections = 16\n");
+        assert_eq!(fx.load().unwrap().network.max_connections.value, 16);
+        let e = fx.project_error("[network]\nmax_connections = 5000\n");
+        assert!(
+            e.starts_with("2:1: network.max_connections: 5000 is more than the 4096 in force (built-in); the project's cordon.toml is not trusted"),
+            "{e}"
+        );
+        for text in [
+            "[audit]\nfile = \"none\"\n",
+            "[audit]\nfile = \"log.jsonl\"\n",
+        ] {
+            let e = fx.project_error(text);
+            assert!(
+                e.starts_with("2:1: audit.file: the project's cordon.toml is not trusted"),
+                "{e}"
+            );
+        }
+        // Trusted, it may.
+        fx.write_project("[audit]\nfile = \"log.jsonl\"\n");
+        trust::trust(&fx.config, &fx.project_file()).unwrap();
+        assert_eq!(
+            fx.load().unwrap().audit.log.value,
+            Some(fx.project.join("log.jsonl"))
+        );
     }
 
     #[test]

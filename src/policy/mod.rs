@@ -145,7 +145,7 @@ fn serialize_timeout<S: serde::Serializer>(
 
 /// The network door: only `lo` inside; the way out is cordon's proxy,
 /// which asks [`HostPolicy`] before every connection.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct NetworkPolicy {
     /// TCP ports that programs inside may bind and connect to on the sandbox's own loopback.
     pub local_ports: Vec<Sourced<u16>>,
@@ -155,6 +155,27 @@ pub struct NetworkPolicy {
     /// Host UNIX sockets programs inside may connect to (`--allow-unix-socket`,
     /// `[network] allow_unix_sockets`); none by default.
     pub unix_sockets: Vec<Sourced<PathPattern>>,
+    /// Connections the proxy serves at once; more are refused and reported.
+    pub max_connections: Sourced<u64>,
+}
+
+impl Default for NetworkPolicy {
+    /// No local ports, nothing allowed, the default connection cap.
+    fn default() -> Self {
+        NetworkPolicy {
+            local_ports: Vec::new(),
+            hosts: HostPolicy::default(),
+            unix_sockets: Vec::new(),
+            max_connections: Sourced::new(defaults::MAX_CONNECTIONS, Source::Builtin),
+        }
+    }
+}
+
+/// Where decisions are recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct AuditPolicy {
+    /// The audit log file; `None` when turned off (`--audit none`).
+    pub log: Sourced<Option<PathBuf>>,
 }
 
 /// The effective policy for one sandbox.
@@ -168,6 +189,8 @@ pub struct Policy {
     pub files: FilesPolicy,
     pub limits: Limits,
     pub network: NetworkPolicy,
+    /// The audit log.
+    pub audit: AuditPolicy,
     /// Layers the user agreed to run without, if the kernel cannot apply them.
     pub allow_degraded: Vec<Sourced<Layer>>,
 }

@@ -33,9 +33,10 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
+use crate::audit::{self, AuditLog, Auditor};
 use crate::net::inside;
 use crate::net::unix_gate::{root_equivalent, socket_id, SocketId};
-use crate::policy::{Layer, Policy};
+use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
 use channel::{Channel, Message};
 use files::{FileView, FilesError};
 use limits::{LimitPlan, LimitsError};
@@ -80,6 +81,8 @@ pub enum SandboxError {
     NoCommand,
     #[error("{0} contains a NUL byte")]
     Nul(&'static str),
+    #[error("refusing to run: {0}\n  fix: check that path (its directory must exist and be writable), name another file with --audit FILE, or turn the log off with --audit none")]
+    Audit(#[from] crate::audit::AuditError),
     #[error("{what}: {source}")]
     Io {
         what: &'static str,
@@ -98,6 +101,8 @@ pub struct RunRequest<'a> {
     /// The caller's working directory; the command starts there if the
     /// sandbox can see it, else in the project.
     pub cwd: PathBuf,
+    /// No summary line at exit.
+    pub quiet: bool,
 }
 
 /// Removes the placeholders the run created, on every exit path.
@@ -161,10 +166,31 @@ fn allowed_unix_sockets(policy: &Policy) -> Result<Vec<SocketId>, SandboxError> 
 /// Runs the command in the sandbox and returns its exit code (128+N if it
 /// died of signal N).
 pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
-    let policy = req.policy;
     if req.command.is_empty() {
         return Err(SandboxError::NoCommand);
     }
+    // The audit log is opened before anything runs: a log that cannot be
+    // written is a refusal, not a silent loss (reported after the layers'
+    // own failures, which say more). The sandbox may not edit the log, even
+    // when it lies in a writable area.
+    let mut with_log;
+    let mut policy = req.policy;
+    let audit_log = match &policy.audit.log.value {
+        Some(path) => {
+            let default = policy.audit.log.source == Source::Builtin;
+            let log = AuditLog::open(path, default);
+            if log.is_ok() {
+                with_log = policy.clone();
+                with_log.files.deny_write.push(Sourced::new(
+                    PathPattern::Exact(path.clone()),
+                    Source::Builtin,
+                ));
+                policy = &with_log;
+            }
+            Some(log)
+        }
+        None => None,
+    };
     let argv = req
         .command
         .iter()
@@ -195,6 +221,21 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         }
     };
     let cgroup = CgroupCleanup(&limits);
+    let audit_log = match audit_log {
+        Some(Ok(log)) => Some(log),
+        Some(Err(e)) => {
+            // Inside another sandbox, both the namespaces and the home
+            // directory are out of reach: name the namespaces first.
+            if let (Err(ns), false) = (
+                support::try_namespaces(),
+                policy.degraded_ok(Layer::Namespaces),
+            ) {
+                return Err(namespaces_error(&ns));
+            }
+            return Err(e.into());
+        }
+        None => None,
+    };
 
     let mut mask = SigSet::empty();
     for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
@@ -262,18 +303,35 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .timeout
         .as_ref()
         .map(|t| (Instant::now() + t.value, t.value));
-    if !started.listeners.is_empty() {
-        let hosts = policy.network.hosts.clone();
-        let make_gate = move || crate::net::gate::PolicyGate::new(hosts);
-        crate::net::serve::spawn(started.listeners, make_gate)
-            .map_err(io_err("starting the proxy"))?;
-    }
+    // Threads start only now: none may be alive across the clone above.
+    let run_name = format!("cordon-{}-{sandbox_id}", std::process::id());
+    let proxy = start_proxy(
+        policy,
+        started.listeners,
+        audit_log,
+        &run_name,
+        &req.command[0],
+    );
+    let (auditor, proxy) = match proxy {
+        Ok(running) => running,
+        Err(e) => {
+            let _ = kill(init_pid, Signal::SIGKILL);
+            let _ = waitpid(init_pid, None);
+            return Err(e);
+        }
+    };
     let code = wait_for_init(
         init_pid,
         signals,
         started.pty_master.map(tty::Relay::new),
         deadline,
     );
+    // Every tunnel ends with the sandbox; their close events go to the
+    // log before it is closed.
+    if let Some(proxy) = proxy {
+        proxy.shutdown(PROXY_GRACE);
+    }
+    let summary = auditor.finish();
     drop(cgroup);
     for (repo, aside) in view.quarantine_new_repos() {
         eprintln!(
@@ -282,7 +340,41 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             aside.display()
         );
     }
+    if !req.quiet {
+        if let Some(line) = summary.line(auditor.path()) {
+            eprintln!("{line}");
+        }
+    }
     Ok(code)
+}
+
+/// Time the proxy has at exit to end its tunnels and record them.
+const PROXY_GRACE: Duration = Duration::from_secs(2);
+
+/// Starts the audit writer and, when the sandbox has listeners, the proxy.
+fn start_proxy(
+    policy: &Policy,
+    listeners: Vec<OwnedFd>,
+    log: Option<AuditLog>,
+    run_name: &str,
+    argv0: &OsString,
+) -> Result<(Auditor, Option<crate::net::serve::ProxyHandle>), SandboxError> {
+    let auditor = Auditor::start(log, run_name, &audit::command_name(argv0))
+        .map_err(io_err("starting the audit log writer"))?;
+    if listeners.is_empty() {
+        return Ok((auditor, None));
+    }
+    let hosts = policy.network.hosts.clone();
+    let make_gate = move || crate::net::gate::PolicyGate::new(hosts);
+    let cap = &policy.network.max_connections;
+    let limits = crate::net::proxy::ProxyLimits {
+        max_connections: usize::try_from(cap.value).unwrap_or(usize::MAX),
+        max_connections_source: cap.source.to_string(),
+        ..Default::default()
+    };
+    let proxy = crate::net::serve::spawn(listeners, make_gate, limits, auditor.clone())
+        .map_err(io_err("starting the proxy"))?;
+    Ok((auditor, Some(proxy)))
 }
 
 fn namespaces_error(why: &str) -> SandboxError {

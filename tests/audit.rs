@@ -1,0 +1,558 @@
+//! The network door's audit log, exit summary and connection cap, through
+//! real sandboxes and the real proxy. Upstreams are on the host's
+//! 127.0.0.1, allowed explicitly by IP and port.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use common::*;
+use sha2::{Digest, Sha256};
+
+/// What the upstream answers to a GET.
+const BODY: &str = "hello-from-upstream";
+
+/// A host upstream on 127.0.0.1: answers a GET with [`BODY`] and closes;
+/// echoes anything else (for tunnels), and holds the connection open after
+/// the client's half-close.
+fn upstream() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut first = true;
+                loop {
+                    let n = match s.read(&mut buf) {
+                        // Like many servers, ignore the client's half-close
+                        // and keep the connection: only cordon ending the
+                        // tunnel closes it.
+                        Ok(0) => {
+                            std::thread::sleep(std::time::Duration::from_secs(30));
+                            return;
+                        }
+                        Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    if first && buf.starts_with(b"GET ") {
+                        let reply = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
+                            BODY.len()
+                        );
+                        let _ = s.write_all(reply.as_bytes());
+                        return;
+                    }
+                    first = false;
+                    if s.write_all(&buf[..n]).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    // Control: the upstream answers.
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    c.read_to_string(&mut reply).unwrap();
+    assert!(reply.ends_with(BODY), "upstream control: {reply}");
+    port
+}
+
+/// Python helpers run inside the sandbox: a plain-HTTP GET through the
+/// HTTP proxy, a CONNECT tunnel, and a SOCKS5 GET (the proxy is at
+/// 127.0.0.1:3128 / :1080 inside; sockets, so NO_PROXY plays no part).
+const PY_HELPERS: &str = r#"
+import socket, struct
+def recv_all(s):
+    data = b''
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return data.decode(errors='replace')
+        data += d
+def get(host, port, path='/'):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+    s.sendall(f'GET http://{host}:{port}{path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n'.encode())
+    return recv_all(s)
+def status(reply):
+    return reply.split('\r\n')[0]
+def head(s):
+    data = b''
+    while b'\r\n\r\n' not in data:
+        d = s.recv(4096)
+        if not d:
+            break
+        data += d
+    return data.decode(errors='replace')
+def tunnel(host, port):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+    s.sendall(f'CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n'.encode())
+    return s, head(s)
+def socks_get(host, port):
+    s = socket.create_connection(('127.0.0.1', 1080), timeout=10)
+    s.sendall(b'\x05\x01\x00'); s.recv(2)
+    name = host.encode()
+    s.sendall(b'\x05\x01\x00\x03' + bytes([len(name)]) + name + struct.pack('>H', port))
+    reply = s.recv(10)
+    if reply[1] != 0:
+        return f'socks reply {reply[1]}'
+    s.sendall(f'GET / HTTP/1.1\r\nHost: {host}\r\n\r\n'.encode())
+    return recv_all(s)
+"#;
+
+fn line<'a>(out: &'a Output, label: &str) -> &'a str {
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
+        .unwrap_or("<missing>")
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Checks the hash chain independently of cordon's own verifier and
+/// returns the events.
+#[track_caller]
+fn chained_events(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("audit log {}: {e}", path.display()));
+    assert!(text.ends_with('\n'), "last line unterminated: {text}");
+    let mut prev = sha256_hex(b"");
+    let mut events = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let v: serde_json::Value =
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("line {}: {e}: {l}", i + 1));
+        assert_eq!(v["prev"], prev, "chain broken at line {}:\n{text}", i + 1);
+        prev = sha256_hex(l.as_bytes());
+        events.push(v);
+    }
+    assert_eq!(cordon::audit::verify(&text), Ok(events.len()));
+    events
+}
+
+fn find<'a>(
+    events: &'a [serde_json::Value],
+    what: &[(&str, &str)],
+) -> Option<&'a serde_json::Value> {
+    events
+        .iter()
+        .find(|e| what.iter().all(|(k, v)| e[*k] == *v))
+}
+
+#[track_caller]
+fn must_find<'a>(events: &'a [serde_json::Value], what: &[(&str, &str)]) -> &'a serde_json::Value {
+    find(events, what).unwrap_or_else(|| panic!("no event with {what:?} in {events:#?}"))
+}
+
+fn is_sandbox_id(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 3
+        && parts[0] == "cordon"
+        && parts[1].parse::<u32>().is_ok()
+        && parts[2].len() == 12
+        && parts[2].chars().all(|c| c.is_ascii_hexdigit())
+}
+
+fn is_rfc3339_ms(s: &str) -> bool {
+    let b = s.as_bytes();
+    s.len() == 24
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[19] == b'.'
+        && s.ends_with('Z')
+}
+
+#[test]
+fn allowed_and_denied_connections_are_logged_and_summarised() {
+    let port = upstream();
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let log = fx.outside.join("audit.jsonl");
+        let secret = format!("tok{}", fx.token);
+        let script = format!(
+            "{PY_HELPERS}\n\
+             r = get('127.0.0.1', {port}, '/private/{secret}?key={secret}')\n\
+             print('allowed:', status(r), r.endswith('{BODY}'))\n\
+             print('denied:', status(get('denied.example', 80)))\n\
+             print('unlisted:', status(get('unlisted.example', 80)))\n\
+             print('unlisted-again:', status(get('unlisted.example', 80)))\n\
+             print('socks:', socks_get('127.0.0.1', {port}).endswith('{BODY}'))\n\
+             print('socks-denied:', socks_get('denied.example', 443))\n"
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg(&log)
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--deny-domain")
+            .arg("denied.example")
+            .py(&script);
+        out.ok();
+        assert_eq!(
+            line(&out, "allowed"),
+            "HTTP/1.1 200 OK True",
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(
+            line(&out, "denied"),
+            "HTTP/1.1 403 Forbidden",
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(
+            line(&out, "unlisted"),
+            "HTTP/1.1 403 Forbidden",
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(line(&out, "socks"), "True", "{mode:?}: {out:#?}");
+        assert_eq!(
+            line(&out, "socks-denied"),
+            "socks reply 2",
+            "{mode:?}: {out:#?}"
+        );
+
+        // One summary line, most frequent first, naming the log.
+        let summary: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("cordon: blocked"))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![format!(
+                "cordon: blocked 4 network connections (unlisted.example:80 ×2, denied.example:80, denied.example:443); audit log: {}",
+                log.display()
+            )],
+            "{mode:?}: {out:#?}"
+        );
+
+        let meta = std::fs::metadata(&log).unwrap();
+        assert_eq!(
+            meta.uid(),
+            mode.uid(),
+            "{mode:?}: the log belongs to the caller"
+        );
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let events = chained_events(&log);
+        let sandbox = events[0]["sandbox"].as_str().unwrap().to_string();
+        assert!(is_sandbox_id(&sandbox), "{sandbox}");
+        for e in &events {
+            assert_eq!(e["sandbox"], sandbox.as_str(), "{e}");
+            assert_eq!(e["command"], "python3", "{e}");
+            assert_eq!(e["door"], "network", "{e}");
+            assert!(is_rfc3339_ms(e["time"].as_str().unwrap()), "{e}");
+        }
+        let subject = format!("127.0.0.1:{port}");
+        let allow = [
+            ("event", "decision"),
+            ("verdict", "allow"),
+            ("subject", &subject),
+            ("proto", "http"),
+        ];
+        let allowed = must_find(&events, &allow);
+        assert_eq!(allowed["rule"], subject.as_str());
+        assert_eq!(allowed["source"], "flag --allow-domain");
+        assert_eq!(allowed["address"], subject.as_str());
+        let close = must_find(
+            &events,
+            &[("event", "close"), ("subject", &subject), ("proto", "http")],
+        );
+        assert_eq!(close["verdict"], "allow");
+        let (up, down) = (
+            close["bytes_up"].as_u64().unwrap(),
+            close["bytes_down"].as_u64().unwrap(),
+        );
+        assert!(up > 0, "{close}");
+        assert!(down as usize > BODY.len(), "{close}");
+        assert!(close["duration_ms"].is_u64(), "{close}");
+        let socks_close = must_find(
+            &events,
+            &[
+                ("event", "close"),
+                ("subject", &subject),
+                ("proto", "socks5"),
+            ],
+        );
+        assert!(socks_close["bytes_down"].as_u64().unwrap() as usize > BODY.len());
+
+        let denied = must_find(
+            &events,
+            &[("verdict", "deny"), ("subject", "denied.example:80")],
+        );
+        assert_eq!(denied["rule"], "denied.example");
+        assert_eq!(denied["source"], "flag --deny-domain");
+        assert_eq!(denied["proto"], "http");
+        assert_eq!(denied["event"], "decision");
+        let socks_denied = must_find(
+            &events,
+            &[("verdict", "deny"), ("subject", "denied.example:443")],
+        );
+        assert_eq!(socks_denied["proto"], "socks5");
+        let unlisted = must_find(
+            &events,
+            &[("verdict", "deny"), ("subject", "unlisted.example:80")],
+        );
+        assert_eq!(unlisted["rule"], "default: nothing is allowed");
+        assert_eq!(unlisted["source"], "built-in");
+        assert_eq!(
+            events.iter().filter(|e| e["verdict"] == "deny").count(),
+            4,
+            "{events:#?}"
+        );
+        // Paths, queries and argument values stay out of the log.
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(!text.contains(&secret), "{text}");
+        assert!(!text.contains("private"), "{text}");
+    });
+}
+
+#[test]
+fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
+    let port = upstream();
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let log = fx.outside.join("audit.jsonl");
+        let run = |script: &str, quiet: bool| {
+            let mut sb = fx
+                .sandbox()
+                .arg("--audit")
+                .arg(&log)
+                .arg("--allow-domain")
+                .arg(format!("127.0.0.1:{port}"));
+            if quiet {
+                sb = sb.arg("--quiet");
+            }
+            sb.py(&format!("{PY_HELPERS}\n{script}"))
+        };
+        // Nothing blocked: no summary.
+        let out = run(
+            "print('allowed:', status(get('127.0.0.1', PORT)))"
+                .replace("PORT", &port.to_string())
+                .as_str(),
+            false,
+        );
+        assert_eq!(
+            line(&out, "allowed"),
+            "HTTP/1.1 200 OK",
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            !out.stderr.contains("cordon: blocked"),
+            "{mode:?}: {out:#?}"
+        );
+        let first_run = chained_events(&log);
+        assert!(!first_run.is_empty());
+
+        // Blocked, but --quiet: no summary, still logged.
+        let out = run("print('denied:', status(get('nope.example', 80)))", true);
+        assert_eq!(
+            line(&out, "denied"),
+            "HTTP/1.1 403 Forbidden",
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            !out.stderr.contains("cordon: blocked"),
+            "{mode:?}: {out:#?}"
+        );
+        // Control: the same run without --quiet prints it.
+        let out = run("print('denied:', status(get('nope.example', 80)))", false);
+        assert!(
+            out.stderr
+                .contains("cordon: blocked 1 network connection (nope.example:80); audit log: "),
+            "{mode:?}: {out:#?}"
+        );
+
+        // Three runs, one chain; each run has its own sandbox id.
+        let events = chained_events(&log);
+        let ids: std::collections::BTreeSet<&str> = events
+            .iter()
+            .filter_map(|e| e["sandbox"].as_str())
+            .collect();
+        assert_eq!(ids.len(), 3, "{events:#?}");
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| e["subject"] == "nope.example:80" && e["verdict"] == "deny")
+                .count(),
+            2
+        );
+        // The second run's first line chains from the first run's last one.
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let n = first_run.len();
+        assert_eq!(events[n]["prev"], sha256_hex(lines[n - 1].as_bytes()));
+    });
+}
+
+#[test]
+fn default_log_location_fail_closed_and_read_only_inside() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let deny = format!("{PY_HELPERS}\nprint('denied:', status(get('nope.example', 443)))");
+
+        // Default: ~/.local/state/cordon/audit.jsonl, directory 0700.
+        let out = fx.sandbox().py(&deny);
+        assert_eq!(
+            line(&out, "denied"),
+            "HTTP/1.1 403 Forbidden",
+            "{mode:?}: {out:#?}"
+        );
+        let dir = fx.home.join(".local/state/cordon");
+        let log = dir.join("audit.jsonl");
+        let events = chained_events(&log);
+        must_find(
+            &events,
+            &[("verdict", "deny"), ("subject", "nope.example:443")],
+        );
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(std::fs::metadata(&log).unwrap().uid(), mode.uid());
+        assert!(
+            out.stderr
+                .contains(&format!("; audit log: {}", log.display())),
+            "{mode:?}: {out:#?}"
+        );
+
+        // $XDG_STATE_HOME moves it.
+        let state = fx.outside.join("state");
+        let out = fx.sandbox().env("XDG_STATE_HOME", &state).py(&deny);
+        out.ok();
+        let moved = state.join("cordon/audit.jsonl");
+        must_find(&chained_events(&moved), &[("subject", "nope.example:443")]);
+        assert_eq!(
+            chained_events(&log).len(),
+            events.len(),
+            "written to the old place too"
+        );
+
+        // A log that cannot be opened: nothing runs, exit 125, the path named.
+        let bad = fx.outside.join("missing-dir/audit.jsonl");
+        let ran = fx.project.join("ran");
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg(&bad)
+            .run(&["touch", ran.to_str().unwrap()]);
+        out.expect_code(125);
+        assert!(
+            out.stderr.contains(&bad.display().to_string()),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            !ran.exists(),
+            "{mode:?}: the command ran without its audit log"
+        );
+        // Control: with the log off, the same command runs.
+        fx.sandbox()
+            .arg("--audit")
+            .arg("none")
+            .run(&["touch", ran.to_str().unwrap()])
+            .ok();
+        assert!(ran.exists());
+
+        // A log inside the project stays read-only to the sandbox.
+        let inside = fx.project.join("audit.jsonl");
+        let out = fx.sandbox().arg("--audit").arg(&inside).py(&format!(
+            "{deny}\n{}",
+            py_try(&format!(
+                "open('{}', 'a').write('forged\\n')",
+                inside.display()
+            ))
+        ));
+        assert_eq!(
+            line(&out, "denied"),
+            "HTTP/1.1 403 Forbidden",
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stdout.contains("ERR E"),
+            "{mode:?}: the sandbox wrote its log: {out:#?}"
+        );
+        let events = chained_events(&inside);
+        must_find(&events, &[("subject", "nope.example:443")]);
+    });
+}
+
+#[test]
+fn connection_cap_refuses_with_503_and_is_reported_once() {
+    let port = upstream();
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "{PY_HELPERS}\n\
+             a, ha = tunnel('127.0.0.1', {port})\n\
+             b, hb = tunnel('127.0.0.1', {port})\n\
+             print('first:', ha.split('\\r\\n')[0]); print('second:', hb.split('\\r\\n')[0])\n\
+             c, hc = tunnel('127.0.0.1', {port})\n\
+             print('third:', hc.split('\\r\\n')[0])\n\
+             print('names flag:', '--max-connections' in recv_all(c) + hc)\n\
+             d, hd = tunnel('127.0.0.1', {port})\n\
+             print('fourth:', hd.split('\\r\\n')[0])\n\
+             a.sendall(b'ping'); print('tunnel a:', a.recv(10).decode())\n"
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg(&log)
+            .arg("--max-connections")
+            .arg("2")
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{port}"))
+            .py(&script);
+        out.ok();
+        let established = "HTTP/1.1 200 Connection established";
+        assert_eq!(line(&out, "first"), established, "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "second"), established, "{mode:?}: {out:#?}");
+        assert_eq!(
+            line(&out, "third"),
+            "HTTP/1.1 503 Service Unavailable",
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(line(&out, "names flag"), "True", "{mode:?}: {out:#?}");
+        assert_eq!(
+            line(&out, "fourth"),
+            "HTTP/1.1 503 Service Unavailable",
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(line(&out, "tunnel a"), "ping", "{mode:?}: {out:#?}");
+
+        let warnings = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("reached its cap of 2 connections"))
+            .count();
+        assert_eq!(warnings, 1, "{mode:?}: {out:#?}");
+        assert!(
+            out.stderr
+                .contains("cordon: blocked 2 network connections ((over the connection cap) ×2)"),
+            "{mode:?}: {out:#?}"
+        );
+        let events = chained_events(&log);
+        let limits: Vec<_> = events.iter().filter(|e| e["event"] == "limit").collect();
+        assert_eq!(limits.len(), 1, "{events:#?}");
+        assert_eq!(limits[0]["verdict"], "deny");
+        assert_eq!(limits[0]["rule"], "max_connections = 2");
+        assert_eq!(limits[0]["source"], "flag --max-connections");
+        // The two tunnels in the cap were still open when the command
+        // exited (the upstream ignores half-closes): cordon ended them and
+        // recorded them.
+        let closes = events.iter().filter(|e| e["event"] == "close").count();
+        assert_eq!(closes, 2, "{events:#?}");
+    });
+}
