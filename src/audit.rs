@@ -86,6 +86,8 @@ pub enum Proto {
     Connect,
     /// A SOCKS5 CONNECT.
     Socks5,
+    /// A UNIX socket path, named to connect or send to.
+    Unix,
 }
 
 /// One audit event: one line of the log.

@@ -237,7 +237,8 @@ fn host_socket_inside_the_project_is_unreachable_even_by_symlink() {
                 ),
             ],
         );
-        let out = fx.sandbox().py(&script);
+        let log = fx.outside.join("audit.jsonl");
+        let out = fx.sandbox().arg("--audit").arg(&log).py(&script);
         let (n_in, got_in) = inside.finish();
         let (n_out, got_out) = outside.finish();
         assert!(
@@ -245,6 +246,22 @@ fn host_socket_inside_the_project_is_unreachable_even_by_symlink() {
             "{mode:?}: reached a host socket: {out:#?}"
         );
         assert_eq!((n_in, n_out), (0, 0), "{mode:?}: {got_in:?} {got_out:?}");
+        // Each refusal is an audit event naming the absolute path, and the
+        // exit summary counts them.
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        for name in ["dev.sock", "link.sock"] {
+            let wanted = format!("\"subject\":\"{}\"", fx.project.join(name).display());
+            assert!(
+                log.lines().any(|l| l.contains(&wanted)
+                    && l.contains("\"proto\":\"unix\"")
+                    && l.contains("\"verdict\":\"deny\"")),
+                "{mode:?}: no deny event for {name}: {log}"
+            );
+        }
+        assert!(
+            out.stderr.contains("blocked 2 network connections"),
+            "{mode:?}: {out:#?}"
+        );
     });
 }
 

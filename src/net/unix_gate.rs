@@ -62,9 +62,13 @@ pub struct UnixGate {
     /// sock_diag, opened before init's own filter forbids netlink sockets.
     diag: Mutex<OwnedFd>,
     allowed: Vec<SocketId>,
+    report: Reporter,
     idle: AtomicUsize,
     workers: AtomicUsize,
 }
+
+/// Told of every refused socket path, for the audit log.
+pub type Reporter = Box<dyn Fn(&std::ffi::OsStr) + Send + Sync>;
 
 /// What a refused or failed call returns: an errno.
 type Errno = i32;
@@ -87,11 +91,17 @@ impl UnixGate {
 
     /// Starts serving `listener` (the command filter's) on threads of
     /// their own; they live as long as init.
-    pub fn start(listener: OwnedFd, diag: OwnedFd, allowed: Vec<SocketId>) -> io::Result<()> {
+    pub fn start(
+        listener: OwnedFd,
+        diag: OwnedFd,
+        allowed: Vec<SocketId>,
+        report: Reporter,
+    ) -> io::Result<()> {
         let gate = Arc::new(UnixGate {
             listener,
             diag: Mutex::new(diag),
             allowed,
+            report,
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(0),
         });
@@ -258,6 +268,9 @@ impl UnixGate {
         }
         let id = (st.st_dev, st.st_ino);
         if !self.allowed.contains(&id) && !self.bound_in_sandbox(id)? {
+            // This thread's working directory is the caller's.
+            let shown = std::env::current_dir().map_or_else(|_| path.into(), |cwd| cwd.join(path));
+            (self.report)(shown.as_os_str());
             return Err(libc::EACCES);
         }
         let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();

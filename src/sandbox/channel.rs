@@ -28,6 +28,9 @@ pub enum Message {
     /// inside the sandbox's network namespace, then the pty master if a
     /// terminal was asked for.
     Ready { pty: bool },
+    /// Init → supervisor, while the command runs: the UNIX socket gate
+    /// refused a host socket (the path as the caller named it).
+    SocketRefused { path: String },
 }
 
 /// One end of the channel.

@@ -9,6 +9,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
@@ -21,7 +22,7 @@ use super::limits::LimitPlan;
 use super::sys::{self, Forked};
 use super::{landlock, seccomp, FORWARDED_SIGNALS};
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
-use crate::net::unix_gate::{SocketId, UnixGate};
+use crate::net::unix_gate::{Reporter, SocketId, UnixGate};
 use crate::policy::Layer;
 
 /// Everything init needs, prepared by the supervisor before the clone.
@@ -78,10 +79,8 @@ pub fn run(plan: &InitPlan<'_>, channel: Channel) -> ! {
     // channel below, which closes if the supervisor died before this line.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     let code = match setup(plan, &channel) {
-        Ok(prepared) => {
-            drop(channel);
-            supervise(plan, prepared)
-        }
+        // The channel stays open: the gate reports refusals on it.
+        Ok(prepared) => supervise(plan, prepared, Arc::new(channel)),
         Err(f) => {
             let _ = channel.send(
                 &Message::Failed {
@@ -275,7 +274,7 @@ fn open_pty() -> nix::Result<(OwnedFd, PathBuf)> {
 }
 
 /// Starts the command and waits for it; returns init's exit code.
-fn supervise(plan: &InitPlan<'_>, prepared: Prepared) -> i32 {
+fn supervise(plan: &InitPlan<'_>, prepared: Prepared, channel: Arc<Channel>) -> i32 {
     let mut mask = SigSet::empty();
     for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
         mask.add(*sig);
@@ -306,7 +305,11 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared) -> i32 {
     };
     drop(command_end);
     if let Some((end, diag)) = gate_end {
-        if let Err(e) = start_gate(child, end, diag, plan.unix_sockets.clone()) {
+        let report: Reporter = Box::new(move |path| {
+            let path = path.to_string_lossy().into_owned();
+            let _ = channel.send(&Message::SocketRefused { path }, &[]);
+        });
+        if let Err(e) = start_gate(child, end, diag, plan.unix_sockets.clone(), report) {
             // The command waits for the gate and dies with the handoff.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
             let _ = kill(child, Signal::SIGKILL);
@@ -353,12 +356,13 @@ fn start_gate(
     mut end: UnixStream,
     diag: OwnedFd,
     allowed: Vec<SocketId>,
+    report: Reporter,
 ) -> std::io::Result<()> {
     let mut number = [0u8; 4];
     end.read_exact(&mut number)?;
     let pidfd = sys::pidfd_open(child)?;
     let listener = sys::pidfd_getfd(pidfd.as_fd(), i32::from_ne_bytes(number))?;
-    UnixGate::start(listener, diag, allowed)?;
+    UnixGate::start(listener, diag, allowed, report)?;
     end.write_all(b"+")
 }
 

@@ -325,6 +325,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         signals,
         started.pty_master.map(tty::Relay::new),
         deadline,
+        Some((&ours, &auditor)),
     );
     // Every tunnel ends with the sandbox; their close events go to the
     // log before it is closed.
@@ -430,7 +431,7 @@ fn start_init(
                     what,
                 })
             }
-            Ok((Message::Go, _)) => {}
+            Ok((Message::Go | Message::SocketRefused { .. }, _)) => {}
             Err(e) => {
                 return Err(SandboxError::Layer {
                     layer: Layer::Namespaces,
@@ -460,6 +461,7 @@ fn wait_for_init(
     signals: SignalFd,
     mut relay: Option<tty::Relay>,
     deadline: Option<(Instant, Duration)>,
+    mut reports: Option<(&Channel, &Auditor)>,
 ) -> i32 {
     loop {
         let timeout = match deadline {
@@ -494,6 +496,10 @@ fn wait_for_init(
         if let (true, Some(r)) = (poll_master, relay.as_ref()) {
             fds.push(PollFd::new(r.master.as_fd(), PollFlags::POLLIN));
         }
+        let reports_at = fds.len();
+        if let Some((channel, _)) = reports {
+            fds.push(PollFd::new(channel.as_fd(), PollFlags::POLLIN));
+        }
         if poll(&mut fds, timeout).is_err() {
             continue;
         }
@@ -502,6 +508,11 @@ fn wait_for_init(
             .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
             .collect();
         drop(fds);
+        if let (Some((channel, auditor)), Some(true)) = (reports, ready.get(reports_at)) {
+            if !record_report(channel, auditor) {
+                reports = None;
+            }
+        }
         if let Some(r) = relay.as_mut() {
             let mut i = 1;
             if poll_stdin {
@@ -531,16 +542,44 @@ fn wait_for_init(
                 _ => {}
             }
         }
-        match waitpid(init, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => {
-                if let Some(r) = relay.as_mut() {
-                    r.drain();
-                }
-                return code;
-            }
-            Ok(WaitStatus::Signaled(_, sig, _)) => return 128 + sig as i32,
-            _ => {}
+        let code = match waitpid(init, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => code,
+            Ok(WaitStatus::Signaled(_, sig, _)) => 128 + sig as i32,
+            _ => continue,
+        };
+        if let Some(r) = relay.as_mut() {
+            r.drain();
         }
+        // Init is gone, so the channel ends after what it still holds.
+        if let Some((channel, auditor)) = reports {
+            while record_report(channel, auditor) {}
+        }
+        return code;
+    }
+}
+
+/// Records one report from init; false once init has closed the channel.
+fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
+    match channel.recv() {
+        Ok((Message::SocketRefused { path }, _)) => {
+            let mut event = audit::Event::new(
+                audit::Door::Network,
+                audit::Kind::Decision,
+                audit::Verdict::Deny,
+                path,
+            );
+            event.proto = Some(audit::Proto::Unix);
+            event.rule = Some("host UNIX sockets are unreachable".into());
+            event.source = Some(Source::Builtin.to_string());
+            event.reason = Some(
+                "not a socket bound inside the sandbox; allow one with --allow-unix-socket PATH"
+                    .into(),
+            );
+            auditor.record(event);
+            true
+        }
+        Ok(_) => true,
+        Err(_) => false,
     }
 }
 
