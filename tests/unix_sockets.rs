@@ -529,3 +529,37 @@ fn explain_warns_about_root_equivalent_sockets() {
         "{out:#?}"
     );
 }
+
+/// Variables that point at host daemons' sockets are gone inside: a tool
+/// must not even be told where the agent, the bus or the engine is.
+#[test]
+fn host_daemon_variables_are_unset() {
+    let names = [
+        "SSH_AUTH_SOCK",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "DBUS_SYSTEM_BUS_ADDRESS",
+        "DOCKER_HOST",
+        "CONTAINER_HOST",
+        "GPG_AGENT_INFO",
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+    ];
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let mut sandbox = fx.sandbox().env("CORDON_TEST_KEPT", "kept");
+        for name in names {
+            sandbox = sandbox.env(name, format!("unix:path=/tmp/{name}-{}", fx.token));
+        }
+        let out = sandbox.run(&["env"]);
+        out.ok();
+        // Control: the caller's other variables do pass.
+        assert!(out.stdout.contains("CORDON_TEST_KEPT=kept"), "{mode:?}: {out:#?}");
+        for name in names {
+            assert!(
+                !out.stdout.lines().any(|l| l.starts_with(&format!("{name}="))),
+                "{mode:?}: {name} is set inside: {out:#?}"
+            );
+        }
+        assert!(!out.stdout.contains(&fx.token), "{mode:?}: {out:#?}");
+    });
+}

@@ -35,8 +35,14 @@ const REMOVED_VARS: &[&str] = &[
     "NPM_CONFIG_PROXY",
     "NPM_CONFIG_HTTPS_PROXY",
     "DOCKER_HOST",
+    "CONTAINER_HOST",
     "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
     "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
 ];
 
 /// Whether the caller's variable `name` is dropped from the command's
