@@ -553,10 +553,15 @@ fn host_daemon_variables_are_unset() {
         let out = sandbox.run(&["env"]);
         out.ok();
         // Control: the caller's other variables do pass.
-        assert!(out.stdout.contains("CORDON_TEST_KEPT=kept"), "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains("CORDON_TEST_KEPT=kept"),
+            "{mode:?}: {out:#?}"
+        );
         for name in names {
             assert!(
-                !out.stdout.lines().any(|l| l.starts_with(&format!("{name}="))),
+                !out.stdout
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{name}="))),
                 "{mode:?}: {name} is set inside: {out:#?}"
             );
         }

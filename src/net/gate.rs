@@ -59,7 +59,7 @@ impl PolicyGate {
             format!("{rule} from {source}")
         };
         Denial {
-            message: format!("cordon: blocked {shown}: {reason:?} (rule: {shown_rule})\n{hint}\n"),
+            message: format!("cordon: blocked {shown}: {reason} (rule: {shown_rule})\n{hint}\n"),
             rule,
             source,
             reason: reason.to_string(),

@@ -658,8 +658,27 @@ async fn respond(client: &mut TcpStream, status: u16, body: &str) -> Result<(), 
     client.write_all(head.as_bytes()).await?;
     client.write_all(body.as_bytes()).await?;
     client.shutdown().await?;
+    // Closing with unread input (a request body) makes the kernel send a
+    // reset, which can destroy the response before the client reads it:
+    // read what the client still sends, within bounds, first.
+    let mut sink = [0u8; 8192];
+    let mut left = LINGER_BYTES;
+    let _ = tokio::time::timeout(LINGER_TIME, async {
+        while left > 0 {
+            match client.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    })
+    .await;
     Ok(())
 }
+
+/// What a refused client may still send after its answer, and for how
+/// long, before the connection is closed anyway.
+const LINGER_BYTES: usize = 1 << 20;
+const LINGER_TIME: Duration = Duration::from_secs(1);
 
 /// Reads up to the end of the request head; returns the head and any bytes
 /// read past it.

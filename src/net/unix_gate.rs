@@ -554,3 +554,51 @@ pub fn socket_id(path: &std::path::Path) -> io::Result<SocketId> {
     }
     Ok((meta.dev(), meta.ino()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sock_diag_finds_a_socket_bound_here_and_not_a_stale_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join("live.sock");
+        let stale = dir.path().join("stale.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&live).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        let diag = UnixGate::open_diag().unwrap();
+        let found = diag_vfs_inodes(&diag).unwrap();
+        let kernel_id = |path: &std::path::Path| {
+            let (dev, ino) = socket_id(path).unwrap();
+            let kdev = (nix::sys::stat::major(dev) << 20) | nix::sys::stat::minor(dev);
+            (kdev as u32, ino as u32)
+        };
+        assert!(found.contains(&kernel_id(&live)), "{found:?}");
+        assert!(!found.contains(&kernel_id(&stale)), "{found:?}");
+        // Asked twice on one socket: no leftovers of the first dump.
+        assert!(diag_vfs_inodes(&diag).unwrap().contains(&kernel_id(&live)));
+    }
+
+    #[test]
+    fn container_engine_sockets_are_flagged_as_root() {
+        for path in ["/var/run/docker.sock", "/run/user/1000/podman/podman.sock"] {
+            let why = root_equivalent(std::path::Path::new(path));
+            assert!(
+                why.is_some_and(|w| w.contains("root on the host")),
+                "{path}"
+            );
+        }
+        assert!(
+            root_equivalent(std::path::Path::new("/run/user/1000/gnupg/S.gpg-agent")).is_none()
+        );
+    }
+
+    #[test]
+    fn socket_id_refuses_what_is_not_a_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plain");
+        std::fs::write(&file, "x").unwrap();
+        assert!(socket_id(&file).is_err());
+        assert!(socket_id(&dir.path().join("missing")).is_err());
+    }
+}
