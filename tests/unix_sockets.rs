@@ -315,6 +315,13 @@ fn sockets_the_sandbox_makes_keep_working() {
                         .to_string(),
                 ),
                 (
+                    "proc_self",
+                    "os.makedirs('ps', exist_ok=True); os.chdir('ps')\n    \
+                     srv = socket.socket(socket.AF_UNIX); srv.bind('p.sock'); srv.listen()\n    \
+                     c = socket.socket(socket.AF_UNIX); c.connect('/proc/self/cwd/p.sock'); srv.accept(); os.chdir('..')"
+                        .to_string(),
+                ),
+                (
                     "tmp",
                     "srv = socket.socket(socket.AF_UNIX); srv.bind('/tmp/t.sock'); srv.listen()\n    \
                      c = socket.socket(socket.AF_UNIX); c.connect('/tmp/t.sock'); srv.accept()"
@@ -353,7 +360,7 @@ fn sockets_the_sandbox_makes_keep_working() {
             ],
         );
         let out = fx.sandbox().py(&script);
-        for label in ["stream", "tmp", "dgram", "rights", "abstract"] {
+        for label in ["stream", "proc_self", "tmp", "dgram", "rights", "abstract"] {
             assert_eq!(line(&out, label), "OK", "{mode:?}: {label}: {out:#?}");
         }
         // A socket file whose socket is gone cannot be told from a host

@@ -257,7 +257,8 @@ impl UnixGate {
         }
         let path = &addr[2..];
         let path = &path[..path.iter().position(|b| *b == 0).unwrap_or(path.len())];
-        let path = std::ffi::OsStr::from_bytes(path);
+        let path = caller.own_proc_path(path);
+        let path = std::ffi::OsStr::from_bytes(&path);
         caller.enter_cwd()?;
         let pin = open(path, OFlag::O_PATH | OFlag::O_CLOEXEC, Mode::empty())
             .map(sys::own_fd)
@@ -375,6 +376,21 @@ impl Caller {
     /// The caller's descriptor `fd`, as a descriptor of ours.
     fn fd(&self, fd: RawFd) -> Result<OwnedFd, Errno> {
         sys::pidfd_getfd(self.pidfd.as_fd(), fd).map_err(errno)
+    }
+
+    /// `path` with `/proc/self` and `/proc/thread-self` naming the caller,
+    /// not the gate's thread that resolves it.
+    fn own_proc_path(&self, path: &[u8]) -> Vec<u8> {
+        for own in [&b"/proc/self"[..], b"/proc/thread-self"] {
+            if let Some(rest) = path.strip_prefix(own) {
+                if rest.is_empty() || rest[0] == b'/' {
+                    let mut mapped = format!("/proc/{}", self.tid).into_bytes();
+                    mapped.extend_from_slice(rest);
+                    return mapped;
+                }
+            }
+        }
+        path.to_vec()
     }
 
     /// Makes this thread's working directory the caller's.
