@@ -78,6 +78,18 @@ pub struct PolicyArgs {
     /// Docker's, containerd's and podman's sockets give root on the host.
     #[arg(long, value_name = "PATH")]
     pub allow_unix_socket: Vec<String>,
+    /// Also unset NAME (or a glob, e.g. 'CORP_*') in the command's environment (repeatable).
+    /// Secret-looking names (*_TOKEN, *SECRET*, *_API_KEY, *PASSWORD*, AWS keys, ...) are
+    /// unset already; `cordon explain` lists them.
+    #[arg(long, value_name = "NAME")]
+    pub deny_env: Vec<String>,
+    /// Keep NAME (or a glob) although a secret pattern, or --clear-env, would unset it (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub keep_env: Vec<String>,
+    /// Start the command from an empty environment, plus --keep-env names and cordon's own
+    /// (TMPDIR, the proxy variables).
+    #[arg(long)]
+    pub clear_env: bool,
     /// Let the proxy connect to PATTERN (repeatable): api.github.com, *.example.com
     /// (subdomains only), example.com:8443, an IP or CIDR (10.1.0.0/16:5432),
     /// host.cordon.internal:PORT (the host's own 127.0.0.1:PORT).
@@ -176,6 +188,9 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
         allow_degraded: args.allow_degraded.clone(),
         local_ports: args.allow_local_port.clone(),
         unix_sockets: args.allow_unix_socket.clone(),
+        deny_env: args.deny_env.clone(),
+        keep_env: args.keep_env.clone(),
+        clear_env: args.clear_env,
         allow_domain: args.allow_domain.clone(),
         deny_domain: args.deny_domain.clone(),
         ports: args.ports.clone(),

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::credentials::env::{EnvFilter, Removal, SECRET_PATTERNS};
 use crate::net::host::{HostPattern, HostRule};
 use crate::policy::load::{human_duration, human_size, join_ports};
 use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
@@ -155,6 +156,53 @@ pub fn render_text(policy: &Policy) -> String {
         lines.push(Line::Text("nothing".to_string()));
     }
     lines.extend(view.credentials.re_allowed.iter().map(Line::row));
+    let env = &view.credentials.env;
+    if env.clear {
+        lines.push(Line::Row {
+            what: "environment".to_string(),
+            note: "cleared: only the kept names below, TMPDIR and the proxy variables".to_string(),
+            source: env.clear_from.clone(),
+        });
+    } else {
+        let builtin: Vec<&str> = env
+            .patterns
+            .iter()
+            .filter(|p| p.source == Source::Builtin)
+            .map(|p| p.pattern.as_str())
+            .collect();
+        lines.push(Line::Row {
+            what: "secret-looking variables".to_string(),
+            note: format!("unset: {}", builtin.join(" ")),
+            source: Source::Builtin.to_string(),
+        });
+        for p in env.patterns.iter().filter(|p| p.source != Source::Builtin) {
+            lines.push(Line::Row {
+                what: format!("variables {}", p.pattern),
+                note: "unset".to_string(),
+                source: p.from.clone(),
+            });
+        }
+    }
+    for k in &env.kept {
+        lines.push(Line::Row {
+            what: format!("variables {}", k.pattern),
+            note: "kept".to_string(),
+            source: k.from.clone(),
+        });
+    }
+    lines.push(group(
+        "unset in this environment (names only, never values)".to_string(),
+    ));
+    if env.unset.is_empty() {
+        lines.push(Line::Text("nothing".to_string()));
+    }
+    for r in &env.unset {
+        lines.push(Line::Row {
+            what: r.name.clone(),
+            note: format!("matches {}", r.rule),
+            source: r.source.to_string(),
+        });
+    }
 
     lines.push(heading("limits"));
     let l = &view.limits;
@@ -439,6 +487,40 @@ struct CredentialsView {
     homes: Vec<HomeView>,
     /// Every allow_read entry.
     re_allowed: Vec<Entry>,
+    /// The environment scrub.
+    env: EnvView,
+}
+
+/// Which of the caller's environment variables the command does not see.
+#[derive(Serialize)]
+struct EnvView {
+    /// Variables of the environment explain runs in that the command would
+    /// not get: names and the pattern that removes each, never values.
+    unset: Vec<Removal>,
+    /// Patterns that remove variables: built-in, then the policy's.
+    patterns: Vec<EnvPatternView>,
+    /// Names or globs kept whatever removes them.
+    kept: Vec<EnvPatternView>,
+    /// Whether the command starts from an empty environment plus `kept`.
+    clear: bool,
+    clear_from: String,
+}
+
+#[derive(Serialize)]
+struct EnvPatternView {
+    pattern: String,
+    source: Source,
+    from: String,
+}
+
+impl EnvPatternView {
+    fn new(pattern: &str, source: &Source) -> EnvPatternView {
+        EnvPatternView {
+            pattern: pattern.to_string(),
+            source: source.clone(),
+            from: source.to_string(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -652,6 +734,28 @@ impl View {
                 .iter()
                 .map(|e| Entry::new(p(&e.value), None, &e.source))
                 .collect(),
+            env: EnvView {
+                unset: EnvFilter::new(&policy.env).apply(std::env::vars_os()).1,
+                patterns: SECRET_PATTERNS
+                    .iter()
+                    .map(|pat| EnvPatternView::new(pat, &Source::Builtin))
+                    .chain(
+                        policy
+                            .env
+                            .deny
+                            .iter()
+                            .map(|d| EnvPatternView::new(&d.value, &d.source)),
+                    )
+                    .collect(),
+                kept: policy
+                    .env
+                    .keep
+                    .iter()
+                    .map(|k| EnvPatternView::new(&k.value, &k.source))
+                    .collect(),
+                clear: policy.env.clear.value,
+                clear_from: policy.env.clear.source.to_string(),
+            },
         };
 
         let limits_view = LimitsView {

@@ -3,11 +3,13 @@
 //!
 //! The three doors: files ([`sandbox::files`], [`sandbox::landlock`]),
 //! network (only `lo` inside the sandbox's network namespace) and
-//! credentials (the built-in deny list in [`policy::defaults`]). The policy
+//! credentials (the built-in deny list in [`policy::defaults`], the
+//! environment scrub in [`credentials::env`]). The policy
 //! model is [`policy`]; the runtime is [`sandbox`].
 
 pub mod audit;
 pub mod cli;
+pub mod credentials;
 pub mod doctor;
 pub mod explain;
 pub mod net;

@@ -43,6 +43,11 @@
 //!
 //! max_connections = 4096             # proxy connections at once; more get 503
 //!
+//! [credentials]
+//! deny_env  = ["CORP_*"]               # also unset these (names or globs)
+//! keep_env  = ["GITHUB_TOKEN"]         # keep one a secret pattern would unset (widening)
+//! clear_env = false                    # true: keep only keep_env names
+//!
 //! [sandbox]
 //! allow_degraded = ["landlock"]
 //!
@@ -66,7 +71,10 @@ use super::defaults::{
 };
 use super::pattern::{PathContext, PathPattern};
 use super::trust::{self, TrustError};
-use super::{AuditPolicy, FilesPolicy, Layer, Limits, NetworkPolicy, Policy, Source, Sourced};
+use super::{
+    AuditPolicy, EnvPolicy, FilesPolicy, Layer, Limits, NetworkPolicy, Policy, Source, Sourced,
+};
+use crate::credentials::env::check_pattern as check_env_pattern;
 use crate::net::host::{parse_rule, HostRule};
 
 /// Facts about the user's environment that loading depends on.
@@ -138,6 +146,12 @@ pub struct FlagOverrides {
     pub timeout: Option<String>,
     /// `--allow-degraded LAYER`.
     pub allow_degraded: Vec<String>,
+    /// `--deny-env NAME|GLOB`.
+    pub deny_env: Vec<String>,
+    /// `--keep-env NAME|GLOB`.
+    pub keep_env: Vec<String>,
+    /// `--clear-env`.
+    pub clear_env: bool,
     /// `--allow-local-port PORT`.
     pub local_ports: Vec<u16>,
     /// `--allow-unix-socket PATH`.
@@ -508,6 +522,7 @@ fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
             log: Sourced::new(Some(default_audit_log(env)), Source::Builtin),
         },
         allow_degraded: Vec::new(),
+        env: EnvPolicy::default(),
     })
 }
 
@@ -612,6 +627,16 @@ fn apply_flags(
         .map(|name| parse_layer(name).map_err(|m| flag_err("--allow-degraded", m)))
         .collect::<Result<Vec<_>, _>>()?;
     fragment.allow_degraded = setting(layers);
+    let names = |flag: &str, raw: &[String]| -> Result<Vec<String>, LoadError> {
+        raw.iter()
+            .map(|r| check_env_pattern(r).map_err(|e| flag_err(flag, e.to_string())))
+            .collect()
+    };
+    fragment.deny_env = setting(names("--deny-env", &flags.deny_env)?);
+    fragment.keep_env = setting(names("--keep-env", &flags.keep_env)?);
+    if flags.clear_env {
+        fragment.clear_env = Some(Setting::flag(true));
+    }
 
     let flag = |name: &str| Source::Flag(name.to_string());
     let sources = Sources {
@@ -632,6 +657,9 @@ fn apply_flags(
         max_connections: flag("--max-connections"),
         audit_log: flag("--audit"),
         allow_degraded: flag("--allow-degraded"),
+        deny_env: flag("--deny-env"),
+        keep_env: flag("--keep-env"),
+        clear_env: flag("--clear-env"),
     };
     fragment.apply_with(policy, &sources);
     Ok(())
@@ -725,6 +753,15 @@ struct Fragment {
     /// `landlock`, `seccomp`, `limits`) cordon may run without when the
     /// kernel cannot apply them. Widens.
     allow_degraded: Option<Setting<Vec<Layer>>>,
+    /// `credentials.deny_env`: array of variable names or globs the command
+    /// never sees, besides the built-in secret patterns. Narrows.
+    deny_env: Option<Setting<Vec<String>>>,
+    /// `credentials.keep_env`: array of names or globs the command keeps
+    /// although a pattern (or `clear_env`) would remove them. Widens.
+    keep_env: Option<Setting<Vec<String>>>,
+    /// `credentials.clear_env`: boolean; true starts the command from an
+    /// empty environment plus `keep_env`. Widens when it turns it off.
+    clear_env: Option<Setting<bool>>,
 }
 
 /// One widening setting in a project file.
@@ -753,6 +790,9 @@ struct Sources {
     max_connections: Source,
     audit_log: Source,
     allow_degraded: Source,
+    deny_env: Source,
+    keep_env: Source,
+    clear_env: Source,
 }
 
 impl Sources {
@@ -775,6 +815,9 @@ impl Sources {
             max_connections: source.clone(),
             audit_log: source.clone(),
             allow_degraded: source.clone(),
+            deny_env: source.clone(),
+            keep_env: source.clone(),
+            clear_env: source.clone(),
         }
     }
 }
@@ -808,6 +851,19 @@ impl Fragment {
         list(nonempty(&self.unix_sockets), "network.allow_unix_sockets");
         list(nonempty(&self.net_allow), "network.allow");
         list(nonempty(&self.allow_degraded), "sandbox.allow_degraded");
+        list(nonempty(&self.keep_env), "credentials.keep_env");
+        if let Some(s) = self.clear_env.as_ref().filter(|s| !s.value) {
+            if policy.env.clear.value {
+                out.push(Widening {
+                    at: s.at,
+                    key: "credentials.clear_env",
+                    detail: format!(
+                        "the {} in force clears the environment; ",
+                        policy.env.clear.source
+                    ),
+                });
+            }
+        }
 
         let mut raise = |new: &Option<Setting<u64>>,
                          old: Option<&Sourced<u64>>,
@@ -955,6 +1011,11 @@ impl Fragment {
             self.allow_degraded,
             &sources.allow_degraded,
         );
+        extend(&mut policy.env.deny, self.deny_env, &sources.deny_env);
+        extend(&mut policy.env.keep, self.keep_env, &sources.keep_env);
+        if let Some(s) = self.clear_env {
+            policy.env.clear = Sourced::new(s.value, sources.clear_env.clone());
+        }
     }
 }
 
@@ -1182,23 +1243,22 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
         let span = node.span.clone().or_else(|| key.span.clone());
         let section = key.name.as_str();
         let entries = match (section, node.value) {
-            ("files" | "limits" | "network" | "sandbox" | "audit", Value::Table(entries)) => {
-                entries
-            }
-            ("files" | "limits" | "network" | "sandbox" | "audit", other) => {
+            (
+                "files" | "limits" | "network" | "credentials" | "sandbox" | "audit",
+                Value::Table(entries),
+            ) => entries,
+            ("files" | "limits" | "network" | "credentials" | "sandbox" | "audit", other) => {
                 return Err(doc.invalid(
                     &span,
                     &dotted(&[section]),
                     format!("expected a table, found {}", other.kind()),
                 ))
             }
-            (_, _) => {
-                return Err(doc.invalid(
-                    &key.span,
-                    &dotted(&[section]),
-                    "unknown key (expected one of files, limits, network, sandbox, audit)",
-                ))
-            }
+            (_, _) => return Err(doc.invalid(
+                &key.span,
+                &dotted(&[section]),
+                "unknown key (expected one of files, limits, network, credentials, sandbox, audit)",
+            )),
         };
         for (key, node) in entries {
             parse_key(&doc, ctx, section, key, node, &mut fragment)?;
@@ -1210,6 +1270,7 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
 const FILES_KEYS: &str = "allow_write, allow_read, deny_read, deny_write, protect";
 const LIMITS_KEYS: &str = "max_procs, max_tmp, max_memory, timeout";
 const NETWORK_KEYS: &str = "local_ports, allow_unix_sockets, allow, deny, ports, max_connections";
+const CREDENTIALS_KEYS: &str = "deny_env, keep_env, clear_env";
 const SANDBOX_KEYS: &str = "allow_degraded";
 const AUDIT_KEYS: &str = "file";
 
@@ -1338,6 +1399,30 @@ fn parse_key(
             .map_err(|m| doc.invalid(&node.span, &name, m))?;
             out.audit_log = Some(Setting { value: file, at });
         }
+        ("credentials", "deny_env" | "keep_env") => {
+            let value = each_string(doc, &name, node, |raw| {
+                check_env_pattern(raw).map_err(|e| e.to_string())
+            })?;
+            let setting = Some(Setting { value, at });
+            if key.name == "deny_env" {
+                out.deny_env = setting;
+            } else {
+                out.keep_env = setting;
+            }
+        }
+        ("credentials", "clear_env") => {
+            let value = match node.value {
+                Value::Boolean(b) => b,
+                ref other => {
+                    return Err(doc.invalid(
+                        &node.span,
+                        &name,
+                        format!("expected true or false, found {}", other.kind()),
+                    ))
+                }
+            };
+            out.clear_env = Some(Setting { value, at });
+        }
         ("sandbox", "allow_degraded") => {
             let value = each_string(doc, &name, node, parse_layer)?;
             out.allow_degraded = Some(Setting { value, at });
@@ -1348,6 +1433,7 @@ fn parse_key(
                 "limits" => LIMITS_KEYS,
                 "network" => NETWORK_KEYS,
                 "audit" => AUDIT_KEYS,
+                "credentials" => CREDENTIALS_KEYS,
                 _ => SANDBOX_KEYS,
             };
             return Err(doc.invalid(
@@ -1460,7 +1546,7 @@ enum Value {
     String(String),
     Integer(i64),
     Float,
-    Boolean,
+    Boolean(bool),
     Datetime,
     Array(Vec<Node>),
     Table(Vec<(Key, Node)>),
@@ -1473,7 +1559,7 @@ impl Value {
             Value::String(_) => "a string",
             Value::Integer(_) => "an integer",
             Value::Float => "a float",
-            Value::Boolean => "a boolean",
+            Value::Boolean(_) => "a boolean",
             Value::Datetime => "a datetime",
             Value::Array(_) => "an array",
             Value::Table(_) => "a table",
@@ -1646,8 +1732,8 @@ mod tree_de {
             f.write_str("a TOML value")
         }
 
-        fn visit_bool<E: Error>(self, _: bool) -> Result<Value, E> {
-            Ok(Value::Boolean)
+        fn visit_bool<E: Error>(self, v: bool) -> Result<Value, E> {
+            Ok(Value::Boolean(v))
         }
 
         fn visit_i64<E: Error>(self, v: i64) -> Result<Value, E> {
@@ -2087,7 +2173,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("\n[limit]\nmax_procs = 1\n"),
-            "2:2: limit: unknown key (expected one of files, limits, network, sandbox, audit)"
+            "2:2: limit: unknown key (expected one of files, limits, network, credentials, sandbox, audit)"
         );
         assert_eq!(
             fx.project_error("limits.max_proc = 1\n"),
@@ -2103,7 +2189,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("top = 1\n"),
-            "1:1: top: unknown key (expected one of files, limits, network, sandbox, audit)"
+            "1:1: top: unknown key (expected one of files, limits, network, credentials, sandbox, audit)"
         );
     }
 

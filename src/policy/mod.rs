@@ -178,6 +178,29 @@ pub struct AuditPolicy {
     pub log: Sourced<Option<PathBuf>>,
 }
 
+/// Which of the caller's environment variables the command sees (the
+/// credentials door; see [`crate::credentials::env`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct EnvPolicy {
+    /// Names or globs removed besides the built-in secret patterns.
+    pub deny: Vec<Sourced<String>>,
+    /// Names or globs kept although a pattern, or `clear`, removes them.
+    pub keep: Vec<Sourced<String>>,
+    /// Start from an empty environment plus `keep`.
+    pub clear: Sourced<bool>,
+}
+
+impl Default for EnvPolicy {
+    /// The built-in secret patterns only.
+    fn default() -> Self {
+        EnvPolicy {
+            deny: Vec::new(),
+            keep: Vec::new(),
+            clear: Sourced::new(false, Source::Builtin),
+        }
+    }
+}
+
 /// The effective policy for one sandbox.
 #[derive(Clone, Debug, Serialize)]
 pub struct Policy {
@@ -193,6 +216,8 @@ pub struct Policy {
     pub audit: AuditPolicy,
     /// Layers the user agreed to run without, if the kernel cannot apply them.
     pub allow_degraded: Vec<Sourced<Layer>>,
+    /// Environment variables the command does not see.
+    pub env: EnvPolicy,
 }
 
 impl Policy {

@@ -34,9 +34,10 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use crate::audit::{self, AuditLog, Auditor};
+use crate::credentials::env::EnvFilter;
 use crate::net::inside;
 use crate::net::unix_gate::{root_equivalent, socket_id, SocketId};
-use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
+use crate::policy::{EnvPolicy, Layer, PathPattern, Policy, Source, Sourced};
 use channel::{Channel, Message};
 use files::{FileView, FilesError};
 use limits::{LimitPlan, LimitsError};
@@ -197,7 +198,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .map(|a| CString::new(a.as_bytes()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| SandboxError::Nul("the command"))?;
-    let (env, path_var) = command_env()?;
+    let (env, path_var) = command_env(&policy.env)?;
     let sandbox_id = new_sandbox_id();
 
     let unix_sockets = allowed_unix_sockets(policy)?;
@@ -583,14 +584,16 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
     }
 }
 
-/// The command's environment: the caller's, with the temp dir pointed at
-/// the sandbox's own, and every proxy setting pointed at cordon's proxy
-/// (sockets and daemons of the host are unreachable, so their variables go).
-fn command_env() -> Result<(Vec<CString>, OsString), SandboxError> {
+/// The command's environment: the caller's without its secrets (see
+/// [`EnvFilter`]), with the temp dir pointed at the sandbox's own, and every
+/// proxy setting pointed at cordon's proxy (sockets and daemons of the host
+/// are unreachable, so their variables go).
+fn command_env(policy: &EnvPolicy) -> Result<(Vec<CString>, OsString), SandboxError> {
     let mut vars: Vec<(OsString, OsString)> = Vec::new();
     let mut path_var = OsString::new();
     let mut java_options = None;
-    for (key, value) in std::env::vars_os() {
+    let (caller, _removed) = EnvFilter::new(policy).apply(std::env::vars_os());
+    for (key, value) in caller {
         if key == inside::JAVA_OPTIONS {
             java_options = value.to_str().map(str::to_string);
         }

@@ -1,0 +1,187 @@
+//! The credentials door's environment scrub: secret-looking variables of
+//! the caller never reach the command, nor any process it can see.
+
+mod common;
+
+use common::*;
+
+/// Lists every readable /proc/*/environ and /proc/*/cmdline inside, and
+/// prints the ones that hold `needle` (and how many were readable). The
+/// script carries the needle reversed, so its own command line does not
+/// hold it.
+fn proc_scan(needle: &str) -> String {
+    let reversed: String = needle.chars().rev().collect();
+    format!(
+        "import os\n\
+         needle = {reversed:?}[::-1]\n\
+         hits, read = [], 0\n\
+         for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n\
+         \x20   for f in ('environ', 'cmdline'):\n\
+         \x20       try:\n\
+         \x20           data = open('/proc/%s/%s' % (pid, f), 'rb').read(); read += 1\n\
+         \x20       except OSError:\n\
+         \x20           continue\n\
+         \x20       if needle.encode() in data: hits.append('%s/%s' % (pid, f))\n\
+         print('read:', read)\n\
+         print('hits:', ' '.join(hits) or 'none')\n\
+         print('env:', ' '.join(sorted(os.environ)))\n"
+    )
+}
+
+fn line<'a>(out: &'a Output, label: &str) -> &'a str {
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
+        .unwrap_or("<missing>")
+}
+
+#[test]
+fn secret_variables_never_reach_the_command_or_any_process_inside() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let canary = format!("canary-{}", fx.token);
+        let secrets = [
+            "GITHUB_TOKEN",
+            "ANTHROPIC_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_ACCESS_KEY_ID",
+            "MY_SERVICE_TOKEN",
+            "DB_PASSWORD",
+            "client_secret",
+        ];
+        let mut sandbox = fx.sandbox().env("PLAIN_SETTING", "plain");
+        for name in secrets {
+            sandbox = sandbox.env(name, &canary);
+        }
+        let out = sandbox.py(&proc_scan(&canary));
+        out.ok();
+        let env: Vec<&str> = line(&out, "env").split(' ').collect();
+        // Control: the caller's other variables pass, and the scan read
+        // the command's own environ (which would show a leaked value).
+        assert!(env.contains(&"PLAIN_SETTING"), "{mode:?}: {out:#?}");
+        assert!(
+            line(&out, "read").parse::<u32>().unwrap_or(0) >= 2,
+            "{mode:?}: {out:#?}"
+        );
+        for name in secrets {
+            assert!(!env.contains(&name), "{mode:?}: {name} inside: {out:#?}");
+        }
+        assert_eq!(line(&out, "hits"), "none", "{mode:?}: {out:#?}");
+        assert!(!out.stdout.contains(&canary), "{mode:?}: {out:#?}");
+    });
+}
+
+#[test]
+fn deny_keep_and_clear_env() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let run = |args: &[&str]| {
+            let mut sandbox = fx
+                .sandbox()
+                .env("CORP_PROXY_PASSWORDLESS", "x")
+                .env("CORP_REGION", "eu")
+                .env("GITHUB_TOKEN", "ghp_kept")
+                .env("NPM_TOKEN", "npm_gone")
+                .env("PLAIN_SETTING", "plain");
+            for a in args {
+                sandbox = sandbox.arg(a);
+            }
+            let out = sandbox.run(&["/usr/bin/env"]);
+            out.ok();
+            out.stdout
+        };
+        let env = run(&["--deny-env", "CORP_*", "--keep-env", "GITHUB_TOKEN"]);
+        assert!(!env.contains("CORP_REGION"), "{mode:?}: {env}");
+        assert!(env.contains("GITHUB_TOKEN=ghp_kept"), "{mode:?}: {env}");
+        assert!(!env.contains("NPM_TOKEN"), "{mode:?}: {env}");
+        assert!(env.contains("PLAIN_SETTING=plain"), "{mode:?}: {env}");
+
+        let env = run(&["--clear-env", "--keep-env", "CORP_REGION"]);
+        assert!(env.contains("CORP_REGION=eu"), "{mode:?}: {env}");
+        assert!(!env.contains("PLAIN_SETTING"), "{mode:?}: {env}");
+        assert!(!env.contains("GITHUB_TOKEN"), "{mode:?}: {env}");
+        // cordon's own variables stay: the temp dir and the proxy.
+        assert!(env.contains("TMPDIR=/tmp"), "{mode:?}: {env}");
+        assert!(env.contains("HTTPS_PROXY="), "{mode:?}: {env}");
+    });
+}
+
+#[test]
+fn an_untrusted_project_may_unset_more_but_not_keep_a_secret() {
+    let fx = Fixture::new(Mode::Root);
+    std::fs::write(
+        fx.project.join("cordon.toml"),
+        "[credentials]\ndeny_env = [\"PLAIN_*\"]\n",
+    )
+    .unwrap();
+    let out = fx
+        .sandbox()
+        .env("PLAIN_SETTING", "plain")
+        .run(&["/usr/bin/env"]);
+    out.ok();
+    assert!(!out.stdout.contains("PLAIN_SETTING"), "{out:#?}");
+
+    std::fs::write(
+        fx.project.join("cordon.toml"),
+        "[credentials]\nkeep_env = [\"GITHUB_TOKEN\"]\n",
+    )
+    .unwrap();
+    let out = fx
+        .sandbox()
+        .env("GITHUB_TOKEN", "ghp_x")
+        .run(&["/usr/bin/env"]);
+    out.expect_code(125);
+    assert!(
+        out.stderr.contains("cordon.toml:2:1: credentials.keep_env")
+            && out.stderr.contains("cordon trust"),
+        "{out:#?}"
+    );
+    assert!(!out.stdout.contains("ghp_x"), "{out:#?}");
+
+    std::fs::write(
+        fx.project.join("cordon.toml"),
+        "[credentials]\nclear_env = \"yes\"\n",
+    )
+    .unwrap();
+    let out = fx.sandbox().run(&["true"]);
+    out.expect_code(125);
+    assert!(
+        out.stderr
+            .contains("cordon.toml:2:13: credentials.clear_env: expected true or false"),
+        "{out:#?}"
+    );
+}
+
+#[test]
+fn explain_names_the_unset_variables_but_never_their_values() {
+    let fx = Fixture::new(Mode::Root);
+    let canary = format!("canary-{}", fx.token);
+    let out = fx
+        .sandbox()
+        .subcommand("explain")
+        .env("GITHUB_TOKEN", &canary)
+        .env("CORP_REGION", &canary)
+        .arg("--deny-env")
+        .arg("CORP_*")
+        .run(&[]);
+    out.ok();
+    let row = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(row("GITHUB_TOKEN").contains("*_TOKEN"), "{out:#?}");
+    assert!(row("CORP_REGION").contains("--deny-env"), "{out:#?}");
+    assert!(!out.stdout.contains(&canary), "{out:#?}");
+    let json = fx
+        .sandbox()
+        .subcommand("explain")
+        .env("GITHUB_TOKEN", &canary)
+        .arg("--json")
+        .run(&[]);
+    json.ok();
+    assert!(json.stdout.contains("\"GITHUB_TOKEN\""), "{json:#?}");
+    assert!(!json.stdout.contains(&canary), "{json:#?}");
+}
