@@ -39,6 +39,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Approve a project's cordon.toml so it may widen the sandbox (records its sha256).
     Trust(TrustArgs),
+    /// Show the audit log (every decision of every door), filtered; or check its hash chain.
+    Log(LogArgs),
 }
 
 /// Options that shape the policy (shared by `run` and `explain`).
@@ -142,6 +144,34 @@ pub struct ExplainArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct LogArgs {
+    /// The log to read [default: the audit log in force here, as `cordon explain` shows it].
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Only events of this sandbox (its id, or the start of it: cordon-<pid>-<id>).
+    #[arg(long, value_name = "ID")]
+    pub sandbox: Option<String>,
+    /// Only events of this door: network, files, credentials, process.
+    #[arg(long, value_name = "DOOR")]
+    pub door: Option<String>,
+    /// Only refusals.
+    #[arg(long)]
+    pub denied: bool,
+    /// Only events since a time ago (30m, 2h, 1d) or a time (2026-11-30T06:00:00Z).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Keep printing events as they are appended.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Print the events as JSON lines, as stored.
+    #[arg(long)]
+    pub json: bool,
+    /// Check the hash chain instead: exits 1 if a line was removed, edited or inserted.
+    #[arg(long, conflicts_with_all = ["follow", "json", "sandbox", "door", "denied", "since"])]
+    pub verify: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Print JSON instead of text.
     #[arg(long)]
@@ -207,6 +237,74 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
     Ok((load::load(&req)?, cwd))
 }
 
+/// The audit log `cordon log` reads by default: the one in force here.
+fn log_in_force() -> Result<PathBuf, Failure> {
+    let none = || Failure {
+        message: "the audit log is turned off here (audit.file = \"none\"); name one with --file"
+            .into(),
+        code: 1,
+    };
+    match load_policy(&PolicyArgs::default()) {
+        Ok((policy, _)) => policy.audit.log.value.ok_or_else(none),
+        // A project policy that does not load still has a log elsewhere.
+        Err(f) => {
+            let env = EnvFacts::from_process()?;
+            eprintln!("cordon: note: {}; reading the default log", f.message);
+            Ok(load::default_audit_log(&env))
+        }
+    }
+}
+
+fn log_command(args: LogArgs) -> Result<i32, Failure> {
+    let path = match args.file {
+        Some(f) => f,
+        None => log_in_force()?,
+    };
+    if args.verify {
+        return match crate::log::verify(&path) {
+            Ok(n) => {
+                println!("{}: {n} events, hash chain intact", path.display());
+                Ok(0)
+            }
+            Err(e @ crate::log::LogError::Chain { .. }) => {
+                println!("{e}");
+                Ok(1)
+            }
+            Err(e) => Err(failed(1)(e)),
+        };
+    }
+    let filter = crate::log::Filter {
+        sandbox: args.sandbox,
+        door: args
+            .door
+            .as_deref()
+            .map(crate::log::parse_door)
+            .transpose()
+            .map_err(failed(2))?,
+        denied: args.denied,
+        since: args
+            .since
+            .as_deref()
+            .map(|s| crate::log::parse_since(s, std::time::SystemTime::now()))
+            .transpose()
+            .map_err(failed(2))?,
+    };
+    let output = crate::log::Output {
+        json: args.json,
+        follow: args.follow,
+    };
+    crate::log::show(&path, &filter, output).map_err(failed(1))?;
+    Ok(0)
+}
+
+/// A failure with its own exit code (usage errors are 2, as clap's).
+fn failed<E: std::fmt::Display>(code: i32) -> impl Fn(E) -> Failure {
+    move |e| Failure {
+        message: e.to_string(),
+        code,
+    }
+}
+
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
@@ -241,6 +339,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             }
             Ok(if report.run_would_work { 0 } else { 1 })
         }
+        Command::Log(args) => log_command(args),
         Command::Trust(args) => {
             let env = EnvFacts::from_process()?;
             let dir = load::user_config_dir(&env);

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod credentials;
 pub mod doctor;
 pub mod explain;
+pub mod log;
 pub mod net;
 pub mod policy;
 pub mod sandbox;

@@ -556,3 +556,61 @@ fn connection_cap_refuses_with_503_and_is_reported_once() {
         assert_eq!(closes, 2, "{events:#?}");
     });
 }
+
+/// `cordon log` shows, filters and verifies what runs wrote; a removed or
+/// edited line breaks `--verify`.
+#[test]
+fn cordon_log_filters_and_verifies_the_chain() {
+    let fx = Fixture::new(Mode::Root);
+    let log = fx.outside.join("audit.jsonl");
+    let denied_try = "import socket\n\
+        s = socket.create_connection(('127.0.0.1', 3128)); s.sendall(b'GET http://denied.example/ HTTP/1.1\\r\\nHost: denied.example\\r\\n\\r\\n'); print(s.recv(100))\n";
+    for _ in 0..2 {
+        fx.sandbox().arg("--audit").arg(&log).py(denied_try).ok();
+    }
+    let cordon_log = |args: &[&str]| {
+        let mut c = std::process::Command::new(cordon_bin());
+        c.arg("log").arg("--file").arg(&log).args(args);
+        let out = c.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, all, err) = cordon_log(&["--json"]);
+    assert_eq!(code, 0, "{err}");
+    let events: Vec<serde_json::Value> = all
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 2, "{all}");
+    let first = events[0]["sandbox"].as_str().unwrap().to_string();
+    assert_ne!(first, events[1]["sandbox"].as_str().unwrap());
+
+    let (_, one, _) = cordon_log(&["--sandbox", &first]);
+    assert_eq!(one.lines().count(), 1, "{one}");
+    assert!(
+        one.contains("DENY") && one.contains("denied.example:80"),
+        "{one}"
+    );
+    let (_, none, _) = cordon_log(&["--door", "files"]);
+    assert!(none.is_empty(), "{none}");
+    let (_, later, _) = cordon_log(&["--since", "2999-01-01T00:00:00Z"]);
+    assert!(later.is_empty(), "{later}");
+
+    let (code, ok, _) = cordon_log(&["--verify"]);
+    assert_eq!(code, 0, "{ok}");
+    assert!(ok.contains("2 events, hash chain intact"), "{ok}");
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(&log, format!("{}\n", lines[1])).unwrap();
+    let (code, out, _) = cordon_log(&["--verify"]);
+    assert_eq!(code, 1, "a removed first line verified: {out}");
+    let edited = lines[0].replace("denied.example", "allowed.example");
+    std::fs::write(&log, format!("{edited}\n{}\n", lines[1])).unwrap();
+    let (code, out, _) = cordon_log(&["--verify"]);
+    assert_eq!(code, 1, "an edited line verified: {out}");
+    assert!(out.contains("line 2"), "{out}");
+}

@@ -1,0 +1,293 @@
+//! `cordon log`: reads an audit log, filters it, shows it, follows it and
+//! checks its hash chain.
+
+use std::io::{self, BufRead, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::audit::{self, Door, Event, Verdict};
+use crate::policy::load::parse_duration;
+
+/// Why the log could not be read or did not verify.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("cannot read the audit log {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("{path}: {source}")]
+    Chain {
+        path: PathBuf,
+        source: audit::ChainError,
+    },
+    #[error("--since {0:?}: expected a duration (30m, 2h, 1d) or a time (2026-11-30T06:00:00Z)")]
+    Since(String),
+    #[error("--door {0:?}: expected one of network, files, credentials, process")]
+    Door(String),
+}
+
+/// Which events to show.
+#[derive(Debug, Default, Clone)]
+pub struct Filter {
+    /// A sandbox id, or the start of one.
+    pub sandbox: Option<String>,
+    pub door: Option<Door>,
+    /// Only refusals.
+    pub denied: bool,
+    /// Only events at or after this RFC 3339 time.
+    pub since: Option<String>,
+}
+
+impl Filter {
+    /// Whether `event` passes.
+    pub fn keeps(&self, event: &Event) -> bool {
+        self.sandbox
+            .as_ref()
+            .is_none_or(|s| event.sandbox.starts_with(s.as_str()))
+            && self.door.is_none_or(|d| event.door == d)
+            && (!self.denied || event.verdict == Verdict::Deny)
+            // One fixed format (UTC, milliseconds): text order is time order.
+            && self.since.as_ref().is_none_or(|t| event.time.as_str() >= t.as_str())
+    }
+}
+
+/// Parses `--door`.
+pub fn parse_door(raw: &str) -> Result<Door, LogError> {
+    match raw {
+        "network" => Ok(Door::Network),
+        "files" => Ok(Door::Files),
+        "credentials" => Ok(Door::Credentials),
+        "process" => Ok(Door::Process),
+        _ => Err(LogError::Door(raw.to_string())),
+    }
+}
+
+/// Parses `--since`: a duration back from now, or an RFC 3339 time.
+pub fn parse_since(raw: &str, now: SystemTime) -> Result<String, LogError> {
+    if let Ok(ago) = parse_duration(raw) {
+        let at = now
+            .checked_sub(ago)
+            .unwrap_or(UNIX_EPOCH)
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        return Ok(audit::rfc3339(at.as_secs(), at.subsec_millis()));
+    }
+    // A time as the log writes it, possibly shorter (to the second).
+    let t = raw.trim_end_matches('Z');
+    let valid = t.len() >= 10
+        && t.as_bytes()[4] == b'-'
+        && t.as_bytes()[7] == b'-'
+        && t.chars().all(|c| c.is_ascii_digit() || "-T:.".contains(c));
+    if valid {
+        Ok(t.to_string())
+    } else {
+        Err(LogError::Since(raw.to_string()))
+    }
+}
+
+/// One event as a line for people.
+pub fn render(event: &Event) -> String {
+    let time = event
+        .time
+        .replacen('T', " ", 1)
+        .trim_end_matches('Z')
+        .to_string();
+    let verdict = match (event.verdict, event.event) {
+        (_, audit::Kind::Close) => "close",
+        (_, audit::Kind::Limit) => "LIMIT",
+        (Verdict::Allow, _) => "allow",
+        (Verdict::Deny, _) => "DENY ",
+    };
+    let door = serde_json::to_value(event.door)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let mut line = format!(
+        "{time}  {}  {:<8} {:<11} {verdict}  {}",
+        event.sandbox, event.command, door, event.subject
+    );
+    if let Some(addr) = &event.address {
+        line.push_str(&format!(" ({addr})"));
+    }
+    if let (Some(up), Some(down)) = (event.bytes_up, event.bytes_down) {
+        line.push_str(&format!("  ↑{up} ↓{down} bytes"));
+        if let Some(ms) = event.duration_ms {
+            line.push_str(&format!(" in {ms} ms"));
+        }
+    }
+    if event.verdict == Verdict::Deny {
+        if let Some(rule) = &event.rule {
+            let from = event.source.as_deref().unwrap_or("built-in");
+            line.push_str(&format!("  rule: {rule} ({from})"));
+        }
+        if let Some(reason) = &event.reason {
+            line.push_str(&format!("; {reason}"));
+        }
+    }
+    line
+}
+
+/// How `show` prints.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    pub json: bool,
+    pub follow: bool,
+}
+
+/// Prints the events of `path` that pass `filter`; with `follow`, keeps
+/// printing what is appended until interrupted. Lines that are not events
+/// are reported on stderr with their number, and skipped.
+pub fn show(path: &Path, filter: &Filter, out: Output) -> Result<(), LogError> {
+    let read_err = |source| LogError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(read_err)?;
+    let mut stdout = io::stdout().lock();
+    let mut number = 0usize;
+    let mut offset = 0u64;
+    loop {
+        file.seek(SeekFrom::Start(offset)).map_err(read_err)?;
+        let mut reader = io::BufReader::new(&file);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = reader.read_line(&mut line).map_err(read_err)?;
+            // A line still being written has no newline yet: read it later.
+            if n == 0 || !line.ends_with('\n') {
+                break;
+            }
+            offset += n as u64;
+            number += 1;
+            let text = line.trim_end();
+            match serde_json::from_str::<Event>(text) {
+                Ok(event) if filter.keeps(&event) => {
+                    let shown = if out.json {
+                        text.to_string()
+                    } else {
+                        render(&event)
+                    };
+                    if writeln!(stdout, "{shown}").is_err() {
+                        return Ok(()); // the reader went away (a pipe to head)
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!(
+                    "cordon: {}:{number}: not an audit event ({e}); skipped",
+                    path.display()
+                ),
+            }
+        }
+        if !out.follow {
+            return Ok(());
+        }
+        let _ = stdout.flush();
+        std::thread::sleep(Duration::from_millis(200));
+        // Truncated or replaced: start over.
+        let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        if len < offset {
+            file = std::fs::File::open(path).map_err(read_err)?;
+            offset = 0;
+            number = 0;
+        }
+    }
+}
+
+/// Checks the hash chain of the whole file; returns the number of events.
+pub fn verify(path: &Path) -> Result<usize, LogError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LogError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    audit::verify(&text).map_err(|source| LogError::Chain {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use audit::Kind;
+
+    fn event(door: Door, verdict: Verdict, sandbox: &str, time: &str) -> Event {
+        let mut e = Event::new(door, Kind::Decision, verdict, "example.com:443");
+        e.sandbox = sandbox.into();
+        e.time = time.into();
+        e
+    }
+
+    #[test]
+    fn filters_combine() {
+        let e = event(
+            Door::Network,
+            Verdict::Deny,
+            "cordon-1-abc",
+            "2026-11-30T06:00:00.000Z",
+        );
+        let all = Filter::default();
+        assert!(all.keeps(&e));
+        let f = Filter {
+            sandbox: Some("cordon-1".into()),
+            door: Some(Door::Network),
+            denied: true,
+            since: Some("2026-11-30T05:59:59".into()),
+        };
+        assert!(f.keeps(&e));
+        assert!(!Filter {
+            door: Some(Door::Files),
+            ..f.clone()
+        }
+        .keeps(&e));
+        assert!(!Filter {
+            sandbox: Some("cordon-2".into()),
+            ..f.clone()
+        }
+        .keeps(&e));
+        assert!(!Filter {
+            since: Some("2026-11-30T06:00:01".into()),
+            ..f.clone()
+        }
+        .keeps(&e));
+        let allowed = event(
+            Door::Network,
+            Verdict::Allow,
+            "cordon-1-abc",
+            "2026-11-30T06:00:00.000Z",
+        );
+        assert!(!f.keeps(&allowed));
+    }
+
+    #[test]
+    fn since_takes_durations_and_times() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(
+            parse_since("1h", now).unwrap(),
+            audit::rfc3339(1_800_000_000 - 3600, 0)
+        );
+        assert_eq!(
+            parse_since("2026-11-30T06:00:00Z", now).unwrap(),
+            "2026-11-30T06:00:00"
+        );
+        assert!(parse_since("yesterday", now).is_err());
+    }
+
+    #[test]
+    fn a_denial_reads_with_its_rule() {
+        let mut e = event(
+            Door::Network,
+            Verdict::Deny,
+            "cordon-1-abc",
+            "2026-11-30T06:00:00.000Z",
+        );
+        e.rule = Some("default: nothing is allowed".into());
+        e.reason = Some("no allow rule names this host".into());
+        let line = render(&e);
+        assert!(
+            line.starts_with("2026-11-30 06:00:00.000  cordon-1-abc"),
+            "{line}"
+        );
+        assert!(
+            line.contains("DENY") && line.contains("rule: default: nothing is allowed"),
+            "{line}"
+        );
+    }
+}
