@@ -322,6 +322,16 @@ fn sockets_the_sandbox_makes_keep_working() {
                         .to_string(),
                 ),
                 (
+                    "thread",
+                    "srv = socket.socket(socket.AF_UNIX); srv.bind('/tmp/th.sock'); srv.listen()\n    \
+                     res = []\n    \
+                     def go():\n    \
+                     \x20   c = socket.socket(socket.AF_UNIX); c.connect('/tmp/th.sock'); c.sendmsg([b'from-thread']); res.append(c)\n    \
+                     t = threading.Thread(target=go); t.start(); t.join(); a, _ = srv.accept()\n    \
+                     assert res and a.recv(20) == b'from-thread'"
+                        .to_string(),
+                ),
+                (
                     "tmp",
                     "srv = socket.socket(socket.AF_UNIX); srv.bind('/tmp/t.sock'); srv.listen()\n    \
                      c = socket.socket(socket.AF_UNIX); c.connect('/tmp/t.sock'); srv.accept()"
@@ -360,7 +370,15 @@ fn sockets_the_sandbox_makes_keep_working() {
             ],
         );
         let out = fx.sandbox().py(&script);
-        for label in ["stream", "proc_self", "tmp", "dgram", "rights", "abstract"] {
+        for label in [
+            "stream",
+            "proc_self",
+            "thread",
+            "tmp",
+            "dgram",
+            "rights",
+            "abstract",
+        ] {
             assert_eq!(line(&out, label), "OK", "{mode:?}: {label}: {out:#?}");
         }
         // A socket file whose socket is gone cannot be told from a host

@@ -324,7 +324,11 @@ impl Caller {
     /// then the pidfd is the caller's, not a recycled pid's.
     fn attach(listener: &OwnedFd, call: &Notification) -> Result<Caller, Errno> {
         let tid = Pid::from_raw(call.tid as i32);
-        let pidfd = sys::pidfd_open(tid).map_err(|_| libc::ESRCH)?;
+        // Before Linux 6.9 a pidfd names a process, not a thread: open the
+        // caller's thread group then (the check below still holds).
+        let pidfd = sys::pidfd_open(tid)
+            .or_else(|_| thread_group(tid).and_then(sys::pidfd_open))
+            .map_err(|_| libc::ESRCH)?;
         if !seccomp::still_waiting(listener, call.id) {
             return Err(libc::ESRCH);
         }
@@ -464,6 +468,17 @@ impl Caller {
         }
         Ok((out, fds))
     }
+}
+
+/// The process that thread `tid` belongs to.
+fn thread_group(tid: Pid) -> io::Result<Pid> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .map(Pid::from_raw)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))
 }
 
 /// The `(device, inode)` of every socket file bound in this network
