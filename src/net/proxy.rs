@@ -137,31 +137,42 @@ impl<G: Gate> Proxy<G> {
         dest: &Destination,
         host: &str,
         port: u16,
-    ) -> Result<TcpStream, Denial> {
+    ) -> Result<TcpStream, ConnectError> {
         let candidates: Vec<SocketAddr> = match dest {
             Destination::Ip(ip) => vec![SocketAddr::new(*ip, port)],
             Destination::HostLoopback => vec![SocketAddr::from(([127, 0, 0, 1], port))],
             Destination::Name(name) => match tokio::net::lookup_host((name.as_str(), port)).await {
                 Ok(addrs) => addrs.collect(),
-                Err(e) => return Err(upstream_denial(host, port, &format!("cannot resolve: {e}"))),
+                Err(e) => {
+                    return Err(ConnectError::Unreachable(upstream_denial(
+                        host,
+                        port,
+                        &format!("cannot resolve: {e}"),
+                    )))
+                }
             },
         };
-        let mut last = upstream_denial(host, port, "no address");
+        // A policy refusal is reported only if no allowed address was tried.
+        let (mut refused, mut unreachable) = (None, None);
         for addr in candidates {
             if let Destination::Name(_) = dest {
                 if let Err(denial) = self.gate.check_address(host, addr.ip(), port) {
-                    last = denial;
+                    refused = Some(denial);
                     continue;
                 }
             }
             match tokio::time::timeout(self.limits.connect_timeout, TcpStream::connect(addr)).await
             {
                 Ok(Ok(stream)) => return Ok(stream),
-                Ok(Err(e)) => last = upstream_denial(host, port, &e.to_string()),
-                Err(_) => last = upstream_denial(host, port, "connect timed out"),
+                Ok(Err(e)) => unreachable = Some(upstream_denial(host, port, &e.to_string())),
+                Err(_) => unreachable = Some(upstream_denial(host, port, "connect timed out")),
             }
         }
-        Err(last)
+        Err(match (unreachable, refused) {
+            (Some(d), _) => ConnectError::Unreachable(d),
+            (None, Some(d)) => ConnectError::Refused(d),
+            (None, None) => ConnectError::Unreachable(upstream_denial(host, port, "no address")),
+        })
     }
 
     async fn http_client(&self, mut client: TcpStream) -> Result<(), ClientError> {
@@ -205,7 +216,12 @@ impl<G: Gate> Proxy<G> {
         };
         let mut upstream = match self.connect(&dest, &host, port).await {
             Ok(s) => s,
-            Err(denial) => return respond(&mut client, 502, &denial.message).await,
+            Err(ConnectError::Refused(denial)) => {
+                return respond(&mut client, 403, &denial.message).await
+            }
+            Err(ConnectError::Unreachable(denial)) => {
+                return respond(&mut client, 502, &denial.message).await
+            }
         };
         if request.method == "CONNECT" {
             client
@@ -251,10 +267,12 @@ impl<G: Gate> Proxy<G> {
         };
         let mut upstream = match self.connect(&dest, &host, port).await {
             Ok(s) => s,
-            Err(_) => {
-                client
-                    .write_all(&socks_reply(SOCKS_HOST_UNREACHABLE))
-                    .await?;
+            Err(e) => {
+                let code = match e {
+                    ConnectError::Refused(_) => SOCKS_NOT_ALLOWED,
+                    ConnectError::Unreachable(_) => SOCKS_HOST_UNREACHABLE,
+                };
+                client.write_all(&socks_reply(code)).await?;
                 return Ok(());
             }
         };
@@ -262,6 +280,14 @@ impl<G: Gate> Proxy<G> {
         tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
         Ok(())
     }
+}
+
+/// Why the proxy did not connect to an allowed destination.
+enum ConnectError {
+    /// The policy refused every address the name resolved to (403, SOCKS 0x02).
+    Refused(Denial),
+    /// No allowed address could be reached (502, SOCKS 0x04).
+    Unreachable(Denial),
 }
 
 #[derive(Clone, Copy)]
