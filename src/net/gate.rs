@@ -47,10 +47,15 @@ impl PolicyGate {
         rule: Option<String>,
     ) -> Denial {
         let shown = target.with_port(port);
-        let rule = rule.unwrap_or_else(|| "default: nothing is allowed".into());
+        let rule = rule.unwrap_or_else(|| match reason {
+            DenyReason::Address(_) => {
+                "default: special ranges and the host's own addresses are refused".into()
+            }
+            _ => "default: nothing is allowed".into(),
+        });
         let hint = self.policy.denial_hint(target, port, reason);
         Denial {
-            message: format!("cordon: blocked {shown}: {reason:?} (rule: {rule})\n{hint}\n"),
+            message: format!("cordon: blocked {shown}: {reason} (rule: {rule})\n{hint}\n"),
             rule,
         }
     }
@@ -94,7 +99,7 @@ impl Gate for PolicyGate {
                 let mut d = self.denial(&Target::Ip(addr), port, reason, None);
                 d.message = format!(
                     "cordon: {host} resolved to {addr}, which is not reachable: {}",
-                    d.message
+                    d.message.trim_start_matches("cordon: ")
                 );
                 d
             })
