@@ -194,10 +194,17 @@ impl<G: Gate> Proxy<G> {
             let header_host = request
                 .header("host")
                 .and_then(|h| split_host_port(h, Some(port)));
-            if header_host
-                .as_ref()
-                .map(|(h, p)| (h.to_ascii_lowercase(), *p))
-                != Some((host.to_ascii_lowercase(), port))
+            // Exactly one: with two, the upstream may route by the other.
+            let host_headers = request
+                .headers
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case("host"))
+                .count();
+            if host_headers != 1
+                || header_host
+                    .as_ref()
+                    .map(|(h, p)| (h.to_ascii_lowercase(), *p))
+                    != Some((host.to_ascii_lowercase(), port))
             {
                 return respond(
                     &mut client,
