@@ -793,7 +793,12 @@ fn denied_and_unlisted_hosts_are_refused_with_the_rule_and_the_fix() {
                 &out,
                 label,
                 "403",
-                &[&deny_ip, "a deny rule matches", &deny_ip_rule, "deny beats allow"],
+                &[
+                    &deny_ip,
+                    "a deny rule matches",
+                    &deny_ip_rule,
+                    "deny beats allow",
+                ],
             );
         }
         let unlisted_ip = format!("blocked 127.0.0.1:{q}");
@@ -834,7 +839,11 @@ fn denied_and_unlisted_hosts_are_refused_with_the_rule_and_the_fix() {
                 &out,
                 label,
                 "403",
-                &[what, "rule: evil.example.com from flag --deny-domain", "deny beats allow"],
+                &[
+                    what,
+                    "rule: evil.example.com from flag --deny-domain",
+                    "deny beats allow",
+                ],
             );
         }
         for label in [
@@ -872,13 +881,19 @@ fn ports_are_limited_to_the_rule_or_the_port_list() {
                 &out,
                 label,
                 "403",
-                &[&what, "not on this port", "rule: 127.0.0.0/8 from flag --allow-domain"],
+                &[
+                    &what,
+                    "not on this port",
+                    "rule: 127.0.0.0/8 from flag --allow-domain",
+                ],
             );
         }
         expect_refused(&out, "p-socks", "0x02", &[]);
         // --ports changes the list: now p passes, q does not.
         let out = client(
-            allowing(&fx, &["127.0.0.0/8"]).arg("--ports").arg(format!("443,{p}")),
+            allowing(&fx, &["127.0.0.0/8"])
+                .arg("--ports")
+                .arg(format!("443,{p}")),
             &script,
         );
         out.ok();
@@ -966,7 +981,12 @@ fn ip_literals_need_a_rule_naming_the_address_and_odd_forms_are_refused() {
                     expect_refused(&out, &format!("{label}-socks"), "0x02", &[]);
                 }
             }
-            for label in ["metadata", "metadata-connect", "metadata-alibaba", "metadata-v6"] {
+            for label in [
+                "metadata",
+                "metadata-connect",
+                "metadata-alibaba",
+                "metadata-v6",
+            ] {
                 expect_refused(&out, label, "403", &["IP addresses are refused"]);
             }
             expect_refused(&out, "metadata-socks", "0x02", &[]);
@@ -977,7 +997,10 @@ fn ip_literals_need_a_rule_naming_the_address_and_odd_forms_are_refused() {
             &out,
             "canonical",
             "403",
-            &[&format!("blocked 127.0.0.1:{p}"), "IP addresses are refused"],
+            &[
+                &format!("blocked 127.0.0.1:{p}"),
+                "IP addresses are refused",
+            ],
         );
         // Only the two canonical requests of each of the IP-rule runs.
         let seen = up.finish();
@@ -1000,7 +1023,10 @@ fn host_cordon_internal_reaches_the_host_loopback_only_on_allowed_ports() {
              get('other-port', 'host.cordon.internal:{q}/')\n\
              socks('other-port-socks', 'host.cordon.internal', {q})\n"
         );
-        let out = client(allowing(&fx, &[&format!("host.cordon.internal:{p}")]), &script);
+        let out = client(
+            allowing(&fx, &[&format!("host.cordon.internal:{p}")]),
+            &script,
+        );
         out.ok();
         expect_reached(&out, "get", "200", &up);
         expect_reached(&out, "get-case", "200", &up);
@@ -1034,5 +1060,195 @@ fn host_cordon_internal_reaches_the_host_loopback_only_on_allowed_ports() {
         }
         assert_eq!(up.finish().len(), 4, "{mode:?}");
         assert_eq!(other.finish(), Vec::<String>::new(), "{mode:?}");
+    });
+}
+
+// ---------------------------------------------------------------------------
+// One request per check.
+
+#[test]
+fn host_header_must_match_the_target() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let up = Upstream::start("target");
+        let other = Upstream::start("header");
+        let (p, q) = (up.port, other.port);
+        let script = format!(
+            "get('other-port', '127.0.0.1:{p}/', host='127.0.0.1:{q}')\n\
+             get('other-host', '127.0.0.1:{p}/', host='example.com')\n\
+             get('no-port', '127.0.0.1:{p}/', host='127.0.0.1')\n\
+             get('control', '127.0.0.1:{p}/', host='127.0.0.1:{p}')\n\
+             def raw(label, data):\n\
+             \x20   def run():\n\
+             \x20       s = socket.create_connection(PROXY, timeout=30); s.sendall(data)\n\
+             \x20       code, body = split(read_all(s)); out(label, code, body)\n\
+             \x20   guard(label, run)\n\
+             raw('no-host', b'GET http://127.0.0.1:{p}/ HTTP/1.1\\r\\n\\r\\n')\n\
+             raw('two-hosts', b'GET http://127.0.0.1:{p}/ HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\nHost: 127.0.0.1:{q}\\r\\n\\r\\n')\n\
+             raw('origin-form', b'GET / HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n')\n\
+             raw('userinfo', b'GET http://127.0.0.1:{q}@127.0.0.1:{p}/ HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n')\n"
+        );
+        let out = client(
+            allowing(&fx, &[&format!("127.0.0.1:{p}"), &format!("127.0.0.1:{q}")]),
+            &script,
+        );
+        out.ok();
+        expect_reached(&out, "control", "200", &up);
+        for label in [
+            "other-port",
+            "other-host",
+            "no-host",
+            "two-hosts",
+            "origin-form",
+            "userinfo",
+        ] {
+            expect_refused(&out, label, "400", &["cordon:"]);
+        }
+        // A Host header without a port is taken as the target's port: the
+        // same destination, so it may pass, but only to the target.
+        let (code, body) = reply(&out, "no-port");
+        assert!(
+            code == "400" || body == up.body,
+            "{mode:?}: no-port: {code} {body:?}"
+        );
+        let seen = up.finish();
+        assert_eq!(
+            seen.len(),
+            1 + usize::from(code == "200"),
+            "{mode:?}: {seen:#?}"
+        );
+        for conn in &seen {
+            assert!(!conn.contains(&format!(":{q}")), "{mode:?}: {conn:?}");
+        }
+        assert_eq!(other.finish(), Vec::<String>::new(), "{mode:?}");
+    });
+}
+
+#[test]
+fn a_second_request_on_the_connection_never_reaches_a_denied_host() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let allowed = Upstream::start("first");
+        let denied = Upstream::start("second");
+        let (p, q) = (allowed.port, denied.port);
+        let first =
+            format!("GET http://127.0.0.1:{p}/first HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n");
+        let second = format!(
+            "GET http://127.0.0.1:{q}/second HTTP/1.1\\r\\nHost: 127.0.0.1:{q}\\r\\n\\r\\n"
+        );
+        let script = format!(
+            "def pipelined(label, data):\n\
+             \x20   def run():\n\
+             \x20       s = socket.create_connection(PROXY, timeout=30); s.sendall(data)\n\
+             \x20       resp = read_all(s); code, body = split(resp)\n\
+             \x20       out(label, code, body)\n\
+             \x20       print(label + '-responses:', resp.count(b'HTTP/1.1 '))\n\
+             \x20   guard(label, run)\n\
+             # Both requests in one write.\n\
+             pipelined('pipelined', b'{first}\\r\\n{second}')\n\
+             # Keep-alive asked for; the second request in the body's place.\n\
+             pipelined('keepalive', b'{first}Connection: keep-alive\\r\\n\\r\\n{second}')\n\
+             # A body of 5 bytes, then a request glued after it.\n\
+             pipelined('after-body', b'{first}Content-Length: 5\\r\\n\\r\\nhello{second}')\n\
+             # The second request sent after the first answer arrived.\n\
+             def sequential():\n\
+             \x20   s = socket.create_connection(PROXY, timeout=30)\n\
+             \x20   s.sendall(b'{first}Connection: keep-alive\\r\\n\\r\\n')\n\
+             \x20   resp = b''\n\
+             \x20   while {body_len} > len(resp.partition(b'\\r\\n\\r\\n')[2]):\n\
+             \x20       c = s.recv(65536)\n\
+             \x20       if not c: break\n\
+             \x20       resp += c\n\
+             \x20   code, body = split(resp); out('sequential', code, body)\n\
+             \x20   try:\n\
+             \x20       s.sendall(b'{second}'); more = read_all(s)\n\
+             \x20   except OSError:\n\
+             \x20       more = b''\n\
+             \x20   print('sequential-more:', json.dumps(more.decode('utf-8', 'replace')))\n\
+             guard('sequential', sequential)\n\
+             # Through a CONNECT tunnel: the tunnel goes to the allowed host only.\n\
+             def tunneled():\n\
+             \x20   s = socket.create_connection(PROXY, timeout=30)\n\
+             \x20   s.sendall(b'CONNECT 127.0.0.1:{p} HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n' + b'GET /tunnel-second HTTP/1.1\\r\\nHost: 127.0.0.1:{q}\\r\\n\\r\\n')\n\
+             \x20   resp = read_all(s); print('tunneled:', resp.count(b'{up_body}'))\n\
+             guard('tunneled', tunneled)\n",
+            body_len = allowed.body.len(),
+            up_body = allowed.body,
+        );
+        let out = client(
+            allowing(&fx, &[&format!("127.0.0.1:{p}")])
+                .arg("--deny-domain")
+                .arg(format!("127.0.0.1:{q}")),
+            &script,
+        );
+        out.ok();
+        for label in ["pipelined", "keepalive", "after-body"] {
+            expect_reached(&out, label, "200", &allowed);
+            assert_eq!(
+                line(&out, &format!("{label}-responses")),
+                "1",
+                "{mode:?}: {out:#?}"
+            );
+        }
+        expect_reached(&out, "sequential", "200", &allowed);
+        assert_eq!(line(&out, "sequential-more"), "\"\"", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "tunneled"), "1", "{mode:?}: {out:#?}");
+        let seen = allowed.finish();
+        assert_eq!(seen.len(), 5, "{mode:?}: {seen:#?}");
+        let lines: Vec<&str> = seen.iter().flat_map(|c| request_lines(c)).collect();
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.starts_with("GET /first "))
+                .count(),
+            4,
+            "{mode:?}: {seen:#?}"
+        );
+        // The proxy forwarded the first request's body, and nothing after it.
+        assert!(
+            seen.iter()
+                .any(|c| c.ends_with("\r\n\r\nhello") && !c.contains("second")),
+            "{mode:?}: {seen:#?}"
+        );
+        for conn in &seen {
+            assert!(
+                !conn.contains("/second"),
+                "{mode:?}: the upstream got the second request: {conn:?}"
+            );
+        }
+        assert_eq!(denied.finish(), Vec::<String>::new(), "{mode:?}");
+    });
+}
+
+#[test]
+fn socks_bind_and_udp_associate_are_refused() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let up = Upstream::start("socks");
+        let p = up.port;
+        let script = format!(
+            "socks('connect', '127.0.0.1', {p}, atyp=1)\n\
+             socks('bind', '127.0.0.1', {p}, cmd=2, atyp=1)\n\
+             socks('udp-associate', '127.0.0.1', {p}, cmd=3, atyp=1)\n\
+             socks('udp-associate-any', '0.0.0.0', 0, cmd=3, atyp=1)\n\
+             socks('bind-name', 'host.cordon.internal', {p}, cmd=2)\n"
+        );
+        let out = client(
+            allowing(
+                &fx,
+                &[
+                    &format!("127.0.0.1:{p}"),
+                    &format!("host.cordon.internal:{p}"),
+                ],
+            ),
+            &script,
+        );
+        out.ok();
+        expect_reached(&out, "connect", "0x00", &up);
+        for label in ["bind", "udp-associate", "udp-associate-any", "bind-name"] {
+            // 0x07: command not supported.
+            expect_refused(&out, label, "0x07", &[]);
+        }
+        assert_eq!(up.finish().len(), 1, "{mode:?}");
     });
 }
