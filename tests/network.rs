@@ -1252,3 +1252,374 @@ fn socks_bind_and_udp_associate_are_refused() {
         assert_eq!(up.finish().len(), 1, "{mode:?}");
     });
 }
+
+// ---------------------------------------------------------------------------
+// Nothing but the proxy: no DNS, no UDP, no IPv6 out.
+
+/// The first nameserver in the host's /etc/resolv.conf.
+fn host_resolver() -> Option<std::net::IpAddr> {
+    std::fs::read_to_string("/etc/resolv.conf")
+        .ok()?
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("nameserver"))
+        .find_map(|a| a.trim().split('%').next()?.parse().ok())
+}
+
+/// The host's own non-loopback addresses (sending to them from the host
+/// side would stay on the machine).
+fn host_addresses() -> Vec<std::net::IpAddr> {
+    nix::ifaddrs::getifaddrs()
+        .map(|addrs| {
+            addrs
+                .filter_map(|a| a.address)
+                .filter_map(|a| {
+                    a.as_sockaddr_in()
+                        .map(|v4| std::net::IpAddr::V4(v4.ip()))
+                        .or_else(|| a.as_sockaddr_in6().map(|v6| std::net::IpAddr::V6(v6.ip())))
+                })
+                .filter(|ip| match ip {
+                    std::net::IpAddr::V4(v4) => !v4.is_loopback() && !v4.is_link_local(),
+                    // Link-local v6 needs a scope id: not a plain literal.
+                    std::net::IpAddr::V6(v6) => {
+                        !v6.is_loopback() && (v6.segments()[0] & 0xffc0) != 0xfe80
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn no_dns_inside() {
+    let resolver = host_resolver();
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let mut script = String::from(
+            "import socket, errno\n\
+             def err(e): return errno.errorcode.get(e.errno, e.errno) if isinstance(e.errno, int) and e.errno > 0 else type(e).__name__\n\
+             for label, name in [('example', 'example.com'), ('host-internal', 'host.cordon.internal')]:\n\
+             \x20   try:\n\
+             \x20       print(label + ': OPEN', socket.getaddrinfo(name, 80))\n\
+             \x20   except OSError as e:\n\
+             \x20       print(label + ': ERR', err(e))\n",
+        );
+        if let Some(ip) = resolver {
+            let family = if ip.is_ipv4() { "AF_INET" } else { "AF_INET6" };
+            // A DNS query for example.com, by hand.
+            script.push_str(&format!(
+                "q = bytes.fromhex('abcd01000001000000000000076578616d706c6503636f6d0000010001')\n\
+                 s = socket.socket(socket.{family}, socket.SOCK_DGRAM); s.settimeout(5)\n\
+                 try:\n\
+                 \x20   s.connect(('{ip}', 53)); s.send(q); s.recv(512); print('resolver: OPEN')\n\
+                 except OSError as e:\n\
+                 \x20   print('resolver: ERR', err(e))\n\
+                 t = socket.socket(socket.{family}, socket.SOCK_DGRAM)\n\
+                 try:\n\
+                 \x20   t.sendto(q, ('{ip}', 53)); print('resolver-sendto: OPEN')\n\
+                 except OSError as e:\n\
+                 \x20   print('resolver-sendto: ERR', err(e))\n"
+            ));
+        } else {
+            eprintln!("no nameserver in /etc/resolv.conf: the resolver case is skipped");
+        }
+        let out = fx.sandbox().py(&script);
+        out.ok();
+        for label in ["example", "host-internal"] {
+            assert!(
+                line(&out, label).starts_with("ERR"),
+                "{mode:?} {label}: resolved inside: {out:#?}"
+            );
+        }
+        match resolver {
+            // No route to it: the query never leaves.
+            Some(ip) if !ip.is_loopback() => {
+                for label in ["resolver", "resolver-sendto"] {
+                    assert_eq!(line(&out, label), "ERR ENETUNREACH", "{mode:?}: {out:#?}");
+                }
+            }
+            // A loopback resolver (systemd-resolved): the sandbox's own lo,
+            // where nothing answers.
+            Some(_) => assert_eq!(line(&out, "resolver"), "ERR ECONNREFUSED", "{mode:?}: {out:#?}"),
+            None => {}
+        }
+    });
+}
+
+#[test]
+fn udp_and_ipv6_do_not_get_out() {
+    // Host-side listeners on loopback; the test checks they work, then
+    // that the sandbox's packets never arrive.
+    let udp4 = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp6 = std::net::UdpSocket::bind("[::1]:0").unwrap();
+    let tcp6 = TcpListener::bind("[::1]:0").unwrap();
+    for s in [&udp4, &udp6] {
+        let probe = std::net::UdpSocket::bind(if s.local_addr().unwrap().is_ipv4() {
+            "127.0.0.1:0"
+        } else {
+            "[::1]:0"
+        })
+        .unwrap();
+        probe.send_to(b"control", s.local_addr().unwrap()).unwrap();
+        let mut buf = [0u8; 16];
+        let (n, _) = s.recv_from(&mut buf).expect("control: loopback UDP");
+        assert_eq!(&buf[..n], b"control");
+        s.set_nonblocking(true).unwrap();
+    }
+    tcp6.set_nonblocking(true).unwrap();
+    let (u4, u6, t6) = (
+        udp4.local_addr().unwrap().port(),
+        udp6.local_addr().unwrap().port(),
+        tcp6.local_addr().unwrap().port(),
+    );
+    // Off-loopback targets: the host's own addresses (so that even an open
+    // door would keep the packet on this machine) and a documentation
+    // IPv6 address.
+    let mut targets: Vec<(String, String)> = host_addresses()
+        .into_iter()
+        .map(|ip| (format!("own-{ip}"), ip.to_string()))
+        .collect();
+    targets.push(("global-v6".into(), "2001:db8::1".into()));
+    let mut script = format!(
+        "import socket, errno\n\
+         def err(e): return errno.errorcode.get(e.errno, e.errno)\n\
+         def udp(label, family, addr):\n\
+         \x20   s = socket.socket(family, socket.SOCK_DGRAM)\n\
+         \x20   try:\n\
+         \x20       s.sendto(b'from-sandbox', addr); print(label + ': SENT')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(label + ': ERR', err(e))\n\
+         def tcp(label, family, addr):\n\
+         \x20   s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(10)\n\
+         \x20   try:\n\
+         \x20       s.connect(addr); print(label + ': OPEN')\n\
+         \x20   except OSError as e:\n\
+         \x20       print(label + ': ERR', err(e) if e.errno else type(e).__name__)\n\
+         udp('udp4-lo', socket.AF_INET, ('127.0.0.1', {u4}))\n\
+         udp('udp6-lo', socket.AF_INET6, ('::1', {u6}))\n\
+         tcp('tcp6-lo', socket.AF_INET6, ('::1', {t6}))\n"
+    );
+    for (label, ip) in &targets {
+        let family = if ip.contains(':') { "AF_INET6" } else { "AF_INET" };
+        script.push_str(&format!(
+            "udp('udp-{label}', socket.{family}, ('{ip}', 9))\n\
+             tcp('tcp-{label}', socket.{family}, ('{ip}', {t6}))\n"
+        ));
+    }
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        // --allow-local-port: Landlock lets the TCP connects through, so
+        // only the network namespace is tested.
+        let out = fx
+            .sandbox()
+            .arg("--allow-local-port")
+            .arg(t6.to_string())
+            .py(&script);
+        out.ok();
+        // Sent on the sandbox's own lo, where nobody listens.
+        assert_eq!(line(&out, "udp4-lo"), "SENT", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "udp6-lo"), "SENT", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "tcp6-lo"), "ERR ECONNREFUSED", "{mode:?}: {out:#?}");
+        for (label, _) in &targets {
+            for proto in ["udp", "tcp"] {
+                assert_eq!(
+                    line(&out, &format!("{proto}-{label}")),
+                    "ERR ENETUNREACH",
+                    "{mode:?}: {out:#?}"
+                );
+            }
+        }
+        let mut buf = [0u8; 64];
+        assert!(
+            udp4.recv_from(&mut buf).is_err(),
+            "{mode:?}: the host's 127.0.0.1 UDP listener got a packet"
+        );
+        assert!(
+            udp6.recv_from(&mut buf).is_err(),
+            "{mode:?}: the host's ::1 UDP listener got a packet"
+        );
+        assert!(
+            tcp6.accept().is_err(),
+            "{mode:?}: the host's ::1 TCP listener got a connection"
+        );
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Names: normalisation, wildcards, deny over allow, and what they resolve
+// to. Run in namespaces the test makes, where an /etc/hosts of its own
+// gives the names addresses without DNS.
+
+const TEST_HOSTS: &str = "127.0.0.1 localhost\n\
+127.0.0.1 xn--bcher-kva.example\n\
+127.0.0.1 www.cordon-test.example cordon-test.example evil.cordon-test.example\n\
+169.254.169.254 metadata.cordon-test.example\n\
+10.1.2.3 private.cordon-test.example\n";
+
+#[test]
+fn names_are_normalised_before_matching() {
+    each_mode(|mode| {
+        let Some(net) = TestNet::new(TEST_HOSTS) else {
+            return;
+        };
+        let fx = Fixture::new(mode);
+        let up = Upstream::start_in("names", Some(&net));
+        let p = up.port;
+        let script = format!(
+            "get('idna-punycode', 'xn--bcher-kva.example:{p}/')\n\
+             get('idna-unicode', 'bücher.example:{p}/')\n\
+             get('idna-upper', 'BÜCHER.Example.:{p}/')\n\
+             tunnel('idna-connect', 'BÜCHER.EXAMPLE:{p}')\n\
+             socks('idna-socks', 'bücher.example', {p})\n\
+             get('wildcard-sub', 'www.cordon-test.example:{p}/')\n\
+             get('wildcard-sub-upper', 'WWW.Cordon-Test.Example.:{p}/')\n\
+             get('wildcard-apex', 'cordon-test.example:{p}/')\n\
+             socks('wildcard-apex-socks', 'cordon-test.example', {p})\n\
+             get('deny', 'evil.cordon-test.example:{p}/')\n\
+             get('deny-upper', 'EVIL.Cordon-Test.EXAMPLE.:{p}/')\n\
+             tunnel('deny-connect', 'evil.cordon-test.example:{p}')\n\
+             socks('deny-socks', 'Evil.cordon-test.example.', {p})\n\
+             get('metadata', 'metadata.cordon-test.example:{p}/')\n\
+             socks('metadata-socks', 'metadata.cordon-test.example', {p})\n\
+             get('private', 'private.cordon-test.example:{p}/')\n\
+             get('bad-empty-label', 'a..cordon-test.example:{p}/')\n\
+             get('bad-underscore', 'under_score.cordon-test.example:{p}/')\n\
+             get('bad-hyphen', '-dash.cordon-test.example:{p}/')\n\
+             get('bad-numeric', 'www.cordon-test.123:{p}/')\n\
+             socks('bad-socks', 'a..cordon-test.example', {p})\n"
+        );
+        let out = net.client(
+            allowing(
+                &fx,
+                &[
+                    &format!("bücher.example:{p}"),
+                    &format!("*.cordon-test.example:{p}"),
+                    &format!("127.0.0.1:{p}"),
+                ],
+            )
+            .arg("--deny-domain")
+            .arg("EVIL.cordon-test.example."),
+            &script,
+        );
+        out.ok();
+        for label in [
+            "idna-punycode",
+            "idna-unicode",
+            "idna-upper",
+            "idna-connect",
+            "wildcard-sub",
+            "wildcard-sub-upper",
+        ] {
+            expect_reached(&out, label, "200", &up);
+        }
+        expect_reached(&out, "idna-socks", "0x00", &up);
+        // The IP rule does not open the apex: names are matched as names.
+        expect_refused(
+            &out,
+            "wildcard-apex",
+            "403",
+            &[
+                &format!("blocked cordon-test.example:{p}"),
+                "no allow rule names this host",
+                &format!("--allow-domain cordon-test.example:{p}"),
+            ],
+        );
+        for label in ["deny", "deny-upper", "deny-connect"] {
+            expect_refused(
+                &out,
+                label,
+                "403",
+                &[
+                    &format!("blocked evil.cordon-test.example:{p}"),
+                    "rule: evil.cordon-test.example from flag --deny-domain",
+                ],
+            );
+        }
+        expect_refused(
+            &out,
+            "metadata",
+            "403",
+            &[
+                "resolved to 169.254.169.254",
+                "a cloud metadata address",
+                "--allow-domain",
+            ],
+        );
+        expect_refused(&out, "private", "403", &["resolved to 10.1.2.3", "a private address"]);
+        for label in ["bad-empty-label", "bad-underscore", "bad-hyphen", "bad-numeric"] {
+            expect_refused(&out, label, "403", &["cordon: blocked", "invalid host"]);
+        }
+        for label in ["wildcard-apex-socks", "deny-socks", "metadata-socks", "bad-socks"] {
+            expect_refused(&out, label, "0x02", &[]);
+        }
+
+        // The rule in punycode, the request in Unicode; and a name for
+        // loopback, with the IP rule that loopback needs.
+        let script = format!(
+            "get('unicode', 'Bücher.example:{p}/')\n\
+             get('localhost', 'LocalHost.:{p}/')\n"
+        );
+        let out = net.client(
+            allowing(
+                &fx,
+                &[
+                    &format!("xn--bcher-kva.example:{p}"),
+                    &format!("localhost:{p}"),
+                    &format!("127.0.0.1:{p}"),
+                ],
+            ),
+            &script,
+        );
+        out.ok();
+        expect_reached(&out, "unicode", "200", &up);
+        expect_reached(&out, "localhost", "200", &up);
+        assert_eq!(up.finish().len(), 9, "{mode:?}");
+    });
+}
+
+#[test]
+fn an_allowed_name_does_not_open_loopback() {
+    each_mode(|mode| {
+        let Some(net) = TestNet::new(TEST_HOSTS) else {
+            return;
+        };
+        let fx = Fixture::new(mode);
+        let up = Upstream::start_in("loopback", Some(&net));
+        let p = up.port;
+        let script = format!(
+            "get('localhost', 'localhost:{p}/')\n\
+             tunnel('localhost-connect', 'localhost:{p}')\n\
+             socks('localhost-socks', 'localhost', {p})\n\
+             get('name', 'www.cordon-test.example:{p}/')\n\
+             socks('name-socks', 'www.cordon-test.example', {p})\n"
+        );
+        let out = net.client(
+            allowing(
+                &fx,
+                &[&format!("localhost:{p}"), &format!("www.cordon-test.example:{p}")],
+            ),
+            &script,
+        );
+        out.ok();
+        for label in ["localhost", "localhost-connect"] {
+            expect_refused(
+                &out,
+                label,
+                "403",
+                &[
+                    "localhost resolved to 127.0.0.1",
+                    &format!("--allow-domain host.cordon.internal:{p}"),
+                ],
+            );
+        }
+        expect_refused(
+            &out,
+            "name",
+            "403",
+            &["www.cordon-test.example resolved to 127.0.0.1"],
+        );
+        for label in ["localhost-socks", "name-socks"] {
+            expect_refused(&out, label, "0x02", &[]);
+        }
+        assert_eq!(up.finish(), Vec::<String>::new(), "{mode:?}");
+    });
+}
