@@ -468,6 +468,26 @@ fn client(sb: Sandbox, script: &str) -> Output {
     sb.py(&format!("{PY_CLIENT}\n{script}"))
 }
 
+/// For a test that names external hosts or addresses: namespaces of the
+/// test's own as root, so that if the door were open the proxy's attempt
+/// would still not leave the machine; the host's network otherwise.
+fn contained() -> Option<TestNet> {
+    if is_root() {
+        TestNet::new(TEST_HOSTS)
+    } else {
+        eprintln!("not root: running on the host's network, not in a test-made namespace");
+        None
+    }
+}
+
+/// [`client`], in `net` if given.
+fn client_in(net: Option<&TestNet>, sb: Sandbox, script: &str) -> Output {
+    match net {
+        Some(net) => net.client(sb, script),
+        None => client(sb, script),
+    }
+}
+
 /// A sandbox with `--allow-domain` for each rule.
 fn allowing(fx: &Fixture, rules: &[&str]) -> Sandbox {
     rules
@@ -758,9 +778,10 @@ fn programs_that_ignore_the_proxy_do_not_get_out() {
 #[test]
 fn denied_and_unlisted_hosts_are_refused_with_the_rule_and_the_fix() {
     each_mode(|mode| {
+        let net = contained();
         let fx = Fixture::new(mode);
-        let denied = Upstream::start("denied");
-        let unlisted = Upstream::start("unlisted");
+        let denied = Upstream::start_in("denied", net.as_ref());
+        let unlisted = Upstream::start_in("unlisted", net.as_ref());
         let (p, q) = (denied.port, unlisted.port);
         let script = format!(
             "get('denied-ip', '127.0.0.1:{p}/')\n\
@@ -777,7 +798,8 @@ fn denied_and_unlisted_hosts_are_refused_with_the_rule_and_the_fix() {
              socks('denied-name-socks', 'evil.example.com', 443)\n"
         );
         // Each denied destination is also allowed: deny beats allow.
-        let out = client(
+        let out = client_in(
+            net.as_ref(),
             allowing(&fx, &[&format!("127.0.0.1:{p}"), "*.example.com"])
                 .arg("--deny-domain")
                 .arg(format!("127.0.0.1:{p}"))
@@ -919,8 +941,9 @@ fn ports_are_limited_to_the_rule_or_the_port_list() {
 #[test]
 fn ip_literals_need_a_rule_naming_the_address_and_odd_forms_are_refused() {
     each_mode(|mode| {
+        let net = contained();
         let fx = Fixture::new(mode);
-        let up = Upstream::start("ip");
+        let up = Upstream::start_in("ip", net.as_ref());
         let p = up.port;
         // Each odd form means 127.0.0.1 to some parser; only the canonical
         // one is allowed by the rule.
@@ -963,7 +986,7 @@ fn ip_literals_need_a_rule_naming_the_address_and_odd_forms_are_refused() {
             format!("host.cordon.internal:{p}"),
         ];
         for rule in &rules {
-            let out = client(allowing(&fx, &[rule]), &script);
+            let out = client_in(net.as_ref(), allowing(&fx, &[rule]), &script);
             out.ok();
             if rule.starts_with("host.") {
                 // A name rule, even the host's own, does not open the IP.
@@ -992,7 +1015,7 @@ fn ip_literals_need_a_rule_naming_the_address_and_odd_forms_are_refused() {
             expect_refused(&out, "metadata-socks", "0x02", &[]);
         }
         // Without any rule the canonical form is refused too.
-        let out = client(fx.sandbox(), &script);
+        let out = client_in(net.as_ref(), fx.sandbox(), &script);
         expect_refused(
             &out,
             "canonical",
@@ -1339,7 +1362,11 @@ fn no_dns_inside() {
             }
             // A loopback resolver (systemd-resolved): the sandbox's own lo,
             // where nothing answers.
-            Some(_) => assert_eq!(line(&out, "resolver"), "ERR ECONNREFUSED", "{mode:?}: {out:#?}"),
+            Some(_) => assert_eq!(
+                line(&out, "resolver"),
+                "ERR ECONNREFUSED",
+                "{mode:?}: {out:#?}"
+            ),
             None => {}
         }
     });
@@ -1399,7 +1426,11 @@ fn udp_and_ipv6_do_not_get_out() {
          tcp('tcp6-lo', socket.AF_INET6, ('::1', {t6}))\n"
     );
     for (label, ip) in &targets {
-        let family = if ip.contains(':') { "AF_INET6" } else { "AF_INET" };
+        let family = if ip.contains(':') {
+            "AF_INET6"
+        } else {
+            "AF_INET"
+        };
         script.push_str(&format!(
             "udp('udp-{label}', socket.{family}, ('{ip}', 9))\n\
              tcp('tcp-{label}', socket.{family}, ('{ip}', {t6}))\n"
@@ -1418,7 +1449,11 @@ fn udp_and_ipv6_do_not_get_out() {
         // Sent on the sandbox's own lo, where nobody listens.
         assert_eq!(line(&out, "udp4-lo"), "SENT", "{mode:?}: {out:#?}");
         assert_eq!(line(&out, "udp6-lo"), "SENT", "{mode:?}: {out:#?}");
-        assert_eq!(line(&out, "tcp6-lo"), "ERR ECONNREFUSED", "{mode:?}: {out:#?}");
+        assert_eq!(
+            line(&out, "tcp6-lo"),
+            "ERR ECONNREFUSED",
+            "{mode:?}: {out:#?}"
+        );
         for (label, _) in &targets {
             for proto in ["udp", "tcp"] {
                 assert_eq!(
@@ -1544,11 +1579,26 @@ fn names_are_normalised_before_matching() {
                 "--allow-domain",
             ],
         );
-        expect_refused(&out, "private", "403", &["resolved to 10.1.2.3", "a private address"]);
-        for label in ["bad-empty-label", "bad-underscore", "bad-hyphen", "bad-numeric"] {
+        expect_refused(
+            &out,
+            "private",
+            "403",
+            &["resolved to 10.1.2.3", "a private address"],
+        );
+        for label in [
+            "bad-empty-label",
+            "bad-underscore",
+            "bad-hyphen",
+            "bad-numeric",
+        ] {
             expect_refused(&out, label, "403", &["cordon: blocked", "invalid host"]);
         }
-        for label in ["wildcard-apex-socks", "deny-socks", "metadata-socks", "bad-socks"] {
+        for label in [
+            "wildcard-apex-socks",
+            "deny-socks",
+            "metadata-socks",
+            "bad-socks",
+        ] {
             expect_refused(&out, label, "0x02", &[]);
         }
 
@@ -1595,7 +1645,10 @@ fn an_allowed_name_does_not_open_loopback() {
         let out = net.client(
             allowing(
                 &fx,
-                &[&format!("localhost:{p}"), &format!("www.cordon-test.example:{p}")],
+                &[
+                    &format!("localhost:{p}"),
+                    &format!("www.cordon-test.example:{p}"),
+                ],
             ),
             &script,
         );
