@@ -108,8 +108,24 @@ impl<G: Gate> Proxy<G> {
             let Ok(permit) = self.slots.clone().acquire_owned().await else {
                 return;
             };
-            let Ok((client, _)) = listener.accept().await else {
-                return;
+            let client = match listener.accept().await {
+                Ok((client, _)) => client,
+                // The listener is gone: nothing more to serve.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EBADF | libc::EINVAL | libc::ENOTSOCK)
+                    ) =>
+                {
+                    return
+                }
+                // Out of descriptors or memory, or a connection that died in
+                // the queue: the listener is fine. Wait and accept again,
+                // rather than closing the sandbox's only way out.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
             };
             let proxy = self.clone();
             tokio::spawn(async move {

@@ -39,8 +39,32 @@ fn serve<G: Gate>(http: OwnedFd, socks: OwnedFd, gate: G) -> io::Result<()> {
             tokio::net::TcpListener::from_std(listener)
         };
         let (http, socks) = (listen(http)?, listen(socks)?);
-        let proxy = Proxy::new(gate, ProxyLimits::default());
+        let defaults = ProxyLimits::default();
+        let limits = ProxyLimits {
+            max_connections: connection_cap(defaults.max_connections),
+            ..defaults
+        };
+        let proxy = Proxy::new(gate, limits);
         tokio::join!(proxy.clone().serve_http(http), proxy.serve_socks(socks));
         Ok(())
     })
+}
+
+/// Raises the supervisor's soft descriptor limit to its hard limit, and
+/// returns how many connections (two descriptors each, client and
+/// upstream) fit in it, at most `cap`. Connections past that wait in the
+/// listen queue instead of failing for want of a descriptor.
+fn connection_cap(cap: usize) -> usize {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return cap;
+    };
+    let limit = if setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        hard
+    } else {
+        soft
+    };
+    // Keep some for the supervisor's own files and the listeners.
+    let fit = usize::try_from(limit.saturating_sub(64) / 2).unwrap_or(usize::MAX);
+    cap.min(fit.max(1))
 }
