@@ -1676,3 +1676,79 @@ fn an_allowed_name_does_not_open_loopback() {
         assert_eq!(up.finish(), Vec::<String>::new(), "{mode:?}");
     });
 }
+
+// ---------------------------------------------------------------------------
+// Many tunnels at once.
+
+#[test]
+fn many_tunnels_are_held_at_once_under_a_low_descriptor_limit() {
+    // 600 tunnels need 1200 descriptors in the proxy: more than the soft
+    // limit of 1024 a login session usually has, which cordon starts with.
+    const N: usize = 600;
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let up = Upstream::start("many");
+        let p = up.port;
+        let script = format!(
+            "import resource, socket\n\
+             soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n\
+             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))\n\
+             held, errors = [], {{}}\n\
+             for i in range({N}):\n\
+             \x20   try:\n\
+             \x20       s = socket.create_connection(('127.0.0.1', 3128), timeout=30)\n\
+             \x20       s.sendall(b'CONNECT 127.0.0.1:{p} HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n')\n\
+             \x20       head = b''\n\
+             \x20       while b'\\r\\n\\r\\n' not in head:\n\
+             \x20           c = s.recv(1)\n\
+             \x20           if not c: raise OSError('closed')\n\
+             \x20           head += c\n\
+             \x20       if not head.startswith(b'HTTP/1.1 200'): raise OSError(head.split(b'\\r\\n')[0].decode())\n\
+             \x20       held.append(s)\n\
+             \x20   except OSError as e:\n\
+             \x20       errors[str(e)] = errors.get(str(e), 0) + 1\n\
+             ok = 0\n\
+             for s in held:\n\
+             \x20   try:\n\
+             \x20       s.sendall(b'GET / HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n')\n\
+             \x20       data = b''\n\
+             \x20       while True:\n\
+             \x20           c = s.recv(4096)\n\
+             \x20           if not c: break\n\
+             \x20           data += c\n\
+             \x20       ok += data.endswith(b'{body}')\n\
+             \x20   except OSError as e:\n\
+             \x20       errors[str(e)] = errors.get(str(e), 0) + 1\n\
+             print('held:', len(held), 'ok:', ok, 'errors:', errors)\n",
+            body = up.body
+        );
+        let sb = fx.sandbox().arg("--allow-domain").arg(format!("127.0.0.1:{p}"));
+        let inner = sb.command(&[PY, "-c", &script]);
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg("ulimit -S -n 1024 && exec \"$@\"")
+            .arg("sh")
+            .arg(inner.get_program())
+            .args(inner.get_args())
+            .env_clear();
+        for (k, v) in inner.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        if let Some(d) = inner.get_current_dir() {
+            c.current_dir(d);
+        }
+        c.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(Stdio::null());
+        let out = Running::start(c, None, RUN_TIMEOUT).wait();
+        out.ok();
+        assert_eq!(
+            line(&out, "held"),
+            format!("{N} ok: {N} errors: {{}}"),
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(up.finish().len(), N, "{mode:?}");
+    });
+}
