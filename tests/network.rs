@@ -1722,7 +1722,10 @@ fn many_tunnels_are_held_at_once_under_a_low_descriptor_limit() {
              print('held:', len(held), 'ok:', ok, 'errors:', errors)\n",
             body = up.body
         );
-        let sb = fx.sandbox().arg("--allow-domain").arg(format!("127.0.0.1:{p}"));
+        let sb = fx
+            .sandbox()
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{p}"));
         let inner = sb.command(&[PY, "-c", &script]);
         let mut c = Command::new("sh");
         c.arg("-c")
