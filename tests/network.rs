@@ -1,9 +1,25 @@
 //! The network door: only lo inside, the host's loopback unreachable,
-//! local ports only when allowed. Uses loopback only.
+//! local ports only when allowed; the proxy (HTTP CONNECT and plain, SOCKS5)
+//! reaching only what the policy allows, with refusals that say why and how
+//! to allow; no DNS, UDP or IPv6 out.
+//!
+//! Upstreams are servers the tests run on the host's 127.0.0.1, allowed by
+//! IP and port; cases that name external hosts or addresses (and those that
+//! need names to resolve) run cordon in a network and mount namespace the
+//! test makes (only lo, an /etc/hosts of its own), so that even an open
+//! door would not let the proxy's connection leave the machine.
 
 mod common;
 
+use std::fs::File;
+use std::io::{BufRead, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
 
 use common::*;
 
@@ -157,14 +173,6 @@ fn allow_local_port_opens_only_that_port() {
 
 // ---------------------------------------------------------------------------
 // The proxy: upstreams the tests run, clients inside the sandbox.
-
-use std::fs::File;
-use std::io::{BufRead, Read as _, Write as _};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// A loopback HTTP server that answers every request with its own body and
 /// records every byte each connection sent it, so a test can show what
@@ -600,8 +608,6 @@ fn wait_child(child: &mut Child) -> Option<std::process::ExitStatus> {
     });
     status
 }
-
-use std::os::unix::fs::PermissionsExt;
 
 // ---------------------------------------------------------------------------
 // Reaching an allowed upstream.
