@@ -50,8 +50,15 @@ impl PolicyGate {
         rule: Option<(String, String)>,
     ) -> Denial {
         let shown = target.with_port(port);
-        let (rule, source) =
-            rule.unwrap_or_else(|| ("default: nothing is allowed".into(), BUILTIN.into()));
+        let (rule, source) = rule.unwrap_or_else(|| {
+            let default = match reason {
+                DenyReason::Address(_) => {
+                    "default: special ranges and the host's own addresses are refused"
+                }
+                _ => "default: nothing is allowed",
+            };
+            (default.into(), BUILTIN.into())
+        });
         let hint = self.policy.denial_hint(target, port, reason);
         let shown_rule = if source == BUILTIN {
             rule.clone()
@@ -117,7 +124,7 @@ impl Gate for PolicyGate {
                 let mut d = self.denial(&Target::Ip(addr), port, reason, None);
                 d.message = format!(
                     "cordon: {host} resolved to {addr}, which is not reachable: {}",
-                    d.message
+                    d.message.trim_start_matches("cordon: ")
                 );
                 d
             })

@@ -86,7 +86,11 @@ fn serve<G: Gate>(args: ServeArgs, gate: G) -> io::Result<()> {
             tokio::net::TcpListener::from_std(listener)
         };
         let (http, socks) = (listen(args.http)?, listen(args.socks)?);
-        let proxy = Proxy::new(gate, args.limits, args.audit, args.stopped);
+        let limits = ProxyLimits {
+            max_connections: connection_cap(args.limits.max_connections),
+            ..args.limits
+        };
+        let proxy = Proxy::new(gate, limits, args.audit, args.stopped);
         tokio::join!(
             proxy.clone().serve_http(http),
             proxy.clone().serve_socks(socks)
@@ -94,4 +98,23 @@ fn serve<G: Gate>(args: ServeArgs, gate: G) -> io::Result<()> {
         proxy.drain(DRAIN).await;
         Ok(())
     })
+}
+
+/// Raises the supervisor's soft descriptor limit to its hard limit, and
+/// returns how many connections (two descriptors each, client and
+/// upstream) fit in it, at most `cap`. Connections past that wait in the
+/// listen queue instead of failing for want of a descriptor.
+fn connection_cap(cap: usize) -> usize {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return cap;
+    };
+    let limit = if setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        hard
+    } else {
+        soft
+    };
+    // Keep some for the supervisor's own files and the listeners.
+    let fit = usize::try_from(limit.saturating_sub(64) / 2).unwrap_or(usize::MAX);
+    cap.min(fit.max(1))
 }
