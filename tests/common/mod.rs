@@ -415,7 +415,19 @@ pub struct Running {
 
 impl Running {
     pub fn start(mut c: Command, stdin: Option<Vec<u8>>, timeout: Duration) -> Running {
-        let mut child = c.spawn().unwrap_or_else(|e| panic!("spawn {c:?}: {e}"));
+        // A copied binary may still be open for writing in a child forked
+        // by another test thread (until that child execs): ETXTBSY passes.
+        let mut tries = 0;
+        let mut child = loop {
+            match c.spawn() {
+                Ok(child) => break child,
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("spawn {c:?}: {e}"),
+            }
+        };
         if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
             std::thread::spawn(move || {
                 use std::io::Write;
