@@ -38,6 +38,8 @@ pub enum ProbeError {
         what: &'static str,
         source: io::Error,
     },
+    #[error("cordon's own binary {exe} could not be run inside the sandbox (exit code {code}); the probe runs it there, so it must lie where the sandbox sees it (not under /tmp)")]
+    NotVisible { exe: String, code: i32 },
     #[error(
         "the probe inside the sandbox reported nothing (exit code {code}); its output: {output:?}"
     )]
@@ -46,6 +48,13 @@ pub enum ProbeError {
 
 fn io_err(what: &'static str) -> impl FnOnce(io::Error) -> ProbeError {
     move |source| ProbeError::Io { what, source }
+}
+
+/// cordon's own binary, for messages.
+fn policy_exe() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "(unknown)".into())
 }
 
 /// A random hex string.
@@ -149,6 +158,7 @@ fn host_facts() -> HostFacts {
         user_namespaces: sandbox::support::try_namespaces().is_ok(),
         terminal: fs::File::open("/dev/tty").is_ok(),
         modules: Path::new("/proc/modules").exists(),
+        proc1_root: fs::read_link("/proc/1/root").is_ok(),
     }
 }
 
@@ -397,11 +407,19 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
         let w = writable(&dir) && !dir.starts_with(&project);
         create_in.push((label.to_string(), dir, w));
     }
-    if let Some(parent) = project.parent() {
+    // Outside the project: its parent, or else a directory anyone may
+    // write to that the sandbox sees (not /tmp, which it replaces).
+    let outside = project
+        .parent()
+        .into_iter()
+        .chain([Path::new("/var/tmp"), Path::new("/dev/shm")])
+        .find(|d| writable(d) && !d.starts_with(&project))
+        .or(project.parent());
+    if let Some(dir) = outside {
         create_in.push((
-            format!("create a file outside the project ({})", parent.display()),
-            parent.to_path_buf(),
-            writable(parent),
+            format!("create a file outside the project ({})", dir.display()),
+            dir.to_path_buf(),
+            writable(dir),
         ));
     }
     let spec = Spec {
@@ -439,6 +457,12 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
     let json = output.lines().rev().find(|l| l.starts_with('['));
     let mut probes: Vec<Probe> = match json.map(serde_json::from_str) {
         Some(Ok(p)) => p,
+        _ if code == 127 || code == 126 => {
+            return Err(ProbeError::NotVisible {
+                exe: policy_exe(),
+                code,
+            })
+        }
         _ => return Err(ProbeError::NoReport { code, output }),
     };
 

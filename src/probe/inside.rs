@@ -351,6 +351,13 @@ fn files(b: &mut Battery, spec: &Spec) {
                 let p = Path::new(root).join(marker.strip_prefix("/").unwrap_or(marker));
                 match p.symlink_metadata() {
                     Ok(_) => succeeded(format!("saw the host's {}", marker.display())),
+                    Err(e) if root == "/proc/1/root" && !spec.host.proc1_root => (
+                        Outcome::Refused,
+                        format!(
+                            "{} (the host's own pid 1 is out of reach without the sandbox too)",
+                            describe(&e)
+                        ),
+                    ),
                     Err(e) => refused(&e),
                 }
             }
@@ -604,7 +611,7 @@ fn environ_leaks(raw: &[u8], spec: &Spec) -> Option<String> {
             return Some(format!("the canary's value (in {name})"));
         }
         if spec.secret_names.iter().any(|s| s == name) {
-            return Some(format!("{name}"));
+            return Some(name.to_string());
         }
     }
     None

@@ -214,6 +214,8 @@ pub struct HostFacts {
     pub terminal: bool,
     /// The kernel can load modules at all.
     pub modules: bool,
+    /// The caller can follow the host's `/proc/1/root`.
+    pub proc1_root: bool,
 }
 
 /// The whole result.

@@ -211,12 +211,16 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
                 format!("reporting to the supervisor: {e}"),
             )
         })?;
-    // What /proc/1/environ and /proc/1/cmdline would show: the caller's.
-    sys::wipe_startup_strings()
-        .map_err(|e| fail(Layer::Namespaces, format!("wiping environ: {e}")))?;
-    // Nothing inside may open init's /proc files (its fds, memory, environ).
-    nix::sys::prctl::set_dumpable(false)
-        .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
+    // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=initenv` leaves init's
+    // environ as it was.
+    if !weaken::off("initenv") {
+        // What /proc/1/environ and /proc/1/cmdline would show: the caller's.
+        sys::wipe_startup_strings()
+            .map_err(|e| fail(Layer::Namespaces, format!("wiping environ: {e}")))?;
+        // Nothing inside may open init's /proc files (its fds, memory, environ).
+        nix::sys::prctl::set_dumpable(false)
+            .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
+    }
     Ok(Prepared {
         pty_slave: slave,
         command_filter,
