@@ -389,7 +389,9 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
     let canary_tag = format!("cordon-probe-canary-{}", random_hex(6));
     fx.canary = start_canary(&canary_tag);
     let filter = crate::credentials::env::EnvFilter::new(&policy.env);
+    // The caller's own secret-like names, without those the probe set.
     let secret_names = std::env::vars_os()
+        .filter(|(k, _)| !fx.env_set.iter().any(|s| k == *s))
         .filter_map(|(k, _)| filter.removal(&k).map(|r| r.name))
         .collect();
 
@@ -501,6 +503,8 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
                 expected: Expect::Blocked,
                 outcome: Outcome::Succeeded,
                 detail: "its content changed".into(),
+                result: String::new(),
+                verdict: None,
             });
         }
     }

@@ -106,6 +106,14 @@ pub struct Probe {
     pub outcome: Outcome,
     /// What the kernel said (an errno, a status line), never a secret.
     pub detail: String,
+    /// The result column (`blocked`, `OPEN`, `works`, ...), filled in by
+    /// [`Report::new`] for `--json` readers.
+    #[serde(default)]
+    pub result: String,
+    /// How the outcome compares with the expectation, filled in by
+    /// [`Report::new`].
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
 }
 
 impl Probe {
@@ -230,7 +238,11 @@ pub struct Report {
 
 impl Report {
     /// Counts the verdicts.
-    pub fn new(probes: Vec<Probe>) -> Report {
+    pub fn new(mut probes: Vec<Probe>) -> Report {
+        for p in &mut probes {
+            p.result = p.result_word().to_string();
+            p.verdict = Some(p.verdict());
+        }
         let count = |v| probes.iter().filter(|p| p.verdict() == v).count();
         let open = count(Verdict::Open);
         let broken = count(Verdict::Broken);
@@ -323,6 +335,8 @@ mod tests {
             expected,
             outcome,
             detail: String::new(),
+            result: String::new(),
+            verdict: None,
         }
     }
 
