@@ -29,9 +29,13 @@ pub use host::{run, ProbeError};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Door {
+    /// What the sandbox may read and write.
     Files,
+    /// Where it may connect.
     Network,
+    /// Which secrets it may see.
     Credentials,
+    /// What it may do to other processes and to the kernel.
     Process,
 }
 
@@ -99,10 +103,13 @@ pub enum Verdict {
 /// One probe and its result.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Probe {
+    /// The door it tests.
     pub door: Door,
     /// What was attempted.
     pub name: String,
+    /// What the sandbox should make of it.
     pub expected: Expect,
+    /// What happened.
     pub outcome: Outcome,
     /// What the kernel said (an errno, a status line), never a secret.
     pub detail: String,
@@ -163,11 +170,13 @@ pub struct Spec {
     pub host_tmp_marker: Option<PathBuf>,
     /// The host's loopback TCP canary's port.
     pub tcp_port: Option<u16>,
-    /// Host UNIX socket canaries: a path and an abstract name.
+    /// A host UNIX socket canary, by path (where the sandbox sees it).
     pub unix_path: Option<PathBuf>,
+    /// A host UNIX socket canary in the abstract namespace.
     pub unix_abstract: Option<String>,
-    /// The canary process outside, and a word its command line holds.
+    /// The canary process outside.
     pub canary_pid: Option<i32>,
+    /// A word the canary process's command line holds.
     pub canary_tag: String,
     /// The canary variable's name and the SHA-256 of its value (the value
     /// itself stays out of the sandbox's command line).
@@ -187,8 +196,11 @@ pub struct Spec {
 pub struct CredentialPath {
     /// Relative to the home, as the list names it.
     pub rel: String,
+    /// Absolute.
     pub path: PathBuf,
+    /// Whether the host has it.
     pub exists: bool,
+    /// Whether it is a directory.
     pub is_dir: bool,
     /// Size of the file, or number of entries of the directory.
     pub size: u64,
@@ -201,6 +213,7 @@ pub struct ProxyTarget {
     pub name: String,
     /// `host:port`, as sent in CONNECT.
     pub target: String,
+    /// Refused, or (allowed by the policy) must work.
     pub expected: Expect,
     /// Why it is not probed, if it is not.
     pub skip: Option<String>,
@@ -211,14 +224,23 @@ pub struct ProxyTarget {
 /// once, a map that is freed at once), never by sending anything.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct HostFacts {
+    /// cordon's caller is root.
     pub root: bool,
+    /// An IPv4 route out exists.
     pub udp_route: bool,
+    /// An IPv6 route out exists.
     pub ipv6_route: bool,
+    /// The caller may open a raw socket.
     pub raw_socket: bool,
+    /// The caller may create a BPF map.
     pub bpf: bool,
+    /// The caller may set up an io_uring.
     pub io_uring: bool,
+    /// The caller may use keyctl.
     pub keyctl: bool,
+    /// The caller may create a user namespace.
     pub user_namespaces: bool,
+    /// cordon was started from a terminal (`/dev/tty` opens).
     pub terminal: bool,
     /// The kernel can load modules at all.
     pub modules: bool,
@@ -229,6 +251,7 @@ pub struct HostFacts {
 /// The whole result.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
+    /// Every probe, in the order made.
     pub probes: Vec<Probe>,
     /// Probes that found a door open.
     pub open: usize,
