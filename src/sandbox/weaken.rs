@@ -1,6 +1,6 @@
 //! TEST-ONLY: switch layers off, to prove that `cordon probe` notices.
 //!
-//! `CORDON_TEST_WEAKEN=namespaces,files,landlock,seccomp,unixgate,caps,nnp,env,proxy`
+//! `CORDON_TEST_WEAKEN=namespaces,files,landlock,seccomp,unixgate,caps,nnp,env,initenv,proxy`
 //! makes the supervisor and init skip those layers. It is honoured only in
 //! debug builds (`cfg(debug_assertions)`), which is what `cargo test` runs;
 //! a release build compiles [`off`] to `false` and never reads the variable.
