@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::policy::load::{self, EnvFacts, FlagOverrides, LoadRequest};
 use crate::policy::{trust, Policy};
-use crate::{doctor, explain, sandbox};
+use crate::{doctor, explain, probe, sandbox};
 
 /// Run a command inside a boundary the Linux kernel enforces.
 ///
@@ -41,6 +41,22 @@ pub enum Command {
     Trust(TrustArgs),
     /// Show the audit log (every decision of every door), filtered; or check its hash chain.
     Log(LogArgs),
+    /// Prove the boundary from inside: build the sandbox `run` would build with the same
+    /// options, attack it with a battery of probes (files, network, credentials, process),
+    /// print a table; exits 1 if any door is open.
+    Probe(ProbeArgs),
+    /// The inside half of `cordon probe` (runs in the sandbox).
+    #[command(hide = true)]
+    ProbeInside {
+        /// What to probe (JSON, from the outside half).
+        spec: String,
+    },
+    /// The canary process of `cordon probe` (waits until stopped).
+    #[command(hide = true)]
+    ProbeCanary {
+        /// A word the probe looks for in this process's command line.
+        tag: String,
+    },
 }
 
 /// Options that shape the policy (shared by `run` and `explain`).
@@ -174,6 +190,18 @@ pub struct LogArgs {
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
     /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Then run `cordon probe` with the default policy.
+    #[arg(long)]
+    pub probe: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
 }
@@ -332,13 +360,50 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         }
         Command::Doctor(args) => {
             let report = doctor::examine();
+            if !args.probe {
+                if args.json {
+                    println!("{}", serde_json::to_string_pretty(&report)?);
+                } else {
+                    print!("{}", doctor::render_text(&report));
+                }
+                return Ok(if report.run_would_work { 0 } else { 1 });
+            }
+            let doctor_code = if report.run_would_work { 0 } else { 1 };
+            // The probe needs a sandbox; where doctor says none can be
+            // built, the probe's own refusal says why.
+            let (policy, cwd) = load_policy(&PolicyArgs::default())?;
+            let probed = probe::run(&policy, cwd);
+            if args.json {
+                let probe_json = match &probed {
+                    Ok(r) => serde_json::to_value(r)?,
+                    Err(e) => serde_json::json!({ "error": e.to_string() }),
+                };
+                let both = serde_json::json!({ "doctor": report, "probe": probe_json });
+                println!("{}", serde_json::to_string_pretty(&both)?);
+            } else {
+                print!("{}", doctor::render_text(&report));
+                println!();
+                if let Ok(r) = &probed {
+                    print!("{}", probe::render_text(r));
+                }
+            }
+            match probed {
+                Ok(r) => Ok(doctor_code.max(r.exit_code())),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Command::Probe(args) => {
+            let (policy, cwd) = load_policy(&args.policy)?;
+            let report = probe::run(&policy, cwd)?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print!("{}", doctor::render_text(&report));
+                print!("{}", probe::render_text(&report));
             }
-            Ok(if report.run_would_work { 0 } else { 1 })
+            Ok(report.exit_code())
         }
+        Command::ProbeInside { spec } => Ok(probe::inside::run(&spec)),
+        Command::ProbeCanary { tag: _ } => Ok(probe::host::canary_main()),
         Command::Log(args) => log_command(args),
         Command::Trust(args) => {
             let env = EnvFacts::from_process()?;

@@ -15,4 +15,5 @@ pub mod explain;
 pub mod log;
 pub mod net;
 pub mod policy;
+pub mod probe;
 pub mod sandbox;

@@ -130,3 +130,29 @@ impl Gate for PolicyGate {
             })
     }
 }
+
+/// TEST-ONLY: a gate that lets every destination through, for the tests
+/// that prove `cordon probe` notices an open network door
+/// (`CORDON_TEST_WEAKEN=proxy`, debug builds only; see
+/// `crate::sandbox::weaken`).
+pub struct OpenGate;
+
+impl Gate for OpenGate {
+    fn check_destination(&self, host: &str, _port: u16) -> Result<Allowed, Denial> {
+        let dest = match normalize(host) {
+            Ok(t) if t.is_host_internal() => Destination::HostLoopback,
+            Ok(Target::Ip(ip)) => Destination::Ip(ip),
+            Ok(Target::Name(name)) => Destination::Name(name),
+            Err(_) => Destination::Name(host.to_string()),
+        };
+        Ok(Allowed {
+            dest,
+            rule: "weakened for a test".into(),
+            source: BUILTIN.into(),
+        })
+    }
+
+    fn check_address(&self, _host: &str, _addr: IpAddr, _port: u16) -> Result<(), Denial> {
+        Ok(())
+    }
+}

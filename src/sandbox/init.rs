@@ -20,7 +20,7 @@ use super::channel::{Channel, Message};
 use super::files::{FileView, KernelMounts};
 use super::limits::LimitPlan;
 use super::sys::{self, Forked};
-use super::{landlock, seccomp, FORWARDED_SIGNALS};
+use super::{landlock, seccomp, weaken, FORWARDED_SIGNALS};
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::net::unix_gate::{Reporter, SocketId, UnixGate};
 use crate::policy::Layer;
@@ -116,9 +116,12 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
             .map_err(|e| fail(Layer::Namespaces, format!("bring up lo: {e}")))?;
         listeners = proxy_listeners()
             .map_err(|e| fail(Layer::Namespaces, format!("proxy listeners on lo: {e}")))?;
-        plan.view
-            .apply(&mut KernelMounts)
-            .map_err(|e| fail(Layer::Namespaces, e))?;
+        // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=files` keeps the host's view.
+        if !weaken::off("files") {
+            plan.view
+                .apply(&mut KernelMounts)
+                .map_err(|e| fail(Layer::Namespaces, e))?;
+        }
         // A cgroup namespace rooted at the sandbox's own cgroup, if any.
         let _ = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP);
     }
@@ -146,18 +149,29 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
         None
     };
 
-    nix::sys::prctl::set_no_new_privs()
-        .map_err(|e| fail(Layer::Seccomp, format!("no_new_privs: {e}")))?;
+    // TEST-ONLY (debug builds): each `CORDON_TEST_WEAKEN` name below skips
+    // its layer (see `weaken`); release builds skip nothing.
+    if !weaken::off("nnp") {
+        nix::sys::prctl::set_no_new_privs()
+            .map_err(|e| fail(Layer::Seccomp, format!("no_new_privs: {e}")))?;
+    }
     let connect_only: &[u16] = if listeners.is_empty() {
         &[]
     } else {
         &[HTTP_PORT, SOCKS_PORT]
     };
-    let landlocked = landlock::restrict(plan.view, &plan.tcp_ports, connect_only);
-    degrade_or_fail(plan, channel, Layer::Landlock, landlocked)?;
-    drop_capabilities()
-        .map_err(|e| fail(Layer::Namespaces, format!("dropping capabilities: {e}")))?;
+    if !weaken::off("landlock") {
+        let landlocked = landlock::restrict(plan.view, &plan.tcp_ports, connect_only);
+        degrade_or_fail(plan, channel, Layer::Landlock, landlocked)?;
+    }
+    if !weaken::off("caps") {
+        drop_capabilities()
+            .map_err(|e| fail(Layer::Namespaces, format!("dropping capabilities: {e}")))?;
+    }
     let filtered = (|| {
+        if weaken::off("seccomp") {
+            return Ok(None);
+        }
         // Netlink is closed to everything after the filter, init included.
         let diag = plan
             .namespaces
@@ -169,6 +183,8 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
         Ok::<_, String>(diag)
     })();
     let command_filter = match filtered {
+        _ if weaken::off("seccomp") => CommandFilter::None,
+        Ok(Some(_)) if weaken::off("unixgate") => CommandFilter::Ungated,
         Ok(Some(diag)) => CommandFilter::Gated(diag),
         Ok(None) => CommandFilter::Ungated,
         Err(e) => {
@@ -195,12 +211,16 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
                 format!("reporting to the supervisor: {e}"),
             )
         })?;
-    // What /proc/1/environ and /proc/1/cmdline would show: the caller's.
-    sys::wipe_startup_strings()
-        .map_err(|e| fail(Layer::Namespaces, format!("wiping environ: {e}")))?;
-    // Nothing inside may open init's /proc files (its fds, memory, environ).
-    nix::sys::prctl::set_dumpable(false)
-        .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
+    // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=initenv` leaves init's
+    // environ as it was.
+    if !weaken::off("initenv") {
+        // What /proc/1/environ and /proc/1/cmdline would show: the caller's.
+        sys::wipe_startup_strings()
+            .map_err(|e| fail(Layer::Namespaces, format!("wiping environ: {e}")))?;
+        // Nothing inside may open init's /proc files (its fds, memory, environ).
+        nix::sys::prctl::set_dumpable(false)
+            .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
+    }
     Ok(Prepared {
         pty_slave: slave,
         command_filter,

@@ -18,6 +18,7 @@ pub mod seccomp;
 pub mod support;
 pub(crate) mod sys;
 pub mod tty;
+pub mod weaken;
 
 use std::ffi::{CString, OsString};
 use std::io;
@@ -35,6 +36,7 @@ use nix::unistd::Pid;
 
 use crate::audit::{self, AuditLog, Auditor};
 use crate::credentials::env::EnvFilter;
+use crate::net::gate::OpenGate;
 use crate::net::inside;
 use crate::net::unix_gate::{root_equivalent, socket_id, SocketId};
 use crate::policy::{EnvPolicy, Layer, PathPattern, Policy, Source, Sourced};
@@ -268,9 +270,16 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         | CloneFlags::CLONE_NEWNET
         | CloneFlags::CLONE_NEWIPC
         | CloneFlags::CLONE_NEWUTS;
-    let forked = match sys::clone_fork(flags) {
+    // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=namespaces` takes the
+    // degraded path as if clone had failed.
+    let clone = if weaken::off("namespaces") {
+        Err(io::Error::other("weakened for a test"))
+    } else {
+        sys::clone_fork(flags)
+    };
+    let forked = match clone {
         Ok(f) => f,
-        Err(e) if policy.degraded_ok(Layer::Namespaces) => {
+        Err(e) if policy.degraded_ok(Layer::Namespaces) || weaken::off("namespaces") => {
             warn_degraded(
                 Layer::Namespaces,
                 &format!("clone: {e}; only Landlock and seccomp confine the command"),
@@ -374,8 +383,14 @@ fn start_proxy(
         max_connections_source: cap.source.to_string(),
         ..Default::default()
     };
-    let proxy = crate::net::serve::spawn(listeners, make_gate, limits, auditor.clone())
-        .map_err(io_err("starting the proxy"))?;
+    // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=proxy` lets every
+    // destination through.
+    let proxy = if weaken::off("proxy") {
+        crate::net::serve::spawn(listeners, || OpenGate, limits, auditor.clone())
+    } else {
+        crate::net::serve::spawn(listeners, make_gate, limits, auditor.clone())
+    }
+    .map_err(io_err("starting the proxy"))?;
     Ok((auditor, Some(proxy)))
 }
 
@@ -593,11 +608,20 @@ fn command_env(policy: &EnvPolicy) -> Result<(Vec<CString>, OsString), SandboxEr
     let mut path_var = OsString::new();
     let mut java_options = None;
     let (caller, _removed) = EnvFilter::new(policy).apply(std::env::vars_os());
+    // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=env` keeps the caller's
+    // secrets and its agent socket.
+    let weak = weaken::off("env");
+    let caller = if weak {
+        std::env::vars_os().collect()
+    } else {
+        caller
+    };
     for (key, value) in caller {
         if key == inside::JAVA_OPTIONS {
             java_options = value.to_str().map(str::to_string);
         }
-        if key == "TMPDIR" || inside::is_replaced(&key) {
+        let kept_weak = weak && key == "SSH_AUTH_SOCK";
+        if key == "TMPDIR" || (inside::is_replaced(&key) && !kept_weak) {
             continue;
         }
         if key == "PATH" {

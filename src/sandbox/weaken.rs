@@ -1,0 +1,23 @@
+//! TEST-ONLY: switch layers off, to prove that `cordon probe` notices.
+//!
+//! `CORDON_TEST_WEAKEN=namespaces,files,landlock,seccomp,unixgate,caps,nnp,env,initenv,proxy`
+//! makes the supervisor and init skip those layers. It is honoured only in
+//! debug builds (`cfg(debug_assertions)`), which is what `cargo test` runs;
+//! a release build compiles [`off`] to `false` and never reads the variable.
+//! Nothing else may call into this module.
+
+/// The variable naming the layers to skip.
+pub const VAR: &str = "CORDON_TEST_WEAKEN";
+
+/// Whether the test asked to skip `layer` (always false in release builds).
+pub fn off(layer: &str) -> bool {
+    #[cfg(debug_assertions)]
+    {
+        std::env::var(VAR).is_ok_and(|v| v.split(',').any(|l| l.trim() == layer))
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = layer;
+        false
+    }
+}
