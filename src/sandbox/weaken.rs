@@ -13,7 +13,15 @@ pub const VAR: &str = "CORDON_TEST_WEAKEN";
 pub fn off(layer: &str) -> bool {
     #[cfg(debug_assertions)]
     {
-        std::env::var(VAR).is_ok_and(|v| v.split(',').any(|l| l.trim() == layer))
+        let Ok(value) = std::env::var(VAR) else {
+            return false;
+        };
+        // Never silent: a weakened sandbox says so, once per process.
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            eprintln!("cordon: WARNING: debug build with {VAR}={value}: these layers are OFF");
+        });
+        value.split(',').any(|l| l.trim() == layer)
     }
     #[cfg(not(debug_assertions))]
     {
