@@ -97,6 +97,8 @@ impl UnixGate {
         allowed: Vec<SocketId>,
         report: Reporter,
     ) -> io::Result<()> {
+        // Older kernels lack it; the gate works the same, a little slower.
+        let _ = sys::seccomp_notify_sync_wakeup(listener.as_fd());
         let gate = Arc::new(UnixGate {
             listener,
             diag: Mutex::new(diag),
@@ -139,12 +141,28 @@ impl UnixGate {
                 let _ = self.spawn_worker();
             }
             let Ok(call) = received else {
-                // The caller died before we read its call.
+                // A caller died before its call was read; or every process
+                // under the filter is gone, and then the listener hangs up
+                // and each receive fails at once: stop rather than spin.
+                if self.hung_up() {
+                    self.workers.fetch_sub(1, Ordering::SeqCst);
+                    return;
+                }
                 continue;
             };
             let result = self.serve(&call);
             seccomp::answer(&self.listener, call.id, result);
         }
+    }
+
+    /// Whether no process is left under the command's filter.
+    fn hung_up(&self) -> bool {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::ZERO).is_ok()
+            && fds[0]
+                .revents()
+                .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
     }
 
     fn serve(&self, call: &Notification) -> Result<i64, Errno> {
