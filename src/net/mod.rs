@@ -9,6 +9,7 @@ pub mod host;
 pub mod inside;
 pub mod proxy;
 pub mod serve;
+mod splice;
 pub mod unix_gate;
 
 pub use host::{

@@ -550,7 +550,7 @@ impl<G: Gate> Proxy<G> {
             if !extra.is_empty() {
                 upstream.write_all(&extra).await?;
             }
-            relay(&mut client, &mut upstream).await?;
+            tunnel(&mut client, &mut upstream).await?;
             return Ok(());
         }
         // One request per connection: a pipelined second request is never
@@ -624,7 +624,7 @@ impl<G: Gate> Proxy<G> {
             conn,
         };
         client.write_all(&socks_reply(SOCKS_SUCCEEDED)).await?;
-        relay(&mut client, &mut upstream).await?;
+        tunnel(&mut client, &mut upstream).await?;
         Ok(())
     }
 }
@@ -648,7 +648,19 @@ const SOCKS_ATYP_NOT_SUPPORTED: u8 = 0x08;
 /// touched only as data flows, so an idle tunnel stays small.
 const TUNNEL_BUFFER: usize = 256 * 1024;
 
-/// Relays a tunnel both ways until each side has closed.
+/// Relays a tunnel both ways until each side has closed: zero-copy with
+/// splice, or through buffers when no pipe can be had (out of descriptors).
+async fn tunnel(client: &mut TcpStream, upstream: &mut Counted<'_>) -> io::Result<()> {
+    let conn = upstream.conn;
+    match super::splice::relay(client, &upstream.inner, &conn.down, &conn.up).await {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+            relay(client, upstream).await.map(drop)
+        }
+        done => done,
+    }
+}
+
+/// Relays a tunnel both ways through buffers until each side has closed.
 async fn relay<U: AsyncRead + AsyncWrite + Unpin>(
     client: &mut TcpStream,
     upstream: &mut U,
