@@ -614,3 +614,39 @@ fn cordon_log_filters_and_verifies_the_chain() {
     assert_eq!(code, 1, "an edited line verified: {out}");
     assert!(out.contains("line 2"), "{out}");
 }
+
+/// The seccomp deny list's refusals are process-door events of the same
+/// log, and count in the exit summary.
+#[test]
+fn seccomp_refusals_are_logged() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let log = fx.outside.join("audit.jsonl");
+        // Both calls are harmless where they succeed (a new user namespace
+        // for this process alone; reading a keyring's id).
+        let out = fx.sandbox().arg("--audit").arg(&log).py("import ctypes\n\
+             libc = ctypes.CDLL(None, use_errno=True)\n\
+             print('unshare:', libc.unshare(0x10000000), ctypes.get_errno())\n\
+             libc.syscall.restype = ctypes.c_long\n\
+             print('keyctl:', libc.syscall(250, 0, ctypes.c_long(-3), 0), ctypes.get_errno())\n");
+        out.ok();
+        assert!(out.stdout.contains("unshare: -1 1\n"), "{mode:?}: {out:#?}");
+        assert!(out.stdout.contains("keyctl: -1 1\n"), "{mode:?}: {out:#?}");
+        let events = chained_events(&log);
+        for syscall in ["unshare", "keyctl"] {
+            must_find(
+                &events,
+                &[
+                    ("door", "process"),
+                    ("verdict", "deny"),
+                    ("subject", syscall),
+                ],
+            );
+        }
+        assert!(
+            out.stderr
+                .contains("blocked 2 process operations (unshare, keyctl)"),
+            "{mode:?}: {out:#?}"
+        );
+    });
+}

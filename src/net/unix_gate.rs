@@ -67,8 +67,16 @@ pub struct UnixGate {
     workers: AtomicUsize,
 }
 
-/// Told of every refused socket path, for the audit log.
-pub type Reporter = Box<dyn Fn(&std::ffi::OsStr) + Send + Sync>;
+/// What the gate refused, for the audit log.
+pub enum Refusal<'a> {
+    /// A host socket path (absolute).
+    Socket(&'a std::ffi::OsStr),
+    /// A system call on the command filter's deny list (its name).
+    Syscall(String),
+}
+
+/// Told of every refusal.
+pub type Reporter = Box<dyn Fn(Refusal<'_>) + Send + Sync>;
 
 /// What a refused or failed call returns: an errno.
 type Errno = i32;
@@ -144,25 +152,21 @@ impl UnixGate {
                 // A caller died before its call was read; or every process
                 // under the filter is gone, and then the listener hangs up
                 // and each receive fails at once: stop rather than spin.
-                if self.hung_up() {
+                if seccomp::hung_up(&self.listener) {
                     self.workers.fetch_sub(1, Ordering::SeqCst);
                     return;
                 }
                 continue;
             };
+            if call.call == Gated::Other {
+                // The command filter's deny list: refused, then recorded.
+                seccomp::answer(&self.listener, call.id, Err(libc::EPERM));
+                (self.report)(Refusal::Syscall(seccomp::syscall_name(call.nr)));
+                continue;
+            }
             let result = self.serve(&call);
             seccomp::answer(&self.listener, call.id, result);
         }
-    }
-
-    /// Whether no process is left under the command's filter.
-    fn hung_up(&self) -> bool {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
-        poll(&mut fds, PollTimeout::ZERO).is_ok()
-            && fds[0]
-                .revents()
-                .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
     }
 
     fn serve(&self, call: &Notification) -> Result<i64, Errno> {
@@ -207,7 +211,7 @@ impl UnixGate {
                 }
                 Ok(sent)
             }
-            Gated::Other => Err(libc::ENOSYS),
+            Gated::Other => Err(libc::EPERM),
         }
     }
 
@@ -289,7 +293,7 @@ impl UnixGate {
         if !self.allowed.contains(&id) && !self.bound_in_sandbox(id)? {
             // This thread's working directory is the caller's.
             let shown = std::env::current_dir().map_or_else(|_| path.into(), |cwd| cwd.join(path));
-            (self.report)(shown.as_os_str());
+            (self.report)(Refusal::Socket(shown.as_os_str()));
             return Err(libc::EACCES);
         }
         let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();

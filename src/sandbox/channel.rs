@@ -31,6 +31,9 @@ pub enum Message {
     /// Init → supervisor, while the command runs: the UNIX socket gate
     /// refused a host socket (the path as the caller named it).
     SocketRefused { path: String },
+    /// Init → supervisor, while the command runs: the seccomp filter
+    /// refused a system call (its name).
+    SyscallRefused { syscall: String },
 }
 
 /// One end of the channel.

@@ -22,7 +22,7 @@ use super::limits::LimitPlan;
 use super::sys::{self, Forked};
 use super::{landlock, seccomp, weaken, FORWARDED_SIGNALS};
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
-use crate::net::unix_gate::{Reporter, SocketId, UnixGate};
+use crate::net::unix_gate::{Refusal, Reporter, SocketId, UnixGate};
 use crate::policy::Layer;
 
 /// Everything init needs, prepared by the supervisor before the clone.
@@ -325,9 +325,14 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared, channel: Arc<Channel>) -> 
     };
     drop(command_end);
     if let Some((end, diag)) = gate_end {
-        let report: Reporter = Box::new(move |path| {
-            let path = path.to_string_lossy().into_owned();
-            let _ = channel.send(&Message::SocketRefused { path }, &[]);
+        let report: Reporter = Box::new(move |refusal| {
+            let msg = match refusal {
+                Refusal::Socket(path) => Message::SocketRefused {
+                    path: path.to_string_lossy().into_owned(),
+                },
+                Refusal::Syscall(syscall) => Message::SyscallRefused { syscall },
+            };
+            let _ = channel.send(&msg, &[]);
         });
         if let Err(e) = start_gate(child, end, diag, plan.unix_sockets.clone(), report) {
             // The command waits for the gate and dies with the handoff.

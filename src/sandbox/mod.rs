@@ -447,7 +447,10 @@ fn start_init(
                     what,
                 })
             }
-            Ok((Message::Go | Message::SocketRefused { .. }, _)) => {}
+            Ok((
+                Message::Go | Message::SocketRefused { .. } | Message::SyscallRefused { .. },
+                _,
+            )) => {}
             Err(e) => {
                 return Err(SandboxError::Layer {
                     layer: Layer::Namespaces,
@@ -591,6 +594,19 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
                 "not a socket bound inside the sandbox; allow one with --allow-unix-socket PATH"
                     .into(),
             );
+            auditor.record(event);
+            true
+        }
+        Ok((Message::SyscallRefused { syscall }, _)) => {
+            let mut event = audit::Event::new(
+                audit::Door::Process,
+                audit::Kind::Decision,
+                audit::Verdict::Deny,
+                syscall,
+            );
+            event.rule = Some("seccomp: system calls no sandboxed program needs".into());
+            event.source = Some(Source::Builtin.to_string());
+            event.reason = Some("refused with EPERM (`cordon explain` lists them)".into());
             auditor.record(event);
             true
         }

@@ -7,10 +7,11 @@
 //! not match.
 //!
 //! Two filters stack. Init installs [`init_filter`] on itself, so it binds
-//! everything inside. The command gets [`command_filter`] on top, before
-//! exec: it adds what init itself needs to serve the UNIX socket gate
-//! (reading a caller's memory, taking a copy of its socket) and hands the
-//! socket calls that can name a path to that gate (`crate::net::unix_gate`).
+//! everything inside (little: it binds init too). The command gets
+//! [`command_filter`] on top, before exec: the deny list, what init itself needs to serve the UNIX socket gate
+//! (reading a caller's memory, taking a copy of its socket), and the socket
+//! calls that can name a path, handed to that gate
+//! (`crate::net::unix_gate`), which also answers and records the refusals.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -162,27 +163,10 @@ fn deny(
     .map_err(SeccompError::Build)
 }
 
-/// The filter init installs on itself before starting the command.
+/// The filter init installs on itself before starting the command: what
+/// init and everything inside share.
 pub fn init_filter() -> Result<ScmpFilterContext, SeccompError> {
     let mut ctx = new_filter()?;
-    let eperm = ScmpAction::Errno(libc::EPERM);
-    for name in DENIED {
-        deny(&mut ctx, eperm, name, &[])?;
-    }
-    // Any namespace bit set in the flags matches: one rule per bit, since
-    // the rules of a syscall are alternatives.
-    for bit in 0..64 {
-        let flag = 1u64 << bit;
-        if NEW_NAMESPACES & flag != 0 {
-            let has_flag = ScmpArgCompare::new(0, ScmpCompareOp::MaskedEqual(flag), flag);
-            deny(&mut ctx, eperm, "unshare", &[has_flag])?;
-            deny(&mut ctx, eperm, "clone", &[has_flag])?;
-        }
-    }
-    for request in [TIOCSTI, TIOCLINUX] {
-        let is = ScmpArgCompare::new(1, ScmpCompareOp::MaskedEqual(INT_MASK), request);
-        deny(&mut ctx, eperm, "ioctl", &[is])?;
-    }
     // A family outside the list. libseccomp takes one comparison per
     // argument in a rule, so the gaps between allowed families are spelled
     // out, one rule each; values beyond the int range fall in the last.
@@ -201,17 +185,42 @@ pub fn init_filter() -> Result<ScmpFilterContext, SeccompError> {
         }
     }
     // clone3 takes its flags in memory, out of a filter's reach; ENOSYS
-    // makes libc fall back to clone, whose flags the rules above see.
+    // makes libc fall back to clone, whose flags the command's rules see.
     deny(&mut ctx, ScmpAction::Errno(libc::ENOSYS), "clone3", &[])?;
     Ok(ctx)
 }
 
-/// The filter the command gets on top of init's, before exec; with the
-/// UNIX socket gate's rules when `gated`.
+/// The filter the command gets on top of init's, before exec. With the
+/// UNIX socket gate (`gated`), its refusals stop at the gate's listener
+/// too, which answers `EPERM` and records each: a chain of filters may
+/// have one listener only, and an errno from any filter would win over
+/// the notification. Without the gate, they are plain `EPERM`.
 pub fn command_filter(gated: bool) -> Result<ScmpFilterContext, SeccompError> {
     let mut ctx = new_filter()?;
     for name in DENIED_TO_COMMAND {
         deny(&mut ctx, ScmpAction::Errno(libc::EPERM), name, &[])?;
+    }
+    let refuse = if gated {
+        ScmpAction::Notify
+    } else {
+        ScmpAction::Errno(libc::EPERM)
+    };
+    for name in DENIED {
+        deny(&mut ctx, refuse, name, &[])?;
+    }
+    // Any namespace bit set in the flags matches: one rule per bit, since
+    // the rules of a syscall are alternatives.
+    for bit in 0..64 {
+        let flag = 1u64 << bit;
+        if NEW_NAMESPACES & flag != 0 {
+            let has_flag = ScmpArgCompare::new(0, ScmpCompareOp::MaskedEqual(flag), flag);
+            deny(&mut ctx, refuse, "unshare", &[has_flag])?;
+            deny(&mut ctx, refuse, "clone", &[has_flag])?;
+        }
+    }
+    for request in [TIOCSTI, TIOCLINUX] {
+        let is = ScmpArgCompare::new(1, ScmpCompareOp::MaskedEqual(INT_MASK), request);
+        deny(&mut ctx, refuse, "ioctl", &[is])?;
     }
     if !gated {
         return Ok(ctx);
@@ -226,6 +235,24 @@ pub fn command_filter(gated: bool) -> Result<ScmpFilterContext, SeccompError> {
     // on older ones the gate still holds, a restarted call just fails.
     let _ = ctx.set_ctl_waitkill(true);
     Ok(ctx)
+}
+
+/// Whether no process is left under the listener's filter: then every
+/// receive fails at once, and whoever serves it should stop.
+pub fn hung_up(listener: &OwnedFd) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok()
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.intersects(PollFlags::POLLHUP | PollFlags::POLLERR))
+}
+
+/// The name of system call `nr` (native ABI).
+pub fn syscall_name(nr: i32) -> String {
+    ScmpSyscall::from(nr)
+        .get_name()
+        .unwrap_or_else(|_| format!("syscall {nr}"))
 }
 
 /// Whether this kernel can run the UNIX socket gate: seccomp user
@@ -266,6 +293,8 @@ pub struct Notification {
     pub tid: u32,
     /// The system call's name, as far as the gate cares.
     pub call: Gated,
+    /// The system call's number (native ABI: the filters refuse others).
+    pub nr: i32,
     /// Its raw arguments.
     pub args: [u64; 6],
 }
@@ -277,7 +306,7 @@ pub enum Gated {
     SendTo,
     SendMsg,
     SendMmsg,
-    /// Anything else: the filter never sends these, so they are refused.
+    /// A call on the deny list: refused with EPERM, and recorded.
     Other,
 }
 
@@ -296,6 +325,7 @@ pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
         id: req.id,
         tid: req.pid,
         call,
+        nr: req.data.syscall.as_raw_syscall(),
         args: req.data.args,
     })
 }
