@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod credentials;
 pub mod doctor;
 pub mod explain;
 pub mod net;

@@ -67,6 +67,8 @@ use super::defaults::{
 use super::pattern::{PathContext, PathPattern};
 use super::trust::{self, TrustError};
 use super::{AuditPolicy, FilesPolicy, Layer, Limits, NetworkPolicy, Policy, Source, Sourced};
+use crate::credentials::rules::check_var_name;
+use crate::credentials::{HostMatch, HttpRule, InjectSpec, SecretSource};
 use crate::net::host::{parse_rule, HostRule};
 
 /// Facts about the user's environment that loading depends on.
@@ -153,6 +155,12 @@ pub struct FlagOverrides {
     pub max_connections: Option<u64>,
     /// `--audit FILE` (`none`: no log).
     pub audit: Option<String>,
+    /// `--inspect HOST`: hosts whose TLS the proxy terminates (`*`: all).
+    pub inspect: Vec<String>,
+    /// `--no-inspect HOST`: hosts that stay opaque tunnels.
+    pub no_inspect: Vec<String>,
+    /// `--upstream-ca FILE`: extra roots for upstream certificates.
+    pub upstream_ca: Vec<String>,
 }
 
 /// Everything [`load`] needs.
@@ -507,6 +515,7 @@ fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
         audit: AuditPolicy {
             log: Sourced::new(Some(default_audit_log(env)), Source::Builtin),
         },
+        inspection: Default::default(),
         allow_degraded: Vec::new(),
     })
 }
@@ -606,6 +615,19 @@ fn apply_flags(
         let file = parse_audit_file(raw, &ctx).map_err(|m| flag_err("--audit", m))?;
         fragment.audit_log = Some(Setting::flag(file));
     }
+    let hosts = |flag: &str, raw: &[String]| -> Result<Vec<HostMatch>, LoadError> {
+        raw.iter()
+            .map(|r| HostMatch::parse(r).map_err(|e| flag_err(flag, e.to_string())))
+            .collect()
+    };
+    fragment.inspect = setting(hosts("--inspect", &flags.inspect)?);
+    fragment.no_inspect = setting(hosts("--no-inspect", &flags.no_inspect)?);
+    let cas = flags
+        .upstream_ca
+        .iter()
+        .map(|r| one_file(r, &ctx).map_err(|m| flag_err("--upstream-ca", m)))
+        .collect::<Result<Vec<_>, _>>()?;
+    fragment.upstream_ca = setting(cas);
     let layers = flags
         .allow_degraded
         .iter()
@@ -632,6 +654,11 @@ fn apply_flags(
         max_connections: flag("--max-connections"),
         audit_log: flag("--audit"),
         allow_degraded: flag("--allow-degraded"),
+        inspect: flag("--inspect"),
+        no_inspect: flag("--no-inspect"),
+        upstream_ca: flag("--upstream-ca"),
+        http_rules: flag("--rule"),
+        inject: flag("--inject"),
     };
     fragment.apply_with(policy, &sources);
     Ok(())
@@ -725,6 +752,23 @@ struct Fragment {
     /// `landlock`, `seccomp`, `limits`) cordon may run without when the
     /// kernel cannot apply them. Widens.
     allow_degraded: Option<Setting<Vec<Layer>>>,
+    /// `network.inspect`: array of hosts (`*`, or host patterns as in
+    /// `network.allow`) whose TLS the proxy terminates. Narrows: it only
+    /// adds checks.
+    inspect: Option<Setting<Vec<HostMatch>>>,
+    /// `network.no_inspect`: array of hosts that stay opaque tunnels.
+    /// Widens: it takes checks away.
+    no_inspect: Option<Setting<Vec<HostMatch>>>,
+    /// `network.upstream_ca`: array of PEM files whose certificates are
+    /// trusted as roots for upstream servers. Widens.
+    upstream_ca: Option<Setting<Vec<PathBuf>>>,
+    /// `[[network.rules]]`: tables with `host` (required), `methods` and
+    /// `paths` (globs): on an inspected host, only those. Narrows.
+    http_rules: Option<Setting<Vec<HttpRule>>>,
+    /// `[[credentials.inject]]`: tables with `env` (the variable, required),
+    /// `file` or `command` (else the value comes from cordon's own `env`),
+    /// and `hosts` (required): a real value sent to those hosts. Widens.
+    inject: Option<Setting<Vec<InjectSpec>>>,
 }
 
 /// One widening setting in a project file.
@@ -753,6 +797,11 @@ struct Sources {
     max_connections: Source,
     audit_log: Source,
     allow_degraded: Source,
+    inspect: Source,
+    no_inspect: Source,
+    upstream_ca: Source,
+    http_rules: Source,
+    inject: Source,
 }
 
 impl Sources {
@@ -775,6 +824,11 @@ impl Sources {
             max_connections: source.clone(),
             audit_log: source.clone(),
             allow_degraded: source.clone(),
+            inspect: source.clone(),
+            no_inspect: source.clone(),
+            upstream_ca: source.clone(),
+            http_rules: source.clone(),
+            inject: source.clone(),
         }
     }
 }
@@ -808,6 +862,9 @@ impl Fragment {
         list(nonempty(&self.unix_sockets), "network.allow_unix_sockets");
         list(nonempty(&self.net_allow), "network.allow");
         list(nonempty(&self.allow_degraded), "sandbox.allow_degraded");
+        list(nonempty(&self.no_inspect), "network.no_inspect");
+        list(nonempty(&self.upstream_ca), "network.upstream_ca");
+        list(nonempty(&self.inject), "credentials.inject");
 
         let mut raise = |new: &Option<Setting<u64>>,
                          old: Option<&Sourced<u64>>,
@@ -955,6 +1012,20 @@ impl Fragment {
             self.allow_degraded,
             &sources.allow_degraded,
         );
+        let inspection = &mut policy.inspection;
+        extend(&mut inspection.inspect, self.inspect, &sources.inspect);
+        extend(
+            &mut inspection.no_inspect,
+            self.no_inspect,
+            &sources.no_inspect,
+        );
+        extend(
+            &mut inspection.upstream_ca,
+            self.upstream_ca,
+            &sources.upstream_ca,
+        );
+        extend(&mut inspection.rules, self.http_rules, &sources.http_rules);
+        extend(&mut inspection.inject, self.inject, &sources.inject);
     }
 }
 
@@ -1182,23 +1253,22 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
         let span = node.span.clone().or_else(|| key.span.clone());
         let section = key.name.as_str();
         let entries = match (section, node.value) {
-            ("files" | "limits" | "network" | "sandbox" | "audit", Value::Table(entries)) => {
-                entries
-            }
-            ("files" | "limits" | "network" | "sandbox" | "audit", other) => {
+            (
+                "files" | "limits" | "network" | "sandbox" | "audit" | "credentials",
+                Value::Table(entries),
+            ) => entries,
+            ("files" | "limits" | "network" | "sandbox" | "audit" | "credentials", other) => {
                 return Err(doc.invalid(
                     &span,
                     &dotted(&[section]),
                     format!("expected a table, found {}", other.kind()),
                 ))
             }
-            (_, _) => {
-                return Err(doc.invalid(
-                    &key.span,
-                    &dotted(&[section]),
-                    "unknown key (expected one of files, limits, network, sandbox, audit)",
-                ))
-            }
+            (_, _) => return Err(doc.invalid(
+                &key.span,
+                &dotted(&[section]),
+                "unknown key (expected one of files, limits, network, sandbox, audit, credentials)",
+            )),
         };
         for (key, node) in entries {
             parse_key(&doc, ctx, section, key, node, &mut fragment)?;
@@ -1209,7 +1279,8 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
 
 const FILES_KEYS: &str = "allow_write, allow_read, deny_read, deny_write, protect";
 const LIMITS_KEYS: &str = "max_procs, max_tmp, max_memory, timeout";
-const NETWORK_KEYS: &str = "local_ports, allow_unix_sockets, allow, deny, ports, max_connections";
+const NETWORK_KEYS: &str = "local_ports, allow_unix_sockets, allow, deny, ports, max_connections, inspect, no_inspect, upstream_ca, rules";
+const CREDENTIALS_KEYS: &str = "inject";
 const SANDBOX_KEYS: &str = "allow_degraded";
 const AUDIT_KEYS: &str = "file";
 
@@ -1338,6 +1409,33 @@ fn parse_key(
             .map_err(|m| doc.invalid(&node.span, &name, m))?;
             out.audit_log = Some(Setting { value: file, at });
         }
+        ("network", "inspect" | "no_inspect") => {
+            let value = each_string(doc, &name, node, |raw| {
+                HostMatch::parse(raw).map_err(|e| e.to_string())
+            })?;
+            let setting = Some(Setting { value, at });
+            if key.name == "inspect" {
+                out.inspect = setting;
+            } else {
+                out.no_inspect = setting;
+            }
+        }
+        ("network", "upstream_ca") => {
+            let value = each_string(doc, &name, node, |raw| one_file(raw, ctx))?;
+            out.upstream_ca = Some(Setting { value, at });
+        }
+        ("network", "rules") => {
+            let value = each_table(doc, &name, node, |key, span, entries| {
+                parse_http_rule(doc, key, span, entries)
+            })?;
+            out.http_rules = Some(Setting { value, at });
+        }
+        ("credentials", "inject") => {
+            let value = each_table(doc, &name, node, |key, span, entries| {
+                parse_inject(doc, ctx, key, span, entries)
+            })?;
+            out.inject = Some(Setting { value, at });
+        }
         ("sandbox", "allow_degraded") => {
             let value = each_string(doc, &name, node, parse_layer)?;
             out.allow_degraded = Some(Setting { value, at });
@@ -1348,6 +1446,7 @@ fn parse_key(
                 "limits" => LIMITS_KEYS,
                 "network" => NETWORK_KEYS,
                 "audit" => AUDIT_KEYS,
+                "credentials" => CREDENTIALS_KEYS,
                 _ => SANDBOX_KEYS,
             };
             return Err(doc.invalid(
@@ -1358,6 +1457,191 @@ fn parse_key(
         }
     }
     Ok(())
+}
+
+/// One file path (no glob): for `upstream_ca` and inject `file`.
+fn one_file(raw: &str, ctx: &PathContext<'_>) -> Result<PathBuf, String> {
+    match PathPattern::parse(raw, ctx).map_err(|e| e.to_string())? {
+        PathPattern::Exact(path) => Ok(path),
+        PathPattern::Glob { .. } => Err(format!("{raw:?}: name one file, not a glob")),
+    }
+}
+
+/// Checks that `node` is an array of tables (`[[section.key]]`) and
+/// converts each with `convert(dotted key, span, entries)`.
+fn each_table<T>(
+    doc: &Doc<'_>,
+    name: &str,
+    node: Node,
+    mut convert: impl FnMut(&str, &Span, Vec<(Key, Node)>) -> Result<T, LoadError>,
+) -> Result<Vec<T>, LoadError> {
+    let Value::Array(items) = node.value else {
+        return Err(doc.invalid(
+            &node.span,
+            name,
+            format!(
+                "expected an array of tables ([[{name}]]), found {}",
+                node.value.kind()
+            ),
+        ));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let span = item.span.clone().or_else(|| node.span.clone());
+        let key = format!("{name}[{i}]");
+        match item.value {
+            Value::Table(entries) => out.push(convert(&key, &span, entries)?),
+            other => {
+                return Err(doc.invalid(
+                    &span,
+                    &key,
+                    format!("expected a table, found {}", other.kind()),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One string field of a table.
+fn table_string(doc: &Doc<'_>, name: &str, node: Node) -> Result<String, LoadError> {
+    match node.value {
+        Value::String(s) => Ok(s),
+        other => Err(doc.invalid(
+            &node.span,
+            name,
+            format!("expected a string, found {}", other.kind()),
+        )),
+    }
+}
+
+/// One `[[network.rules]]` table.
+fn parse_http_rule(
+    doc: &Doc<'_>,
+    name: &str,
+    span: &Span,
+    entries: Vec<(Key, Node)>,
+) -> Result<HttpRule, LoadError> {
+    let mut host = None;
+    let mut methods = Vec::new();
+    let mut paths = Vec::new();
+    let mut paths_span = span.clone();
+    for (key, node) in entries {
+        let field = format!("{name}.{}", dotted(&[&key.name]));
+        let node = Node {
+            span: node.span.clone().or_else(|| key.span.clone()),
+            value: node.value,
+        };
+        match key.name.as_str() {
+            "host" => {
+                let at = node.span.clone();
+                let raw = table_string(doc, &field, node)?;
+                host = Some(
+                    HostMatch::parse(&raw).map_err(|e| doc.invalid(&at, &field, e.to_string()))?,
+                );
+            }
+            "methods" => methods = each_string(doc, &field, node, |m| Ok(m.to_string()))?,
+            "paths" => {
+                paths_span = node.span.clone();
+                paths = each_string(doc, &field, node, |p| Ok(p.to_string()))?;
+            }
+            _ => {
+                return Err(doc.invalid(
+                    &key.span,
+                    &field,
+                    "unknown key (expected one of host, methods, paths)",
+                ))
+            }
+        }
+    }
+    let host = host.ok_or_else(|| doc.invalid(span, name, "missing key host"))?;
+    HttpRule::new(host, &methods, &paths).map_err(|e| doc.invalid(&paths_span, name, e.to_string()))
+}
+
+/// One `[[credentials.inject]]` table.
+fn parse_inject(
+    doc: &Doc<'_>,
+    ctx: &PathContext<'_>,
+    name: &str,
+    span: &Span,
+    entries: Vec<(Key, Node)>,
+) -> Result<InjectSpec, LoadError> {
+    let mut env = None;
+    let mut source = SecretSource::Env;
+    let mut hosts = None;
+    for (key, node) in entries {
+        let field = format!("{name}.{}", dotted(&[&key.name]));
+        let node = Node {
+            span: node.span.clone().or_else(|| key.span.clone()),
+            value: node.value,
+        };
+        let at = node.span.clone();
+        let second = |what: &str| {
+            doc.invalid(
+                &key.span,
+                &field,
+                format!("{what}: name one source (env alone, file, or command)"),
+            )
+        };
+        match key.name.as_str() {
+            "env" => {
+                let raw = table_string(doc, &field, node)?;
+                env = Some(
+                    check_var_name(&raw).map_err(|e| doc.invalid(&at, &field, e.to_string()))?,
+                );
+            }
+            "file" => {
+                if source != SecretSource::Env {
+                    return Err(second("a second source"));
+                }
+                let raw = table_string(doc, &field, node)?;
+                source = SecretSource::File(
+                    one_file(&raw, ctx).map_err(|m| doc.invalid(&at, &field, m))?,
+                );
+            }
+            "command" => {
+                if source != SecretSource::Env {
+                    return Err(second("a second source"));
+                }
+                let argv = each_string(doc, &field, node, |a| Ok(a.to_string()))?;
+                if argv.is_empty() {
+                    return Err(doc.invalid(&at, &field, "the command is empty"));
+                }
+                source = SecretSource::Command(argv);
+            }
+            "hosts" => {
+                let list = each_string(doc, &field, node, |raw| {
+                    HostMatch::parse(raw).map_err(|e| e.to_string())
+                })?;
+                if list.is_empty() {
+                    return Err(doc.invalid(&at, &field, "name at least one host"));
+                }
+                hosts = Some(list);
+            }
+            _ => {
+                return Err(doc.invalid(
+                    &key.span,
+                    &field,
+                    "unknown key (expected one of env, file, command, hosts)",
+                ))
+            }
+        }
+    }
+    let env = env.ok_or_else(|| {
+        doc.invalid(
+            span,
+            name,
+            "missing key env (the variable that holds the placeholder inside)",
+        )
+    })?;
+    let hosts = hosts.ok_or_else(|| {
+        doc.invalid(
+            span,
+            name,
+            "missing key hosts (where the real value may go)",
+        )
+    })?;
+    Ok(InjectSpec { env, source, hosts })
 }
 
 /// Checks that `node` is an array of strings and converts each with `convert`.
@@ -2087,7 +2371,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("\n[limit]\nmax_procs = 1\n"),
-            "2:2: limit: unknown key (expected one of files, limits, network, sandbox, audit)"
+            "2:2: limit: unknown key (expected one of files, limits, network, sandbox, audit, credentials)"
         );
         assert_eq!(
             fx.project_error("limits.max_proc = 1\n"),
@@ -2095,7 +2379,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("[network]\n\"local ports\" = [1]\n"),
-            "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, allow, deny, ports, max_connections)"
+            "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, allow, deny, ports, max_connections, inspect, no_inspect, upstream_ca, rules)"
         );
         assert_eq!(
             fx.project_error("[sandbox.x]\n"),
@@ -2103,7 +2387,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("top = 1\n"),
-            "1:1: top: unknown key (expected one of files, limits, network, sandbox, audit)"
+            "1:1: top: unknown key (expected one of files, limits, network, sandbox, audit, credentials)"
         );
     }
 

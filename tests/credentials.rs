@@ -1,0 +1,313 @@
+//! The credentials door's network half, end to end: TLS inspection with
+//! the sandbox's own CA, injected secrets, HTTP rules, upstream
+//! verification. The upstreams are HTTPS servers this test starts on
+//! 127.0.0.1 with a CA it makes (passed with --upstream-ca).
+
+mod common;
+
+use std::convert::Infallible;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use common::*;
+
+/// A CA for the upstreams, and its PEM.
+struct TestCa {
+    cert: rcgen::Certificate,
+    key: KeyPair,
+}
+
+impl TestCa {
+    fn new(name: &str) -> TestCa {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).unwrap();
+        TestCa { cert, key }
+    }
+
+    fn pem(&self) -> String {
+        self.cert.pem()
+    }
+
+    /// A leaf for 127.0.0.1.
+    fn leaf(&self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params.subject_alt_names = vec![SanType::IpAddress("127.0.0.1".parse().unwrap())];
+        let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
+        (
+            vec![cert.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+    }
+}
+
+/// An HTTPS upstream on 127.0.0.1 (HTTP/1.1 and HTTP/2): answers every
+/// request with an echo of its method, target, headers and body, and
+/// keeps a copy of each echo.
+struct Upstream {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Upstream {
+    fn start(ca: &TestCa) -> Upstream {
+        let (chain, key) = ca.leaf();
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                while let Ok((tcp, _)) = listener.accept().await {
+                    let acceptor = acceptor.clone();
+                    let log = log.clone();
+                    tokio::spawn(async move {
+                        let Ok(tls) = acceptor.accept(tcp).await else {
+                            return;
+                        };
+                        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                        let service = hyper::service::service_fn(move |req| {
+                            let log = log.clone();
+                            async move { Ok::<_, Infallible>(echo(req, h2, &log).await) }
+                        });
+                        let io = TokioIo::new(tls);
+                        if h2 {
+                            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                                .serve_connection(io, service)
+                                .await;
+                        } else {
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(io, service)
+                                .await;
+                        }
+                    });
+                }
+            });
+        });
+        Upstream { port, seen }
+    }
+
+    fn seen(&self) -> String {
+        self.seen.lock().unwrap().join("\n----\n")
+    }
+}
+
+async fn echo(
+    req: Request<hyper::body::Incoming>,
+    h2: bool,
+    log: &Mutex<Vec<String>>,
+) -> Response<Full<Bytes>> {
+    let mut text = format!(
+        "{} {} {}\n",
+        req.method(),
+        req.uri(),
+        if h2 { "h2" } else { "h1" }
+    );
+    let mut headers: Vec<String> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| format!("{k}: {}", String::from_utf8_lossy(v.as_bytes())))
+        .collect();
+    headers.sort();
+    for h in headers {
+        text.push_str(&h);
+        text.push('\n');
+    }
+    let echo_header = req
+        .headers()
+        .get("authorization")
+        .cloned()
+        .unwrap_or(hyper::header::HeaderValue::from_static("none"));
+    let body = req.into_body().collect().await.unwrap().to_bytes();
+    text.push('\n');
+    text.push_str(&String::from_utf8_lossy(&body));
+    log.lock().unwrap().push(text.clone());
+    let mut resp = Response::new(Full::new(Bytes::from(text)));
+    resp.headers_mut()
+        .insert("x-echo-authorization", echo_header);
+    resp
+}
+
+/// The sandbox's view of one HTTPS request through the proxy, with curl.
+fn curl(port: u16, path: &str, extra: &str) -> String {
+    format!(
+        "curl -sS --max-time 20 --noproxy '' -x http://127.0.0.1:3128 -D - {extra} https://127.0.0.1:{port}{path}"
+    )
+}
+
+fn write(path: &Path, text: &str, mode: Mode) {
+    std::fs::write(path, text).unwrap();
+    chown(path, mode);
+}
+
+/// The audit log's lines.
+fn audit_text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn curl_and_python_see_only_the_placeholder() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    let other = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let secret = format!("s3cret-{}", fx.token);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{}\"]\n",
+                up.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "echo \"env: $TEST_TOKEN\"\n\
+             {}\n\
+             echo '== h2'\n\
+             {}\n\
+             echo '== basic'\n\
+             {}\n\
+             echo '== other'\n\
+             {}\n\
+             echo '== python'\n\
+             NO_PROXY= no_proxy= {PY} -c \"import os, urllib.request as u; r = u.Request('https://127.0.0.1:{}/py', headers={{'X-Key': os.environ['TEST_TOKEN']}}); print('py:', u.urlopen(r).read().decode())\"\n\
+             echo '== environ'\n\
+             cat /proc/self/environ | tr '\\0' '\\n' | grep -c '{secret}' || true\n",
+            curl(up.port, "/echo?t=$TEST_TOKEN", "--http1.1 -H \"Authorization: Bearer $TEST_TOKEN\" --data-binary \"body=$TEST_TOKEN\""),
+            curl(up.port, "/h2", "--http2 -H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/basic", "-u \"git:$TEST_TOKEN\""),
+            curl(other.port, "/steal", "-H \"X-Token: $TEST_TOKEN\""),
+            up.port,
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", other.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        out.ok();
+        let placeholder = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("env: "))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            placeholder.starts_with("cordon-placeholder-"),
+            "{mode:?}: {out:#?}"
+        );
+        // Nothing the sandbox saw holds the real value.
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        assert!(!out.stderr.contains(&secret), "{mode:?}: {out:#?}");
+        // The upstream got the real value, in the target, a header and the body.
+        let seen = up.seen();
+        assert!(
+            seen.contains(&format!("/echo?t={secret} h1")),
+            "{mode:?}: {seen}"
+        );
+        assert!(
+            seen.contains(&format!("authorization: Bearer {secret}")),
+            "{mode:?}: {seen}"
+        );
+        assert!(seen.contains(&format!("body={secret}")), "{mode:?}: {seen}");
+        assert!(
+            seen.contains(&format!("x-token: {secret}")),
+            "{mode:?}: {seen}"
+        );
+        assert!(
+            seen.contains("/h2 h2"),
+            "{mode:?}: HTTP/2 did not reach the upstream: {seen}"
+        );
+        assert!(
+            seen.contains(&format!("x-key: {secret}")),
+            "{mode:?}: {seen}"
+        );
+        // Basic: the upstream decodes git:<real value>.
+        use base64::Engine as _;
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("git:{secret}"));
+        assert!(
+            seen.contains(&format!("authorization: Basic {basic}")),
+            "{mode:?}: {seen}"
+        );
+        // The echoes came back masked.
+        assert!(
+            out.stdout
+                .contains(&format!("authorization: Bearer {placeholder}")),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stdout.contains(&format!("body={placeholder}")),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stdout
+                .contains(&format!("x-echo-authorization: Bearer {placeholder}")),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(out.stdout.contains("py: GET /py h1"), "{mode:?}: {out:#?}");
+        // The other host never saw it: refused with a 403 that says why.
+        assert!(!other.seen().contains(&secret), "{mode:?}");
+        assert!(!other.seen().contains(&placeholder), "{mode:?}");
+        let other_part = out.stdout.split("== other").nth(1).unwrap_or_default();
+        assert!(other_part.contains("403"), "{mode:?}: {out:#?}");
+        assert!(other_part.contains("TEST_TOKEN"), "{mode:?}: {out:#?}");
+        // The environment holds the placeholder only.
+        let environ = out.stdout.split("== environ").nth(1).unwrap_or_default();
+        assert_eq!(environ.trim(), "0", "{mode:?}: {out:#?}");
+        // The log names the variable, never the value.
+        let text = audit_text(&log);
+        assert!(!text.contains(&secret), "{mode:?}: {text}");
+        assert!(
+            text.contains("\"door\":\"credentials\""),
+            "{mode:?}: {text}"
+        );
+        assert!(text.contains("attempted exfiltration"), "{mode:?}: {text}");
+        assert!(
+            text.contains("[[credentials.inject]] TEST_TOKEN"),
+            "{mode:?}: {text}"
+        );
+    });
+}
