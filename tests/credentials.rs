@@ -311,3 +311,204 @@ fn curl_and_python_see_only_the_placeholder() {
         );
     });
 }
+
+/// A plain TCP server on 127.0.0.1 that records what it receives and
+/// answers with a minimal HTTP response.
+fn plain_server() -> (u16, Arc<Mutex<Vec<u8>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let log = got.clone();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    log.lock().unwrap().extend_from_slice(&buf[..n]);
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                }
+            });
+        }
+    });
+    (port, got)
+}
+
+#[test]
+fn rules_bad_certificates_and_opaque_tunnels() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let rogue = TestCa::new("rogue CA");
+    let up = Upstream::start(&ca);
+    let bad = Upstream::start(&rogue);
+    let plain = Upstream::start(&ca);
+    let (tcp_port, tcp_got) = plain_server();
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let secret = format!("s3cret-{}", fx.token);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[network]\ninspect = [\"127.0.0.1:{up}\", \"127.0.0.1:{bad}\"]\n\n\
+                 [[network.rules]]\nhost = \"127.0.0.1:{up}\"\nmethods = [\"GET\"]\npaths = [\"/allowed/**\"]\n\n\
+                 [[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{up}\"]\n",
+                up = up.port,
+                bad = bad.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let opaque = format!(
+            "import socket\n\
+             s = socket.create_connection(('127.0.0.1', 3128))\n\
+             s.sendall(b'CONNECT 127.0.0.1:{tcp_port} HTTP/1.1\\r\\n\\r\\n')\n\
+             print('connect:', s.recv(100).split(b'\\r\\n')[0].decode())\n\
+             import os\n\
+             s.sendall(b'GET /?t=' + os.environ['TEST_TOKEN'].encode() + b' HTTP/1.1\\r\\n\\r\\n')\n\
+             s.settimeout(10)\n\
+             print('opaque:', repr(s.recv(100)))\n"
+        );
+        // curl trusting the upstreams' CA alone, not the sandbox's bundle.
+        let own_cert = |port: u16, path: &str| {
+            format!(
+                "curl -sS --max-time 20 --noproxy '' -x http://127.0.0.1:3128 --cacert {} https://127.0.0.1:{port}{path} >/dev/null",
+                ca_file.display()
+            )
+        };
+        let script = format!(
+            "echo '== get-allowed'\n{}\n\
+             echo '== post-allowed'\n{}\n\
+             echo '== get-other'\n{}\n\
+             echo '== dotdot'\n{}\n\
+             echo '== bad'\n{}\n\
+             echo '== plain-own-cert'\n{} && echo PLAIN-VERIFIED\n\
+             echo '== inspected-own-cert'\n{} || echo INSPECTED-NOT-VERIFIED\n\
+             echo '== socks'\n\
+             curl -sS --max-time 20 --noproxy '' --socks5-hostname 127.0.0.1:1080 -H \"X-Token: $TEST_TOKEN\" https://127.0.0.1:{}/allowed/socks\n\
+             echo '== http'\n\
+             curl -sS --max-time 20 --noproxy '' -x http://127.0.0.1:3128 -D - \"http://127.0.0.1:{tcp_port}/?t=$TEST_TOKEN\"\n\
+             echo '== opaque'\n\
+             {PY} -c \"$OPAQUE\"\n",
+            curl(up.port, "/allowed/x", "-H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/allowed/x", "-X POST"),
+            curl(up.port, "/other", ""),
+            curl(up.port, "/allowed/%2e%2e/other", "--path-as-is"),
+            curl(bad.port, "/", ""),
+            own_cert(plain.port, "/plain"),
+            own_cert(up.port, "/allowed/y"),
+            up.port,
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .env("OPAQUE", &opaque)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!(
+                "{},{},{},{tcp_port}",
+                up.port, bad.port, plain.port
+            ))
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        let part = |name: &str| {
+            out.stdout
+                .split(&format!("== {name}\n"))
+                .nth(1)
+                .and_then(|p| p.split("\n== ").next())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let status = |name: &str| {
+            part(name)
+                .lines()
+                .rfind(|l| l.starts_with("HTTP/"))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        assert_eq!(status("get-allowed"), "HTTP/2 200", "{mode:?}: {out:#?}");
+        assert_eq!(status("post-allowed"), "HTTP/2 403", "{mode:?}: {out:#?}");
+        assert_eq!(status("get-other"), "HTTP/2 403", "{mode:?}: {out:#?}");
+        assert_eq!(status("dotdot"), "HTTP/2 403", "{mode:?}: {out:#?}");
+        assert!(
+            part("get-other").contains("[[network.rules]]"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(part("get-other").contains("GET"), "{mode:?}: {out:#?}");
+        // The upstream saw the allowed request only.
+        let seen = up.seen();
+        assert!(seen.contains("/allowed/x"), "{mode:?}: {seen}");
+        assert!(!seen.contains("POST"), "{mode:?}: {seen}");
+        assert!(!seen.contains("/other"), "{mode:?}: {seen}");
+        // A certificate the upstream CA did not sign: refused, not relayed.
+        assert_eq!(
+            status("bad"),
+            "HTTP/1.1 502 Bad Gateway",
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            part("bad").contains("could not be verified"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(bad.seen().is_empty(), "{mode:?}: {}", bad.seen());
+        // Uninspected: the client sees the upstream's own certificate;
+        // inspected: it sees the sandbox CA's leaf instead.
+        assert!(out.stdout.contains("PLAIN-VERIFIED"), "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains("INSPECTED-NOT-VERIFIED"),
+            "{mode:?}: {out:#?}"
+        );
+        // SOCKS5 is inspected too.
+        assert!(
+            seen.contains(&format!("x-token: {secret}")),
+            "{mode:?}: {seen}"
+        );
+        assert!(seen.contains("/allowed/socks"), "{mode:?}: {seen}");
+        // Plain HTTP and opaque tunnels never carry a placeholder out.
+        assert_eq!(
+            status("http"),
+            "HTTP/1.1 403 Forbidden",
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            part("opaque").contains("connect: HTTP/1.1 200"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(part("opaque").contains("opaque: b''"), "{mode:?}: {out:#?}");
+        let got = String::from_utf8_lossy(&tcp_got.lock().unwrap()).to_string();
+        assert!(!got.contains("cordon-placeholder-"), "{mode:?}: {got}");
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        // The log: the rule, the certificate, the exfiltration attempts.
+        let text = audit_text(&log);
+        assert!(!text.contains(&secret), "{mode:?}: {text}");
+        assert!(
+            text.contains(&format!("127.0.0.1:{} GET /allowed/**", up.port)),
+            "{mode:?}: {text}"
+        );
+        assert!(
+            text.contains("upstream certificates must verify"),
+            "{mode:?}: {text}"
+        );
+        assert!(
+            text.matches("attempted exfiltration").count() >= 2,
+            "{mode:?}: {text}"
+        );
+        assert!(
+            !text.contains("/allowed/x"),
+            "{mode:?}: paths are never logged: {text}"
+        );
+    });
+}
