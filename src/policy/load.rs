@@ -2928,6 +2928,125 @@ mod tests {
     }
 
     #[test]
+    fn inspection_keys_as_the_issue_writes_them() {
+        let fx = Fx::new();
+        let file = fx.write_user(
+            "[network]\nallow = [\"api.github.com\", \"127.0.0.1:8443\"]\ninspect = [\"api.github.com\", \"127.0.0.1\"]\n\n\
+             [[credentials.inject]]\nenv = \"GITHUB_TOKEN\"\nhosts = [\"api.github.com\", \"127.0.0.1\"]\n\n\
+             [[credentials.inject]]\nenv = \"NPM_TOKEN\"\ncommand = [\"gh\", \"auth\", \"token\"]\nhosts = [\"*.npmjs.org\"]\n\n\
+             [[credentials.inject]]\nenv = \"FROM_FILE\"\nfile = \"~/tok\"\nhosts = [\"*\"]\n\n\
+             [[network.rules]]\nhost = \"api.github.com\"\nmethods = [\"GET\", \"HEAD\"]\npaths = [\"/repos/**\"]\n",
+        );
+        let flags = FlagOverrides {
+            inspect: vec!["*".into()],
+            no_inspect: vec!["pinned.example".into()],
+            upstream_ca: vec!["ca.pem".into()],
+            ..FlagOverrides::default()
+        };
+        let p = load(&fx.req(flags)).unwrap();
+        let i = &p.inspection;
+        let hosts: Vec<String> = i.inspect.iter().map(|h| h.value.to_string()).collect();
+        assert_eq!(hosts, vec!["api.github.com", "127.0.0.1", "*"]);
+        assert_eq!(i.inspect[0].source, Source::UserConfig(file.clone()));
+        assert_eq!(i.inspect[2].source, Source::Flag("--inspect".into()));
+        assert_eq!(i.no_inspect[0].value.to_string(), "pinned.example");
+        assert_eq!(i.upstream_ca[0].value, fx.project.join("ca.pem"));
+        assert_eq!(i.rules.len(), 1);
+        assert_eq!(
+            i.rules[0].value.to_string(),
+            "api.github.com GET,HEAD /repos/**"
+        );
+        let names: Vec<&str> = i.inject.iter().map(|s| s.value.env.as_str()).collect();
+        assert_eq!(names, vec!["GITHUB_TOKEN", "NPM_TOKEN", "FROM_FILE"]);
+        assert_eq!(i.inject[0].value.source, SecretSource::Env);
+        assert_eq!(
+            i.inject[1].value.source,
+            SecretSource::Command(vec!["gh".into(), "auth".into(), "token".into()])
+        );
+        assert_eq!(
+            i.inject[2].value.source,
+            SecretSource::File(fx.home.join("tok"))
+        );
+    }
+
+    #[test]
+    fn inspection_errors_name_file_line_and_key() {
+        let fx = Fx::new();
+        let cases = [
+            (
+                "[network]\ninspect = [\"bad host\"]\n",
+                "2:12: network.inspect[0]: invalid host pattern \"bad host\": must not contain spaces",
+            ),
+            (
+                "[[network.rules]]\nhost = \"a.com\"\nmethod = [\"GET\"]\n",
+                "3:1: network.rules[0].method: unknown key (expected one of host, methods, paths)",
+            ),
+            (
+                "[[network.rules]]\nmethods = [\"GET\"]\n",
+                "1:1: network.rules[0]: missing key host",
+            ),
+            (
+                "[[network.rules]]\nhost = \"a.com\"\npaths = [\"repos/**\"]\n",
+                "3:9: network.rules[0]: invalid path glob \"repos/**\": a path glob starts with /",
+            ),
+            (
+                "[[credentials.inject]]\nhosts = [\"a.com\"]\n",
+                "1:1: credentials.inject[0]: missing key env (the variable that holds the placeholder inside)",
+            ),
+            (
+                "[[credentials.inject]]\nenv = \"9X\"\nhosts = [\"a.com\"]\n",
+                "2:7: credentials.inject[0].env: invalid variable name \"9X\" (letters, digits and _, not starting with a digit)",
+            ),
+            (
+                "[[credentials.inject]]\nenv = \"T\"\nfile = \"/x\"\ncommand = [\"y\"]\nhosts = [\"a\"]\n",
+                "4:1: credentials.inject[0].command: a second source: name one source (env alone, file, or command)",
+            ),
+            (
+                "[credentials]\ninject = 3\n",
+                "2:10: credentials.inject: expected an array of tables ([[credentials.inject]]), found an integer",
+            ),
+        ];
+        for (text, expected) in cases {
+            let file = fx.write_user(text);
+            let err = fx.load().expect_err(text).to_string();
+            let prefix = format!("{}:", file.display());
+            assert_eq!(err.strip_prefix(&prefix), Some(expected), "{text}");
+        }
+        fx.write_user("");
+        let err = load(&fx.req(FlagOverrides {
+            inspect: vec!["a b".into()],
+            ..FlagOverrides::default()
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("--inspect: invalid host pattern"), "{err}");
+    }
+
+    #[test]
+    fn untrusted_project_may_add_inspection_and_rules_but_not_secrets() {
+        let fx = Fx::new();
+        // Narrowing: more checks.
+        fx.write_project(
+            "[network]\ninspect = [\"*\"]\n[[network.rules]]\nhost = \"a.com\"\nmethods = [\"GET\"]\n",
+        );
+        let p = fx.load().unwrap();
+        assert_eq!(p.inspection.rules.len(), 1);
+        // Widening: a secret sent somewhere, a CA trusted, a host left opaque.
+        for (text, key) in [
+            (
+                "[[credentials.inject]]\nenv = \"AWS_SECRET_ACCESS_KEY\"\nhosts = [\"evil.example\"]\n",
+                "1:15: credentials.inject:",
+            ),
+            ("[network]\nupstream_ca = [\"ca.pem\"]\n", "2:1: network.upstream_ca:"),
+            ("[network]\nno_inspect = [\"a.com\"]\n", "2:1: network.no_inspect:"),
+        ] {
+            let err = fx.project_error(text);
+            assert!(err.starts_with(key), "{err}");
+            assert!(err.contains("not trusted"), "{err}");
+        }
+    }
+
+    #[test]
     fn audit_log_and_connection_cap() {
         let fx = Fx::new();
         // Defaults: the log under the state dir, the built-in cap.
