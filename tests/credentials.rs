@@ -61,8 +61,20 @@ struct Upstream {
     seen: Arc<Mutex<Vec<String>>>,
 }
 
+/// A git repository served over smart HTTP by `git http-backend`, behind
+/// Basic authentication with one password.
+#[derive(Clone)]
+struct GitSite {
+    root: std::path::PathBuf,
+    password: String,
+}
+
 impl Upstream {
     fn start(ca: &TestCa) -> Upstream {
+        Self::start_with(ca, None)
+    }
+
+    fn start_with(ca: &TestCa, git: Option<GitSite>) -> Upstream {
         let (chain, key) = ca.leaf();
         let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
@@ -89,6 +101,7 @@ impl Upstream {
                 while let Ok((tcp, _)) = listener.accept().await {
                     let acceptor = acceptor.clone();
                     let log = log.clone();
+                    let git = git.clone();
                     tokio::spawn(async move {
                         let Ok(tls) = acceptor.accept(tcp).await else {
                             return;
@@ -96,7 +109,13 @@ impl Upstream {
                         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
                         let service = hyper::service::service_fn(move |req| {
                             let log = log.clone();
-                            async move { Ok::<_, Infallible>(echo(req, h2, &log).await) }
+                            let git = git.clone();
+                            async move {
+                                Ok::<_, Infallible>(match git {
+                                    Some(site) => git_backend(req, &site, &log).await,
+                                    None => echo(req, h2, &log).await,
+                                })
+                            }
                         });
                         let io = TokioIo::new(tls);
                         if h2 {
@@ -118,6 +137,102 @@ impl Upstream {
     fn seen(&self) -> String {
         self.seen.lock().unwrap().join("\n----\n")
     }
+}
+
+/// Serves one request with `git http-backend` (CGI), after checking Basic
+/// credentials `git:<password>`.
+async fn git_backend(
+    req: Request<hyper::body::Incoming>,
+    site: &GitSite,
+    log: &Mutex<Vec<String>>,
+) -> Response<Full<Bytes>> {
+    use base64::Engine as _;
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("git:{}", site.password))
+    );
+    let auth = req
+        .headers()
+        .get("authorization")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_string());
+    log.lock()
+        .unwrap()
+        .push(format!("{} {} auth={auth:?}", req.method(), req.uri()));
+    if auth.as_deref() != Some(expected.as_str()) {
+        let mut resp = Response::new(Full::new(Bytes::from_static(b"who are you?\n")));
+        *resp.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+        resp.headers_mut().insert(
+            "www-authenticate",
+            hyper::header::HeaderValue::from_static("Basic realm=\"test\""),
+        );
+        return resp;
+    }
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or_default().to_string();
+    let content_type = req
+        .headers()
+        .get("content-type")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_string())
+        .unwrap_or_default();
+    let gzip = req
+        .headers()
+        .get("content-encoding")
+        .is_some_and(|v| v.as_bytes() == b"gzip");
+    let body = req.into_body().collect().await.unwrap().to_bytes();
+    let root = site.root.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = std::process::Command::new("git")
+            .arg("http-backend")
+            .env_clear()
+            .env("PATH", PATH)
+            .env("GIT_PROJECT_ROOT", &root)
+            .env("GIT_HTTP_EXPORT_ALL", "1")
+            .env("REQUEST_METHOD", method)
+            .env("PATH_INFO", path.trim_start_matches("/git"))
+            .env("QUERY_STRING", query)
+            .env("CONTENT_TYPE", content_type)
+            .env("HTTP_CONTENT_ENCODING", if gzip { "gzip" } else { "" })
+            .env("REMOTE_USER", "git")
+            .env("REMOTE_ADDR", "127.0.0.1")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &root)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&body).unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap().stdout
+    })
+    .await
+    .unwrap();
+    // CGI: headers, a blank line, the body.
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4))
+        .or_else(|| out.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)))
+        .unwrap();
+    let head = String::from_utf8_lossy(&out[..split.0]).to_string();
+    let mut resp = Response::new(Full::new(Bytes::copy_from_slice(&out[split.0 + split.1..])));
+    for line in head.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        if k.eq_ignore_ascii_case("status") {
+            let code: u16 = v.trim()[..3].parse().unwrap();
+            *resp.status_mut() = hyper::StatusCode::from_u16(code).unwrap();
+        } else {
+            resp.headers_mut().insert(
+                hyper::header::HeaderName::from_bytes(k.trim().as_bytes()).unwrap(),
+                hyper::header::HeaderValue::from_str(v.trim()).unwrap(),
+            );
+        }
+    }
+    resp
 }
 
 async fn echo(
@@ -510,5 +625,104 @@ fn rules_bad_certificates_and_opaque_tunnels() {
             !text.contains("/allowed/x"),
             "{mode:?}: paths are never logged: {text}"
         );
+    });
+}
+
+#[test]
+fn git_over_https_with_basic_auth() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let secret = format!("gitpw-{}", rand_token());
+    let served = tempfile::tempdir().unwrap();
+    let repo = served.path().join("repo.git");
+    let run = |args: &[&str], dir: &Path| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@e",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    let work = served.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("hello.txt"), "hello from upstream\n").unwrap();
+    run(&["init", "-q"], &work);
+    run(&["add", "."], &work);
+    run(&["commit", "-q", "-m", "one"], &work);
+    run(
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            repo.to_str().unwrap(),
+        ],
+        served.path(),
+    );
+    run(&["config", "http.receivepack", "true"], &repo);
+    let up = Upstream::start_with(
+        &ca,
+        Some(GitSite {
+            root: served.path().to_path_buf(),
+            password: secret.clone(),
+        }),
+    );
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[[credentials.inject]]\nenv = \"GIT_PASSWORD\"\nhosts = [\"127.0.0.1:{}\"]\n",
+                up.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "export NO_PROXY= no_proxy= GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0\n\
+             cd /tmp && git -c http.proxy=http://127.0.0.1:3128 clone -q \"https://git:$GIT_PASSWORD@127.0.0.1:{}/git/repo.git\" clone 2>&1\n\
+             cat clone/hello.txt\n\
+             git -C clone config --get remote.origin.url\n",
+            up.port
+        );
+        let out = fx
+            .sandbox()
+            .env("GIT_PASSWORD", &secret)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        assert!(
+            out.stdout.contains("hello from upstream"),
+            "{mode:?}: {out:#?}\n{}",
+            up.seen()
+        );
+        // The remote URL inside holds the placeholder, never the password.
+        assert!(
+            out.stdout.contains("cordon-placeholder-"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        assert!(!audit_text(&log).contains(&secret), "{mode:?}");
+        // The upstream got the real password in Basic credentials.
+        use base64::Engine as _;
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("git:{secret}"));
+        assert!(up.seen().contains(&basic), "{mode:?}: {}", up.seen());
     });
 }
