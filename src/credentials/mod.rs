@@ -18,6 +18,8 @@
 //! Doing this after the fork keeps the CA key and the real values out of
 //! init's memory altogether.
 
+#![warn(missing_docs)]
+
 pub mod ca;
 pub mod inject;
 pub mod inspect;
