@@ -112,7 +112,11 @@ impl Upstream {
                             let git = git.clone();
                             async move {
                                 Ok::<_, Infallible>(match git {
-                                    Some(site) => git_backend(req, &site, &log).await,
+                                    Some(site) => {
+                                        let (parts, body) =
+                                            git_backend(req, &site, &log).await.into_parts();
+                                        Response::from_parts(parts, body.boxed())
+                                    }
                                     None => echo(req, h2, &log).await,
                                 })
                             }
@@ -235,7 +239,52 @@ async fn git_backend(
     resp
 }
 
+/// A response body sent in the given chunks, without a length.
+struct Chunks(std::collections::VecDeque<Bytes>);
+
+impl hyper::body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::task::Poll::Ready(self.0.pop_front().map(|b| Ok(hyper::body::Frame::data(b))))
+    }
+}
+
+type TestBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// `/big`: 3 MiB, streamed in odd-sized chunks without a length, with the
+/// request's `x-token` every 1000 bytes (so some copies straddle chunks).
+/// Anything else: [`echo_text`].
 async fn echo(
+    req: Request<hyper::body::Incoming>,
+    h2: bool,
+    log: &Mutex<Vec<String>>,
+) -> Response<TestBody> {
+    if req.uri().path() == "/big" {
+        let token = req
+            .headers()
+            .get("x-token")
+            .map(|v| v.as_bytes().to_vec())
+            .unwrap_or_default();
+        let mut all = Vec::new();
+        while all.len() < 3 << 20 {
+            all.extend_from_slice(&token);
+            all.resize(all.len() + 1000 - token.len() % 1000, b'.');
+        }
+        let chunks = all.chunks(4093).map(Bytes::copy_from_slice).collect();
+        log.lock()
+            .unwrap()
+            .push(format!("GET /big sent {} bytes", all.len()));
+        return Response::new(Chunks(chunks).boxed());
+    }
+    let (parts, body) = echo_text(req, h2, log).await.into_parts();
+    Response::from_parts(parts, body.boxed())
+}
+
+async fn echo_text(
     req: Request<hyper::body::Incoming>,
     h2: bool,
     log: &Mutex<Vec<String>>,
@@ -724,5 +773,69 @@ fn git_over_https_with_basic_auth() {
         use base64::Engine as _;
         let basic = base64::engine::general_purpose::STANDARD.encode(format!("git:{secret}"));
         assert!(up.seen().contains(&basic), "{mode:?}: {}", up.seen());
+    });
+}
+
+#[test]
+fn large_bodies_are_masked_and_scanned_as_streams() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    let other = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let secret = format!("s3cret-{}", fx.token);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{}\"]\n",
+                up.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "{} -o /tmp/big\n\
+             echo \"size: $(wc -c < /tmp/big)\"\n\
+             echo \"placeholders: $(grep -o \"$TEST_TOKEN\" /tmp/big | wc -l)\"\n\
+             head -c 2000000 /dev/zero | tr '\\0' a > /tmp/upload; echo \"$TEST_TOKEN\" >> /tmp/upload\n\
+             echo '== upload'\n{}\n",
+            curl(up.port, "/big", "-H \"X-Token: $TEST_TOKEN\""),
+            curl(other.port, "/upload", "--http1.1 --data-binary @/tmp/upload"),
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!("{},{}", up.port, other.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        // The upstream sent the real value ~3000 times; every one came back masked.
+        let copies = (3usize << 20).div_ceil(1000);
+        assert!(
+            out.stdout.contains(&format!("placeholders: {copies}")),
+            "{mode:?}: {}",
+            out.stdout.lines().take(3).collect::<Vec<_>>().join("\n")
+        );
+        assert!(!out.stdout.contains(&secret), "{mode:?}");
+        // A 2 MB upload carrying the placeholder to the wrong host: refused.
+        let upload = out.stdout.split("== upload").nth(1).unwrap_or_default();
+        assert!(upload.contains("HTTP/1.1 403"), "{mode:?}: {upload}");
+        assert!(!other.seen().contains("cordon-placeholder-"), "{mode:?}");
+        assert!(
+            audit_text(&log).contains("attempted exfiltration"),
+            "{mode:?}"
+        );
     });
 }

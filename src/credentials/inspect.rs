@@ -992,6 +992,9 @@ impl Session {
         // Body: swapped whole when small, only scanned when large.
         let len = exact_len(&body, &parts.headers);
         let body: ProxyBody = body.map_err(box_error).boxed();
+        // A placeholder caught while streaming a large body: the refusal's
+        // message, for the client in place of the upstream's failure.
+        let caught: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
         let body = match len {
             Some(n) if n <= BODY_CAP => {
                 let bytes = collect_capped(body).await.ok_or_else(|| {
@@ -1028,6 +1031,7 @@ impl Session {
                 let (target, proto) = (self.target.clone(), self.tunnel.proto);
                 let refusal_of = {
                     let inspector = inspector.clone();
+                    let caught = caught.clone();
                     move |ex: &Exfiltration| {
                         let r = inspector.exfiltration_refusal(
                             &target,
@@ -1036,6 +1040,9 @@ impl Session {
                             "not a host its entry names",
                         );
                         inspector.record_refusal(&audit, &target, port, proto, &r);
+                        if let Ok(mut slot) = caught.lock() {
+                            *slot = Some(r.message);
+                        }
                     }
                 };
                 let mut scan = swaps.clone();
@@ -1065,6 +1072,11 @@ impl Session {
             Upstream::H2(sender) => sender.clone().send_request(req).await,
         };
         let resp = sent.map_err(|e| {
+            // The body's refusal, if that is why the request failed (it is
+            // already recorded).
+            if let Some(message) = caught.lock().ok().and_then(|mut c| c.take()) {
+                return text_response(StatusCode::FORBIDDEN, message);
+            }
             text_response(
                 StatusCode::BAD_GATEWAY,
                 format!(
