@@ -290,7 +290,14 @@ async fn echo(
             .push(format!("GET /big sent {} bytes", all.len()));
         return Response::new(Chunks(chunks).boxed());
     }
-    let (parts, body) = echo_text(req, h2, log).await.into_parts();
+    let close = req.uri().path() == "/close";
+    let (mut parts, body) = echo_text(req, h2, log).await.into_parts();
+    if close {
+        parts.headers.insert(
+            "connection",
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
     Response::from_parts(parts, body.boxed())
 }
 
@@ -897,4 +904,42 @@ fn bench_inspected_against_opaque() {
         .timeout(std::time::Duration::from_secs(600))
         .sh(&script);
     eprintln!("{}{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        // One kept-alive HTTP/1.1 connection: the upstream closes after the
+        // second request; the third must still work (on a new connection).
+        let script = format!(
+            "import http.client, ssl\n\
+             c = http.client.HTTPSConnection('127.0.0.1', 3128, context=ssl.create_default_context())\n\
+             c.set_tunnel('127.0.0.1', {port})\n\
+             for path in ['/one', '/close', '/three']:\n\
+             \x20   c.request('GET', path)\n\
+             \x20   r = c.getresponse()\n\
+             \x20   print(path, r.status, r.read().split(b' ')[1].decode())\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        for line in ["/one 200 /one", "/close 200 /close", "/three 200 /three"] {
+            assert!(out.stdout.contains(line), "{mode:?}: {out:#?}");
+        }
+    });
 }

@@ -783,7 +783,7 @@ impl Inspector {
             let service = hyper::service::service_fn(move |req| session.clone().handle(req));
             let server = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(client_tls), service);
-            relay(server, conn).await;
+            relay(server, conn, |s| s.graceful_shutdown()).await;
         } else {
             let Ok((sender, conn)) =
                 hyper::client::conn::http1::handshake(TokioIo::new(upstream_tls)).await
@@ -794,26 +794,28 @@ impl Inspector {
             let service = hyper::service::service_fn(move |req| session.clone().handle(req));
             let server = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(client_tls), service);
-            relay(server, conn).await;
+            relay(server, conn, |s| s.graceful_shutdown()).await;
         }
     }
 }
 
-/// Runs the client-facing server until it ends; the upstream connection
-/// is driven alongside (its end alone does not cut a response short).
-async fn relay<S, C, E1, E2>(server: S, conn: C)
+/// Runs the client-facing server until it ends, driving the upstream
+/// connection alongside. When the upstream closes first, the server shuts
+/// down gracefully (the response in flight completes, then the client is
+/// told to reconnect: `Connection: close` or GOAWAY) rather than answering
+/// later requests with errors.
+async fn relay<S, C, E1, E2>(server: S, conn: C, shutdown: impl FnOnce(Pin<&mut S>))
 where
     S: std::future::Future<Output = Result<(), E1>>,
     C: std::future::Future<Output = Result<(), E2>>,
 {
-    let upstream = async {
-        let _ = conn.await;
-        std::future::pending::<()>().await
-    };
+    tokio::pin!(server, conn);
     tokio::select! {
-        _ = server => {}
-        _ = upstream => {}
+        _ = &mut server => return,
+        _ = &mut conn => {}
     }
+    shutdown(server.as_mut());
+    let _ = server.await;
 }
 
 /// Whether `placeholder` appears in the request target or a header value
