@@ -44,6 +44,9 @@ use crate::net::host::{normalize, Target};
 /// longer request bodies are only scanned, longer response bodies are
 /// masked as a stream.
 pub const BODY_CAP: u64 = 1 << 20;
+/// Time an HTTP/1.1 upstream connection has to become ready for the next
+/// request (it is busy only while the previous response is read).
+const UPSTREAM_READY: Duration = Duration::from_secs(30);
 /// Time a client has for its TLS handshake with the proxy.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -1066,9 +1069,18 @@ impl Session {
         let sent = match &self.upstream {
             Upstream::H1(sender) => {
                 let mut sender = sender.lock().await;
-                match sender.ready().await {
-                    Ok(()) => sender.send_request(req).await,
-                    Err(e) => Err(e),
+                // An upstream that closed between two requests: the server
+                // is shutting down; this request gets a 502, not a wait.
+                let ready = tokio::time::timeout(UPSTREAM_READY, sender.ready()).await;
+                match ready {
+                    Ok(Ok(())) if !sender.is_closed() => sender.send_request(req).await,
+                    _ => return Err(text_response(
+                        StatusCode::BAD_GATEWAY,
+                        format!(
+                            "cordon: the upstream {} closed the connection; retry on a new one\n",
+                            self.target.with_port(port)
+                        ),
+                    )),
                 }
             }
             Upstream::H2(sender) => sender.clone().send_request(req).await,
