@@ -943,3 +943,54 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
         }
     });
 }
+
+#[test]
+fn sni_and_host_must_name_the_connect_host() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "import socket, ssl\n\
+             s = socket.create_connection(('127.0.0.1', 3128))\n\
+             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+             print('connect:', s.recv(100).split(b'\\r\\n')[0].decode())\n\
+             ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE\n\
+             try:\n\
+             \x20   ctx.wrap_socket(s, server_hostname='evil.example'); print('sni: accepted')\n\
+             except (OSError, ssl.SSLError) as e:\n\
+             \x20   print('sni: refused')\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .env("SNI", &script)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&format!(
+                "{PY} -c \"$SNI\"\necho '== host'\n{}\n",
+                curl(up.port, "/x", "--http1.1 -H 'Host: other.example'")
+            ));
+        assert!(
+            out.stdout.contains("connect: HTTP/1.1 200"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(out.stdout.contains("sni: refused"), "{mode:?}: {out:#?}");
+        let host = out.stdout.split("== host").nth(1).unwrap_or_default();
+        assert!(host.contains("HTTP/1.1 403"), "{mode:?}: {out:#?}");
+        assert!(host.contains("names another host"), "{mode:?}: {out:#?}");
+        assert!(!up.seen().contains("/x"), "{mode:?}: {}", up.seen());
+        let text = audit_text(&log);
+        assert!(text.contains("SNI mismatch"), "{mode:?}: {text}");
+        assert!(text.contains("Host header mismatch"), "{mode:?}: {text}");
+    });
+}
