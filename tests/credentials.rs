@@ -994,3 +994,36 @@ fn sni_and_host_must_name_the_connect_host() {
         assert!(text.contains("Host header mismatch"), "{mode:?}: {text}");
     });
 }
+
+#[test]
+fn a_secret_or_ca_that_cannot_be_read_refuses_to_run() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            "[[credentials.inject]]\nenv = \"CORDON_TEST_UNSET_TOKEN\"\nhosts = [\"api.example\"]\n",
+            mode,
+        );
+        let marker = fx.project.join("ran");
+        let cmd = format!("touch {}", marker.display());
+        let out = fx.sandbox().arg("--policy").arg(&policy).sh(&cmd);
+        out.expect_code(125);
+        assert!(
+            out.stderr.contains("credentials door")
+                && out.stderr.contains("CORDON_TEST_UNSET_TOKEN")
+                && out.stderr.contains("not set"),
+            "{mode:?}: {out:#?}"
+        );
+        let out = fx
+            .sandbox()
+            .arg("--inspect")
+            .arg("*")
+            .arg("--upstream-ca")
+            .arg(fx.outside.join("missing.pem"))
+            .sh(&cmd);
+        out.expect_code(125);
+        assert!(out.stderr.contains("missing.pem"), "{mode:?}: {out:#?}");
+        assert!(!marker.exists(), "{mode:?}: the command ran");
+    });
+}

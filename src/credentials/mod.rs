@@ -139,7 +139,9 @@ pub fn plan(policy: &InspectionPolicy, sandbox: &str) -> Result<Option<Plan>, Cr
             PathBuf::from(FALLBACK_BUNDLE),
         ),
     };
-    let host_file = std::env::temp_dir().join(format!("{sandbox}-ca-bundle.pem"));
+    let tmp = std::env::temp_dir();
+    remove_stale_bundles(&tmp);
+    let host_file = tmp.join(format!("{sandbox}{BUNDLE_SUFFIX}"));
     // Readable by the sandbox's uid; created here so that a file someone
     // else put at that name is never used.
     std::fs::OpenOptions::new()
@@ -186,6 +188,38 @@ impl Plan {
     }
 }
 
+/// The name of a run's bundle file: `cordon-<pid>-<id>-ca-bundle.pem`.
+const BUNDLE_SUFFIX: &str = "-ca-bundle.pem";
+
+/// Removes the bundle files of runs that were killed before they could
+/// (ours only, and only when their supervisor is gone). They hold public
+/// certificates only; this keeps the temp dir tidy.
+fn remove_stale_bundles(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let uid = nix::unistd::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("cordon-"))
+            .filter(|n| n.ends_with(BUNDLE_SUFFIX))
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let ours = entry
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.uid() == uid);
+        if ours && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 fn write_bundle(path: &Path, text: &str) -> Result<(), CredentialsError> {
     let err = |source| CredentialsError::BundleFile {
         path: path.to_path_buf(),
@@ -197,4 +231,29 @@ fn write_bundle(path: &Path, text: &str) -> Result<(), CredentialsError> {
         .open(path)
         .map_err(err)?;
     file.write_all(text.as_bytes()).map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_bundles_of_dead_runs_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        // A pid above the kernel's maximum is never alive.
+        let dead = dir
+            .path()
+            .join(format!("cordon-99999999-abc{BUNDLE_SUFFIX}"));
+        let alive = dir
+            .path()
+            .join(format!("cordon-{}-abc{BUNDLE_SUFFIX}", std::process::id()));
+        let other = dir.path().join("cordon-99999999-abc-unrelated.pem");
+        for f in [&dead, &alive, &other] {
+            std::fs::write(f, "x").unwrap();
+        }
+        remove_stale_bundles(dir.path());
+        assert!(!dead.exists());
+        assert!(alive.exists());
+        assert!(other.exists());
+    }
 }
