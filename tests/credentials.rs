@@ -962,7 +962,12 @@ fn sni_and_host_must_name_the_connect_host() {
              try:\n\
              \x20   ctx.wrap_socket(s, server_hostname='evil.example'); print('sni: accepted')\n\
              except (OSError, ssl.SSLError) as e:\n\
-             \x20   print('sni: refused')\n",
+             \x20   print('sni: refused')\n\
+             p = socket.create_connection(('127.0.0.1', 3128))\n\
+             p.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+             p.recv(100)\n\
+             p.sendall(b'GET /plain HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n')\n\
+             print('plaintext:', b''.join(iter(lambda: p.recv(1000), b'')).decode().replace('\\r\\n', ' '))\n",
             port = up.port
         );
         let out = fx
@@ -985,10 +990,15 @@ fn sni_and_host_must_name_the_connect_host() {
             "{mode:?}: {out:#?}"
         );
         assert!(out.stdout.contains("sni: refused"), "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains("plaintext: HTTP/1.1 403") && out.stdout.contains("only TLS"),
+            "{mode:?}: {out:#?}"
+        );
         let host = out.stdout.split("== host").nth(1).unwrap_or_default();
         assert!(host.contains("HTTP/1.1 403"), "{mode:?}: {out:#?}");
         assert!(host.contains("names another host"), "{mode:?}: {out:#?}");
         assert!(!up.seen().contains("/x"), "{mode:?}: {}", up.seen());
+        assert!(!up.seen().contains("/plain"), "{mode:?}: {}", up.seen());
         let text = audit_text(&log);
         assert!(text.contains("SNI mismatch"), "{mode:?}: {text}");
         assert!(text.contains("Host header mismatch"), "{mode:?}: {text}");

@@ -642,6 +642,41 @@ impl Inspector {
         let Ok(target) = normalize(&tunnel.host) else {
             return;
         };
+        let mut client = client;
+        // A TLS record starts with 0x16 (handshake). Anything else cannot
+        // be inspected, and passing it through would skip the host's rules:
+        // refused, in words a plain-HTTP client can show.
+        let mut first = [0u8; 1];
+        let first = match prefix.first() {
+            Some(b) => Some(*b),
+            None => match tokio::time::timeout(HANDSHAKE_TIMEOUT, client.peek(&mut first)).await {
+                Ok(Ok(1)) => Some(first[0]),
+                _ => None,
+            },
+        };
+        if first != Some(0x16) {
+            if first.is_some() {
+                let r = Refusal {
+                    door: Door::Network,
+                    rule: "inspected hosts are reached over TLS".into(),
+                    source: "built-in".into(),
+                    reason: "the tunnel does not carry TLS".into(),
+                    message: format!(
+                        "cordon: refused a tunnel to {}: the host is inspected, so only TLS (https) may go through it; use https, or keep the host out of inspection with [network] no_inspect\n",
+                        target.with_port(tunnel.port)
+                    ),
+                };
+                self.record_refusal(&audit, &target, tunnel.port, tunnel.proto, &r);
+                let head = format!(
+                    "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    r.message.len()
+                );
+                let _ = client.write_all(head.as_bytes()).await;
+                let _ = client.write_all(r.message.as_bytes()).await;
+                let _ = client.shutdown().await;
+            }
+            return;
+        }
         let acceptor = tokio_rustls::LazyConfigAcceptor::new(
             rustls::server::Acceptor::default(),
             Io::new(client, prefix),
@@ -1074,13 +1109,15 @@ impl Session {
                 let ready = tokio::time::timeout(UPSTREAM_READY, sender.ready()).await;
                 match ready {
                     Ok(Ok(())) if !sender.is_closed() => sender.send_request(req).await,
-                    _ => return Err(text_response(
-                        StatusCode::BAD_GATEWAY,
-                        format!(
+                    _ => {
+                        return Err(text_response(
+                            StatusCode::BAD_GATEWAY,
+                            format!(
                             "cordon: the upstream {} closed the connection; retry on a new one\n",
                             self.target.with_port(port)
                         ),
-                    )),
+                        ))
+                    }
                 }
             }
             Upstream::H2(sender) => sender.clone().send_request(req).await,
