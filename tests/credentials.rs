@@ -131,6 +131,7 @@ impl Upstream {
                         } else {
                             let _ = hyper::server::conn::http1::Builder::new()
                                 .serve_connection(io, service)
+                                .with_upgrades()
                                 .await;
                         }
                     });
@@ -261,10 +262,34 @@ type TestBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 /// request's `x-token` every 1000 bytes (so some copies straddle chunks).
 /// Anything else: [`echo_text`].
 async fn echo(
-    req: Request<hyper::body::Incoming>,
+    mut req: Request<hyper::body::Incoming>,
     h2: bool,
     log: &Mutex<Vec<String>>,
 ) -> Response<TestBody> {
+    if req.uri().path() == "/ws" {
+        // An upgrade to a toy protocol: after the 101, echo every byte.
+        let on = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let Ok(upgraded) = on.await else { return };
+            let mut io = TokioIo::new(upgraded);
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = io.read(&mut buf).await {
+                if n == 0 || io.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut resp = Response::new(Full::new(Bytes::new()).boxed());
+        *resp.status_mut() = hyper::StatusCode::SWITCHING_PROTOCOLS;
+        resp.headers_mut().insert(
+            "connection",
+            hyper::header::HeaderValue::from_static("upgrade"),
+        );
+        resp.headers_mut()
+            .insert("upgrade", hyper::header::HeaderValue::from_static("echo"));
+        return resp;
+    }
     if let Some(n) = req.uri().path().strip_prefix("/bytes/") {
         let n: usize = n.parse().unwrap_or(0);
         let chunks = vec![Bytes::from(vec![b'a'; n])].into();
@@ -1035,5 +1060,47 @@ fn a_secret_or_ca_that_cannot_be_read_refuses_to_run() {
         out.expect_code(125);
         assert!(out.stderr.contains("missing.pem"), "{mode:?}: {out:#?}");
         assert!(!marker.exists(), "{mode:?}: the command ran");
+    });
+}
+
+#[test]
+fn upgraded_connections_are_relayed_through_inspection() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let script = format!(
+            "import socket, ssl\n\
+             s = socket.create_connection(('127.0.0.1', 3128))\n\
+             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+             s.recv(100)\n\
+             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             t.sendall(b'GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: Upgrade\\r\\nUpgrade: echo\\r\\n\\r\\n')\n\
+             head = b''\n\
+             while not head.endswith(b'\\r\\n\\r\\n'): head += t.recv(1)\n\
+             print('status:', head.split(b'\\r\\n')[0].decode())\n\
+             t.sendall(b'ping-pong')\n\
+             print('echo:', t.recv(100).decode())\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert!(
+            out.stdout.contains("status: HTTP/1.1 101"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(out.stdout.contains("echo: ping-pong"), "{mode:?}: {out:#?}");
     });
 }

@@ -806,6 +806,7 @@ impl Inspector {
                     down: tunnel.down.clone(),
                 },
                 upstream,
+                upgraded: std::sync::Mutex::new(Vec::new()),
             })
         };
         if h2 {
@@ -829,10 +830,21 @@ impl Inspector {
                 return;
             };
             let session = session(Upstream::H1(tokio::sync::Mutex::new(sender)));
-            let service = hyper::service::service_fn(move |req| session.clone().handle(req));
+            let served = session.clone();
+            let service = hyper::service::service_fn(move |req| served.clone().handle(req));
             let server = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(client_tls), service);
-            relay(server, conn, |s| s.graceful_shutdown()).await;
+                .serve_connection(TokioIo::new(client_tls), service)
+                .with_upgrades();
+            relay(server, conn.with_upgrades(), |s| s.graceful_shutdown()).await;
+            let upgraded = std::mem::take(
+                &mut *session
+                    .upgraded
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            for relayed in upgraded {
+                let _ = relayed.await;
+            }
         }
     }
 }
@@ -912,6 +924,9 @@ struct Session {
     target: Target,
     tunnel: Tunnel,
     upstream: Upstream,
+    /// Upgraded connections (WebSocket, ...) being relayed: the tunnel
+    /// lasts until they end.
+    upgraded: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 // The error side of these results is the response to send instead (a
@@ -1021,7 +1036,19 @@ impl Session {
             })?;
         }
         swap_headers(&mut parts.headers, &swaps, &mut learned).map_err(|e| exfil(&e))?;
+        // An HTTP/1.1 upgrade (WebSocket): its Connection and Upgrade
+        // headers go through, and so, after a 101, do the raw bytes.
+        let upgrade = parts
+            .extensions
+            .remove::<hyper::upgrade::OnUpgrade>()
+            .zip(parts.headers.get(header::UPGRADE).cloned());
         strip_hop_by_hop(&mut parts.headers);
+        if let Some((_, protocol)) = &upgrade {
+            parts
+                .headers
+                .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+            parts.headers.insert(header::UPGRADE, protocol.clone());
+        }
         if inspector.secrets.targets(&self.target, port) {
             // Compressed responses could carry a real value past the mask.
             parts.headers.insert(
@@ -1122,7 +1149,7 @@ impl Session {
             }
             Upstream::H2(sender) => sender.clone().send_request(req).await,
         };
-        let resp = sent.map_err(|e| {
+        let mut resp = sent.map_err(|e| {
             // The body's refusal, if that is why the request failed (it is
             // already recorded).
             if let Some(message) = caught.lock().ok().and_then(|mut c| c.take()) {
@@ -1136,7 +1163,46 @@ impl Session {
                 ),
             )
         })?;
+        if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
+            if let Some((client_side, _)) = upgrade {
+                return Ok(self.switch(client_side, &mut resp));
+            }
+        }
         Ok(self.mask_response(resp, &method, learned.reversed()).await)
+    }
+
+    /// Relays an upgraded connection (after the upstream's 101) byte for
+    /// byte: WebSocket frames from the client are masked by the protocol,
+    /// so there is nothing to swap or scan in them.
+    fn switch(
+        &self,
+        client_side: hyper::upgrade::OnUpgrade,
+        resp: &mut Response<Incoming>,
+    ) -> Response<ProxyBody> {
+        let upstream_side = hyper::upgrade::on(&mut *resp);
+        let relayed = tokio::spawn(async move {
+            let (Ok(client), Ok(upstream)) = tokio::join!(client_side, upstream_side) else {
+                return;
+            };
+            let mut client = TokioIo::new(client);
+            let mut upstream = TokioIo::new(upstream);
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        });
+        self.upgraded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(relayed);
+        let mut out = Response::new(
+            http_body_util::Empty::<Bytes>::new()
+                .map_err(|never| match never {})
+                .boxed(),
+        );
+        *out.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let mut ignored = Swaps::default();
+        let mask = self.inspector.secrets.response_swaps();
+        *out.headers_mut() = resp.headers().clone();
+        let _ = swap_headers(out.headers_mut(), &mask, &mut ignored);
+        out
     }
 
     /// Real values → placeholders in the response's headers and body.
