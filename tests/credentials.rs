@@ -316,7 +316,15 @@ async fn echo(
         return Response::new(Chunks(chunks).boxed());
     }
     let close = req.uri().path() == "/close";
+    // `/gzip`: claims compression whatever the client accepts.
+    let gzip = req.uri().path() == "/gzip";
     let (mut parts, body) = echo_text(req, h2, log).await.into_parts();
+    if gzip {
+        parts.headers.insert(
+            "content-encoding",
+            hyper::header::HeaderValue::from_static("gzip"),
+        );
+    }
     if close {
         parts.headers.insert(
             "connection",
@@ -843,9 +851,13 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
              echo \"size: $(wc -c < /tmp/big)\"\n\
              echo \"placeholders: $(grep -o \"$TEST_TOKEN\" /tmp/big | wc -l)\"\n\
              head -c 2000000 /dev/zero | tr '\\0' a > /tmp/upload; echo \"$TEST_TOKEN\" >> /tmp/upload\n\
-             echo '== upload'\n{}\n",
+             echo '== upload'\n{}\n\
+             echo '== gzip-with-secret'\n{}\n\
+             echo '== gzip-without'\n{}\n",
             curl(up.port, "/big", "-H \"X-Token: $TEST_TOKEN\""),
             curl(other.port, "/upload", "--http1.1 --data-binary @/tmp/upload"),
+            curl(up.port, "/gzip", "--http1.1 -H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/gzip", "--http1.1"),
         );
         let out = fx
             .sandbox()
@@ -878,6 +890,25 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
         assert!(
             audit_text(&log).contains("attempted exfiltration"),
             "{mode:?}"
+        );
+        // A compressed answer to a request that carried the real value
+        // cannot be masked: refused. Without a real value, it goes through.
+        let part = |name: &str| {
+            out.stdout
+                .split(&format!("== {name}\n"))
+                .nth(1)
+                .and_then(|p| p.split("\n== ").next())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let with = part("gzip-with-secret");
+        assert!(with.contains("HTTP/1.1 502"), "{mode:?}: {with}");
+        assert!(with.contains("compressed"), "{mode:?}: {with}");
+        let without = part("gzip-without");
+        assert!(without.contains("HTTP/1.1 200"), "{mode:?}: {without}");
+        assert!(
+            without.contains("content-encoding: gzip"),
+            "{mode:?}: {without}"
         );
     });
 }

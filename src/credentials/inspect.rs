@@ -890,17 +890,62 @@ fn mentions(placeholder: &[u8], uri: &Uri, headers: &HeaderMap) -> bool {
 
 /// A whole body of at most [`BODY_CAP`] bytes (trailers dropped); `None`
 /// if it fails or is longer.
-async fn collect_capped(mut body: ProxyBody) -> Option<Bytes> {
+async fn collect_capped(mut body: ProxyBody) -> Option<(Bytes, Option<HeaderMap>)> {
     let mut out = bytes::BytesMut::new();
+    let mut trailers = None;
     while let Some(frame) = body.frame().await {
-        if let Ok(data) = frame.ok()?.into_data() {
-            if (out.len() + data.len()) as u64 > BODY_CAP {
-                return None;
+        match frame.ok()?.into_data() {
+            Ok(data) => {
+                if (out.len() + data.len()) as u64 > BODY_CAP {
+                    return None;
+                }
+                out.extend_from_slice(&data);
             }
-            out.extend_from_slice(&data);
+            Err(frame) => trailers = frame.into_trailers().ok(),
         }
     }
-    Some(out.freeze())
+    Some((out.freeze(), trailers))
+}
+
+/// A whole body, with the trailers it came with (gRPC needs them).
+struct Whole {
+    data: Option<Bytes>,
+    trailers: Option<HeaderMap>,
+}
+
+impl Whole {
+    fn boxed(data: Bytes, trailers: Option<HeaderMap>) -> ProxyBody {
+        Whole {
+            data: Some(data).filter(|d| !d.is_empty()),
+            trailers,
+        }
+        .boxed()
+    }
+}
+
+impl Body for Whole {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        let frame = match this.data.take() {
+            Some(data) => Some(Frame::data(data)),
+            None => this.trailers.take().map(Frame::trailers),
+        };
+        Poll::Ready(frame.map(Ok))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.data.is_none() && self.trailers.is_none()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
+    }
 }
 
 /// Boxes a body error (a function, not a closure: its type must not
@@ -1064,7 +1109,7 @@ impl Session {
         let caught: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
         let body = match len {
             Some(n) if n <= BODY_CAP => {
-                let bytes = collect_capped(body).await.ok_or_else(|| {
+                let (bytes, trailers) = collect_capped(body).await.ok_or_else(|| {
                     text_response(
                         StatusCode::BAD_REQUEST,
                         "cordon: the request body did not match its length\n".into(),
@@ -1088,7 +1133,7 @@ impl Session {
                         .headers
                         .insert(header::CONTENT_LENGTH, HeaderValue::from(out.len()));
                 }
-                Full::new(out).map_err(|never| match never {}).boxed()
+                Whole::boxed(out, trailers)
             }
             _ if inspector.secrets.is_empty() => body,
             _ => {
@@ -1168,7 +1213,9 @@ impl Session {
                 return Ok(self.switch(client_side, &mut resp));
             }
         }
-        Ok(self.mask_response(resp, &method, learned.reversed()).await)
+        Ok(self
+            .mask_response(resp, &method, learned.reversed(), !used.is_empty())
+            .await)
     }
 
     /// Relays an upgraded connection (after the upstream's 101) byte for
@@ -1211,9 +1258,36 @@ impl Session {
         resp: Response<Incoming>,
         method: &Method,
         learned: Swaps<'static>,
+        injected: bool,
     ) -> Response<ProxyBody> {
         let secrets = &self.inspector.secrets;
         let (mut parts, body) = resp.into_parts();
+        let encoded = parts
+            .headers
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if injected && encoded {
+            // Asked for identity, got compression: a real value echoed in
+            // there could not be masked. Refused rather than risked.
+            let r = Refusal {
+                door: Door::Credentials,
+                rule: "responses to requests that carry a real value must be maskable".into(),
+                source: "built-in".into(),
+                reason: "compressed response from a host that received a real value".into(),
+                message: format!(
+                    "cordon: refused the response of {}: it is compressed (Content-Encoding), so a real credential echoed in it could not be masked, although cordon asked for an uncompressed one\n",
+                    self.target.with_port(self.tunnel.port)
+                ),
+            };
+            self.inspector.record_refusal(
+                &self.audit,
+                &self.target,
+                self.tunnel.port,
+                self.tunnel.proto,
+                &r,
+            );
+            return text_response(StatusCode::BAD_GATEWAY, r.message);
+        }
         strip_hop_by_hop(&mut parts.headers);
         let body: ProxyBody = body.map_err(box_error).boxed();
         if secrets.is_empty() {
@@ -1231,7 +1305,7 @@ impl Session {
         }
         let body = match exact_len(&body, &parts.headers) {
             Some(n) if n <= BODY_CAP => match collect_capped(body).await {
-                Some(bytes) => {
+                Some((bytes, trailers)) => {
                     let out = match mask.apply(&bytes) {
                         Ok(Some(out)) => Bytes::from(out),
                         _ => bytes,
@@ -1239,7 +1313,7 @@ impl Session {
                     parts
                         .headers
                         .insert(header::CONTENT_LENGTH, HeaderValue::from(out.len()));
-                    Full::new(out).map_err(|never| match never {}).boxed()
+                    Whole::boxed(out, trailers)
                 }
                 None => {
                     return text_response(
