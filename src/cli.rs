@@ -132,6 +132,17 @@ pub struct PolicyArgs {
     /// Run even if LAYER cannot be applied (namespaces, landlock, seccomp, limits); warns every time.
     #[arg(long, value_name = "LAYER", value_delimiter = ',')]
     pub allow_degraded: Vec<String>,
+    /// Terminate TLS to HOST in the proxy (repeatable; `*` = every allowed host), with a
+    /// CA made for this sandbox and trusted inside: enables [[network.rules]] and
+    /// [[credentials.inject]] there. Hosts named by those are inspected anyway.
+    #[arg(long, value_name = "HOST")]
+    pub inspect: Vec<String>,
+    /// Keep HOST an opaque tunnel even if --inspect covers it (pinned clients, mTLS; repeatable).
+    #[arg(long, value_name = "HOST")]
+    pub no_inspect: Vec<String>,
+    /// Also trust the CA certificates in FILE (PEM) for inspected upstreams (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub upstream_ca: Vec<String>,
     /// Load a policy file (trusted; repeatable, later files win).
     #[arg(long, value_name = "FILE")]
     pub policy: Vec<PathBuf>,
@@ -254,6 +265,9 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
         ports: args.ports.clone(),
         max_connections: args.max_connections,
         audit: args.audit.clone(),
+        inspect: args.inspect.clone(),
+        no_inspect: args.no_inspect.clone(),
+        upstream_ca: args.upstream_ca.clone(),
     };
     let req = LoadRequest {
         cwd: cwd.clone(),

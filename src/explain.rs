@@ -128,7 +128,10 @@ pub fn render_text(policy: &Policy) -> String {
         lines.push(Line::Text("none".to_string()));
     }
     lines.extend(view.network.deny.iter().map(RuleView::line));
+    let (inspection, injected) = view.inspection.lines();
+    lines.extend(inspection);
     lines.push(heading("credentials"));
+    lines.extend(injected);
     for home in &view.credentials.homes {
         lines.push(group(format!("unreadable under {}", home.home)));
         for entry in &home.entries {
@@ -290,6 +293,8 @@ struct View {
     project: PathBuf,
     files: FilesView,
     network: NetworkView,
+    /// TLS inspection, HTTP rules, injected credentials.
+    inspection: InspectionView,
     credentials: CredentialsView,
     limits: LimitsView,
     audit: AuditView,
@@ -802,11 +807,160 @@ impl View {
                 protected,
             },
             network,
+            inspection: InspectionView::of(&policy.inspection),
             credentials,
             limits: limits_view,
             audit,
             layers,
         }
+    }
+}
+
+/// The credentials door's share of the proxy: names and hosts, never values.
+#[derive(Serialize)]
+struct InspectionView {
+    /// Hosts whose TLS the proxy terminates (`*`: every allowed host).
+    inspect: Vec<Entry>,
+    /// Hosts kept opaque.
+    no_inspect: Vec<Entry>,
+    /// Extra roots trusted for upstream certificates.
+    upstream_ca: Vec<Entry>,
+    /// Method and path rules.
+    rules: Vec<Entry>,
+    /// Injected secrets: the variable's name, where its value is read, its hosts.
+    inject: Vec<InjectView>,
+}
+
+#[derive(Serialize)]
+struct InjectView {
+    env: String,
+    /// `env`, `file PATH` or `command [...]`.
+    value_from: String,
+    hosts: Vec<String>,
+    source: Source,
+    from: String,
+}
+
+impl InspectionView {
+    fn of(p: &crate::credentials::InspectionPolicy) -> InspectionView {
+        let entries = |v: &[Sourced<crate::credentials::HostMatch>]| {
+            v.iter()
+                .map(|h| Entry::new(h.value.to_string(), None, &h.source))
+                .collect::<Vec<_>>()
+        };
+        InspectionView {
+            inspect: entries(&p.inspect),
+            no_inspect: entries(&p.no_inspect),
+            upstream_ca: p
+                .upstream_ca
+                .iter()
+                .map(|f| Entry::new(f.value.display().to_string(), None, &f.source))
+                .collect(),
+            rules: p
+                .rules
+                .iter()
+                .map(|r| Entry::new(r.value.to_string(), None, &r.source))
+                .collect(),
+            inject: p
+                .inject
+                .iter()
+                .map(|i| InjectView {
+                    env: i.value.env.clone(),
+                    value_from: match &i.value.source {
+                        crate::credentials::SecretSource::Env => "cordon's environment".into(),
+                        crate::credentials::SecretSource::File(f) => {
+                            format!("file {}", f.display())
+                        }
+                        crate::credentials::SecretSource::Command(argv) => {
+                            format!("command {argv:?}")
+                        }
+                    },
+                    hosts: i.value.hosts.iter().map(ToString::to_string).collect(),
+                    source: i.source.clone(),
+                    from: i.source.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The lines for the network section, and those for the credentials section.
+    fn lines(&self) -> (Vec<Line>, Vec<Line>) {
+        let mut net = vec![Line::Group(
+            "TLS inspection (a CA made for this sandbox, trusted inside; HTTP rules and injected credentials apply here)"
+                .to_string(),
+        )];
+        if self.inspect.is_empty() && self.rules.is_empty() && self.inject.is_empty() {
+            net.push(Line::Text(
+                "off: add --inspect HOST, or [network] inspect = [\"HOST\"]".to_string(),
+            ));
+        }
+        net.extend(self.inspect.iter().map(Line::row));
+        // Hosts that rules and inject entries name are inspected anyway.
+        let mut implied: Vec<(&str, &str, &str)> = Vec::new();
+        let named = self
+            .rules
+            .iter()
+            .map(|r| {
+                (
+                    r.path.split(' ').next().unwrap_or_default(),
+                    "[[network.rules]]",
+                    r.from.as_str(),
+                )
+            })
+            .chain(self.inject.iter().flat_map(|i| {
+                i.hosts
+                    .iter()
+                    .map(move |h| (h.as_str(), "[[credentials.inject]]", i.from.as_str()))
+            }));
+        for (host, by, from) in named {
+            let listed = self.inspect.iter().any(|e| e.path == host || e.path == "*");
+            if !listed && !implied.iter().any(|(h, _, _)| *h == host) {
+                implied.push((host, by, from));
+            }
+        }
+        for (host, by, from) in implied {
+            net.push(Line::Row {
+                what: host.to_string(),
+                note: format!("inspected: {by} names it"),
+                source: from.to_string(),
+            });
+        }
+        for e in &self.no_inspect {
+            net.push(Line::Row {
+                what: e.path.clone(),
+                note: "not inspected (no_inspect)".to_string(),
+                source: e.from.clone(),
+            });
+        }
+        for e in &self.upstream_ca {
+            net.push(Line::Row {
+                what: e.path.clone(),
+                note: "also trusted for upstream certificates".to_string(),
+                source: e.from.clone(),
+            });
+        }
+        if !self.rules.is_empty() {
+            net.push(Line::Group(
+                "HTTP rules (host methods paths; a host with rules admits only what they name)"
+                    .to_string(),
+            ));
+            net.extend(self.rules.iter().map(Line::row));
+        }
+        let mut creds = vec![Line::Group(
+            "injected (the sandbox sees a placeholder; the proxy swaps in the value for these hosts)"
+                .to_string(),
+        )];
+        if self.inject.is_empty() {
+            creds.push(Line::Text("nothing".to_string()));
+        }
+        for i in &self.inject {
+            creds.push(Line::Row {
+                what: i.env.clone(),
+                note: format!("to {} (value from {})", i.hosts.join(", "), i.value_from),
+                source: i.from.clone(),
+            });
+        }
+        (net, creds)
     }
 }
 
@@ -1154,6 +1308,57 @@ mod tests {
         assert_eq!(seccomp["required"], false);
         let landlock = layers.iter().find(|l| l["layer"] == "landlock").unwrap();
         assert_eq!(landlock["required"], true);
+    }
+
+    #[test]
+    fn inspection_rules_and_injected_names_never_values() {
+        let fx = fixture();
+        let user = fx.home.join(".config/cordon");
+        fs::create_dir_all(&user).unwrap();
+        fs::write(
+            user.join("config.toml"),
+            "[[network.rules]]\nhost = \"api.github.com\"\nmethods = [\"GET\"]\npaths = [\"/repos/**\"]\n\
+             [[credentials.inject]]\nenv = \"CORDON_EXPLAIN_TEST_TOKEN\"\nhosts = [\"api.github.com\"]\n",
+        )
+        .unwrap();
+        let flags = FlagOverrides {
+            inspect: vec!["127.0.0.1".into()],
+            no_inspect: vec!["pinned.example".into()],
+            ..FlagOverrides::default()
+        };
+        let p = policy(&fx, flags);
+        let text = render_text(&p);
+        line_with(&text, &["127.0.0.1", "flag --inspect"]);
+        line_with(
+            &text,
+            &["pinned.example", "not inspected", "flag --no-inspect"],
+        );
+        line_with(
+            &text,
+            &["api.github.com", "inspected: [[network.rules]] names it"],
+        );
+        line_with(&text, &["api.github.com GET /repos/**", "user config"]);
+        line_with(
+            &text,
+            &[
+                "CORDON_EXPLAIN_TEST_TOKEN",
+                "to api.github.com",
+                "cordon's environment",
+            ],
+        );
+        let json = render_json(&p);
+        assert_eq!(
+            json["inspection"]["inject"][0]["env"],
+            "CORDON_EXPLAIN_TEST_TOKEN"
+        );
+        assert_eq!(
+            json["inspection"]["rules"][0]["path"],
+            "api.github.com GET /repos/**"
+        );
+        // Off by default, and says how to turn it on.
+        fs::remove_file(user.join("config.toml")).unwrap();
+        let text = render_text(&policy(&fx, FlagOverrides::default()));
+        line_with(&text, &["off: add --inspect HOST"]);
     }
 
     #[test]

@@ -52,8 +52,10 @@ pub const SECRET_PATTERNS: &[&str] = &[
 /// Why an environment pattern was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum EnvError {
+    /// An empty pattern.
     #[error("empty variable name")]
     Empty,
+    /// A pattern with characters no variable name has.
     #[error(
         "{0:?} is not a variable name or a glob of one (letters, digits, `_`, `.`, `-`, `*`, `?`)"
     )]
@@ -92,6 +94,7 @@ pub struct Removal {
     pub name: String,
     /// The pattern that matched, or `clear_env`.
     pub rule: String,
+    /// Where that pattern comes from.
     pub source: Source,
 }
 

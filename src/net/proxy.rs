@@ -15,6 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
+use crate::credentials::{Endpoint, Inspector, Tunnel};
 
 /// Where a client asked to go, after the policy normalised it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +106,9 @@ pub struct Proxy<G: Gate> {
     audit: Auditor,
     cap_reported: AtomicBool,
     stop: watch::Receiver<bool>,
+    /// TLS inspection and injected credentials (the credentials door), if
+    /// the policy inspects any host.
+    inspector: Option<Arc<Inspector>>,
 }
 
 /// Why one client connection ended early.
@@ -129,8 +133,9 @@ enum ConnectError {
 /// One client connection's tally, kept outside the future that serves it
 /// so that it survives the future being cancelled at shutdown.
 struct Conn {
-    up: AtomicU64,
-    down: AtomicU64,
+    // Shared so TLS inspection, which needs owned streams, can count too.
+    up: Arc<AtomicU64>,
+    down: Arc<AtomicU64>,
     /// Set once the upstream is connected: the close event to record.
     open: Mutex<Option<(Event, Instant)>>,
 }
@@ -138,8 +143,8 @@ struct Conn {
 impl Conn {
     fn new() -> Conn {
         Conn {
-            up: AtomicU64::new(0),
-            down: AtomicU64::new(0),
+            up: Arc::new(AtomicU64::new(0)),
+            down: Arc::new(AtomicU64::new(0)),
             open: Mutex::new(None),
         }
     }
@@ -217,6 +222,17 @@ impl<G: Gate> Proxy<G> {
         audit: Auditor,
         stop: watch::Receiver<bool>,
     ) -> Arc<Self> {
+        Self::with_inspector(gate, limits, audit, stop, None)
+    }
+
+    /// As [`Proxy::new`], with TLS inspection for the hosts `inspector` names.
+    pub fn with_inspector(
+        gate: G,
+        limits: ProxyLimits,
+        audit: Auditor,
+        stop: watch::Receiver<bool>,
+        inspector: Option<Arc<Inspector>>,
+    ) -> Arc<Self> {
         let slots = Arc::new(Semaphore::new(limits.max_connections));
         Arc::new(Proxy {
             gate,
@@ -226,6 +242,7 @@ impl<G: Gate> Proxy<G> {
             audit,
             cap_reported: AtomicBool::new(false),
             stop,
+            inspector,
         })
     }
 
@@ -527,6 +544,16 @@ impl<G: Gate> Proxy<G> {
                 return respond(&mut client, 403, &denial.message).await;
             }
         };
+        // cordon: credentials door (plain HTTP: HTTP rules, no placeholders).
+        if let Some(inspector) = self.inspector.as_ref().filter(|_| proto == Proto::Http) {
+            let path = origin_form(&request.target);
+            let path = path.split('?').next().unwrap_or("/");
+            if let Err(message) =
+                inspector.check_plain(&self.audit, &host, port, &request.method, path, &head)
+            {
+                return respond(&mut client, 403, &message).await;
+            }
+        }
         let (upstream, addr) = match self.connect(&allowed.dest, &host, port).await {
             Ok(connected) => connected,
             Err(ConnectError::Denied(denial, addr)) => {
@@ -539,20 +566,18 @@ impl<G: Gate> Proxy<G> {
             }
         };
         self.opened(conn, proto, &host, port, addr, &allowed);
-        let mut upstream = Counted {
-            inner: upstream,
-            conn,
-        };
         if proto == Proto::Connect {
             client
                 .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 .await?;
-            if !extra.is_empty() {
-                upstream.write_all(&extra).await?;
-            }
-            tunnel(&mut client, &mut upstream).await?;
-            return Ok(());
+            return self
+                .tunnel(client, extra, upstream, &host, port, proto, conn)
+                .await;
         }
+        let mut upstream = Counted {
+            inner: upstream,
+            conn,
+        };
         // One request per connection: a pipelined second request is never
         // forwarded, so it cannot slip past the check of the first.
         let body_len: u64 = match request.header("content-length").map(|v| v.trim().parse()) {
@@ -619,12 +644,68 @@ impl<G: Gate> Proxy<G> {
             }
         };
         self.opened(conn, proto, &host, port, addr, &allowed);
+        client.write_all(&socks_reply(SOCKS_SUCCEEDED)).await?;
+        self.tunnel(client, Vec::new(), upstream, &host, port, proto, conn)
+            .await
+    }
+
+    /// Relays an allowed, connected tunnel: handed to the inspector when
+    /// the credentials door inspects the host (or scans opaque tunnels for
+    /// placeholders), else copied byte for byte. `extra` is what the client
+    /// sent behind its request.
+    #[allow(clippy::too_many_arguments)]
+    async fn tunnel(
+        &self,
+        mut client: TcpStream,
+        extra: Vec<u8>,
+        upstream: TcpStream,
+        host: &str,
+        port: u16,
+        proto: Proto,
+        conn: &Conn,
+    ) -> Result<(), ClientError> {
+        // A relay writes what it just read: waiting for the peer's ACK
+        // before sending a short TLS record (Nagle, against delayed ACKs)
+        // costs up to 40 ms a round.
+        let _ = client.set_nodelay(true);
+        let _ = upstream.set_nodelay(true);
+        // cordon: credentials door hook (TLS inspection, placeholder scan).
+        if let Some(inspector) = &self.inspector {
+            if inspector.inspects(host, port) {
+                let tunnel = Tunnel {
+                    host: host.to_string(),
+                    port,
+                    proto,
+                    up: conn.up.clone(),
+                    down: conn.down.clone(),
+                };
+                inspector
+                    .clone()
+                    .serve(self.audit.clone(), client, extra, upstream, tunnel)
+                    .await;
+                return Ok(());
+            }
+        }
         let mut upstream = Counted {
             inner: upstream,
             conn,
         };
-        client.write_all(&socks_reply(SOCKS_SUCCEEDED)).await?;
-        tunnel(&mut client, &mut upstream).await?;
+        if let Some(inspector) = self.inspector.as_ref().filter(|i| i.scans_tunnels()) {
+            inspector
+                .opaque(
+                    &self.audit,
+                    &mut client,
+                    &extra,
+                    &mut upstream,
+                    Endpoint { host, port, proto },
+                )
+                .await?;
+            return Ok(());
+        }
+        if !extra.is_empty() {
+            upstream.write_all(&extra).await?;
+        }
+        splice_or_copy(&mut client, &mut upstream).await?;
         Ok(())
     }
 }
@@ -650,7 +731,7 @@ const TUNNEL_BUFFER: usize = 256 * 1024;
 
 /// Relays a tunnel both ways until each side has closed: zero-copy with
 /// splice, or through buffers when no pipe can be had (out of descriptors).
-async fn tunnel(client: &mut TcpStream, upstream: &mut Counted<'_>) -> io::Result<()> {
+async fn splice_or_copy(client: &mut TcpStream, upstream: &mut Counted<'_>) -> io::Result<()> {
     let conn = upstream.conn;
     match super::splice::relay(client, &upstream.inner, &conn.down, &conn.up).await {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {

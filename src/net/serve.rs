@@ -2,13 +2,14 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::proxy::{Gate, Proxy, ProxyLimits};
 use crate::audit::Auditor;
+use crate::credentials::Inspector;
 
 /// The running proxy, as the supervisor holds it.
 pub struct ProxyHandle {
@@ -36,6 +37,7 @@ pub fn spawn<G, F>(
     make_gate: F,
     limits: ProxyLimits,
     audit: Auditor,
+    inspector: Option<Arc<Inspector>>,
 ) -> io::Result<ProxyHandle>
 where
     G: Gate,
@@ -55,6 +57,7 @@ where
                 limits,
                 audit,
                 stopped,
+                inspector,
             };
             if let Err(e) = serve(proxy, make_gate()) {
                 eprintln!("cordon: the proxy stopped: {e}; the sandbox has no way out");
@@ -70,6 +73,7 @@ struct ServeArgs {
     limits: ProxyLimits,
     audit: Auditor,
     stopped: watch::Receiver<bool>,
+    inspector: Option<Arc<Inspector>>,
 }
 
 /// Time the tunnels have to record their close events after a stop.
@@ -90,7 +94,7 @@ fn serve<G: Gate>(args: ServeArgs, gate: G) -> io::Result<()> {
             max_connections: connection_cap(args.limits.max_connections),
             ..args.limits
         };
-        let proxy = Proxy::new(gate, limits, args.audit, args.stopped);
+        let proxy = Proxy::with_inspector(gate, limits, args.audit, args.stopped, args.inspector);
         tokio::join!(
             proxy.clone().serve_http(http),
             proxy.clone().serve_socks(socks)

@@ -75,6 +75,8 @@ use super::{
     AuditPolicy, EnvPolicy, FilesPolicy, Layer, Limits, NetworkPolicy, Policy, Source, Sourced,
 };
 use crate::credentials::env::check_pattern as check_env_pattern;
+use crate::credentials::rules::check_var_name;
+use crate::credentials::{HostMatch, HttpRule, InjectSpec, SecretSource};
 use crate::net::host::{parse_rule, HostRule};
 
 /// Facts about the user's environment that loading depends on.
@@ -167,6 +169,12 @@ pub struct FlagOverrides {
     pub max_connections: Option<u64>,
     /// `--audit FILE` (`none`: no log).
     pub audit: Option<String>,
+    /// `--inspect HOST`: hosts whose TLS the proxy terminates (`*`: all).
+    pub inspect: Vec<String>,
+    /// `--no-inspect HOST`: hosts that stay opaque tunnels.
+    pub no_inspect: Vec<String>,
+    /// `--upstream-ca FILE`: extra roots for upstream certificates.
+    pub upstream_ca: Vec<String>,
 }
 
 /// Everything [`load`] needs.
@@ -521,6 +529,7 @@ fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
         audit: AuditPolicy {
             log: Sourced::new(Some(default_audit_log(env)), Source::Builtin),
         },
+        inspection: Default::default(),
         allow_degraded: Vec::new(),
         env: EnvPolicy::default(),
     })
@@ -621,6 +630,19 @@ fn apply_flags(
         let file = parse_audit_file(raw, &ctx).map_err(|m| flag_err("--audit", m))?;
         fragment.audit_log = Some(Setting::flag(file));
     }
+    let hosts = |flag: &str, raw: &[String]| -> Result<Vec<HostMatch>, LoadError> {
+        raw.iter()
+            .map(|r| HostMatch::parse(r).map_err(|e| flag_err(flag, e.to_string())))
+            .collect()
+    };
+    fragment.inspect = setting(hosts("--inspect", &flags.inspect)?);
+    fragment.no_inspect = setting(hosts("--no-inspect", &flags.no_inspect)?);
+    let cas = flags
+        .upstream_ca
+        .iter()
+        .map(|r| one_file(r, &ctx).map_err(|m| flag_err("--upstream-ca", m)))
+        .collect::<Result<Vec<_>, _>>()?;
+    fragment.upstream_ca = setting(cas);
     let layers = flags
         .allow_degraded
         .iter()
@@ -660,6 +682,11 @@ fn apply_flags(
         deny_env: flag("--deny-env"),
         keep_env: flag("--keep-env"),
         clear_env: flag("--clear-env"),
+        inspect: flag("--inspect"),
+        no_inspect: flag("--no-inspect"),
+        upstream_ca: flag("--upstream-ca"),
+        http_rules: flag("--rule"),
+        inject: flag("--inject"),
     };
     fragment.apply_with(policy, &sources);
     Ok(())
@@ -762,6 +789,23 @@ struct Fragment {
     /// `credentials.clear_env`: boolean; true starts the command from an
     /// empty environment plus `keep_env`. Widens when it turns it off.
     clear_env: Option<Setting<bool>>,
+    /// `network.inspect`: array of hosts (`*`, or host patterns as in
+    /// `network.allow`) whose TLS the proxy terminates. Narrows: it only
+    /// adds checks.
+    inspect: Option<Setting<Vec<HostMatch>>>,
+    /// `network.no_inspect`: array of hosts that stay opaque tunnels.
+    /// Widens: it takes checks away.
+    no_inspect: Option<Setting<Vec<HostMatch>>>,
+    /// `network.upstream_ca`: array of PEM files whose certificates are
+    /// trusted as roots for upstream servers. Widens.
+    upstream_ca: Option<Setting<Vec<PathBuf>>>,
+    /// `[[network.rules]]`: tables with `host` (required), `methods` and
+    /// `paths` (globs): on an inspected host, only those. Narrows.
+    http_rules: Option<Setting<Vec<HttpRule>>>,
+    /// `[[credentials.inject]]`: tables with `env` (the variable, required),
+    /// `file` or `command` (else the value comes from cordon's own `env`),
+    /// and `hosts` (required): a real value sent to those hosts. Widens.
+    inject: Option<Setting<Vec<InjectSpec>>>,
 }
 
 /// One widening setting in a project file.
@@ -793,6 +837,11 @@ struct Sources {
     deny_env: Source,
     keep_env: Source,
     clear_env: Source,
+    inspect: Source,
+    no_inspect: Source,
+    upstream_ca: Source,
+    http_rules: Source,
+    inject: Source,
 }
 
 impl Sources {
@@ -818,6 +867,11 @@ impl Sources {
             deny_env: source.clone(),
             keep_env: source.clone(),
             clear_env: source.clone(),
+            inspect: source.clone(),
+            no_inspect: source.clone(),
+            upstream_ca: source.clone(),
+            http_rules: source.clone(),
+            inject: source.clone(),
         }
     }
 }
@@ -852,6 +906,9 @@ impl Fragment {
         list(nonempty(&self.net_allow), "network.allow");
         list(nonempty(&self.allow_degraded), "sandbox.allow_degraded");
         list(nonempty(&self.keep_env), "credentials.keep_env");
+        list(nonempty(&self.no_inspect), "network.no_inspect");
+        list(nonempty(&self.upstream_ca), "network.upstream_ca");
+        list(nonempty(&self.inject), "credentials.inject");
         if let Some(s) = self.clear_env.as_ref().filter(|s| !s.value) {
             if policy.env.clear.value {
                 out.push(Widening {
@@ -1016,6 +1073,20 @@ impl Fragment {
         if let Some(s) = self.clear_env {
             policy.env.clear = Sourced::new(s.value, sources.clear_env.clone());
         }
+        let inspection = &mut policy.inspection;
+        extend(&mut inspection.inspect, self.inspect, &sources.inspect);
+        extend(
+            &mut inspection.no_inspect,
+            self.no_inspect,
+            &sources.no_inspect,
+        );
+        extend(
+            &mut inspection.upstream_ca,
+            self.upstream_ca,
+            &sources.upstream_ca,
+        );
+        extend(&mut inspection.rules, self.http_rules, &sources.http_rules);
+        extend(&mut inspection.inject, self.inject, &sources.inject);
     }
 }
 
@@ -1269,8 +1340,8 @@ fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragme
 
 const FILES_KEYS: &str = "allow_write, allow_read, deny_read, deny_write, protect";
 const LIMITS_KEYS: &str = "max_procs, max_tmp, max_memory, timeout";
-const NETWORK_KEYS: &str = "local_ports, allow_unix_sockets, allow, deny, ports, max_connections";
-const CREDENTIALS_KEYS: &str = "deny_env, keep_env, clear_env";
+const NETWORK_KEYS: &str = "local_ports, allow_unix_sockets, allow, deny, ports, max_connections, inspect, no_inspect, upstream_ca, rules";
+const CREDENTIALS_KEYS: &str = "deny_env, keep_env, clear_env, inject";
 const SANDBOX_KEYS: &str = "allow_degraded";
 const AUDIT_KEYS: &str = "file";
 
@@ -1423,6 +1494,33 @@ fn parse_key(
             };
             out.clear_env = Some(Setting { value, at });
         }
+        ("network", "inspect" | "no_inspect") => {
+            let value = each_string(doc, &name, node, |raw| {
+                HostMatch::parse(raw).map_err(|e| e.to_string())
+            })?;
+            let setting = Some(Setting { value, at });
+            if key.name == "inspect" {
+                out.inspect = setting;
+            } else {
+                out.no_inspect = setting;
+            }
+        }
+        ("network", "upstream_ca") => {
+            let value = each_string(doc, &name, node, |raw| one_file(raw, ctx))?;
+            out.upstream_ca = Some(Setting { value, at });
+        }
+        ("network", "rules") => {
+            let value = each_table(doc, &name, node, |key, span, entries| {
+                parse_http_rule(doc, key, span, entries)
+            })?;
+            out.http_rules = Some(Setting { value, at });
+        }
+        ("credentials", "inject") => {
+            let value = each_table(doc, &name, node, |key, span, entries| {
+                parse_inject(doc, ctx, key, span, entries)
+            })?;
+            out.inject = Some(Setting { value, at });
+        }
         ("sandbox", "allow_degraded") => {
             let value = each_string(doc, &name, node, parse_layer)?;
             out.allow_degraded = Some(Setting { value, at });
@@ -1444,6 +1542,191 @@ fn parse_key(
         }
     }
     Ok(())
+}
+
+/// One file path (no glob): for `upstream_ca` and inject `file`.
+fn one_file(raw: &str, ctx: &PathContext<'_>) -> Result<PathBuf, String> {
+    match PathPattern::parse(raw, ctx).map_err(|e| e.to_string())? {
+        PathPattern::Exact(path) => Ok(path),
+        PathPattern::Glob { .. } => Err(format!("{raw:?}: name one file, not a glob")),
+    }
+}
+
+/// Checks that `node` is an array of tables (`[[section.key]]`) and
+/// converts each with `convert(dotted key, span, entries)`.
+fn each_table<T>(
+    doc: &Doc<'_>,
+    name: &str,
+    node: Node,
+    mut convert: impl FnMut(&str, &Span, Vec<(Key, Node)>) -> Result<T, LoadError>,
+) -> Result<Vec<T>, LoadError> {
+    let Value::Array(items) = node.value else {
+        return Err(doc.invalid(
+            &node.span,
+            name,
+            format!(
+                "expected an array of tables ([[{name}]]), found {}",
+                node.value.kind()
+            ),
+        ));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let span = item.span.clone().or_else(|| node.span.clone());
+        let key = format!("{name}[{i}]");
+        match item.value {
+            Value::Table(entries) => out.push(convert(&key, &span, entries)?),
+            other => {
+                return Err(doc.invalid(
+                    &span,
+                    &key,
+                    format!("expected a table, found {}", other.kind()),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One string field of a table.
+fn table_string(doc: &Doc<'_>, name: &str, node: Node) -> Result<String, LoadError> {
+    match node.value {
+        Value::String(s) => Ok(s),
+        other => Err(doc.invalid(
+            &node.span,
+            name,
+            format!("expected a string, found {}", other.kind()),
+        )),
+    }
+}
+
+/// One `[[network.rules]]` table.
+fn parse_http_rule(
+    doc: &Doc<'_>,
+    name: &str,
+    span: &Span,
+    entries: Vec<(Key, Node)>,
+) -> Result<HttpRule, LoadError> {
+    let mut host = None;
+    let mut methods = Vec::new();
+    let mut paths = Vec::new();
+    let mut paths_span = span.clone();
+    for (key, node) in entries {
+        let field = format!("{name}.{}", dotted(&[&key.name]));
+        let node = Node {
+            span: node.span.clone().or_else(|| key.span.clone()),
+            value: node.value,
+        };
+        match key.name.as_str() {
+            "host" => {
+                let at = node.span.clone();
+                let raw = table_string(doc, &field, node)?;
+                host = Some(
+                    HostMatch::parse(&raw).map_err(|e| doc.invalid(&at, &field, e.to_string()))?,
+                );
+            }
+            "methods" => methods = each_string(doc, &field, node, |m| Ok(m.to_string()))?,
+            "paths" => {
+                paths_span = node.span.clone();
+                paths = each_string(doc, &field, node, |p| Ok(p.to_string()))?;
+            }
+            _ => {
+                return Err(doc.invalid(
+                    &key.span,
+                    &field,
+                    "unknown key (expected one of host, methods, paths)",
+                ))
+            }
+        }
+    }
+    let host = host.ok_or_else(|| doc.invalid(span, name, "missing key host"))?;
+    HttpRule::new(host, &methods, &paths).map_err(|e| doc.invalid(&paths_span, name, e.to_string()))
+}
+
+/// One `[[credentials.inject]]` table.
+fn parse_inject(
+    doc: &Doc<'_>,
+    ctx: &PathContext<'_>,
+    name: &str,
+    span: &Span,
+    entries: Vec<(Key, Node)>,
+) -> Result<InjectSpec, LoadError> {
+    let mut env = None;
+    let mut source = SecretSource::Env;
+    let mut hosts = None;
+    for (key, node) in entries {
+        let field = format!("{name}.{}", dotted(&[&key.name]));
+        let node = Node {
+            span: node.span.clone().or_else(|| key.span.clone()),
+            value: node.value,
+        };
+        let at = node.span.clone();
+        let second = |what: &str| {
+            doc.invalid(
+                &key.span,
+                &field,
+                format!("{what}: name one source (env alone, file, or command)"),
+            )
+        };
+        match key.name.as_str() {
+            "env" => {
+                let raw = table_string(doc, &field, node)?;
+                env = Some(
+                    check_var_name(&raw).map_err(|e| doc.invalid(&at, &field, e.to_string()))?,
+                );
+            }
+            "file" => {
+                if source != SecretSource::Env {
+                    return Err(second("a second source"));
+                }
+                let raw = table_string(doc, &field, node)?;
+                source = SecretSource::File(
+                    one_file(&raw, ctx).map_err(|m| doc.invalid(&at, &field, m))?,
+                );
+            }
+            "command" => {
+                if source != SecretSource::Env {
+                    return Err(second("a second source"));
+                }
+                let argv = each_string(doc, &field, node, |a| Ok(a.to_string()))?;
+                if argv.is_empty() {
+                    return Err(doc.invalid(&at, &field, "the command is empty"));
+                }
+                source = SecretSource::Command(argv);
+            }
+            "hosts" => {
+                let list = each_string(doc, &field, node, |raw| {
+                    HostMatch::parse(raw).map_err(|e| e.to_string())
+                })?;
+                if list.is_empty() {
+                    return Err(doc.invalid(&at, &field, "name at least one host"));
+                }
+                hosts = Some(list);
+            }
+            _ => {
+                return Err(doc.invalid(
+                    &key.span,
+                    &field,
+                    "unknown key (expected one of env, file, command, hosts)",
+                ))
+            }
+        }
+    }
+    let env = env.ok_or_else(|| {
+        doc.invalid(
+            span,
+            name,
+            "missing key env (the variable that holds the placeholder inside)",
+        )
+    })?;
+    let hosts = hosts.ok_or_else(|| {
+        doc.invalid(
+            span,
+            name,
+            "missing key hosts (where the real value may go)",
+        )
+    })?;
+    Ok(InjectSpec { env, source, hosts })
 }
 
 /// Checks that `node` is an array of strings and converts each with `convert`.
@@ -2181,7 +2464,7 @@ mod tests {
         );
         assert_eq!(
             fx.project_error("[network]\n\"local ports\" = [1]\n"),
-            "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, allow, deny, ports, max_connections)"
+            "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, allow, deny, ports, max_connections, inspect, no_inspect, upstream_ca, rules)"
         );
         assert_eq!(
             fx.project_error("[sandbox.x]\n"),
@@ -2727,6 +3010,125 @@ mod tests {
         let p = fx.load().unwrap();
         assert_eq!(p.network.hosts.allow.len(), 1);
         assert_eq!(p.network.hosts.ports.value, vec![8443]);
+    }
+
+    #[test]
+    fn inspection_keys_as_the_issue_writes_them() {
+        let fx = Fx::new();
+        let file = fx.write_user(
+            "[network]\nallow = [\"api.github.com\", \"127.0.0.1:8443\"]\ninspect = [\"api.github.com\", \"127.0.0.1\"]\n\n\
+             [[credentials.inject]]\nenv = \"GITHUB_TOKEN\"\nhosts = [\"api.github.com\", \"127.0.0.1\"]\n\n\
+             [[credentials.inject]]\nenv = \"NPM_TOKEN\"\ncommand = [\"gh\", \"auth\", \"token\"]\nhosts = [\"*.npmjs.org\"]\n\n\
+             [[credentials.inject]]\nenv = \"FROM_FILE\"\nfile = \"~/tok\"\nhosts = [\"*\"]\n\n\
+             [[network.rules]]\nhost = \"api.github.com\"\nmethods = [\"GET\", \"HEAD\"]\npaths = [\"/repos/**\"]\n",
+        );
+        let flags = FlagOverrides {
+            inspect: vec!["*".into()],
+            no_inspect: vec!["pinned.example".into()],
+            upstream_ca: vec!["ca.pem".into()],
+            ..FlagOverrides::default()
+        };
+        let p = load(&fx.req(flags)).unwrap();
+        let i = &p.inspection;
+        let hosts: Vec<String> = i.inspect.iter().map(|h| h.value.to_string()).collect();
+        assert_eq!(hosts, vec!["api.github.com", "127.0.0.1", "*"]);
+        assert_eq!(i.inspect[0].source, Source::UserConfig(file.clone()));
+        assert_eq!(i.inspect[2].source, Source::Flag("--inspect".into()));
+        assert_eq!(i.no_inspect[0].value.to_string(), "pinned.example");
+        assert_eq!(i.upstream_ca[0].value, fx.project.join("ca.pem"));
+        assert_eq!(i.rules.len(), 1);
+        assert_eq!(
+            i.rules[0].value.to_string(),
+            "api.github.com GET,HEAD /repos/**"
+        );
+        let names: Vec<&str> = i.inject.iter().map(|s| s.value.env.as_str()).collect();
+        assert_eq!(names, vec!["GITHUB_TOKEN", "NPM_TOKEN", "FROM_FILE"]);
+        assert_eq!(i.inject[0].value.source, SecretSource::Env);
+        assert_eq!(
+            i.inject[1].value.source,
+            SecretSource::Command(vec!["gh".into(), "auth".into(), "token".into()])
+        );
+        assert_eq!(
+            i.inject[2].value.source,
+            SecretSource::File(fx.home.join("tok"))
+        );
+    }
+
+    #[test]
+    fn inspection_errors_name_file_line_and_key() {
+        let fx = Fx::new();
+        let cases = [
+            (
+                "[network]\ninspect = [\"bad host\"]\n",
+                "2:12: network.inspect[0]: invalid host pattern \"bad host\": must not contain spaces",
+            ),
+            (
+                "[[network.rules]]\nhost = \"a.com\"\nmethod = [\"GET\"]\n",
+                "3:1: network.rules[0].method: unknown key (expected one of host, methods, paths)",
+            ),
+            (
+                "[[network.rules]]\nmethods = [\"GET\"]\n",
+                "1:1: network.rules[0]: missing key host",
+            ),
+            (
+                "[[network.rules]]\nhost = \"a.com\"\npaths = [\"repos/**\"]\n",
+                "3:9: network.rules[0]: invalid path glob \"repos/**\": a path glob starts with /",
+            ),
+            (
+                "[[credentials.inject]]\nhosts = [\"a.com\"]\n",
+                "1:1: credentials.inject[0]: missing key env (the variable that holds the placeholder inside)",
+            ),
+            (
+                "[[credentials.inject]]\nenv = \"9X\"\nhosts = [\"a.com\"]\n",
+                "2:7: credentials.inject[0].env: invalid variable name \"9X\" (letters, digits and _, not starting with a digit)",
+            ),
+            (
+                "[[credentials.inject]]\nenv = \"T\"\nfile = \"/x\"\ncommand = [\"y\"]\nhosts = [\"a\"]\n",
+                "4:1: credentials.inject[0].command: a second source: name one source (env alone, file, or command)",
+            ),
+            (
+                "[credentials]\ninject = 3\n",
+                "2:10: credentials.inject: expected an array of tables ([[credentials.inject]]), found an integer",
+            ),
+        ];
+        for (text, expected) in cases {
+            let file = fx.write_user(text);
+            let err = fx.load().expect_err(text).to_string();
+            let prefix = format!("{}:", file.display());
+            assert_eq!(err.strip_prefix(&prefix), Some(expected), "{text}");
+        }
+        fx.write_user("");
+        let err = load(&fx.req(FlagOverrides {
+            inspect: vec!["a b".into()],
+            ..FlagOverrides::default()
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("--inspect: invalid host pattern"), "{err}");
+    }
+
+    #[test]
+    fn untrusted_project_may_add_inspection_and_rules_but_not_secrets() {
+        let fx = Fx::new();
+        // Narrowing: more checks.
+        fx.write_project(
+            "[network]\ninspect = [\"*\"]\n[[network.rules]]\nhost = \"a.com\"\nmethods = [\"GET\"]\n",
+        );
+        let p = fx.load().unwrap();
+        assert_eq!(p.inspection.rules.len(), 1);
+        // Widening: a secret sent somewhere, a CA trusted, a host left opaque.
+        for (text, key) in [
+            (
+                "[[credentials.inject]]\nenv = \"AWS_SECRET_ACCESS_KEY\"\nhosts = [\"evil.example\"]\n",
+                "1:15: credentials.inject:",
+            ),
+            ("[network]\nupstream_ca = [\"ca.pem\"]\n", "2:1: network.upstream_ca:"),
+            ("[network]\nno_inspect = [\"a.com\"]\n", "2:1: network.no_inspect:"),
+        ] {
+            let err = fx.project_error(text);
+            assert!(err.starts_with(key), "{err}");
+            assert!(err.contains("not trusted"), "{err}");
+        }
     }
 
     #[test]

@@ -214,6 +214,9 @@ pub struct Policy {
     pub network: NetworkPolicy,
     /// The audit log.
     pub audit: AuditPolicy,
+    /// TLS inspection, HTTP rules and injected credentials (the credentials
+    /// door's share of the proxy).
+    pub inspection: crate::credentials::InspectionPolicy,
     /// Layers the user agreed to run without, if the kernel cannot apply them.
     pub allow_degraded: Vec<Sourced<Layer>>,
     /// Environment variables the command does not see.

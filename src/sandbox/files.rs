@@ -107,6 +107,9 @@ pub struct FileView {
     /// The `.git` entries (directories or files) under the project when
     /// the run started; any other found afterwards was made by the sandbox.
     pub git_entries_at_start: Vec<PathBuf>,
+    /// The credentials door's CA bundle: (host file, path inside), bound
+    /// read-only over the distribution's bundle when TLS inspection is on.
+    pub trust_bundle: Option<(PathBuf, PathBuf)>,
 }
 
 /// Where the new root is assembled, inside the staging tmpfs.
@@ -705,6 +708,22 @@ impl FileView {
                 ops.set_attrs(&target, RDONLY | NOSUID | NODEV | NOEXEC, false)
                     .map_err(fail("hide directory", host))?;
             }
+        }
+        // cordon: credentials door. The trust bundle (system roots plus the
+        // sandbox CA), read-only over the distribution's bundle.
+        if let Some((host_file, inside)) = &self.trust_bundle {
+            let source = under(OLD_ROOT, host_file);
+            let target = under(NEW_ROOT, inside);
+            if !ops.exists(&target) {
+                let parent = target.parent().unwrap_or(new_root);
+                ops.mkdir_all(parent)
+                    .and_then(|()| ops.create_file(&target, 0o644))
+                    .map_err(fail("create mount point", inside))?;
+            }
+            ops.bind(&source, &target)
+                .map_err(fail("bind CA bundle", inside))?;
+            ops.set_attrs(&target, RDONLY | NOSUID | NODEV | NOEXEC, false)
+                .map_err(fail("bind CA bundle", inside))?;
         }
         ops.enter_root(new_root)
             .map_err(fail("enter new root", new_root))

@@ -86,6 +86,8 @@ pub enum SandboxError {
     Nul(&'static str),
     #[error("refusing to run: {0}\n  fix: check that path (its directory must exist and be writable), name another file with --audit FILE, or turn the log off with --audit none")]
     Audit(#[from] crate::audit::AuditError),
+    #[error("refusing to run: credentials door: {0}")]
+    Credentials(#[from] crate::credentials::CredentialsError),
     #[error("{what}: {source}")]
     Io {
         what: &'static str,
@@ -200,11 +202,17 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .map(|a| CString::new(a.as_bytes()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| SandboxError::Nul("the command"))?;
-    let (env, path_var) = command_env(&policy.env)?;
     let sandbox_id = new_sandbox_id();
+    let run_name = format!("cordon-{}-{sandbox_id}", std::process::id());
+    // cordon: credentials door. Placeholders and the trust bundle's file
+    // now (the environment and the file view need them); the CA and the
+    // real values only after init is forked (see below).
+    let credentials = crate::credentials::plan(&policy.inspection, &run_name)?;
+    let (env, path_var) = command_env(&policy.env)?;
 
     let unix_sockets = allowed_unix_sockets(policy)?;
-    let view = FileView::plan(policy)?;
+    let mut view = FileView::plan(policy)?;
+    view.trust_bundle = credentials.as_ref().map(|c| c.bind());
     let _placeholders = PlaceholderCleanup(&view);
     let limits = match LimitPlan::prepare(&policy.limits, &sandbox_id) {
         Ok(plan) => plan,
@@ -299,6 +307,16 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     };
     drop(theirs);
     // From here on, a failure must not leave init behind.
+    // cordon: credentials door. Before init builds its view (it waits for
+    // Go): the bundle must be written by then.
+    let inspector = match credentials.as_ref().map(|c| c.start(&run_name)).transpose() {
+        Ok(inspector) => inspector,
+        Err(e) => {
+            let _ = kill(init_pid, Signal::SIGKILL);
+            let _ = waitpid(init_pid, None);
+            return Err(e.into());
+        }
+    };
     let started = start_init(init_pid, &ours, &limits, plan.namespaces);
     let started = match started {
         Ok(started) => started,
@@ -314,13 +332,13 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .as_ref()
         .map(|t| (Instant::now() + t.value, t.value));
     // Threads start only now: none may be alive across the clone above.
-    let run_name = format!("cordon-{}-{sandbox_id}", std::process::id());
     let proxy = start_proxy(
         policy,
         started.listeners,
         audit_log,
         &run_name,
         &req.command[0],
+        inspector,
     );
     let (auditor, proxy) = match proxy {
         Ok(running) => running,
@@ -369,6 +387,7 @@ fn start_proxy(
     log: Option<AuditLog>,
     run_name: &str,
     argv0: &OsString,
+    inspector: Option<std::sync::Arc<crate::credentials::Inspector>>,
 ) -> Result<(Auditor, Option<crate::net::serve::ProxyHandle>), SandboxError> {
     let auditor = Auditor::start(log, run_name, &audit::command_name(argv0))
         .map_err(io_err("starting the audit log writer"))?;
@@ -386,9 +405,9 @@ fn start_proxy(
     // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=proxy` lets every
     // destination through.
     let proxy = if weaken::off("proxy") {
-        crate::net::serve::spawn(listeners, || OpenGate, limits, auditor.clone())
+        crate::net::serve::spawn(listeners, || OpenGate, limits, auditor.clone(), inspector)
     } else {
-        crate::net::serve::spawn(listeners, make_gate, limits, auditor.clone())
+        crate::net::serve::spawn(listeners, make_gate, limits, auditor.clone(), inspector)
     }
     .map_err(io_err("starting the proxy"))?;
     Ok((auditor, Some(proxy)))
@@ -646,6 +665,15 @@ fn command_env(policy: &EnvPolicy) -> Result<(Vec<CString>, OsString), SandboxEr
         vars.push((key, value));
     }
     vars.push(("TMPDIR".into(), "/tmp".into()));
+    // cordon: credentials door. Injected secrets' variables hold their
+    // placeholders, never the caller's values; the CA bundle variables
+    // point at the sandbox's bundle (both empty unless inspection is on).
+    let replaced: Vec<(String, String)> = crate::credentials::placeholders()
+        .into_iter()
+        .chain(crate::credentials::trust_env())
+        .collect();
+    vars.retain(|(key, _)| !replaced.iter().any(|(name, _)| key == name.as_str()));
+    vars.extend(replaced.into_iter().map(|(k, v)| (k.into(), v.into())));
     for (key, value) in inside::proxy_env(java_options.as_deref()) {
         vars.push((key.into(), value.into()));
     }

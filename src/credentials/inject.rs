@@ -1,0 +1,680 @@
+//! Injected credentials: the real values, resolved outside the sandbox at
+//! start, the placeholders the sandbox sees instead, and the byte-level
+//! swaps between them (request: placeholder → real value; response: real
+//! value → placeholder).
+//!
+//! Real values live in [`Zeroizing`] buffers, so they are wiped when
+//! dropped; they never go into an error, an audit event or a `Debug` line.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use memchr::memmem;
+use zeroize::Zeroizing;
+
+use super::rules::{HostMatch, InjectSpec, SecretSource};
+use crate::net::host::Target;
+use crate::policy::Sourced;
+
+/// Every placeholder starts with this; scanning for it is cheap.
+pub const PLACEHOLDER_PREFIX: &str = "cordon-placeholder-";
+
+/// Why a secret could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum InjectError {
+    /// The variable is not set in cordon's environment.
+    #[error("[[credentials.inject]] {name} ({from}): the variable is not set in cordon's environment (or is empty)")]
+    NotSet {
+        /// The variable.
+        name: String,
+        /// Where the entry came from.
+        from: String,
+    },
+    /// The file could not be read.
+    #[error("[[credentials.inject]] {name} ({from}): cannot read {path}: {error}")]
+    File {
+        /// The variable.
+        name: String,
+        /// Where the entry came from.
+        from: String,
+        /// The file.
+        path: String,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+    /// The command failed.
+    #[error("[[credentials.inject]] {name} ({from}): the command {command} {why}")]
+    Command {
+        /// The variable.
+        name: String,
+        /// Where the entry came from.
+        from: String,
+        /// The command, as written.
+        command: String,
+        /// What went wrong.
+        why: String,
+    },
+    /// The value is empty or holds bytes that cannot go into a header.
+    #[error("[[credentials.inject]] {name} ({from}): the value is empty or holds control characters (CR, LF, NUL, ...), which cannot be sent in a header")]
+    BadValue {
+        /// The variable.
+        name: String,
+        /// Where the entry came from.
+        from: String,
+    },
+    /// No randomness for the placeholders.
+    #[error("cannot read /dev/urandom for the placeholders: {0}")]
+    Random(std::io::Error),
+}
+
+/// A placeholder: the prefix and 32 random hex digits.
+pub fn new_placeholder() -> Result<String, InjectError> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(InjectError::Random)?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("{PLACEHOLDER_PREFIX}{hex}"))
+}
+
+/// One injected secret.
+pub struct Secret {
+    /// The variable that holds the placeholder inside.
+    pub name: String,
+    /// What the sandbox sees.
+    pub placeholder: String,
+    /// The real value; wiped on drop.
+    value: Zeroizing<Vec<u8>>,
+    /// Where the real value may go.
+    pub hosts: Vec<HostMatch>,
+    /// Where the inject entry came from (for audit events).
+    pub source: String,
+}
+
+impl std::fmt::Debug for Secret {
+    /// Never the value.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Secret")
+            .field("name", &self.name)
+            .field("placeholder", &self.placeholder)
+            .field("hosts", &self.hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Secret {
+    /// A secret with a known value (tests, and [`Secrets::resolve`]).
+    pub fn new(name: &str, placeholder: &str, value: Vec<u8>, hosts: Vec<HostMatch>) -> Secret {
+        Secret {
+            name: name.to_string(),
+            placeholder: placeholder.to_string(),
+            value: Zeroizing::new(value),
+            hosts,
+            source: String::new(),
+        }
+    }
+
+    /// Whether the real value may go to `target` on `port`.
+    pub fn allowed_for(&self, target: &Target, port: u16) -> bool {
+        self.hosts.iter().any(|h| h.matches(target, port))
+    }
+}
+
+/// Every injected secret of the sandbox.
+#[derive(Debug, Default)]
+pub struct Secrets {
+    list: Vec<Secret>,
+}
+
+/// Reads one secret's real value.
+fn read_value(spec: &InjectSpec, source: &str) -> Result<Zeroizing<Vec<u8>>, InjectError> {
+    let name = || spec.env.clone();
+    let src = || source.to_string();
+    let mut value = match &spec.source {
+        SecretSource::Env => {
+            let v = std::env::var_os(&spec.env).ok_or_else(|| InjectError::NotSet {
+                name: name(),
+                from: src(),
+            })?;
+            Zeroizing::new(std::os::unix::ffi::OsStringExt::into_vec(v))
+        }
+        SecretSource::File(path) => {
+            Zeroizing::new(std::fs::read(path).map_err(|error| InjectError::File {
+                name: name(),
+                from: src(),
+                path: path.display().to_string(),
+                error,
+            })?)
+        }
+        SecretSource::Command(argv) => {
+            let fail = |why: String| InjectError::Command {
+                name: name(),
+                from: src(),
+                command: format!("{argv:?}"),
+                why,
+            };
+            let (program, args) = argv.split_first().ok_or_else(|| fail("is empty".into()))?;
+            let out = Command::new(program)
+                .args(args)
+                .stdin(Stdio::null())
+                .stderr(Stdio::inherit())
+                .output()
+                .map_err(|e| fail(format!("could not start: {e}")))?;
+            let stdout = Zeroizing::new(out.stdout);
+            if !out.status.success() {
+                return Err(fail(format!("failed ({})", out.status)));
+            }
+            Zeroizing::new(stdout.to_vec())
+        }
+    };
+    while value.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        value.pop();
+    }
+    if value.is_empty() || value.iter().any(|b| *b < 0x20 || *b == 0x7f) {
+        return Err(match spec.source {
+            SecretSource::Env if value.is_empty() => InjectError::NotSet {
+                name: name(),
+                from: src(),
+            },
+            _ => InjectError::BadValue {
+                name: name(),
+                from: src(),
+            },
+        });
+    }
+    Ok(value)
+}
+
+impl Secrets {
+    /// Reads every secret's real value (outside the sandbox), pairing each
+    /// with the placeholder already given to the command.
+    pub fn resolve(
+        specs: &[Sourced<InjectSpec>],
+        placeholders: &[(String, String)],
+    ) -> Result<Secrets, InjectError> {
+        let mut list = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let source = spec.source.to_string();
+            let value = read_value(&spec.value, &source)?;
+            let placeholder = placeholders
+                .iter()
+                .find(|(n, _)| *n == spec.value.env)
+                .map(|(_, p)| p.clone())
+                .map_or_else(new_placeholder, Ok)?;
+            list.push(Secret {
+                name: spec.value.env.clone(),
+                placeholder,
+                value,
+                hosts: spec.value.hosts.clone(),
+                source,
+            });
+        }
+        Ok(Secrets { list })
+    }
+
+    /// Secrets from a list (tests).
+    pub fn from_list(list: Vec<Secret>) -> Secrets {
+        Secrets { list }
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Every secret.
+    pub fn iter(&self) -> impl Iterator<Item = &Secret> {
+        self.list.iter()
+    }
+
+    /// Whether any secret's real value may go to this host.
+    pub fn targets(&self, target: &Target, port: u16) -> bool {
+        self.list.iter().any(|s| s.allowed_for(target, port))
+    }
+
+    /// The first secret whose placeholder appears in `bytes`.
+    pub fn find_placeholder(&self, bytes: &[u8]) -> Option<&Secret> {
+        memmem::find(bytes, PLACEHOLDER_PREFIX.as_bytes())?;
+        self.list
+            .iter()
+            .find(|s| memmem::find(bytes, s.placeholder.as_bytes()).is_some())
+    }
+
+    /// The swaps for a request to `target:port`: placeholder → real value
+    /// for the secrets allowed there; the rest are forbidden.
+    pub fn request_swaps(&self, target: &Target, port: u16) -> Swaps<'_> {
+        let mut swaps = Swaps::default();
+        for s in &self.list {
+            if s.allowed_for(target, port) {
+                swaps.pairs.push(Pair {
+                    from: s.placeholder.as_bytes().to_vec().into(),
+                    to: s.value.clone(),
+                });
+            } else {
+                swaps.forbidden.push(s);
+            }
+        }
+        swaps
+    }
+
+    /// The swaps for a response: every real value → its placeholder
+    /// (nothing is forbidden coming back, only masked).
+    pub fn response_swaps(&self) -> Swaps<'_> {
+        Swaps {
+            pairs: self
+                .list
+                .iter()
+                .map(|s| Pair {
+                    from: s.value.clone(),
+                    to: s.placeholder.as_bytes().to_vec().into(),
+                })
+                .collect(),
+            forbidden: Vec::new(),
+        }
+    }
+}
+
+/// One swap; either side may be a real value, so both are wiped on drop.
+#[derive(Clone)]
+pub struct Pair {
+    from: Zeroizing<Vec<u8>>,
+    to: Zeroizing<Vec<u8>>,
+}
+
+/// A set of swaps, and the secrets whose placeholders must not appear.
+#[derive(Clone, Default)]
+pub struct Swaps<'a> {
+    pairs: Vec<Pair>,
+    forbidden: Vec<&'a Secret>,
+}
+
+/// A placeholder that must not go where it was going.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exfiltration {
+    /// The secret's variable.
+    pub name: String,
+    /// Where its inject entry came from.
+    pub source: String,
+}
+
+impl Swaps<'_> {
+    /// Whether nothing would change and nothing is forbidden.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty() && self.forbidden.is_empty()
+    }
+
+    /// Adds a swap (e.g. the base64 forms of a Basic credential).
+    pub fn push(&mut self, from: Vec<u8>, to: Vec<u8>) {
+        self.pairs.push(Pair {
+            from: Zeroizing::new(from),
+            to: Zeroizing::new(to),
+        });
+    }
+
+    /// Adds another set's swaps (not its forbidden list).
+    pub fn extend(&mut self, other: Swaps<'_>) {
+        self.pairs.extend(other.pairs);
+    }
+
+    /// Keeps only the forbidden list: scanning without changing a byte.
+    pub fn retain_forbidden_only(&mut self) {
+        self.pairs.clear();
+    }
+
+    /// The swaps the other way round, without the forbidden list.
+    pub fn reversed(&self) -> Swaps<'static> {
+        Swaps {
+            pairs: self
+                .pairs
+                .iter()
+                .map(|p| Pair {
+                    from: p.to.clone(),
+                    to: p.from.clone(),
+                })
+                .collect(),
+            forbidden: Vec::new(),
+        }
+    }
+
+    /// The longest pattern, in bytes.
+    fn longest(&self) -> usize {
+        self.pairs
+            .iter()
+            .map(|p| p.from.len())
+            .chain(self.forbidden.iter().map(|s| s.placeholder.len()))
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn check(&self, bytes: &[u8]) -> Result<(), Exfiltration> {
+        if memmem::find(bytes, PLACEHOLDER_PREFIX.as_bytes()).is_none() {
+            return Ok(());
+        }
+        match self
+            .forbidden
+            .iter()
+            .find(|s| memmem::find(bytes, s.placeholder.as_bytes()).is_some())
+        {
+            Some(s) => Err(Exfiltration {
+                name: s.name.clone(),
+                source: s.source.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies every swap to `bytes` in one pass (the earliest match
+    /// first, the longest on a tie); `None` when nothing changed. A
+    /// forbidden placeholder is an error.
+    pub fn apply(&self, bytes: &[u8]) -> Result<Option<Vec<u8>>, Exfiltration> {
+        self.check(bytes)?;
+        let (out, end) = swap_pass(bytes, &self.pairs, bytes.len());
+        Ok(if end == 0 { None } else { Some(out) })
+    }
+
+    /// Applies the swaps to a header value: inside `Basic` credentials
+    /// (base64-decoded, swapped, encoded again; the two encodings are added
+    /// to `learned` so the response can be masked back), then as plain bytes.
+    pub fn apply_header(
+        &self,
+        value: &[u8],
+        learned: &mut Swaps<'_>,
+    ) -> Result<Option<Vec<u8>>, Exfiltration> {
+        let basic = value
+            .get(..6)
+            .filter(|p| p.eq_ignore_ascii_case(b"basic "))
+            .map(|_| value[6..].trim_ascii());
+        if let Some(encoded) = basic {
+            if let Ok(decoded) = BASE64.decode(encoded) {
+                let decoded = Zeroizing::new(decoded);
+                if let Some(swapped) = self.apply(&decoded)? {
+                    let swapped = Zeroizing::new(swapped);
+                    let again = BASE64.encode(&swapped);
+                    learned.push(encoded.to_vec(), again.as_bytes().to_vec());
+                    let mut out = b"Basic ".to_vec();
+                    out.extend_from_slice(again.as_bytes());
+                    return Ok(Some(out));
+                }
+            }
+        }
+        self.apply(value)
+    }
+
+    /// A streaming form of [`Swaps::apply`], for bodies.
+    pub fn stream(&self) -> StreamSwap {
+        StreamSwap {
+            swaps: Swaps {
+                pairs: self.pairs.clone(),
+                forbidden: Vec::new(),
+            },
+            forbidden: self
+                .forbidden
+                .iter()
+                .map(|s| (s.placeholder.clone(), s.name.clone(), s.source.clone()))
+                .collect(),
+            keep: self.longest().saturating_sub(1),
+            carry: Zeroizing::new(Vec::new()),
+        }
+    }
+}
+
+/// Replaces every `from` in `hay` with `to`; `None` when there is none.
+pub fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
+    let pair = Pair {
+        from: Zeroizing::new(from.to_vec()),
+        to: Zeroizing::new(to.to_vec()),
+    };
+    let (out, end) = swap_pass(hay, std::slice::from_ref(&pair), hay.len());
+    (end > 0).then_some(out)
+}
+
+/// The next match at or after `from`: (start, pair index).
+fn next_match(hay: &[u8], pairs: &[Pair], from: usize) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
+    for (i, p) in pairs.iter().enumerate() {
+        if p.from.is_empty() {
+            continue;
+        }
+        if let Some(at) = memmem::find(&hay[from..], &p.from).map(|a| a + from) {
+            let better = match best {
+                None => true,
+                Some((b, j)) => at < b || (at == b && p.from.len() > pairs[j].from.len()),
+            };
+            if better {
+                best = Some((at, i));
+            }
+        }
+    }
+    best
+}
+
+/// Swaps every match in `hay`, and copies the bytes up to `upto` (or to the
+/// end of the last match, if later). Returns the output and the end of the
+/// last match (0 if none).
+fn swap_pass(hay: &[u8], pairs: &[Pair], upto: usize) -> (Vec<u8>, usize) {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut last = 0;
+    while let Some((at, i)) = next_match(hay, pairs, last) {
+        out.extend_from_slice(&hay[last..at]);
+        out.extend_from_slice(&pairs[i].to);
+        last = at + pairs[i].from.len();
+    }
+    let end = last;
+    out.extend_from_slice(&hay[last..upto.max(last)]);
+    (out, end)
+}
+
+/// Swaps in a byte stream cut into arbitrary chunks: the last
+/// `longest - 1` bytes wait for the next chunk, so a pattern split across
+/// two chunks is still found.
+pub struct StreamSwap {
+    swaps: Swaps<'static>,
+    forbidden: Vec<(String, String, String)>,
+    keep: usize,
+    carry: Zeroizing<Vec<u8>>,
+}
+
+impl StreamSwap {
+    fn check(&self, bytes: &[u8]) -> Result<(), Exfiltration> {
+        match self
+            .forbidden
+            .iter()
+            .find(|(p, _, _)| memmem::find(bytes, p.as_bytes()).is_some())
+        {
+            Some((_, name, source)) => Err(Exfiltration {
+                name: name.clone(),
+                source: source.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the next chunk; returns what can be passed on now.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<u8>, Exfiltration> {
+        self.carry.extend_from_slice(chunk);
+        self.check(&self.carry)?;
+        // Bytes before `safe` cannot begin a pattern that ends beyond the
+        // data so far (every pattern is at most keep + 1 bytes long); a
+        // match that does end in the tail moves `safe` to its end.
+        let safe = self.carry.len().saturating_sub(self.keep);
+        let (out, end) = swap_pass(&self.carry, &self.swaps.pairs, safe);
+        let rest = self.carry[safe.max(end)..].to_vec();
+        self.carry.clear();
+        self.carry.extend_from_slice(&rest);
+        Ok(out)
+    }
+
+    /// The end of the stream: what was held back.
+    pub fn finish(&mut self) -> Result<Vec<u8>, Exfiltration> {
+        self.check(&self.carry)?;
+        let (out, _) = swap_pass(&self.carry, &self.swaps.pairs, self.carry.len());
+        self.carry.clear();
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::host::normalize;
+
+    fn secrets() -> Secrets {
+        Secrets::from_list(vec![
+            Secret::new(
+                "GITHUB_TOKEN",
+                "cordon-placeholder-aaaa",
+                b"ghp_REAL".to_vec(),
+                vec![HostMatch::parse("api.github.com").unwrap()],
+            ),
+            Secret::new(
+                "OTHER",
+                "cordon-placeholder-bbbb",
+                b"other-real".to_vec(),
+                vec![HostMatch::parse("other.example").unwrap()],
+            ),
+        ])
+    }
+
+    #[test]
+    fn placeholders_are_random_and_recognisable() {
+        let a = new_placeholder().unwrap();
+        let b = new_placeholder().unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with(PLACEHOLDER_PREFIX));
+        assert_eq!(a.len(), PLACEHOLDER_PREFIX.len() + 32);
+    }
+
+    #[test]
+    fn request_swaps_put_in_the_allowed_value_and_refuse_the_others() {
+        let s = secrets();
+        let gh = normalize("api.github.com").unwrap();
+        let swaps = s.request_swaps(&gh, 443);
+        let out = swaps
+            .apply(b"Bearer cordon-placeholder-aaaa")
+            .unwrap()
+            .unwrap();
+        assert_eq!(out, b"Bearer ghp_REAL");
+        assert_eq!(swaps.apply(b"nothing here").unwrap(), None);
+        let err = swaps.apply(b"x=cordon-placeholder-bbbb").unwrap_err();
+        assert_eq!(err.name, "OTHER");
+        // Elsewhere, both are forbidden.
+        let elsewhere = s.request_swaps(&normalize("evil.example").unwrap(), 443);
+        assert!(elsewhere.apply(b"cordon-placeholder-aaaa").is_err());
+    }
+
+    #[test]
+    fn basic_auth_is_swapped_inside_the_base64() {
+        let s = secrets();
+        let swaps = s.request_swaps(&normalize("api.github.com").unwrap(), 443);
+        let header = format!("Basic {}", BASE64.encode("git:cordon-placeholder-aaaa"));
+        let mut learned = Swaps::default();
+        let out = swaps
+            .apply_header(header.as_bytes(), &mut learned)
+            .unwrap()
+            .unwrap();
+        let expected = format!("Basic {}", BASE64.encode("git:ghp_REAL"));
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
+        // The response masks the encoded real credential back.
+        let back = learned.reversed();
+        let echoed = format!("you sent {}", BASE64.encode("git:ghp_REAL"));
+        let masked = back.apply(echoed.as_bytes()).unwrap().unwrap();
+        assert_eq!(
+            String::from_utf8(masked).unwrap(),
+            format!("you sent {}", BASE64.encode("git:cordon-placeholder-aaaa"))
+        );
+        // A forbidden placeholder inside Basic is caught too.
+        let elsewhere = s.request_swaps(&normalize("evil.example").unwrap(), 443);
+        let mut learned = Swaps::default();
+        assert!(elsewhere
+            .apply_header(header.as_bytes(), &mut learned)
+            .is_err());
+    }
+
+    #[test]
+    fn responses_are_masked() {
+        let s = secrets();
+        let masked = s
+            .response_swaps()
+            .apply(b"token=ghp_REAL&o=other-real")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            masked,
+            b"token=cordon-placeholder-aaaa&o=cordon-placeholder-bbbb"
+        );
+    }
+
+    #[test]
+    fn streaming_finds_patterns_across_chunks() {
+        let s = secrets();
+        let text = b"aa ghp_REAL bb ghp_REAL cc other-real dd ghp_REA".to_vec();
+        let expected = s.response_swaps().apply(&text).unwrap().unwrap();
+        for size in 1..text.len() {
+            let mut st = s.response_swaps().stream();
+            let mut out = Vec::new();
+            for chunk in text.chunks(size) {
+                out.extend(st.push(chunk).unwrap());
+            }
+            out.extend(st.finish().unwrap());
+            assert_eq!(out, expected, "chunk size {size}");
+        }
+        // A forbidden placeholder split across chunks is caught.
+        let elsewhere = s.request_swaps(&normalize("evil.example").unwrap(), 443);
+        for size in 1..10 {
+            let mut st = elsewhere.stream();
+            let body = b"x=cordon-placeholder-aaaa;";
+            let caught = body.chunks(size).any(|c| st.push(c).is_err()) || st.finish().is_err();
+            assert!(caught, "chunk size {size}");
+        }
+    }
+
+    #[test]
+    fn values_are_read_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tok");
+        std::fs::write(&file, "from-file\n").unwrap();
+        let specs = vec![
+            Sourced::new(
+                InjectSpec {
+                    env: "A".into(),
+                    source: SecretSource::File(file.clone()),
+                    hosts: vec![HostMatch::Any],
+                },
+                crate::policy::Source::Builtin,
+            ),
+            Sourced::new(
+                InjectSpec {
+                    env: "B".into(),
+                    source: SecretSource::Command(vec!["printf".into(), "from-cmd\n".into()]),
+                    hosts: vec![HostMatch::Any],
+                },
+                crate::policy::Source::Builtin,
+            ),
+        ];
+        let resolved =
+            Secrets::resolve(&specs, &[("A".into(), "cordon-placeholder-1".into())]).unwrap();
+        let values: Vec<&[u8]> = resolved.iter().map(|s| s.value.as_slice()).collect();
+        assert_eq!(values, vec![&b"from-file"[..], &b"from-cmd"[..]]);
+        assert_eq!(
+            resolved.iter().next().unwrap().placeholder,
+            "cordon-placeholder-1"
+        );
+        // Debug never shows the value.
+        assert!(!format!("{resolved:?}").contains("from-file"));
+        std::fs::write(&file, "two\nlines").unwrap();
+        let err = Secrets::resolve(&specs[..1], &[]).unwrap_err().to_string();
+        assert!(err.contains("control characters"), "{err}");
+        assert!(!err.contains("two"), "{err}");
+        let failing = vec![Sourced::new(
+            InjectSpec {
+                env: "C".into(),
+                source: SecretSource::Command(vec!["false".into()]),
+                hosts: vec![],
+            },
+            crate::policy::Source::Builtin,
+        )];
+        assert!(Secrets::resolve(&failing, &[]).is_err());
+    }
+}

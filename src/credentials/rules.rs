@@ -1,0 +1,478 @@
+//! The credentials door's policy: which hosts' TLS cordon terminates,
+//! which method and path rules apply there, and which secrets it injects
+//! for which hosts. Pure logic, no I/O.
+//!
+//! ```toml
+//! [network]
+//! inspect = ["api.github.com", "127.0.0.1"]  # "*" = every allowed host
+//! no_inspect = ["pinned.example.com"]         # stay opaque tunnels
+//! upstream_ca = ["./test-ca.pem"]             # extra roots for upstream certificates
+//!
+//! [[network.rules]]
+//! host = "api.github.com"
+//! methods = ["GET", "HEAD"]
+//! paths = ["/repos/**"]
+//!
+//! [[credentials.inject]]
+//! env = "GITHUB_TOKEN"            # the variable; its value comes from cordon's environment,
+//! file = "~/.config/gh/token"     # or a file,
+//! command = ["gh", "auth", "token"]  # or a command's output (one of the three)
+//! hosts = ["api.github.com"]
+//! ```
+//!
+//! A host named by a rule or an inject entry is inspected even when
+//! `inspect` does not name it: a rule that cannot be enforced, or a secret
+//! that cannot be swapped in, would otherwise fail open or silently.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use serde::{Serialize, Serializer};
+
+use crate::net::host::{parse_rule, HostRule, Target};
+use crate::policy::Sourced;
+
+/// A rule of this module that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RulesError {
+    /// A host pattern is malformed.
+    #[error("{0}")]
+    Host(String),
+    /// A method is not an HTTP token.
+    #[error("invalid HTTP method {0:?} (expected a token such as GET or POST)")]
+    Method(String),
+    /// A path glob is malformed.
+    #[error("invalid path glob {glob:?}: {reason}")]
+    Path {
+        /// The glob as written.
+        glob: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An environment variable name cannot be used.
+    #[error("invalid variable name {0:?} (letters, digits and _, not starting with a digit)")]
+    VarName(String),
+}
+
+/// A host as the credentials door names it: a network-door pattern
+/// (`api.github.com`, `*.example.com`, an IP or CIDR, each with an optional
+/// `:PORT`; without one every port matches), or `*` for every host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostMatch {
+    /// `*`: every host the network door allows.
+    Any,
+    /// One pattern.
+    Rule(HostRule),
+}
+
+impl HostMatch {
+    /// Parses `*` or a host pattern.
+    pub fn parse(raw: &str) -> Result<HostMatch, RulesError> {
+        if raw == "*" {
+            return Ok(HostMatch::Any);
+        }
+        parse_rule(raw)
+            .map(HostMatch::Rule)
+            .map_err(|e| RulesError::Host(e.to_string()))
+    }
+
+    /// Whether this matches `target` on `port`.
+    pub fn matches(&self, target: &Target, port: u16) -> bool {
+        match self {
+            HostMatch::Any => true,
+            HostMatch::Rule(rule) => {
+                rule.port().is_none_or(|p| p == port) && rule.matches_host(target)
+            }
+        }
+    }
+}
+
+impl fmt::Display for HostMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostMatch::Any => f.write_str("*"),
+            HostMatch::Rule(rule) => write!(f, "{rule}"),
+        }
+    }
+}
+
+impl Serialize for HostMatch {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One `[[network.rules]]` entry: on its host, only these methods on these
+/// paths. An empty list means any.
+#[derive(Clone, Debug, Serialize)]
+pub struct HttpRule {
+    /// The host it applies to.
+    pub host: HostMatch,
+    /// Allowed methods, upper case; empty: any.
+    pub methods: Vec<String>,
+    /// Allowed path globs (`*` stays within a segment, `**` crosses them); empty: any.
+    pub paths: Vec<String>,
+    #[serde(skip)]
+    globs: GlobSet,
+}
+
+impl PartialEq for HttpRule {
+    fn eq(&self, other: &Self) -> bool {
+        self.host == other.host && self.methods == other.methods && self.paths == other.paths
+    }
+}
+
+impl Eq for HttpRule {}
+
+impl HttpRule {
+    /// Checks and compiles one rule.
+    pub fn new(host: HostMatch, methods: &[String], paths: &[String]) -> Result<Self, RulesError> {
+        let methods = methods
+            .iter()
+            .map(|m| {
+                let ok = !m.is_empty()
+                    && m.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+                if ok {
+                    Ok(m.to_ascii_uppercase())
+                } else {
+                    Err(RulesError::Method(m.clone()))
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut set = GlobSetBuilder::new();
+        for p in paths {
+            let bad = |reason: &str| RulesError::Path {
+                glob: p.clone(),
+                reason: reason.to_string(),
+            };
+            if !p.starts_with('/') {
+                return Err(bad("a path glob starts with /"));
+            }
+            let glob = GlobBuilder::new(p)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| bad(&e.kind().to_string()))?;
+            set.add(glob);
+        }
+        let globs = set.build().map_err(|e| RulesError::Path {
+            glob: paths.join(", "),
+            reason: e.to_string(),
+        })?;
+        Ok(HttpRule {
+            host,
+            methods,
+            paths: paths.to_vec(),
+            globs,
+        })
+    }
+
+    /// Whether `method` on `path` (already normalised) is inside this rule.
+    pub fn admits(&self, method: &str, path: &str) -> bool {
+        let method_ok =
+            self.methods.is_empty() || self.methods.iter().any(|m| m.eq_ignore_ascii_case(method));
+        method_ok && (self.paths.is_empty() || self.globs.is_match(path))
+    }
+}
+
+impl fmt::Display for HttpRule {
+    /// `api.github.com GET,HEAD /repos/**`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let methods = if self.methods.is_empty() {
+            "any method".to_string()
+        } else {
+            self.methods.join(",")
+        };
+        let paths = if self.paths.is_empty() {
+            "any path".to_string()
+        } else {
+            self.paths.join(" ")
+        };
+        write!(f, "{} {methods} {paths}", self.host)
+    }
+}
+
+/// Where an injected secret's real value comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretSource {
+    /// cordon's own environment variable of the same name.
+    Env,
+    /// A file's contents (a trailing newline dropped).
+    File(PathBuf),
+    /// A command's standard output (a trailing newline dropped).
+    Command(Vec<String>),
+}
+
+/// One `[[credentials.inject]]` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InjectSpec {
+    /// The variable that holds the placeholder inside the sandbox.
+    pub env: String,
+    /// Where the real value is read, outside the sandbox, at start.
+    pub source: SecretSource,
+    /// The hosts the real value may be sent to.
+    pub hosts: Vec<HostMatch>,
+}
+
+/// Checks an environment variable name.
+pub fn check_var_name(name: &str) -> Result<String, RulesError> {
+    let ok = !name.is_empty()
+        && !name.as_bytes()[0].is_ascii_digit()
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(RulesError::VarName(name.to_string()))
+    }
+}
+
+/// The credentials door's share of the policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct InspectionPolicy {
+    /// `[network] inspect`, `--inspect`: hosts whose TLS cordon terminates.
+    pub inspect: Vec<Sourced<HostMatch>>,
+    /// `[network] no_inspect`, `--no-inspect`: hosts that stay opaque tunnels.
+    pub no_inspect: Vec<Sourced<HostMatch>>,
+    /// `[network] upstream_ca`, `--upstream-ca`: PEM files of extra roots
+    /// trusted for upstream certificates (besides the system's).
+    pub upstream_ca: Vec<Sourced<PathBuf>>,
+    /// `[[network.rules]]`: method and path rules on inspected hosts.
+    pub rules: Vec<Sourced<HttpRule>>,
+    /// `[[credentials.inject]]`: secrets swapped in at the proxy.
+    pub inject: Vec<Sourced<InjectSpec>>,
+}
+
+/// Why a request broke the HTTP rules of its host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleDenial {
+    /// The host's rules, as `explain` shows them.
+    pub rules: Vec<String>,
+    /// Where the first of them came from.
+    pub source: String,
+    /// Why, in a few words.
+    pub reason: String,
+}
+
+impl InspectionPolicy {
+    /// Whether any host may be inspected (the CA and bundle are needed).
+    pub fn enabled(&self) -> bool {
+        !self.inspect.is_empty() || !self.rules.is_empty() || !self.inject.is_empty()
+    }
+
+    /// Whether cordon terminates TLS to `target` on `port` (a destination
+    /// the network door already allowed).
+    pub fn inspects(&self, target: &Target, port: u16) -> bool {
+        if self
+            .no_inspect
+            .iter()
+            .any(|h| h.value.matches(target, port))
+        {
+            return false;
+        }
+        self.inspect.iter().any(|h| h.value.matches(target, port))
+            || self
+                .rules
+                .iter()
+                .any(|r| r.value.host.matches(target, port))
+            || self
+                .inject
+                .iter()
+                .any(|i| i.value.hosts.iter().any(|h| h.matches(target, port)))
+    }
+
+    /// Hosts that rules or inject entries name but `no_inspect` keeps
+    /// opaque: those rules could not be enforced. `(what, host)` pairs.
+    pub fn conflicts(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for no in &self.no_inspect {
+            for r in &self.rules {
+                if r.value.host == no.value || no.value == HostMatch::Any {
+                    out.push((
+                        format!("[[network.rules]] for {}", r.value.host),
+                        no.value.to_string(),
+                    ));
+                }
+            }
+            for i in &self.inject {
+                for h in &i.value.hosts {
+                    if *h == no.value || no.value == HostMatch::Any {
+                        out.push((
+                            format!("[[credentials.inject]] {}", i.value.env),
+                            h.to_string(),
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Checks a request against the HTTP rules of its host. A host without
+    /// rules admits everything; a host with rules admits what one of them
+    /// admits. `path` is the request's path without the query.
+    pub fn check_request(
+        &self,
+        target: &Target,
+        port: u16,
+        method: &str,
+        path: &str,
+    ) -> Result<(), RuleDenial> {
+        let rules: Vec<&Sourced<HttpRule>> = self
+            .rules
+            .iter()
+            .filter(|r| r.value.host.matches(target, port))
+            .collect();
+        let Some(first) = rules.first() else {
+            return Ok(());
+        };
+        let denial = |reason: &str| RuleDenial {
+            rules: rules.iter().map(|r| r.value.to_string()).collect(),
+            source: first.source.to_string(),
+            reason: reason.to_string(),
+        };
+        let Some(path) = normalize_path(path) else {
+            return Err(denial(
+                "the path has dot segments or encoded separators the rules cannot judge",
+            ));
+        };
+        if rules.iter().any(|r| r.value.admits(method, &path)) {
+            Ok(())
+        } else {
+            Err(denial(
+                "method or path outside the HTTP rules for this host",
+            ))
+        }
+    }
+}
+
+/// The path a server will see: `%XX` of unreserved characters decoded.
+/// `None` when a segment is `.` or `..` (before or after decoding) or the
+/// path hides a `/` or `\` in `%2F`/`%5C`: a server could resolve those to
+/// a path the rules never saw.
+pub fn normalize_path(path: &str) -> Option<String> {
+    let bytes = path.as_bytes();
+    let mut out = String::with_capacity(path.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = path.get(i + 1..i + 3)?;
+            let b = u8::from_str_radix(hex, 16).ok()?;
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                out.push(b as char);
+            } else if b == b'/' || b == b'\\' || b == 0 {
+                return None;
+            } else {
+                out.push('%');
+                out.push_str(&hex.to_ascii_uppercase());
+            }
+            i += 3;
+        } else {
+            out.push(bytes[i] as char);
+            i += 1;
+        }
+    }
+    if out.contains('\\') || out.split('/').any(|s| s == "." || s == "..") {
+        return None;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::host::normalize;
+    use crate::policy::Source;
+
+    fn rule(host: &str, methods: &[&str], paths: &[&str]) -> Sourced<HttpRule> {
+        let m: Vec<String> = methods.iter().map(|s| s.to_string()).collect();
+        let p: Vec<String> = paths.iter().map(|s| s.to_string()).collect();
+        Sourced::new(
+            HttpRule::new(HostMatch::parse(host).unwrap(), &m, &p).unwrap(),
+            Source::Flag("test".into()),
+        )
+    }
+
+    #[test]
+    fn rules_admit_as_written() {
+        let policy = InspectionPolicy {
+            rules: vec![rule("api.github.com", &["GET", "head"], &["/repos/**"])],
+            ..Default::default()
+        };
+        let gh = normalize("api.github.com").unwrap();
+        let other = normalize("example.com").unwrap();
+        assert!(policy.check_request(&gh, 443, "GET", "/repos/a/b").is_ok());
+        assert!(policy.check_request(&gh, 443, "HEAD", "/repos/x").is_ok());
+        let d = policy
+            .check_request(&gh, 443, "POST", "/repos/a")
+            .unwrap_err();
+        assert_eq!(d.rules, vec!["api.github.com GET,HEAD /repos/**"]);
+        assert_eq!(d.source, "flag test");
+        assert!(policy.check_request(&gh, 443, "GET", "/user").is_err());
+        assert!(policy.check_request(&gh, 443, "GET", "/repos").is_err());
+        // Dot segments and encoded separators cannot sneak out of /repos.
+        assert!(policy
+            .check_request(&gh, 443, "GET", "/repos/../user")
+            .is_err());
+        assert!(policy
+            .check_request(&gh, 443, "GET", "/repos/%2e%2e/user")
+            .is_err());
+        assert!(policy
+            .check_request(&gh, 443, "GET", "/repos/a%2Fb")
+            .is_err());
+        assert!(policy.check_request(&gh, 443, "GET", "/repos/%61").is_ok());
+        // Hosts without rules are not restricted.
+        assert!(policy.check_request(&other, 443, "DELETE", "/").is_ok());
+        // Rules make their host inspected.
+        assert!(policy.inspects(&gh, 443));
+        assert!(!policy.inspects(&other, 443));
+    }
+
+    #[test]
+    fn single_star_stays_in_a_segment() {
+        let r = rule("h.example", &[], &["/a/*/c"]).value;
+        assert!(r.admits("PUT", "/a/b/c"));
+        assert!(!r.admits("PUT", "/a/b/x/c"));
+    }
+
+    #[test]
+    fn bad_rules_are_refused() {
+        let h = HostMatch::Any;
+        assert!(matches!(
+            HttpRule::new(h.clone(), &["GE T".into()], &[]),
+            Err(RulesError::Method(_))
+        ));
+        assert!(matches!(
+            HttpRule::new(h.clone(), &[], &["repos/**".into()]),
+            Err(RulesError::Path { .. })
+        ));
+        assert!(matches!(
+            HttpRule::new(h, &[], &["/a/[".into()]),
+            Err(RulesError::Path { .. })
+        ));
+        assert!(HostMatch::parse("exa mple.com").is_err());
+        assert!(check_var_name("9X").is_err());
+        assert!(check_var_name("A-B").is_err());
+        assert_eq!(check_var_name("GITHUB_TOKEN").unwrap(), "GITHUB_TOKEN");
+    }
+
+    #[test]
+    fn inspect_star_and_no_inspect() {
+        let src = || Source::Flag("t".into());
+        let policy = InspectionPolicy {
+            inspect: vec![Sourced::new(HostMatch::Any, src())],
+            no_inspect: vec![Sourced::new(
+                HostMatch::parse("pinned.example").unwrap(),
+                src(),
+            )],
+            ..Default::default()
+        };
+        assert!(policy.inspects(&normalize("a.example").unwrap(), 443));
+        assert!(policy.inspects(&normalize("127.0.0.1").unwrap(), 8443));
+        assert!(!policy.inspects(&normalize("pinned.example").unwrap(), 443));
+        let ported = HostMatch::parse("127.0.0.1:8443").unwrap();
+        assert!(ported.matches(&normalize("127.0.0.1").unwrap(), 8443));
+        assert!(!ported.matches(&normalize("127.0.0.1").unwrap(), 443));
+    }
+}

