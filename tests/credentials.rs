@@ -913,55 +913,6 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
     });
 }
 
-/// A benchmark, not a check: per-request latency and throughput of an
-/// inspected HTTPS host against an opaque tunnel to the same kind of
-/// upstream, in one sandbox run (run with
-/// `cargo test --release --test credentials -- --ignored --nocapture bench`).
-#[test]
-#[ignore]
-fn bench_inspected_against_opaque() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let inspected = Upstream::start(&ca);
-    let opaque = Upstream::start(&ca);
-    let fx = Fixture::new(modes()[0]);
-    let ca_file = fx.outside.join("upstream-ca.pem");
-    write(&ca_file, &ca.pem(), fx.mode);
-    // The opaque client loads a bundle as large as the inspected one (the
-    // system roots plus one CA): OpenSSL's parse of it is most of a
-    // handshake's cost.
-    let system = std::fs::read_to_string("/etc/ssl/certs/ca-certificates.crt").unwrap_or_default();
-    let fair = fx.outside.join("system-plus-upstream-ca.pem");
-    write(&fair, &format!("{system}\n{}", ca.pem()), fx.mode);
-    let n = 200;
-    let timed = |port: u16, cacert: &str| {
-        format!(
-            "for i in 1 2 3; do curl -s -o /dev/null -w 'connect %{{time_connect}} tls %{{time_appconnect}} first-byte %{{time_starttransfer}} total %{{time_total}}\\n' --noproxy '' -x http://127.0.0.1:3128 {cacert} https://127.0.0.1:{port}/bytes/100; curl --http1.1 -s -o /dev/null -w 'h1: connect %{{time_connect}} tls %{{time_appconnect}} first-byte %{{time_starttransfer}} total %{{time_total}}\\n' --noproxy '' -x http://127.0.0.1:3128 {cacert} https://127.0.0.1:{port}/bytes/100; done\n\
-             for i in $(seq {n}); do curl -s -o /dev/null -w '%{{time_total}}\\n' --noproxy '' -x http://127.0.0.1:3128 {cacert} https://127.0.0.1:{port}/bytes/100; done | sort -n | awk '{{a[NR]=$1}} END {{print \"median\", a[int(NR/2)+1]*1000, \"ms p90\", a[int(NR*0.9)]*1000, \"ms\"}}'\n\
-             curl -s -o /dev/null -w 'throughput %{{speed_download}} B/s\\n' --noproxy '' -x http://127.0.0.1:3128 {cacert} https://127.0.0.1:{port}/bytes/268435456\n"
-        )
-    };
-    let script = format!(
-        "echo '== inspected'\n{}echo '== opaque'\n{}",
-        timed(inspected.port, ""),
-        timed(opaque.port, &format!("--cacert {}", fair.display())),
-    );
-    let out = fx
-        .sandbox()
-        .arg("--audit")
-        .arg("none")
-        .arg("--allow-domain")
-        .arg("127.0.0.1")
-        .arg("--ports")
-        .arg(format!("{},{}", inspected.port, opaque.port))
-        .arg("--inspect")
-        .arg(format!("127.0.0.1:{}", inspected.port))
-        .arg("--upstream-ca")
-        .arg(&ca_file)
-        .timeout(std::time::Duration::from_secs(600))
-        .sh(&script);
-    eprintln!("{}{}", out.stdout, out.stderr);
-}
-
 #[test]
 fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
     let ca = TestCa::new("cordon test upstream CA");
