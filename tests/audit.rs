@@ -643,10 +643,18 @@ fn seccomp_refusals_are_logged() {
                 ],
             );
         }
+        // In the order the command met them: each is recorded before the
+        // call returns.
         assert!(
             out.stderr
                 .contains("blocked 2 process operations (unshare, keyctl)"),
             "{mode:?}: {out:#?}"
         );
+        let order: Vec<&str> = events
+            .iter()
+            .filter(|e| e["door"] == "process")
+            .filter_map(|e| e["subject"].as_str())
+            .collect();
+        assert_eq!(order, ["unshare", "keyctl"], "{mode:?}");
     });
 }

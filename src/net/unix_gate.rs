@@ -159,9 +159,10 @@ impl UnixGate {
                 continue;
             };
             if call.call == Gated::Other {
-                // The command filter's deny list: refused, then recorded.
-                seccomp::answer(&self.listener, call.id, Err(libc::EPERM));
+                // The command filter's deny list: recorded, then refused, so
+                // the log keeps the order in which the caller met refusals.
                 (self.report)(Refusal::Syscall(seccomp::syscall_name(call.nr)));
+                seccomp::answer(&self.listener, call.id, Err(libc::EPERM));
                 continue;
             }
             let result = self.serve(&call);
