@@ -660,8 +660,9 @@ pub fn rfc3339(secs: u64, millis: u32) -> String {
 }
 
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian
-/// calendar (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+/// calendar (Howard Hinnant's `civil_from_days`). Shared with the sandbox
+/// CA's certificate validity dates.
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -686,6 +687,14 @@ mod tests {
         e.source = Some("flag --deny-domain".into());
         e.proto = Some(Proto::Connect);
         e
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(20_513), (2026, 3, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
     }
 
     #[test]

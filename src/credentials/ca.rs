@@ -72,30 +72,19 @@ pub fn system_bundle() -> Option<PathBuf> {
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
 }
 
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian
-/// calendar (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i32, u8, u8) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u8;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
-    let year = (yoe + era * 400 + i64::from(month <= 2)) as i32;
-    (year, month, day)
-}
-
 /// Validity from yesterday (clock skew) to `days` from now.
 fn validity(params: &mut CertificateParams, days: i64) {
     let today = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64 / 86_400);
-    let (y, m, d) = civil_from_days(today - 1);
-    params.not_before = rcgen::date_time_ymd(y, m, d);
-    let (y, m, d) = civil_from_days(today + days);
-    params.not_after = rcgen::date_time_ymd(y, m, d);
+    // The audit log's calendar arithmetic, so both agree on dates; a
+    // closure because rcgen does not re-export the time type it returns.
+    let ymd = |days: i64| {
+        let (y, m, d) = crate::audit::civil_from_days(days);
+        rcgen::date_time_ymd(y as i32, m as u8, d as u8)
+    };
+    params.not_before = ymd(today - 1);
+    params.not_after = ymd(today + days);
 }
 
 /// A per-sandbox CA and its cache of leaf certificates.
@@ -225,14 +214,6 @@ pub fn bundle_text(system: Option<&Path>, ca_pem: &str) -> Result<String, CaErro
 mod tests {
     use super::*;
     use rustls::pki_types::ServerName;
-
-    #[test]
-    fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_513), (2026, 3, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-    }
 
     /// Verifies `leaf` for `name` against the CA, as a TLS client would.
     fn verify(ca: &SandboxCa, leaf: &CertifiedKey, name: &str) -> Result<(), rustls::Error> {
