@@ -16,7 +16,7 @@
 use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -39,6 +39,7 @@ use super::inject::{Exfiltration, Secrets, Swaps, PLACEHOLDER_PREFIX};
 use super::rules::InspectionPolicy;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
 use crate::net::host::{normalize, Target};
+use crate::net::Counted;
 
 /// Bodies up to this size are swapped whole (and their length fixed);
 /// longer request bodies are only scanned, longer response bodies are
@@ -118,35 +119,13 @@ impl ResolvesServerCert for Fixed {
 }
 
 /// A stream that first yields bytes already read (what the client sent
-/// right behind its CONNECT), and counts what passes.
-struct Io<S> {
+/// right behind its CONNECT).
+struct Prefixed<S> {
     prefix: Vec<u8>,
     inner: S,
-    read: Option<Arc<AtomicU64>>,
-    written: Option<Arc<AtomicU64>>,
 }
 
-impl<S> Io<S> {
-    fn new(inner: S, prefix: Vec<u8>) -> Self {
-        Io {
-            prefix,
-            inner,
-            read: None,
-            written: None,
-        }
-    }
-
-    fn counted(inner: S, read: Arc<AtomicU64>, written: Arc<AtomicU64>) -> Self {
-        Io {
-            prefix: Vec::new(),
-            inner,
-            read: Some(read),
-            written: Some(written),
-        }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Io<S> {
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -159,27 +138,17 @@ impl<S: AsyncRead + Unpin> AsyncRead for Io<S> {
             this.prefix.drain(..n);
             return Poll::Ready(Ok(()));
         }
-        let before = buf.filled().len();
-        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let (Poll::Ready(Ok(())), Some(count)) = (&r, &this.read) {
-            count.fetch_add((buf.filled().len() - before) as u64, Ordering::Relaxed);
-        }
-        r
+        Pin::new(&mut this.inner).poll_read(cx, buf)
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Io<S> {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let (Poll::Ready(Ok(n)), Some(count)) = (&r, &this.written) {
-            count.fetch_add(*n as u64, Ordering::Relaxed);
-        }
-        r
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_flush(cx)
@@ -679,7 +648,10 @@ impl Inspector {
         }
         let acceptor = tokio_rustls::LazyConfigAcceptor::new(
             rustls::server::Acceptor::default(),
-            Io::new(client, prefix),
+            Prefixed {
+                prefix,
+                inner: client,
+            },
         );
         let Ok(Ok(start)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor).await else {
             return;
@@ -715,7 +687,8 @@ impl Inspector {
             Target::Name(n) => ServerName::try_from(n.clone()).ok(),
             Target::Ip(ip) => Some(ServerName::IpAddress((*ip).into())),
         };
-        let upstream = Io::counted(upstream, tunnel.down.clone(), tunnel.up.clone());
+        // Read from the upstream is down, written to it is up.
+        let upstream = Counted::new(upstream, tunnel.down.clone(), tunnel.up.clone());
         let connected = match name {
             Some(name) => tokio_rustls::TlsConnector::from(Arc::new(config))
                 .connect(name, upstream)

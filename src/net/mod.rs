@@ -4,6 +4,7 @@
 //! sandbox; [`inside`] is what the sandbox sees (ports, environment);
 //! [`unix_gate`] keeps the host's UNIX sockets out of reach.
 
+mod counted;
 pub mod gate;
 pub mod host;
 pub mod inside;
@@ -12,6 +13,7 @@ pub mod serve;
 mod splice;
 pub mod unix_gate;
 
+pub(crate) use counted::Counted;
 pub use host::{
     normalize, parse_rule, AddressClass, Cidr, DenyReason, HostError, HostPattern, HostPolicy,
     HostRule, Target, Verdict, HOST_INTERNAL,

@@ -4,16 +4,15 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
+use super::Counted;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
 use crate::credentials::{Endpoint, Inspector, Tunnel};
 
@@ -147,51 +146,6 @@ impl Conn {
             down: Arc::new(AtomicU64::new(0)),
             open: Mutex::new(None),
         }
-    }
-}
-
-/// An upstream stream that counts the bytes written to it (up) and read
-/// from it (down).
-struct Counted<'a> {
-    inner: TcpStream,
-    conn: &'a Conn,
-}
-
-impl AsyncRead for Counted<'_> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = r {
-            let n = (buf.filled().len() - before) as u64;
-            this.conn.down.fetch_add(n, Ordering::Relaxed);
-        }
-        r
-    }
-}
-
-impl AsyncWrite for Counted<'_> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = r {
-            this.conn.up.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        r
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
 
@@ -574,10 +528,8 @@ impl<G: Gate> Proxy<G> {
                 .tunnel(client, extra, upstream, &host, port, proto, conn)
                 .await;
         }
-        let mut upstream = Counted {
-            inner: upstream,
-            conn,
-        };
+        // Read from the upstream is down, written to it is up.
+        let mut upstream = Counted::new(upstream, conn.down.clone(), conn.up.clone());
         // One request per connection: a pipelined second request is never
         // forwarded, so it cannot slip past the check of the first.
         let body_len: u64 = match request.header("content-length").map(|v| v.trim().parse()) {
@@ -686,10 +638,8 @@ impl<G: Gate> Proxy<G> {
                 return Ok(());
             }
         }
-        let mut upstream = Counted {
-            inner: upstream,
-            conn,
-        };
+        // Read from the upstream is down, written to it is up.
+        let mut upstream = Counted::new(upstream, conn.down.clone(), conn.up.clone());
         if let Some(inspector) = self.inspector.as_ref().filter(|i| i.scans_tunnels()) {
             inspector
                 .opaque(
@@ -731,9 +681,12 @@ const TUNNEL_BUFFER: usize = 256 * 1024;
 
 /// Relays a tunnel both ways until each side has closed: zero-copy with
 /// splice, or through buffers when no pipe can be had (out of descriptors).
-async fn splice_or_copy(client: &mut TcpStream, upstream: &mut Counted<'_>) -> io::Result<()> {
-    let conn = upstream.conn;
-    match super::splice::relay(client, &upstream.inner, &conn.down, &conn.up).await {
+async fn splice_or_copy(
+    client: &mut TcpStream,
+    upstream: &mut Counted<TcpStream>,
+) -> io::Result<()> {
+    // To the client is what was read from the upstream, and the reverse.
+    match super::splice::relay(client, &upstream.inner, &upstream.read, &upstream.written).await {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
             relay(client, upstream).await.map(drop)
         }
