@@ -600,38 +600,43 @@ fn wait_for_init(
 fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
     match channel.recv() {
         Ok((Message::SocketRefused { path }, _)) => {
-            let mut event = audit::Event::new(
+            let mut event = builtin_denial(
                 audit::Door::Network,
-                audit::Kind::Decision,
-                audit::Verdict::Deny,
                 path,
+                "host UNIX sockets are unreachable",
+                "not a socket bound inside the sandbox; allow one with --allow-unix-socket PATH",
             );
             event.proto = Some(audit::Proto::Unix);
-            event.rule = Some("host UNIX sockets are unreachable".into());
-            event.source = Some(Source::Builtin.to_string());
-            event.reason = Some(
-                "not a socket bound inside the sandbox; allow one with --allow-unix-socket PATH"
-                    .into(),
-            );
             auditor.record(event);
             true
         }
         Ok((Message::SyscallRefused { syscall }, _)) => {
-            let mut event = audit::Event::new(
+            auditor.record(builtin_denial(
                 audit::Door::Process,
-                audit::Kind::Decision,
-                audit::Verdict::Deny,
                 syscall,
-            );
-            event.rule = Some("seccomp: system calls no sandboxed program needs".into());
-            event.source = Some(Source::Builtin.to_string());
-            event.reason = Some("refused with EPERM (`cordon explain` lists them)".into());
-            auditor.record(event);
+                "seccomp: system calls no sandboxed program needs",
+                "refused with EPERM (`cordon explain` lists them)",
+            ));
             true
         }
         Ok(_) => true,
         Err(_) => false,
     }
+}
+
+/// A denial init reported, by one of cordon's built-in rules: the events
+/// of the reports differ only in door, subject, rule and reason.
+fn builtin_denial(
+    door: audit::Door,
+    subject: impl Into<String>,
+    rule: &str,
+    reason: &str,
+) -> audit::Event {
+    let mut event = audit::Event::new(door, audit::Kind::Decision, audit::Verdict::Deny, subject);
+    event.rule = Some(rule.into());
+    event.source = Some(Source::Builtin.to_string());
+    event.reason = Some(reason.into());
+    event
 }
 
 /// The command's environment: the caller's without its secrets (see
