@@ -12,26 +12,10 @@ use std::time::Duration;
 
 use common::*;
 
+/// The modules the attack snippets use beyond `os` and `errno`.
+const MODULES: &[&str] = &["ctypes", "socket", "fcntl"];
+
 const GIT: &str = "git -c user.name=x -c user.email=x@y -c commit.gpgsign=false";
-
-fn line<'a>(out: &'a Output, label: &str) -> &'a str {
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
-        .unwrap_or("<missing>")
-}
-
-/// A python script that tries each (label, statement) and prints
-/// `label: OK` or `label: ERR <errno>`.
-fn py_tries(prelude: &str, cases: &[(&str, String)]) -> String {
-    let mut s = format!("import os, errno, ctypes, socket, fcntl\n{prelude}\n");
-    for (label, stmt) in cases {
-        s.push_str(&format!(
-            "try:\n    {stmt}\n    print('{label}: OK')\nexcept OSError as e:\n    print('{label}: ERR', errno.errorcode.get(e.errno, e.errno))\n"
-        ));
-    }
-    s
-}
 
 /// Runs `git status` on the host as the mode's uid in `dir`, the way the
 /// user would after the agent is done (success not required).
@@ -177,6 +161,7 @@ fn host_pathname_unix_socket_is_unreachable() {
             }
         });
         let script = py_tries(
+            MODULES,
             "",
             &[(
                 "connect",
@@ -370,7 +355,7 @@ fn protected_paths_resist_link_rename_and_fd_tricks() {
                 "open('pkg/.git/config', 'a').write('x')".into(),
             ),
         ];
-        let mut script = py_tries("", &cases);
+        let mut script = py_tries(MODULES, "", &cases);
         script.push_str(&format!(
             "import subprocess\nr = subprocess.run('{GIT} config --file .git/config core.hooksPath /tmp', shell=True, capture_output=True)\nprint('git-config-file:', 'OK' if r.returncode == 0 else 'ERR')\n"
         ));
@@ -466,7 +451,7 @@ fn process_escapes_are_refused() {
             ("kill-init", "os.kill(1, 9); import time; time.sleep(0.2); os.kill(1, 0); raise OSError(errno.EPERM, 'init survived')".into()),
             ("sandbox-ok", "open('/tmp/ok', 'w').write('x')".into()),
         ];
-        let out = fx.sandbox().py(&py_tries(prelude, &cases));
+        let out = fx.sandbox().py(&py_tries(MODULES, prelude, &cases));
         assert_eq!(line(&out, "sandbox-ok"), "OK", "{mode:?}: {out:#?}");
         for (l, _) in &cases {
             if *l == "sandbox-ok" {
@@ -554,6 +539,7 @@ fn dev_shm_is_size_capped() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let script = py_tries(
+            MODULES,
             "",
             &[(
                 "fill",
@@ -590,7 +576,7 @@ fn denied_files_unreadable_through_proc_and_links() {
                 ),
             ),
         ];
-        let mut script = py_tries("", &cases);
+        let mut script = py_tries(MODULES, "", &cases);
         script.push_str("print('mountinfo-bytes:', len(open('/proc/self/mountinfo').read()))\n");
         let out = fx.sandbox().py(&script);
         let canary = fx.canary(".ssh/id_rsa");
@@ -656,6 +642,7 @@ fn no_tcp_path_to_host_loopback() {
         let port = l.local_addr().unwrap().port();
         l.set_nonblocking(true).unwrap();
         let script = py_tries(
+            MODULES,
             "",
             &[
                 (

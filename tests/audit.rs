@@ -106,13 +106,6 @@ def socks_get(host, port):
     return recv_all(s)
 "#;
 
-fn line<'a>(out: &'a Output, label: &str) -> &'a str {
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
-        .unwrap_or("<missing>")
-}
-
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()

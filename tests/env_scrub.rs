@@ -28,13 +28,6 @@ fn proc_scan(needle: &str) -> String {
     )
 }
 
-fn line<'a>(out: &'a Output, label: &str) -> &'a str {
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
-        .unwrap_or("<missing>")
-}
-
 #[test]
 fn secret_variables_never_reach_the_command_or_any_process_inside() {
     each_mode(|mode| {

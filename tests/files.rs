@@ -8,23 +8,7 @@ use std::path::Path;
 use common::*;
 
 fn errno_of(out: &Output, label: &str) -> String {
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
-        .unwrap_or("<missing>")
-        .to_string()
-}
-
-/// A python script that tries each (label, statement) and prints
-/// `label: OK` or `label: ERR <errno>`.
-fn py_tries(cases: &[(&str, String)]) -> String {
-    let mut s = String::from("import os, errno\n");
-    for (label, stmt) in cases {
-        s.push_str(&format!(
-            "try:\n    {stmt}\n    print('{label}: OK')\nexcept OSError as e:\n    print('{label}: ERR', errno.errorcode.get(e.errno, e.errno))\n"
-        ));
-    }
-    s
+    line(out, label).to_string()
 }
 
 #[test]
@@ -59,7 +43,7 @@ fn writes_outside_the_project_fail_and_inside_succeed() {
         for (l, d) in labels.iter().zip(&sys_dirs) {
             cases.push((l, format!("os.mkdir({d:?})")));
         }
-        let out = fx.sandbox().py(&py_tries(&cases));
+        let out = fx.sandbox().py(&py_tries(&[], "", &cases));
         // Clean up anything an open door let through, before asserting.
         for d in &sys_dirs {
             let _ = std::fs::remove_dir(d);

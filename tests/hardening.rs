@@ -5,13 +5,6 @@ mod common;
 
 use common::*;
 
-fn line<'a>(out: &'a Output, label: &str) -> &'a str {
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
-        .unwrap_or("<missing>")
-}
-
 /// Picks a /sys file that exists and that the host's root could open for
 /// writing (the positive control is done on the host).
 fn sys_file() -> &'static str {

@@ -6,13 +6,6 @@ use std::time::Duration;
 
 use common::*;
 
-fn line<'a>(out: &'a Output, label: &str) -> &'a str {
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
-        .unwrap_or("<missing>")
-}
-
 /// Forks 100 sleeping children, counts successes and the errno of
 /// failures, then kills and reaps them.
 const FORK_PY: &str = r#"

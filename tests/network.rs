@@ -23,13 +23,6 @@ use std::time::Duration;
 
 use common::*;
 
-fn line<'a>(out: &'a Output, label: &str) -> &'a str {
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
-        .unwrap_or("<missing>")
-}
-
 fn interfaces(proc_net_dev: &str) -> Vec<String> {
     proc_net_dev
         .lines()

@@ -14,24 +14,8 @@ use std::time::Duration;
 
 use common::*;
 
-fn line<'a>(out: &'a Output, label: &str) -> &'a str {
-    out.stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
-        .unwrap_or("<missing>")
-}
-
-/// A python script that tries each (label, statement) and prints
-/// `label: OK` or `label: ERR <errno>`.
-fn tries(prelude: &str, cases: &[(&str, String)]) -> String {
-    let mut s = format!("import os, errno, ctypes, socket, array, threading\n{prelude}\n");
-    for (label, stmt) in cases {
-        s.push_str(&format!(
-            "try:\n    {stmt}\n    print('{label}: OK')\nexcept OSError as e:\n    print('{label}: ERR', errno.errorcode.get(e.errno, e.errno))\n"
-        ));
-    }
-    s
-}
+/// The modules the snippets use beyond `os` and `errno`.
+const MODULES: &[&str] = &["ctypes", "socket", "array", "threading"];
 
 /// ctypes helpers: raw connect(AF_UNSPEC) and sendmmsg, which python's
 /// socket module does not offer.
@@ -164,7 +148,8 @@ fn host_datagram_socket_is_unreachable_every_way() {
         assert_eq!(drain(&host), vec!["control"]);
 
         let p = path.to_str().unwrap();
-        let script = tries(
+        let script = py_tries(
+            MODULES,
             CTYPES,
             &[
                 (
@@ -222,7 +207,8 @@ fn host_socket_inside_the_project_is_unreachable_even_by_symlink() {
         let outside = HostListener::bind(&fx.outside.join("daemon.sock"));
         std::os::unix::fs::symlink(fx.outside.join("daemon.sock"), fx.project.join("link.sock"))
             .unwrap();
-        let script = tries(
+        let script = py_tries(
+            MODULES,
             "",
             &[
                 (
@@ -279,7 +265,8 @@ fn host_abstract_socket_is_unreachable() {
         let control = listener.accept();
         assert!(control.is_ok(), "control: {control:?}");
         let host = HostListener::serve(listener);
-        let script = tries(
+        let script = py_tries(
+            MODULES,
             "",
             &[(
                 "abstract",
@@ -302,7 +289,8 @@ fn host_abstract_socket_is_unreachable() {
 fn sockets_the_sandbox_makes_keep_working() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let script = tries(
+        let script = py_tries(
+            MODULES,
             CTYPES,
             &[
                 (
@@ -463,7 +451,8 @@ fn allow_unix_socket_opens_exactly_that_socket() {
         let other_path = runtime.join("other.sock");
         let allowed = HostListener::bind(&allowed_path);
         let other = HostListener::bind(&other_path);
-        let script = tries(
+        let script = py_tries(
+            MODULES,
             "",
             &[
                 (

@@ -684,3 +684,26 @@ pub fn open_lines(out: &Output) -> Vec<&str> {
         .filter(|l| l.ends_with(": OPEN"))
         .collect()
 }
+
+/// What follows `label: ` on the first stdout line that starts with it, or
+/// `<missing>` (so an assertion shows the line never came).
+pub fn line<'a>(out: &'a Output, label: &str) -> &'a str {
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{label}: ")))
+        .unwrap_or("<missing>")
+}
+
+/// A python script that imports `os`, `errno` and `modules`, runs
+/// `prelude`, then tries each (label, statement) and prints `label: OK` or
+/// `label: ERR <errno>`.
+pub fn py_tries(modules: &[&str], prelude: &str, cases: &[(&str, String)]) -> String {
+    let modules: Vec<&str> = ["os", "errno"].iter().chain(modules).copied().collect();
+    let mut s = format!("import {}\n{prelude}\n", modules.join(", "));
+    for (label, stmt) in cases {
+        s.push_str(&format!(
+            "try:\n    {stmt}\n    print('{label}: OK')\nexcept OSError as e:\n    print('{label}: ERR', errno.errorcode.get(e.errno, e.errno))\n"
+        ));
+    }
+    s
+}
