@@ -6,7 +6,7 @@
 mod common;
 
 use std::convert::Infallible;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -382,6 +382,23 @@ fn write(path: &Path, text: &str, mode: Mode) {
     chown(path, mode);
 }
 
+/// `ca`'s certificate in a file the sandbox's cordon can read, for
+/// `--upstream-ca`.
+fn upstream_ca(fx: &Fixture, ca: &TestCa) -> PathBuf {
+    let path = fx.outside.join("upstream-ca.pem");
+    write(&path, &ca.pem(), fx.mode);
+    path
+}
+
+/// A policy file that injects the variable `env` into requests to
+/// 127.0.0.1:`port` only.
+fn inject_policy(fx: &Fixture, env: &str, port: u16) -> PathBuf {
+    let path = fx.outside.join("policy.toml");
+    let text = format!("[[credentials.inject]]\nenv = \"{env}\"\nhosts = [\"127.0.0.1:{port}\"]\n");
+    write(&path, &text, fx.mode);
+    path
+}
+
 /// The audit log's lines.
 fn audit_text(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
@@ -394,18 +411,9 @@ fn curl_and_python_see_only_the_placeholder() {
     let other = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = fx.outside.join("upstream-ca.pem");
-        write(&ca_file, &ca.pem(), mode);
+        let ca_file = upstream_ca(&fx, &ca);
         let secret = format!("s3cret-{}", fx.token);
-        let policy = fx.outside.join("policy.toml");
-        write(
-            &policy,
-            &format!(
-                "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{}\"]\n",
-                up.port
-            ),
-            mode,
-        );
+        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
         let log = fx.outside.join("audit.jsonl");
         let script = format!(
             "echo \"env: $TEST_TOKEN\"\n\
@@ -563,8 +571,7 @@ fn rules_bad_certificates_and_opaque_tunnels() {
     let (tcp_port, tcp_got) = plain_server();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = fx.outside.join("upstream-ca.pem");
-        write(&ca_file, &ca.pem(), mode);
+        let ca_file = upstream_ca(&fx, &ca);
         let secret = format!("s3cret-{}", fx.token);
         let policy = fx.outside.join("policy.toml");
         write(
@@ -776,17 +783,8 @@ fn git_over_https_with_basic_auth() {
     );
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = fx.outside.join("upstream-ca.pem");
-        write(&ca_file, &ca.pem(), mode);
-        let policy = fx.outside.join("policy.toml");
-        write(
-            &policy,
-            &format!(
-                "[[credentials.inject]]\nenv = \"GIT_PASSWORD\"\nhosts = [\"127.0.0.1:{}\"]\n",
-                up.port
-            ),
-            mode,
-        );
+        let ca_file = upstream_ca(&fx, &ca);
+        let policy = inject_policy(&fx, "GIT_PASSWORD", up.port);
         let log = fx.outside.join("audit.jsonl");
         let script = format!(
             "export NO_PROXY= no_proxy= GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0\n\
@@ -833,18 +831,9 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
     let other = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = fx.outside.join("upstream-ca.pem");
-        write(&ca_file, &ca.pem(), mode);
+        let ca_file = upstream_ca(&fx, &ca);
         let secret = format!("s3cret-{}", fx.token);
-        let policy = fx.outside.join("policy.toml");
-        write(
-            &policy,
-            &format!(
-                "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{}\"]\n",
-                up.port
-            ),
-            mode,
-        );
+        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
         let log = fx.outside.join("audit.jsonl");
         let script = format!(
             "{} -o /tmp/big\n\
@@ -919,8 +908,7 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
     let up = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = fx.outside.join("upstream-ca.pem");
-        write(&ca_file, &ca.pem(), mode);
+        let ca_file = upstream_ca(&fx, &ca);
         // One kept-alive HTTP/1.1 connection: the upstream closes after the
         // second request; the third must still work (on a new connection).
         let script = format!(
@@ -957,8 +945,7 @@ fn sni_and_host_must_name_the_connect_host() {
     let up = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = fx.outside.join("upstream-ca.pem");
-        write(&ca_file, &ca.pem(), mode);
+        let ca_file = upstream_ca(&fx, &ca);
         let log = fx.outside.join("audit.jsonl");
         let script = format!(
             "import socket, ssl\n\
@@ -1051,8 +1038,7 @@ fn upgraded_connections_are_relayed_through_inspection() {
     let up = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = fx.outside.join("upstream-ca.pem");
-        write(&ca_file, &ca.pem(), mode);
+        let ca_file = upstream_ca(&fx, &ca);
         let script = format!(
             "import socket, ssl\n\
              s = socket.create_connection(('127.0.0.1', 3128))\n\
