@@ -410,13 +410,16 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
         create_in.push((label.to_string(), dir, w));
     }
     // Outside the project: its parent, or else a directory anyone may
-    // write to that the sandbox sees (not /tmp, which it replaces).
+    // write to that the sandbox sees as the host's. Not /tmp or /dev/shm:
+    // the sandbox has private ones there, where writing is allowed (a
+    // project under /tmp has /tmp for parent).
+    let replaced = |d: &Path| d.starts_with("/tmp") || d.starts_with("/dev/shm");
     let outside = project
         .parent()
         .into_iter()
-        .chain([Path::new("/var/tmp"), Path::new("/dev/shm")])
-        .find(|d| writable(d) && !d.starts_with(&project))
-        .or(project.parent());
+        .chain([Path::new("/var/tmp")])
+        .find(|d| writable(d) && !d.starts_with(&project) && !replaced(d))
+        .or(project.parent().filter(|d| !replaced(d)));
     if let Some(dir) = outside {
         create_in.push((
             format!("create a file outside the project ({})", dir.display()),
