@@ -335,7 +335,7 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared, channel: Arc<Channel>) -> 
             let _ = channel.send(&msg, &[]);
         });
         if let Err(e) = start_gate(child, end, diag, plan.unix_sockets.clone(), report) {
-            // The command waits for the gate and dies with the handoff.
+            // Killed: it may have started, but no gated call of its was answered.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
             let _ = kill(child, Signal::SIGKILL);
             let _ = waitpid(child, None);
@@ -387,8 +387,10 @@ fn start_gate(
     end.read_exact(&mut number)?;
     let pidfd = sys::pidfd_open(child)?;
     let listener = sys::pidfd_getfd(pidfd.as_fd(), i32::from_ne_bytes(number))?;
-    UnixGate::start(listener, diag, allowed, report)?;
-    end.write_all(b"+")
+    // The command may exec now: its gated calls wait in the listener's
+    // queue until the gate's threads, started meanwhile, take them.
+    end.write_all(b"+")?;
+    UnixGate::start(listener, diag, allowed, report)
 }
 
 /// The command's side of [`CommandFilter`].
