@@ -617,6 +617,11 @@ impl Auditor {
 
 /// Most events written in one locked batch.
 const MAX_BATCH: usize = 1024;
+/// How long the writer rests after a batch, letting the next events
+/// gather: under a burst of connections it wakes some hundred times a
+/// second instead of twice per connection, which cost the proxy's clients
+/// about 40 µs a request on two CPUs. Events wait no longer than this.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(2);
 
 fn write_loop(mut log: AuditLog, rx: mpsc::Receiver<Event>) {
     static WARNED: AtomicBool = AtomicBool::new(false);
@@ -635,6 +640,7 @@ fn write_loop(mut log: AuditLog, rx: mpsc::Receiver<Event>) {
                 eprintln!("cordon: WARNING: {e}; audit events of this run are being lost");
             }
         }
+        std::thread::sleep(GATHER);
     }
 }
 
