@@ -74,6 +74,9 @@ pub enum Kind {
     Close,
     /// A resource limit was reached (reported once per run).
     Limit,
+    /// Something the sandbox was built without (a secret variable left out
+    /// of the command's environment); not counted as blocked at exit.
+    Withheld,
 }
 
 /// The protocol a network event came in by.

@@ -93,6 +93,7 @@ pub fn render(event: &Event) -> String {
     let verdict = match (event.verdict, event.event) {
         (_, audit::Kind::Close) => "close",
         (_, audit::Kind::Limit) => "LIMIT",
+        (_, audit::Kind::Withheld) => "unset",
         (Verdict::Allow, _) => "allow",
         (Verdict::Deny, _) => "DENY ",
     };

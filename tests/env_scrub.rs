@@ -178,3 +178,36 @@ fn explain_names_the_unset_variables_but_never_their_values() {
     assert!(json.stdout.contains("\"GITHUB_TOKEN\""), "{json:#?}");
     assert!(!json.stdout.contains(&canary), "{json:#?}");
 }
+
+/// Each withheld variable is a credentials-door event of the audit log
+/// (its name and the rule, never its value), not counted as blocked.
+#[test]
+fn withheld_variables_are_logged_by_name_only() {
+    let fx = Fixture::new(Mode::Root);
+    let canary = format!("canary-{}", fx.token);
+    let log = fx.outside.join("audit.jsonl");
+    let out = fx
+        .sandbox()
+        .env("GITHUB_TOKEN", &canary)
+        .env("CORP_REGION", &canary)
+        .arg("--deny-env")
+        .arg("CORP_*")
+        .arg("--audit")
+        .arg(&log)
+        .run(&["true"]);
+    out.ok();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(&canary), "{text}");
+    let event = |name: &str| {
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|e| e["subject"] == name)
+            .unwrap_or_else(|| panic!("no event for {name}: {text}"))
+    };
+    let token = event("GITHUB_TOKEN");
+    assert_eq!(token["door"], "credentials");
+    assert_eq!(token["event"], "withheld");
+    assert_eq!(token["rule"], "*_TOKEN");
+    assert_eq!(event("CORP_REGION")["source"], "flag --deny-env");
+    assert!(!out.stderr.contains("blocked"), "{out:#?}");
+}

@@ -35,7 +35,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use crate::audit::{self, AuditLog, Auditor};
-use crate::credentials::env::EnvFilter;
+use crate::credentials::env::{EnvFilter, Removal};
 use crate::net::gate::OpenGate;
 use crate::net::inside;
 use crate::net::unix_gate::{root_equivalent, socket_id, SocketId};
@@ -208,7 +208,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     // now (the environment and the file view need them); the CA and the
     // real values only after init is forked (see below).
     let credentials = crate::credentials::plan(&policy.inspection, &run_name)?;
-    let (env, path_var) = command_env(&policy.env)?;
+    let (env, path_var, withheld) = command_env(&policy.env)?;
 
     let unix_sockets = allowed_unix_sockets(policy)?;
     let mut view = FileView::plan(policy)?;
@@ -348,6 +348,18 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             return Err(e);
         }
     };
+    for removal in withheld {
+        let mut event = audit::Event::new(
+            audit::Door::Credentials,
+            audit::Kind::Withheld,
+            audit::Verdict::Deny,
+            removal.name,
+        );
+        event.rule = Some(removal.rule);
+        event.source = Some(removal.source.to_string());
+        event.reason = Some("unset in the command's environment".into());
+        auditor.record(event);
+    }
     let code = wait_for_init(
         init_pid,
         signals,
@@ -639,15 +651,19 @@ fn builtin_denial(
     event
 }
 
+/// The command's environment, its `PATH`, and the caller's variables it
+/// goes without (names and rules, never values).
+type CommandEnv = (Vec<CString>, OsString, Vec<Removal>);
+
 /// The command's environment: the caller's without its secrets (see
 /// [`EnvFilter`]), with the temp dir pointed at the sandbox's own, and every
 /// proxy setting pointed at cordon's proxy (sockets and daemons of the host
 /// are unreachable, so their variables go).
-fn command_env(policy: &EnvPolicy) -> Result<(Vec<CString>, OsString), SandboxError> {
+fn command_env(policy: &EnvPolicy) -> Result<CommandEnv, SandboxError> {
     let mut vars: Vec<(OsString, OsString)> = Vec::new();
     let mut path_var = OsString::new();
     let mut java_options = None;
-    let (caller, _removed) = EnvFilter::new(policy).apply(std::env::vars_os());
+    let (caller, withheld) = EnvFilter::new(policy).apply(std::env::vars_os());
     // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=env` keeps the caller's
     // secrets and its agent socket.
     let weak = weaken::off("env");
@@ -692,7 +708,7 @@ fn command_env(policy: &EnvPolicy) -> Result<(Vec<CString>, OsString), SandboxEr
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| SandboxError::Nul("the environment"))?;
-    Ok((env, path_var))
+    Ok((env, path_var, withheld))
 }
 
 /// A random id for this sandbox (cgroup name, audit events).
