@@ -413,17 +413,37 @@ pub struct Summary {
     index: HashMap<(Door, String), (usize, usize)>,
 }
 
+/// Refusals of one subject (per door) logged one by one; more are counted.
+/// With [`MAX_SUBJECTS`], this bounds the refusals one run can log.
+const LOGGED_REPEATS: u64 = 20;
+
+/// Text safe to print on a terminal: control characters (a sandboxed
+/// program chooses socket paths and host names) shown escaped, so they
+/// cannot rewrite or hide what cordon says.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Distinct subjects remembered per door; more are counted under "others".
 const MAX_SUBJECTS: usize = 1000;
 /// Subjects named in the exit line, per door.
 const SHOWN_SUBJECTS: usize = 5;
 
 impl Summary {
-    /// Counts one blocked `subject` of `door`.
-    pub fn count(&mut self, door: Door, subject: &str) {
+    /// Counts one blocked `subject` of `door`; returns how many of it (or
+    /// of "others", past the subjects remembered) were counted so far.
+    pub fn count(&mut self, door: Door, subject: &str) -> u64 {
         if let Some(&(d, s)) = self.index.get(&(door, subject.to_string())) {
             self.blocked[d].1[s].1 += 1;
-            return;
+            return self.blocked[d].1[s].1;
         }
         let d = match self.blocked.iter().position(|(x, _)| *x == door) {
             Some(d) => d,
@@ -440,11 +460,12 @@ impl Summary {
         };
         if let Some(s) = subjects.iter().position(|(x, _)| x == subject) {
             subjects[s].1 += 1;
-            return;
+            return subjects[s].1;
         }
         subjects.push((subject.to_string(), 1));
         self.index
             .insert((door, subject.to_string()), (d, subjects.len() - 1));
+        1
     }
 
     /// How many events of `door` were blocked.
@@ -481,10 +502,11 @@ impl Summary {
                     .iter()
                     .take(SHOWN_SUBJECTS)
                     .map(|(s, n)| {
+                        let s = printable(s);
                         if *n > 1 {
                             format!("{s} ×{n}")
                         } else {
-                            s.clone()
+                            s
                         }
                     })
                     .collect();
@@ -577,10 +599,33 @@ impl Auditor {
     }
 
     /// Records `event` (denied decisions also count for the summary).
-    pub fn record(&self, mut event: Event) {
+    pub fn record(&self, event: Event) {
         if event.verdict == Verdict::Deny && event.event == Kind::Decision {
-            self.count_blocked(event.door, &event.subject);
+            // A sandbox repeating a refused attempt must not flood the
+            // host's disk: past a few, repeats are only counted (the exit
+            // summary has them all), and one event says so.
+            let seen = self.count_blocked(event.door, &event.subject);
+            if seen > LOGGED_REPEATS {
+                if seen == LOGGED_REPEATS + 1 {
+                    let mut limit = Event::new(
+                        event.door,
+                        Kind::Limit,
+                        Verdict::Deny,
+                        event.subject.clone(),
+                    );
+                    limit.rule = event.rule.clone();
+                    limit.reason = Some(format!(
+                        "refused {LOGGED_REPEATS} times: further refusals of it are counted in the exit summary, not logged one by one"
+                    ));
+                    self.send(limit);
+                }
+                return;
+            }
         }
+        self.send(event);
+    }
+
+    fn send(&self, mut event: Event) {
         event.sandbox.clone_from(&self.inner.sandbox);
         event.command.clone_from(&self.inner.command);
         if let Ok(tx) = self.inner.tx.lock() {
@@ -592,10 +637,12 @@ impl Auditor {
 
     /// Counts a blocked attempt for the summary without logging it (for
     /// floods, which one [`Kind::Limit`] event stands for).
-    pub fn count_blocked(&self, door: Door, subject: &str) {
-        if let Ok(mut s) = self.inner.summary.lock() {
-            s.count(door, subject);
-        }
+    pub fn count_blocked(&self, door: Door, subject: &str) -> u64 {
+        self.inner
+            .summary
+            .lock()
+            .map(|mut s| s.count(door, subject))
+            .unwrap_or(0)
     }
 
     /// Writes what is queued, stops the writer, and returns the summary.

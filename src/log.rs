@@ -123,7 +123,9 @@ pub fn render(event: &Event) -> String {
             line.push_str(&format!("; {reason}"));
         }
     }
-    line
+    // Everything in an event may come from the sandbox (a socket path, a
+    // host name): printed escaped, so it cannot drive the terminal.
+    audit::printable(&line)
 }
 
 /// How `show` prints.

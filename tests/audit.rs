@@ -651,3 +651,41 @@ fn seccomp_refusals_are_logged() {
         assert_eq!(order, ["unshare", "keyctl"], "{mode:?}");
     });
 }
+
+/// A sandbox repeating a refused call does not flood the host's log: past
+/// a few, repeats are counted (the summary has them all) and one event
+/// says so. Subjects with control characters print escaped.
+#[test]
+fn repeated_refusals_are_counted_not_logged_and_print_escaped() {
+    let fx = Fixture::new(Mode::Root);
+    let log = fx.outside.join("audit.jsonl");
+    let out = fx
+        .sandbox()
+        .arg("--audit")
+        .arg(&log)
+        .py("import ctypes, socket, os\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         for i in range(500): libc.unshare(0x10000000)\n\
+         name = 'esc\\x1b]0;owned\\x07.sock'\n\
+         s = socket.socket(socket.AF_UNIX); s.bind(name); s.close()\n\
+         try: socket.socket(socket.AF_UNIX).connect(name)\n\
+         except OSError: pass\n\
+         os.unlink(name)\n");
+    out.ok();
+    let events = chained_events(&log);
+    let unshares = events
+        .iter()
+        .filter(|e| e["subject"] == "unshare" && e["event"] == "decision")
+        .count();
+    assert!(unshares <= 20, "{unshares} unshare events logged");
+    must_find(&events, &[("subject", "unshare"), ("event", "limit")]);
+    assert!(
+        out.stderr.contains("unshare ×500"),
+        "the summary counts every refusal: {out:#?}"
+    );
+    assert!(
+        !out.stderr.contains('\u{1b}'),
+        "raw escape printed: {out:#?}"
+    );
+    assert!(out.stderr.contains("\\u{1b}"), "{out:#?}");
+}

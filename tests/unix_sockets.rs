@@ -582,3 +582,51 @@ fn host_daemon_variables_are_unset() {
         assert!(!out.stdout.contains(&fx.token), "{mode:?}: {out:#?}");
     });
 }
+
+/// Hostile arguments to gated calls: a control message whose length would
+/// wrap around (it took init, and the whole sandbox, down), and
+/// MSG_FASTOPEN, which would connect a TCP socket past Landlock's port
+/// check. Both are refused and the sandbox lives on.
+#[test]
+fn hostile_gated_calls_are_refused_and_init_survives() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let script = py_tries(
+            &["ctypes", "socket", "struct"],
+            "libc = ctypes.CDLL(None, use_errno=True)\n\
+             class iovec(ctypes.Structure):\n    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]\n\
+             class msghdr(ctypes.Structure):\n    _fields_ = [('name', ctypes.c_void_p), ('namelen', ctypes.c_uint32), ('iov', ctypes.POINTER(iovec)), ('iovlen', ctypes.c_size_t), ('control', ctypes.c_void_p), ('controllen', ctypes.c_size_t), ('flags', ctypes.c_int)]\n\
+             def raw(ret):\n    if ret < 0:\n        e = ctypes.get_errno(); raise OSError(e, os.strerror(e))\n",
+            &[
+                (
+                    "wrapping_cmsg",
+                    "a, b = socket.socketpair()\n    \
+                     ctl = ctypes.create_string_buffer(struct.pack('QiiQii', 16, 0, 0, 2**64 - 16, socket.SOL_SOCKET, socket.SCM_RIGHTS), 32)\n    \
+                     data = ctypes.create_string_buffer(b'x', 1); v = iovec(ctypes.cast(data, ctypes.c_void_p), 1)\n    \
+                     m = msghdr(None, 0, ctypes.pointer(v), 1, ctypes.cast(ctl, ctypes.c_void_p), 32, 0)\n    \
+                     raw(libc.sendmsg(a.fileno(), ctypes.byref(m), 0))"
+                        .to_string(),
+                ),
+                (
+                    "fastopen",
+                    "srv = socket.socket(); srv.listen(); port = srv.getsockname()[1]\n    \
+                     socket.socket().sendto(b'hello', socket.MSG_FASTOPEN, ('127.0.0.1', port))"
+                        .to_string(),
+                ),
+                ("alive", "pass".to_string()),
+            ],
+        );
+        let out = fx.sandbox().py(&script);
+        assert_eq!(
+            line(&out, "wrapping_cmsg"),
+            "ERR EINVAL",
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            line(&out, "fastopen").starts_with("ERR"),
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(line(&out, "alive"), "OK", "{mode:?}: {out:#?}");
+        out.ok();
+    });
+}

@@ -51,6 +51,15 @@ const MAX_CONTROL: usize = 1 << 20;
 /// Threads the gate may grow to, each blocked in a caller's slow call.
 const MAX_WORKERS: usize = 64;
 
+/// Send flags the gate passes on (see [`Caller::send`]).
+const SEND_FLAGS: libc::c_int = libc::MSG_OOB
+    | libc::MSG_DONTROUTE
+    | libc::MSG_DONTWAIT
+    | libc::MSG_EOR
+    | libc::MSG_MORE
+    | libc::MSG_NOSIGNAL
+    | libc::MSG_CONFIRM;
+
 /// `struct msghdr` and `struct mmsghdr` on LP64 targets.
 const MSGHDR_LEN: usize = 56;
 const MMSGHDR_LEN: usize = 64;
@@ -196,14 +205,26 @@ impl UnixGate {
             }
             Gated::SendMmsg => {
                 let sock = caller.fd(fd)?;
-                let count = (call.args[2] as usize).min(MAX_IOV);
+                // The kernel reads vlen as an unsigned int.
+                let count = (call.args[2] as u32 as usize).min(MAX_IOV);
                 let flags = call.args[3] as libc::c_int;
                 let mut sent = 0;
                 for i in 0..count {
-                    let header = call.args[1] + (i * MMSGHDR_LEN) as u64;
+                    // A send may have blocked: the caller must still be the
+                    // one waiting, or its thread id may name another by now.
+                    if i > 0 && !seccomp::still_waiting(&self.listener, call.id) {
+                        break;
+                    }
+                    let header = call.args[1]
+                        .checked_add((i * MMSGHDR_LEN) as u64)
+                        .ok_or(libc::EFAULT)?;
                     match self.send_msghdr(&caller, &sock, header, flags) {
                         Ok(n) => {
-                            caller.write_u32(header + MSGHDR_LEN as u64, n as u32)?;
+                            if !seccomp::still_waiting(&self.listener, call.id) {
+                                break;
+                            }
+                            let at = header.checked_add(MSGHDR_LEN as u64).ok_or(libc::EFAULT)?;
+                            caller.write_u32(at, n as u32)?;
                             sent += 1;
                         }
                         Err(e) if sent == 0 => return Err(e),
@@ -445,6 +466,13 @@ impl Caller {
         flags: libc::c_int,
     ) -> Result<i64, Errno> {
         let nosignal = MsgFlags::MSG_NOSIGNAL.bits();
+        // Only flags that change how bytes go, never where or from what:
+        // MSG_FASTOPEN would connect a TCP socket past Landlock's connect
+        // check, MSG_ZEROCOPY would let the kernel keep reading the gate's
+        // buffer after it is freed and reused.
+        if flags & !SEND_FLAGS != 0 {
+            return Err(libc::EOPNOTSUPP);
+        }
         match sys::send_raw(sock.as_fd(), to, data, control, flags | nosignal) {
             Ok(n) => Ok(n as i64),
             Err(e) => {
@@ -466,12 +494,16 @@ impl Caller {
         let mut fds = Vec::new();
         let mut at = 0;
         while at + CMSGHDR_LEN <= out.len() {
-            let len = u64::from_ne_bytes(out[at..at + 8].try_into().unwrap_or([0; 8])) as usize;
+            // Every length is the caller's: checked before any sum, so a
+            // huge one cannot wrap around (and take init down with a panic).
+            let len = u64::from_ne_bytes(out[at..at + 8].try_into().unwrap_or([0; 8]));
             let level = i32::from_ne_bytes(out[at + 8..at + 12].try_into().unwrap_or([0; 4]));
             let kind = i32::from_ne_bytes(out[at + 12..at + 16].try_into().unwrap_or([0; 4]));
-            if len < CMSGHDR_LEN || at + len > out.len() {
+            let room = (out.len() - at) as u64;
+            if len < CMSGHDR_LEN as u64 || len > room {
                 return Err(libc::EINVAL);
             }
+            let len = len as usize;
             let data = at + CMSGHDR_LEN..at + len;
             if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
                 for slot in out[data].chunks_exact_mut(4) {
@@ -487,6 +519,7 @@ impl Caller {
                     out[start..start + 4].copy_from_slice(&pid.to_ne_bytes());
                 }
             }
+            // Aligned up, within `room` + 7: no overflow.
             at += (len + 7) & !7;
         }
         Ok((out, fds))

@@ -323,7 +323,19 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared, channel: Arc<Channel>) -> 
             return 125;
         }
     };
+    let seccomp_on = !matches!(command_end, Handoff::None);
     drop(command_end);
+    // Init's threads, the gate's included (they inherit it), keep none of
+    // the deny list: init reads hostile input at the gate.
+    if seccomp_on {
+        let filtered = seccomp::init_threads_filter().and_then(|f| seccomp::install(&f));
+        if let Err(e) = filtered {
+            eprintln!("cordon: refusing to run: the seccomp layer: init's own filter: {e}");
+            let _ = kill(child, Signal::SIGKILL);
+            let _ = waitpid(child, None);
+            return 125;
+        }
+    }
     if let Some((end, diag)) = gate_end {
         let report: Reporter = Box::new(move |refusal| {
             let msg = match refusal {

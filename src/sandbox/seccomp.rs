@@ -31,7 +31,9 @@ pub enum SeccompError {
     Notify(libseccomp::error::SeccompError),
 }
 
-/// Denied outright with `EPERM`, to init and the command alike.
+/// The deny list: refused to the command (answered `EPERM` by the gate,
+/// which records each) and to init's own threads once the command runs
+/// ([`init_threads_filter`]).
 const DENIED: &[&str] = &[
     // tracing other processes
     "ptrace",
@@ -205,23 +207,7 @@ pub fn command_filter(gated: bool) -> Result<ScmpFilterContext, SeccompError> {
     } else {
         ScmpAction::Errno(libc::EPERM)
     };
-    for name in DENIED {
-        deny(&mut ctx, refuse, name, &[])?;
-    }
-    // Any namespace bit set in the flags matches: one rule per bit, since
-    // the rules of a syscall are alternatives.
-    for bit in 0..64 {
-        let flag = 1u64 << bit;
-        if NEW_NAMESPACES & flag != 0 {
-            let has_flag = ScmpArgCompare::new(0, ScmpCompareOp::MaskedEqual(flag), flag);
-            deny(&mut ctx, refuse, "unshare", &[has_flag])?;
-            deny(&mut ctx, refuse, "clone", &[has_flag])?;
-        }
-    }
-    for request in [TIOCSTI, TIOCLINUX] {
-        let is = ScmpArgCompare::new(1, ScmpCompareOp::MaskedEqual(INT_MASK), request);
-        deny(&mut ctx, refuse, "ioctl", &[is])?;
-    }
+    deny_list(&mut ctx, refuse)?;
     if !gated {
         return Ok(ctx);
     }
@@ -235,6 +221,37 @@ pub fn command_filter(gated: bool) -> Result<ScmpFilterContext, SeccompError> {
     // on older ones the gate still holds, a restarted call just fails.
     let _ = ctx.set_ctl_waitkill(true);
     Ok(ctx)
+}
+
+/// The deny list for init's own threads (its main thread and the gate's),
+/// installed after the command is forked, so it never stacks on the
+/// command's chain: init, which reads hostile input at the gate, gives up
+/// what it no longer needs.
+pub fn init_threads_filter() -> Result<ScmpFilterContext, SeccompError> {
+    let mut ctx = new_filter()?;
+    deny_list(&mut ctx, ScmpAction::Errno(libc::EPERM))?;
+    Ok(ctx)
+}
+
+fn deny_list(ctx: &mut ScmpFilterContext, action: ScmpAction) -> Result<(), SeccompError> {
+    for name in DENIED {
+        deny(ctx, action, name, &[])?;
+    }
+    // Any namespace bit set in the flags matches: one rule per bit, since
+    // the rules of a syscall are alternatives.
+    for bit in 0..64 {
+        let flag = 1u64 << bit;
+        if NEW_NAMESPACES & flag != 0 {
+            let has_flag = ScmpArgCompare::new(0, ScmpCompareOp::MaskedEqual(flag), flag);
+            deny(ctx, action, "unshare", &[has_flag])?;
+            deny(ctx, action, "clone", &[has_flag])?;
+        }
+    }
+    for request in [TIOCSTI, TIOCLINUX] {
+        let is = ScmpArgCompare::new(1, ScmpCompareOp::MaskedEqual(INT_MASK), request);
+        deny(ctx, action, "ioctl", &[is])?;
+    }
+    Ok(())
 }
 
 /// Whether no process is left under the listener's filter: then every
@@ -354,6 +371,7 @@ mod tests {
         init_filter().expect("init filter");
         command_filter(true).expect("gated command filter");
         command_filter(false).expect("ungated command filter");
+        init_threads_filter().expect("init threads filter");
     }
 
     #[test]
