@@ -630,3 +630,20 @@ fn hostile_gated_calls_are_refused_and_init_survives() {
         out.ok();
     });
 }
+
+/// Many callers blocked in gated connects (a listener that never accepts)
+/// do not stall the gate for everyone else.
+#[test]
+fn blocked_connects_do_not_stall_other_gated_calls() {
+    let fx = Fixture::new(Mode::Root);
+    let out = fx.sandbox().py("import socket, threading, os, time\n\
+         srv = socket.socket(socket.AF_UNIX); srv.bind('/tmp/full.sock'); srv.listen(0)\n\
+         def stuck():\n\
+         \x20   try: socket.socket(socket.AF_UNIX).connect('/tmp/full.sock')\n\
+         \x20   except OSError: pass\n\
+         for i in range(100): threading.Thread(target=stuck, daemon=True).start()\n\
+         time.sleep(1)\n\
+         t = time.time(); a, b = socket.socketpair(); a.sendmsg([b'x']); b.recv(1)\n\
+         print('sendmsg: OK', flush=True); os._exit(0)\n");
+    assert!(out.stdout.contains("sendmsg: OK"), "{out:#?}");
+}

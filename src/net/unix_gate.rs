@@ -48,8 +48,11 @@ const MAX_IOV: usize = 1024;
 const MAX_DATA: usize = 4 << 20;
 /// Control data one gated send carries (above the kernel's own limit).
 const MAX_CONTROL: usize = 1 << 20;
-/// Threads the gate may grow to, each blocked in a caller's slow call.
-const MAX_WORKERS: usize = 64;
+/// Threads the gate may grow to. A caller blocked in a slow call (a
+/// connect to a full backlog) holds one, as it would hold its own thread in
+/// the kernel without the gate; they count against the sandbox's task cap,
+/// and this bound only stops a runaway.
+const MAX_WORKERS: usize = 1024;
 
 /// Send flags the gate passes on (see [`Caller::send`]).
 const SEND_FLAGS: libc::c_int = libc::MSG_OOB
