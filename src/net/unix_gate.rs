@@ -249,7 +249,7 @@ impl UnixGate {
         flags: libc::c_int,
     ) -> Result<i64, Errno> {
         let hdr = caller.read(header, MSGHDR_LEN, MSGHDR_LEN)?;
-        let word = |at: usize| u64::from_ne_bytes(hdr[at..at + 8].try_into().unwrap_or([0; 8]));
+        let word = |at| u64::from_ne_bytes(field(&hdr, at));
         let (name, name_len) = (word(0), word(8) & 0xffff_ffff);
         let (iov, iov_len) = (word(16), word(24) as usize);
         let (control, control_len) = (word(32), word(40) as usize);
@@ -267,8 +267,8 @@ impl UnixGate {
         let mut budget = MAX_DATA;
         let mut buffers = Vec::with_capacity(iov_len);
         for v in vecs.chunks_exact(16) {
-            let base = u64::from_ne_bytes(v[..8].try_into().unwrap_or([0; 8]));
-            let len = u64::from_ne_bytes(v[8..].try_into().unwrap_or([0; 8])) as usize;
+            let base = u64::from_ne_bytes(field(v, 0));
+            let len = u64::from_ne_bytes(field(v, 8)) as usize;
             let take = len.min(budget);
             if take < len && !is_stream(sock) {
                 return Err(libc::EMSGSIZE);
@@ -295,11 +295,9 @@ impl UnixGate {
     /// Where a call may go: the address as read, or, for a socket path,
     /// the checked inode itself.
     fn destination(&self, caller: &Caller, addr: Vec<u8>) -> Result<Destination, Errno> {
-        let family = addr
-            .get(..2)
-            .map(|f| u16::from_ne_bytes([f[0], f[1]]) as libc::c_int);
+        let family = libc::c_int::from(u16::from_ne_bytes(field(&addr, 0)));
         // Unnamed (autobind) and abstract addresses involve no path.
-        if family != Some(libc::AF_UNIX) || addr.len() <= 2 || addr[2] == 0 {
+        if family != libc::AF_UNIX || addr.len() <= 2 || addr[2] == 0 {
             return Ok(Destination::Verbatim(addr));
         }
         let path = &addr[2..];
@@ -499,9 +497,9 @@ impl Caller {
         while at + CMSGHDR_LEN <= out.len() {
             // Every length is the caller's: checked before any sum, so a
             // huge one cannot wrap around (and take init down with a panic).
-            let len = u64::from_ne_bytes(out[at..at + 8].try_into().unwrap_or([0; 8]));
-            let level = i32::from_ne_bytes(out[at + 8..at + 12].try_into().unwrap_or([0; 4]));
-            let kind = i32::from_ne_bytes(out[at + 12..at + 16].try_into().unwrap_or([0; 4]));
+            let len = u64::from_ne_bytes(field(&out, at));
+            let level = i32::from_ne_bytes(field(&out, at + 8));
+            let kind = i32::from_ne_bytes(field(&out, at + 12));
             let room = (out.len() - at) as u64;
             if len < CMSGHDR_LEN as u64 || len > room {
                 return Err(libc::EINVAL);
@@ -510,7 +508,7 @@ impl Caller {
             let data = at + CMSGHDR_LEN..at + len;
             if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
                 for slot in out[data].chunks_exact_mut(4) {
-                    let theirs = i32::from_ne_bytes(slot.try_into().unwrap_or([0; 4]));
+                    let theirs = i32::from_ne_bytes(field(slot, 0));
                     let ours = self.fd(theirs)?;
                     slot.copy_from_slice(&ours.as_raw_fd().to_ne_bytes());
                     fds.push(ours);
@@ -527,6 +525,16 @@ impl Caller {
         }
         Ok((out, fds))
     }
+}
+
+/// The `N` bytes of a kernel struct's field at `at` in `bytes` (native
+/// endian), or zeros past the end: callers check lengths first, so this
+/// never decides anything, it only cannot panic.
+fn field<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    at.checked_add(N)
+        .and_then(|end| bytes.get(at..end))
+        .and_then(|b| b.try_into().ok())
+        .unwrap_or([0; N])
 }
 
 /// The process that thread `tid` belongs to.
@@ -578,9 +586,8 @@ fn diag_vfs_inodes(diag: &OwnedFd) -> io::Result<Vec<(u32, u32)>> {
         let n = nix::sys::socket::recv(diag.as_raw_fd(), &mut buf, MsgFlags::empty())?;
         let mut at = 0;
         while at + NLMSG_HDR <= n {
-            let field = |o: usize, w: usize| &buf[at + o..at + o + w];
-            let len = u32::from_ne_bytes(field(0, 4).try_into().unwrap_or([0; 4])) as usize;
-            let kind = u16::from_ne_bytes(field(4, 2).try_into().unwrap_or([0; 2]));
+            let len = u32::from_ne_bytes(field(&buf, at)) as usize;
+            let kind = u16::from_ne_bytes(field(&buf, at + 4));
             if len < NLMSG_HDR || at + len > n {
                 return Err(io::Error::from_raw_os_error(libc::EBADMSG));
             }
@@ -591,16 +598,14 @@ fn diag_vfs_inodes(diag: &OwnedFd) -> io::Result<Vec<(u32, u32)>> {
             }
             let mut attr = at + NLMSG_HDR + UNIX_DIAG_MSG;
             while attr + 4 <= at + len {
-                let alen = u16::from_ne_bytes([buf[attr], buf[attr + 1]]) as usize;
-                let atype = u16::from_ne_bytes([buf[attr + 2], buf[attr + 3]]);
+                let alen = u16::from_ne_bytes(field(&buf, attr)) as usize;
+                let atype = u16::from_ne_bytes(field(&buf, attr + 2));
                 if alen < 4 || attr + alen > at + len {
                     break;
                 }
                 if atype == UNIX_DIAG_VFS && alen >= 12 {
-                    let w = |o: usize| {
-                        u32::from_ne_bytes(buf[attr + o..attr + o + 4].try_into().unwrap_or([0; 4]))
-                    };
-                    found.push((w(8), w(4)));
+                    let vfs = |o| u32::from_ne_bytes(field(&buf, attr + o));
+                    found.push((vfs(8), vfs(4)));
                 }
                 attr += (alen + 3) & !3;
             }
