@@ -593,10 +593,7 @@ fn hostile_gated_calls_are_refused_and_init_survives() {
         let fx = Fixture::new(mode);
         let script = py_tries(
             &["ctypes", "socket", "struct"],
-            "libc = ctypes.CDLL(None, use_errno=True)\n\
-             class iovec(ctypes.Structure):\n    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]\n\
-             class msghdr(ctypes.Structure):\n    _fields_ = [('name', ctypes.c_void_p), ('namelen', ctypes.c_uint32), ('iov', ctypes.POINTER(iovec)), ('iovlen', ctypes.c_size_t), ('control', ctypes.c_void_p), ('controllen', ctypes.c_size_t), ('flags', ctypes.c_int)]\n\
-             def raw(ret):\n    if ret < 0:\n        e = ctypes.get_errno(); raise OSError(e, os.strerror(e))\n",
+            CTYPES,
             &[
                 (
                     "wrapping_cmsg",
