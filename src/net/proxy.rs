@@ -673,10 +673,11 @@ const SOCKS_HOST_UNREACHABLE: u8 = 0x04;
 const SOCKS_COMMAND_NOT_SUPPORTED: u8 = 0x07;
 const SOCKS_ATYP_NOT_SUPPORTED: u8 = 0x08;
 
-/// Each way's buffer in a tunnel. tokio's default (8 KiB) held a 1 GiB
-/// download through the tunnel to about a quarter of a direct loopback
+/// Each way's buffer where bytes are copied rather than spliced: plain-HTTP
+/// responses, and tunnels when no pipe can be had. tokio's default (8 KiB)
+/// held a 1 GiB download to about a quarter of a direct loopback
 /// connection's speed; 256 KiB doubles that (bench/proxy.py). Pages are
-/// touched only as data flows, so an idle tunnel stays small.
+/// touched only as data flows, so an idle connection stays small.
 const TUNNEL_BUFFER: usize = 256 * 1024;
 
 /// Relays a tunnel both ways until each side has closed: zero-copy with
