@@ -269,10 +269,7 @@ impl UnixGate {
         for v in vecs.chunks_exact(16) {
             let base = u64::from_ne_bytes(field(v, 0));
             let len = u64::from_ne_bytes(field(v, 8)) as usize;
-            let take = len.min(budget);
-            if take < len && !is_stream(sock) {
-                return Err(libc::EMSGSIZE);
-            }
+            let take = within(len, budget, sock)?;
             buffers.push(caller.read(base, take, take)?);
             budget -= take;
         }
@@ -354,6 +351,16 @@ impl Destination {
     }
 }
 
+/// How much of `len` bytes a gated send carries when `budget` is left: a
+/// stream takes what fits (a short write, which callers handle), a
+/// datagram must fit whole or is too long.
+fn within(len: usize, budget: usize, sock: &OwnedFd) -> Result<usize, Errno> {
+    if len > budget && !is_stream(sock) {
+        return Err(libc::EMSGSIZE);
+    }
+    Ok(len.min(budget))
+}
+
 fn is_stream(sock: &OwnedFd) -> bool {
     getsockopt(sock, sockopt::SockType).is_ok_and(|t| t == SockType::Stream)
 }
@@ -402,12 +409,9 @@ impl Caller {
         Ok(buf)
     }
 
-    /// Send data: a stream takes what fits the gate's budget.
+    /// Send data, within the gate's budget (see [`within`]).
     fn read_data(&self, sock: &OwnedFd, addr: u64, len: usize) -> Result<Vec<u8>, Errno> {
-        if len > MAX_DATA && !is_stream(sock) {
-            return Err(libc::EMSGSIZE);
-        }
-        let take = len.min(MAX_DATA);
+        let take = within(len, MAX_DATA, sock)?;
         self.read(addr, take, take)
     }
 
