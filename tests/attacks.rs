@@ -216,14 +216,13 @@ fn untrusted_protect_name_cannot_create_files_outside_the_project() {
     });
 }
 
-/// HOLE (medium): the project lock is per project directory, but
-/// placeholders are shared between runs whose projects nest. Run A (the
-/// outer project) creates `sub/.vscode` for the nested repository; run B
-/// (project `sub`) mounts that same placeholder read-only. When A ends it
-/// is the sole user of *its* lock and removes the directory, which detaches
-/// B's mount: B's command then creates `.vscode/tasks.json` for good.
+/// Runs whose projects nest: the outer run ends while the inner one still
+/// runs, and the inner one's command keeps trying to plant a protected
+/// name of its repository. (It was a hole when protection used placeholder
+/// files shared between runs: the outer run removed one under the inner
+/// run's mount.) Protection now leaves nothing on the host at all.
 #[test]
-fn placeholder_shared_by_nested_projects_is_not_removed_under_a_live_run() {
+fn nested_runs_keep_protecting_after_the_outer_one_ends() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         git_project(&fx);
@@ -235,11 +234,15 @@ fn placeholder_shared_by_nested_projects_is_not_removed_under_a_live_run() {
         let a = fx.sandbox().spawn(&[
             "sh",
             "-c",
-            "while [ ! -e sub/b-ready ]; do sleep 0.05; done",
+            "touch sub/a-ready; while [ ! -e sub/b-ready ]; do sleep 0.05; done",
         ]);
         assert!(
-            wait_until(Duration::from_secs(30), || sub.join(".vscode").exists()),
-            "run A never created its placeholder"
+            wait_until(Duration::from_secs(30), || sub.join("a-ready").exists()),
+            "run A never started"
+        );
+        assert!(
+            !sub.join(".vscode").exists() && !fx.project.join(".bashrc").exists(),
+            "{mode:?}: a running sandbox left protection files in the project"
         );
         let b_script = "touch b-ready; i=0; while [ $i -lt 200 ]; do \
              if ( mkdir -p .vscode/d && echo '{}' > .vscode/tasks.json ) 2>/dev/null; then echo 'vscode: OPEN'; exit 0; fi; \

@@ -7,6 +7,7 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use common::*;
 
@@ -186,25 +187,79 @@ fn gitdir_file_cannot_be_rewritten() {
     });
 }
 
+/// A run that writes nothing leaves the project as it was, during the run
+/// (seen from the host and from inside) and after it, git repository or
+/// not: protection of missing names creates nothing.
 #[test]
-fn no_placeholders_left_after_run() {
+fn a_run_that_writes_nothing_leaves_no_trace() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        // A plain project (no git) and one with git: both must look the
-        // same before and after, placeholders or not.
-        let before = snapshot(&fx.project);
-        let out = fx.sandbox().sh("ls -A; echo END");
-        out.ok();
-        // Positive control: placeholders exist during the run (else this
-        // test would not test anything).
-        assert!(out.stdout.contains(".bashrc"), "{mode:?}: {out:#?}");
-        assert_eq!(before, snapshot(&fx.project), "{mode:?}: leftovers");
-
-        git_project(&fx);
-        let before = snapshot(&fx.project);
-        fx.sandbox().sh("true").ok();
-        assert_eq!(before, snapshot(&fx.project), "{mode:?}: leftovers (git)");
+        for with_git in [false, true] {
+            if with_git {
+                git_project(&fx);
+            }
+            let before = snapshot(&fx.project);
+            let listed = |s: &str| s.lines().map(str::to_string).collect::<Vec<_>>();
+            let host_listing = listed(
+                &std::fs::read_dir(&fx.project)
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            );
+            let git_status = if with_git {
+                "git status --porcelain --ignored"
+            } else {
+                "true"
+            };
+            // Inside: the same names as on the host, and a clean status.
+            let run = fx.sandbox().spawn(&[
+                "sh",
+                "-c",
+                &format!(
+                    "LC_ALL=C ls -A | sort; {git_status}; echo END; touch ready; \
+                     while [ ! -e stop ]; do sleep 0.05; done; rm ready"
+                ),
+            ]);
+            // During the run, from the host (the run's own `ready` aside).
+            assert!(
+                wait_until(Duration::from_secs(30), || fx
+                    .project
+                    .join("ready")
+                    .exists()),
+                "{mode:?}: the run never got ready"
+            );
+            let mut during = snapshot(&fx.project);
+            during.remove("ready");
+            assert_eq!(
+                before, during,
+                "{mode:?} git={with_git}: traces during the run"
+            );
+            std::fs::write(fx.project.join("stop"), "").unwrap();
+            let out = run.wait();
+            out.ok();
+            std::fs::remove_file(fx.project.join("stop")).unwrap();
+            let inside: Vec<String> = out
+                .stdout
+                .lines()
+                .take_while(|l| *l != "END")
+                .map(str::to_string)
+                .collect();
+            assert_eq!(
+                inside, host_listing,
+                "{mode:?} git={with_git}: inside differs: {out:#?}"
+            );
+            assert_eq!(
+                before,
+                snapshot(&fx.project),
+                "{mode:?} git={with_git}: leftovers"
+            );
+        }
         // Failing command and a command killed by a signal.
+        let before = snapshot(&fx.project);
         fx.sandbox().sh("exit 3").expect_code(3);
         fx.sandbox().sh("kill -KILL $$").expect_code(137);
         assert_eq!(before, snapshot(&fx.project), "{mode:?}: leftovers (exit)");

@@ -229,7 +229,7 @@ fn files_door_probes_fail_without_mount_view_and_landlock() {
     let (out, r) = probe(
         &fx,
         &[],
-        &[("CORDON_TEST_WEAKEN", "files,landlock,initenv")],
+        &[("CORDON_TEST_WEAKEN", "files,landlock,initenv,unixgate")],
     );
     assert_eq!(out.code, 1, "{out:#?}");
     assert_open(

@@ -33,6 +33,7 @@ use nix::sys::stat::{fstat, Mode, SFlag};
 use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
 
+use crate::sandbox::create_gate::{self, Guard, Reply};
 use crate::sandbox::seccomp::{self, Gated, Notification};
 use crate::sandbox::sys;
 
@@ -74,6 +75,8 @@ pub struct UnixGate {
     /// sock_diag, opened before init's own filter forbids netlink sockets.
     diag: Mutex<OwnedFd>,
     allowed: Vec<SocketId>,
+    /// The names the file creation gate refuses.
+    guard: Guard,
     report: Reporter,
     idle: AtomicUsize,
     workers: AtomicUsize,
@@ -85,15 +88,23 @@ pub enum Refusal<'a> {
     Socket(&'a std::ffi::OsStr),
     /// A system call on the command filter's deny list (its name).
     Syscall(String),
+    /// A name the file creation gate refused (the path as the sandbox sees
+    /// it) and why.
+    Create {
+        path: &'a std::path::Path,
+        why: &'a str,
+    },
+    /// A mode with a set-user-ID or set-group-ID bit (the call's name).
+    PrivilegeMode(String),
 }
 
 /// Told of every refusal.
 pub type Reporter = Box<dyn Fn(Refusal<'_>) + Send + Sync>;
 
 /// What a refused or failed call returns: an errno.
-type Errno = i32;
+pub(crate) type Errno = i32;
 
-fn errno(e: io::Error) -> Errno {
+pub(crate) fn errno(e: io::Error) -> Errno {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
@@ -115,6 +126,7 @@ impl UnixGate {
         listener: OwnedFd,
         diag: OwnedFd,
         allowed: Vec<SocketId>,
+        guard: Guard,
         report: Reporter,
     ) -> io::Result<()> {
         // Older kernels lack it; the gate works the same, a little slower.
@@ -123,6 +135,7 @@ impl UnixGate {
             listener,
             diag: Mutex::new(diag),
             allowed,
+            guard,
             report,
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(0),
@@ -170,15 +183,45 @@ impl UnixGate {
                 }
                 continue;
             };
-            if call.call == Gated::Other {
-                // The command filter's deny list: recorded, then refused, so
-                // the log keeps the order in which the caller met refusals.
-                (self.report)(Refusal::Syscall(seccomp::syscall_name(call.nr)));
-                seccomp::answer(&self.listener, call.id, Err(libc::EPERM));
-                continue;
+            // Refusals are recorded before they are answered, so the log
+            // keeps the order in which the caller met them.
+            match call.call {
+                Gated::Other => {
+                    // The command filter's deny list.
+                    (self.report)(Refusal::Syscall(seccomp::syscall_name(call.nr)));
+                    seccomp::answer(&self.listener, call.id, Err(libc::EPERM));
+                }
+                Gated::PrivilegeMode => {
+                    (self.report)(Refusal::PrivilegeMode(seccomp::syscall_name(call.nr)));
+                    seccomp::answer(&self.listener, call.id, Err(libc::EPERM));
+                }
+                Gated::Create(kind) => {
+                    let reply = Caller::attach(&self.listener, &call).and_then(|caller| {
+                        create_gate::serve(&caller, &call, kind, &self.guard, &self.report)
+                    });
+                    match reply {
+                        Ok(Reply::Value(v)) => seccomp::answer(&self.listener, call.id, Ok(v)),
+                        Ok(Reply::Fd { fd, cloexec }) => {
+                            let sent = sys::seccomp_notify_addfd_send(
+                                self.listener.as_fd(),
+                                call.id,
+                                fd.as_fd(),
+                                cloexec,
+                            );
+                            // Not installed (the caller's table is full, or
+                            // it is gone): the call fails as an open would.
+                            if let Err(e) = sent {
+                                seccomp::answer(&self.listener, call.id, Err(errno(e)));
+                            }
+                        }
+                        Err(e) => seccomp::answer(&self.listener, call.id, Err(e)),
+                    }
+                }
+                _ => {
+                    let result = self.serve(&call);
+                    seccomp::answer(&self.listener, call.id, result);
+                }
             }
-            let result = self.serve(&call);
-            seccomp::answer(&self.listener, call.id, result);
         }
     }
 
@@ -236,7 +279,7 @@ impl UnixGate {
                 }
                 Ok(sent)
             }
-            Gated::Other => Err(libc::EPERM),
+            Gated::Create(_) | Gated::PrivilegeMode | Gated::Other => Err(libc::EPERM),
         }
     }
 
@@ -366,7 +409,7 @@ fn is_stream(sock: &OwnedFd) -> bool {
 }
 
 /// The thread waiting in a gated call.
-struct Caller {
+pub(crate) struct Caller {
     tid: Pid,
     pidfd: OwnedFd,
 }
@@ -374,7 +417,7 @@ struct Caller {
 impl Caller {
     /// Checks, after opening its pidfd, that the call is still waiting:
     /// then the pidfd is the caller's, not a recycled pid's.
-    fn attach(listener: &OwnedFd, call: &Notification) -> Result<Caller, Errno> {
+    pub(crate) fn attach(listener: &OwnedFd, call: &Notification) -> Result<Caller, Errno> {
         let tid = Pid::from_raw(call.tid as i32);
         // Before Linux 6.9 a pidfd names a process, not a thread: open the
         // caller's thread group then (the check below still holds).
@@ -389,7 +432,7 @@ impl Caller {
 
     /// `len` bytes at `addr` in the caller's memory; `EINVAL` above `max`,
     /// as the kernel answers an oversized address.
-    fn read(&self, addr: u64, len: usize, max: usize) -> Result<Vec<u8>, Errno> {
+    pub(crate) fn read(&self, addr: u64, len: usize, max: usize) -> Result<Vec<u8>, Errno> {
         if len > max {
             return Err(libc::EINVAL);
         }
@@ -407,6 +450,37 @@ impl Caller {
             return Err(libc::EFAULT);
         }
         Ok(buf)
+    }
+
+    /// The NUL-terminated path at `addr` (without its NUL), read a page
+    /// at a time so a string ending just before unmapped memory is read
+    /// as the kernel would; `ENAMETOOLONG` past `PATH_MAX`.
+    pub(crate) fn read_path(&self, addr: u64) -> Result<Vec<u8>, Errno> {
+        const PAGE: u64 = 4096;
+        const PATH_MAX: usize = libc::PATH_MAX as usize;
+        if addr == 0 {
+            return Err(libc::EFAULT);
+        }
+        let mut path = Vec::new();
+        let mut at = addr;
+        loop {
+            let chunk = (PAGE - at % PAGE) as usize;
+            let bytes = self.read(at, chunk, PAGE as usize)?;
+            if let Some(end) = bytes.iter().position(|b| *b == 0) {
+                path.extend_from_slice(&bytes[..end]);
+                return Ok(path);
+            }
+            path.extend_from_slice(&bytes);
+            if path.len() >= PATH_MAX {
+                return Err(libc::ENAMETOOLONG);
+            }
+            at = at.checked_add(chunk as u64).ok_or(libc::EFAULT)?;
+        }
+    }
+
+    /// The caller's thread id, in the sandbox's pid namespace.
+    pub(crate) fn tid(&self) -> Pid {
+        self.tid
     }
 
     /// Send data, within the gate's budget (see [`within`]).
@@ -427,13 +501,13 @@ impl Caller {
     }
 
     /// The caller's descriptor `fd`, as a descriptor of ours.
-    fn fd(&self, fd: RawFd) -> Result<OwnedFd, Errno> {
+    pub(crate) fn fd(&self, fd: RawFd) -> Result<OwnedFd, Errno> {
         sys::pidfd_getfd(self.pidfd.as_fd(), fd).map_err(errno)
     }
 
     /// `path` with `/proc/self` and `/proc/thread-self` naming the caller,
     /// not the gate's thread that resolves it.
-    fn own_proc_path(&self, path: &[u8]) -> Vec<u8> {
+    pub(crate) fn own_proc_path(&self, path: &[u8]) -> Vec<u8> {
         for own in [&b"/proc/self"[..], b"/proc/thread-self"] {
             if let Some(rest) = path.strip_prefix(own) {
                 if rest.is_empty() || rest[0] == b'/' {

@@ -34,6 +34,12 @@ pub enum Message {
     /// Init → supervisor, while the command runs: the seccomp filter
     /// refused a system call (its name).
     SyscallRefused { syscall: String },
+    /// Init → supervisor, while the command runs: the file creation gate
+    /// refused a protected name (the path inside, and why).
+    CreateRefused { path: String, why: String },
+    /// Init → supervisor, while the command runs: a mode with a
+    /// set-user-ID or set-group-ID bit was refused (the call's name).
+    PrivilegeModeRefused { syscall: String },
 }
 
 /// One end of the channel.

@@ -2,15 +2,18 @@
 //!
 //! [`FileView::plan`] runs on the host and turns the policy into concrete,
 //! symlink-free paths (expanding globs, finding every git repository under
-//! the project, creating placeholders for protected paths that do not exist
-//! yet). [`FileView::apply`] runs inside the new mount namespace and builds
-//! the view through the [`MountOps`] seam, so unit tests can check the order
-//! of mounts without root.
+//! the project). A protected path that exists is bound read-only; one that
+//! does not is guarded ([`Guard`]): the file creation gate refuses to make
+//! it, and nothing is created on the host for it. [`FileView::apply`] runs
+//! inside the new mount namespace and builds the view through the
+//! [`MountOps`] seam, so unit tests can check the order of mounts without
+//! root.
 
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::create_gate::Guard;
 use crate::policy::defaults::{GIT_DIR_PROTECTED, WORKTREE_PROTECTED};
 use crate::policy::{PathPattern, Policy};
 
@@ -46,42 +49,6 @@ pub enum Kind {
     File,
 }
 
-/// A protected path that did not exist and that cordon created on the
-/// host so it can be mounted read-only; removed again after the run.
-///
-/// Every protected name, directory or file, gets an empty *file*: a name
-/// that exists as a file can be created neither as a file nor as a
-/// directory. Empty placeholders on one filesystem are hard links to one
-/// inode, so a run creates and frees one inode, not one per name.
-#[derive(Debug)]
-pub struct Placeholder {
-    pub path: PathBuf,
-    /// `Dir` only for a missing parent directory of a protected name.
-    pub kind: Kind,
-    /// The inode, which its [`InodeLock`] guards.
-    inode: (u64, u64),
-}
-
-/// A shared lock on a placeholder inode, held by every run that mounts a
-/// name of it. A run removes the names only if it can take the lock
-/// exclusively: unlinking one that another sandbox has mounted read-only
-/// would detach that mount and let its command create the path.
-pub struct InodeLock {
-    inode: (u64, u64),
-    lock: nix::fcntl::Flock<std::fs::File>,
-}
-
-impl std::fmt::Debug for InodeLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "InodeLock({:?})", self.inode)
-    }
-}
-
-fn inode_of(meta: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
-}
-
 /// The resolved file view: every path absolute, canonical and existing.
 #[derive(Debug, Default)]
 pub struct FileView {
@@ -98,12 +65,9 @@ pub struct FileView {
     /// Directories between a writable root and a protected path, bound onto
     /// themselves so they cannot be renamed away and recreated.
     pub pinned: Vec<PathBuf>,
-    /// Protected paths created empty for this run.
-    pub placeholders: Vec<Placeholder>,
-    /// One lock per placeholder inode.
-    placeholder_locks: Vec<InodeLock>,
-    /// Per filesystem (device), the empty placeholder new names link to.
-    shared_empty: Vec<(u64, PathBuf)>,
+    /// Protected paths that do not exist: the file creation gate refuses
+    /// to make them.
+    pub guard: Guard,
     /// The `.git` entries (directories or files) under the project when
     /// the run started; any other found afterwards was made by the sandbox.
     pub git_entries_at_start: Vec<PathBuf>,
@@ -179,6 +143,15 @@ pub fn under(root: &str, path: &Path) -> PathBuf {
 
 fn depth(path: &Path) -> usize {
     path.components().count()
+}
+
+/// What planning marks on the way: paths kept read-only, directories
+/// pinned in place, missing paths guarded.
+#[derive(Debug, Default)]
+struct Marks {
+    read_only: BTreeSet<PathBuf>,
+    pins: BTreeSet<PathBuf>,
+    guarded: BTreeSet<PathBuf>,
 }
 
 /// One entry of the ordered mount list built from the policy paths.
@@ -282,11 +255,25 @@ impl FileView {
             }
         }
 
-        let mut read_only = BTreeSet::new();
+        let mut marks = Marks::default();
         for rule in &policy.files.deny_write {
             for path in rule.value.expand() {
-                if let Ok(path) = std::fs::canonicalize(&path) {
-                    read_only.insert(path);
+                match std::fs::canonicalize(&path) {
+                    Ok(path) => view.keep_read_only(path, &mut marks),
+                    // A missing path named exactly may not be created
+                    // either (a rename of its parent could otherwise undo
+                    // the rule): its parent must exist to be checked.
+                    Err(_) => {
+                        if let PathPattern::Exact(_) = &rule.value {
+                            if let Some(parent) =
+                                path.parent().and_then(|p| std::fs::canonicalize(p).ok())
+                            {
+                                if let Some(name) = path.file_name() {
+                                    marks.guarded.insert(parent.join(name));
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -300,34 +287,41 @@ impl FileView {
         view.git_entries_at_start = git_entries(&project, &scan);
         let mut roots: Vec<PathBuf> = view.writable.clone();
         roots.extend(scan.roots);
-        let mut pins = BTreeSet::new();
         for root in &roots {
             for name in &names {
-                view.protect(root, name, &mut read_only, &mut pins)?;
+                view.protect(root, name, &mut marks)?;
             }
             let git_dir = root.join(".git");
             if git_dir.is_dir() && !git_dir.is_symlink() {
                 for name in GIT_DIR_PROTECTED {
-                    view.protect(&git_dir, name, &mut read_only, &mut pins)?;
+                    view.protect(&git_dir, name, &mut marks)?;
                 }
                 for worktree in subdirs(&git_dir.join("worktrees")) {
                     for name in WORKTREE_PROTECTED {
-                        view.protect(&worktree, name, &mut read_only, &mut pins)?;
+                        view.protect(&worktree, name, &mut marks)?;
                     }
                 }
             }
         }
         for git_dir in &scan.module_dirs {
             for name in GIT_DIR_PROTECTED {
-                view.protect(git_dir, name, &mut read_only, &mut pins)?;
+                view.protect(git_dir, name, &mut marks)?;
             }
         }
-        read_only.extend(scan.git_files);
-        view.mark_placeholder_dirs()?;
+        for git_file in scan.git_files {
+            view.keep_read_only(git_file, &mut marks);
+        }
+        let Marks {
+            mut read_only,
+            mut pins,
+            mut guarded,
+        } = marks;
         read_only.retain(|p| view.relevant(p) && view.is_writable(p) && !view.is_hidden(p));
         pins.retain(|p: &PathBuf| !view.writable.contains(p) && !read_only.contains(p));
+        guarded.retain(|p| view.is_writable(p) && !view.is_hidden(p));
         view.read_only = read_only.into_iter().collect();
         view.pinned = pins.into_iter().collect();
+        view.guard = Guard::new(guarded, &view.writable);
         Ok(view)
     }
 
@@ -344,24 +338,37 @@ impl FileView {
         self.hidden.iter().any(|(h, _)| path.starts_with(h))
     }
 
-    /// Protects `root/name`: read-only if it exists, created empty first if
-    /// it does not and could otherwise be created inside a writable area.
-    fn protect(
-        &mut self,
-        root: &Path,
-        name: &str,
-        read_only: &mut BTreeSet<PathBuf>,
-        pins: &mut BTreeSet<PathBuf>,
-    ) -> Result<(), FilesError> {
-        // A directory name (trailing `/`) is kept from being created by a
-        // placeholder file as well as a file name is.
+    /// Keeps `path` read-only, and the directories on the way to it where
+    /// they are: renaming one away and recreating the path would undo it.
+    fn keep_read_only(&self, path: PathBuf, marks: &mut Marks) {
+        self.pin_parents(&path, marks);
+        marks.read_only.insert(path);
+    }
+
+    /// Pins every directory between the writable root holding `path` and
+    /// `path` (exclusive).
+    fn pin_parents(&self, path: &Path, marks: &mut Marks) {
+        let mut ancestor = path.parent();
+        while let Some(dir) = ancestor {
+            if self.writable.iter().any(|w| w == dir) || !self.is_writable(dir) {
+                break;
+            }
+            marks.pins.insert(dir.to_path_buf());
+            ancestor = dir.parent();
+        }
+    }
+
+    /// Protects `root/name`: read-only if it exists, guarded (refused at
+    /// creation by the gate) if it does not. `root` itself is pinned in
+    /// both cases, so the name cannot be made elsewhere and moved in.
+    fn protect(&self, root: &Path, name: &str, marks: &mut Marks) -> Result<(), FilesError> {
         let rel = name.trim_end_matches('/');
         let path = root.join(rel);
         if !self.is_writable(&path) {
             return Ok(());
         }
         // A name reached through a symlink could point anywhere (an
-        // untrusted project's `protect` list must not make cordon create
+        // untrusted project's `protect` list must not make cordon watch
         // files outside it), and a symlink itself cannot be mounted over,
         // so the sandbox could replace it: refuse both.
         let existing_parent = path
@@ -374,185 +381,19 @@ impl FileView {
             }
         }
         match path.symlink_metadata() {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(FilesError::ProtectedSymlink(path));
-            }
-            Ok(meta) => {
-                if is_stale_placeholder(&path, &meta) {
-                    // Left by a run that was killed: ours to remove again,
-                    // with the directories it created for it.
-                    let stale_dirs: Vec<PathBuf> = path
-                        .ancestors()
-                        .skip(1)
-                        .take_while(|dir| *dir != root && is_marked_dir(dir))
-                        .map(Path::to_path_buf)
-                        .collect();
-                    for dir in stale_dirs.into_iter().rev() {
-                        let file =
-                            std::fs::File::open(&dir).map_err(|source| FilesError::Path {
-                                what: "cannot open placeholder",
-                                path: dir.clone(),
-                                source,
-                            })?;
-                        self.hold(dir, Kind::Dir, file)?;
-                    }
-                    let file = std::fs::File::open(&path).map_err(|source| FilesError::Path {
-                        what: "cannot open placeholder",
-                        path: path.clone(),
-                        source,
-                    })?;
-                    self.hold(path.clone(), Kind::File, file)?;
-                }
+            Ok(meta) if meta.file_type().is_symlink() => Err(FilesError::ProtectedSymlink(path)),
+            Ok(_) => {
+                self.keep_read_only(path, marks);
+                Ok(())
             }
             Err(_) => {
-                // `.git/hooks` only matters where `.git` is a directory.
-                let parent_ok = path
-                    .parent()
-                    .is_some_and(|p| p.is_dir() || !rel.starts_with(".git/"));
-                if !parent_ok {
-                    return Ok(());
+                if self.is_writable(root) && !self.writable.iter().any(|w| w == root) {
+                    marks.pins.insert(root.to_path_buf());
                 }
-                self.create_placeholder(&path)?;
+                self.pin_parents(root, marks);
+                marks.guarded.insert(path);
+                Ok(())
             }
-        }
-        let mut ancestor = path.parent();
-        while let Some(dir) = ancestor {
-            if self.writable.iter().any(|w| w == dir) || !self.is_writable(dir) {
-                break;
-            }
-            pins.insert(dir.to_path_buf());
-            ancestor = dir.parent();
-        }
-        read_only.insert(path);
-        Ok(())
-    }
-
-    fn create_placeholder(&mut self, path: &Path) -> Result<(), FilesError> {
-        let err = |source| FilesError::Path {
-            what: "cannot create placeholder",
-            path: path.to_path_buf(),
-            source,
-        };
-        // Missing parents are placeholders too, so nothing of the chain can
-        // be created by the sandbox.
-        let mut missing = Vec::new();
-        let mut cur = path.parent();
-        while let Some(dir) = cur {
-            if dir.symlink_metadata().is_ok() {
-                break;
-            }
-            missing.push(dir.to_path_buf());
-            cur = dir.parent();
-        }
-        for dir in missing.iter().rev() {
-            let file = std::fs::create_dir(dir)
-                .and_then(|()| std::fs::File::open(dir))
-                .map_err(err)?;
-            self.hold(dir.clone(), Kind::Dir, file)?;
-        }
-        let leaf = self.create_leaf(path).map_err(err)?;
-        self.hold(path.to_path_buf(), Kind::File, leaf)?;
-        Ok(())
-    }
-
-    /// Marks the directories created for placeholders, once every entry
-    /// is in them (creating an entry changes a directory's time).
-    fn mark_placeholder_dirs(&self) -> Result<(), FilesError> {
-        for p in self.placeholders.iter().filter(|p| p.kind == Kind::Dir) {
-            std::fs::File::open(&p.path)
-                .and_then(|d| d.set_modified(placeholder_mtime()))
-                .map_err(|source| FilesError::Path {
-                    what: "cannot mark placeholder",
-                    path: p.path.clone(),
-                    source,
-                })?;
-        }
-        Ok(())
-    }
-
-    /// The placeholder file itself: a new link to this filesystem's shared
-    /// empty inode if there is one, else a new, marked file.
-    fn create_leaf(&mut self, path: &Path) -> io::Result<std::fs::File> {
-        let content = placeholder_content(path);
-        let parent_dev = path
-            .parent()
-            .and_then(|p| p.metadata().ok())
-            .map(|m| inode_of(&m).0);
-        let shared = self
-            .shared_empty
-            .iter()
-            .find(|(dev, _)| Some(*dev) == parent_dev && content.is_empty())
-            .map(|(_, p)| p.clone());
-        if let Some(source) = shared {
-            if std::fs::hard_link(&source, path).is_ok() {
-                return std::fs::File::open(path);
-            }
-        }
-        // One descriptor serves to fill, mark and lock the placeholder.
-        use std::io::Write;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)?;
-        file.write_all(content)?;
-        file.set_modified(placeholder_mtime())?;
-        if let (Some(dev), true) = (parent_dev, content.is_empty()) {
-            self.shared_empty.push((dev, path.to_path_buf()));
-        }
-        Ok(file)
-    }
-
-    /// Records a placeholder, taking the shared lock on its inode through
-    /// `file` unless this run holds it already.
-    fn hold(&mut self, path: PathBuf, kind: Kind, file: std::fs::File) -> Result<(), FilesError> {
-        let meta = file.metadata().map_err(|source| FilesError::Path {
-            what: "cannot stat placeholder",
-            path: path.clone(),
-            source,
-        })?;
-        let inode = inode_of(&meta);
-        if !self.placeholder_locks.iter().any(|l| l.inode == inode) {
-            let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockShared).map_err(
-                |(_, e)| FilesError::Path {
-                    what: "cannot lock placeholder",
-                    path: path.clone(),
-                    source: e.into(),
-                },
-            )?;
-            self.placeholder_locks.push(InodeLock { inode, lock });
-        }
-        self.placeholders.push(Placeholder { path, kind, inode });
-        Ok(())
-    }
-
-    /// Removes the placeholders this run created, where they are still
-    /// empty and no other sandbox has them mounted.
-    pub fn remove_placeholders(&self) {
-        let ours_alone: Vec<(u64, u64)> = self
-            .placeholder_locks
-            .iter()
-            .filter(|l| {
-                l.lock
-                    .relock(nix::fcntl::FlockArg::LockExclusiveNonblock)
-                    .is_ok()
-            })
-            .map(|l| l.inode)
-            .collect();
-        let removable = self
-            .placeholders
-            .iter()
-            .rev()
-            .filter(|p| ours_alone.contains(&p.inode));
-        for p in removable {
-            let _ = match p.kind {
-                Kind::Dir => std::fs::remove_dir(&p.path),
-                Kind::File => match p.path.symlink_metadata() {
-                    Ok(m) if inode_of(&m) == p.inode && holds_placeholder_content(&p.path, &m) => {
-                        std::fs::remove_file(&p.path)
-                    }
-                    _ => Ok(()),
-                },
-            };
         }
     }
 
@@ -798,37 +639,6 @@ impl FileView {
             }
         }
         Ok(())
-    }
-}
-
-/// The modification time that marks a placeholder (1970-01-01T00:00:01Z),
-/// so one left behind by a killed run is recognised and removed later.
-fn placeholder_mtime() -> std::time::SystemTime {
-    std::time::UNIX_EPOCH + std::time::Duration::from_secs(1)
-}
-
-fn is_stale_placeholder(path: &Path, meta: &std::fs::Metadata) -> bool {
-    meta.modified().ok() == Some(placeholder_mtime()) && holds_placeholder_content(path, meta)
-}
-
-/// A directory cordon created for a placeholder (left by a killed run).
-fn is_marked_dir(dir: &Path) -> bool {
-    dir.symlink_metadata()
-        .is_ok_and(|m| m.is_dir() && m.modified().ok() == Some(placeholder_mtime()))
-}
-
-/// Whether the file at `path` still holds only what cordon put there.
-fn holds_placeholder_content(path: &Path, meta: &std::fs::Metadata) -> bool {
-    meta.is_file() && meta.len() == placeholder_content(path).len() as u64
-}
-
-/// What a placeholder file holds: nothing, except `commondir`, which git
-/// refuses to read empty; "." names the git dir itself, as if absent.
-fn placeholder_content(path: &Path) -> &'static [u8] {
-    if path.file_name().is_some_and(|n| n == "commondir") {
-        b".\n"
-    } else {
-        b""
     }
 }
 
@@ -1215,60 +1025,46 @@ mod tests {
     }
 
     #[test]
-    fn placeholders_share_an_inode_and_a_killed_runs_are_removed_later() {
-        use std::os::unix::fs::MetadataExt;
+    fn missing_protected_names_are_guarded_and_nothing_is_created() {
         let dir = tempfile::tempdir().unwrap();
         let project = std::fs::canonicalize(dir.path()).unwrap();
-        let names = [".bashrc", ".mcp.json", ".vscode/", ".cargo/config.toml"];
-        let plan = |view: &mut FileView| {
-            view.writable = vec![project.clone()];
-            let (mut ro, mut pins) = (BTreeSet::new(), BTreeSet::new());
-            for name in names {
-                view.protect(&project, name, &mut ro, &mut pins).unwrap();
-            }
-            view.mark_placeholder_dirs().unwrap();
+        std::fs::create_dir_all(project.join("sub/.git")).unwrap();
+        std::fs::write(project.join(".envrc"), "").unwrap();
+        let view = FileView {
+            writable: vec![project.clone()],
+            ..FileView::default()
         };
-        let mut killed = FileView::default();
-        plan(&mut killed);
-        let ino = |n: &str| project.join(n).metadata().unwrap().ino();
-        assert_eq!(ino(".bashrc"), ino(".mcp.json"));
-        assert_eq!(ino(".bashrc"), ino(".vscode"));
-        assert!(
-            project.join(".vscode").is_file(),
-            "a file keeps the directory from being made"
-        );
-        assert!(is_marked_dir(&project.join(".cargo")));
-        // The run dies without cleaning up; the next one adopts and removes.
-        drop(killed);
-        let mut next = FileView::default();
-        plan(&mut next);
-        next.remove_placeholders();
-        let left: Vec<_> = std::fs::read_dir(&project)
+        let mut marks = Marks::default();
+        for root in [project.clone(), project.join("sub")] {
+            for name in [".bashrc", ".envrc", ".vscode/", ".cargo/config.toml"] {
+                view.protect(&root, name, &mut marks).unwrap();
+            }
+        }
+        let names: Vec<_> = std::fs::read_dir(&project)
             .unwrap()
             .flatten()
             .map(|e| e.file_name())
             .collect();
-        assert!(left.is_empty(), "left behind: {left:?}");
+        assert_eq!(names.len(), 2, "only what was there: {names:?}");
+        assert!(marks.read_only.contains(&project.join(".envrc")));
+        for missing in [".bashrc", ".vscode", ".cargo/config.toml", "sub/.envrc"] {
+            assert!(marks.guarded.contains(&project.join(missing)), "{missing}");
+        }
+        // The nested repository cannot be renamed away and made again.
+        assert!(marks.pins.contains(&project.join("sub")));
     }
 
     #[test]
-    fn stale_placeholders_are_recognised_and_user_files_are_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let mine = dir.path().join("mine");
-        let theirs = dir.path().join("theirs");
-        std::fs::write(&mine, "").unwrap();
-        std::fs::File::open(&mine)
-            .unwrap()
-            .set_modified(placeholder_mtime())
-            .unwrap();
-        std::fs::write(&theirs, "").unwrap();
-        assert!(is_stale_placeholder(&mine, &mine.metadata().unwrap()));
-        assert!(!is_stale_placeholder(&theirs, &theirs.metadata().unwrap()));
-        std::fs::write(&mine, "user wrote here").unwrap();
-        std::fs::File::open(&mine)
-            .unwrap()
-            .set_modified(placeholder_mtime())
-            .unwrap();
-        assert!(!is_stale_placeholder(&mine, &mine.metadata().unwrap()));
+    fn a_deny_write_path_keeps_its_parents_in_place() {
+        let view = FileView {
+            writable: vec!["/p".into()],
+            ..FileView::default()
+        };
+        let mut marks = Marks::default();
+        view.keep_read_only("/p/a/b/log.jsonl".into(), &mut marks);
+        assert_eq!(
+            marks.pins.iter().collect::<Vec<_>>(),
+            vec![Path::new("/p/a"), Path::new("/p/a/b")]
+        );
     }
 }

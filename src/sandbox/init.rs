@@ -17,6 +17,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use super::channel::{Channel, Message};
+use super::create_gate::Guard;
 use super::files::{FileView, KernelMounts};
 use super::limits::LimitPlan;
 use super::sys::{self, Forked};
@@ -343,10 +344,22 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared, channel: Arc<Channel>) -> 
                     path: path.to_string_lossy().into_owned(),
                 },
                 Refusal::Syscall(syscall) => Message::SyscallRefused { syscall },
+                Refusal::Create { path, why } => Message::CreateRefused {
+                    path: path.to_string_lossy().into_owned(),
+                    why: why.to_string(),
+                },
+                Refusal::PrivilegeMode(syscall) => Message::PrivilegeModeRefused { syscall },
             };
             let _ = channel.send(&msg, &[]);
         });
-        if let Err(e) = start_gate(child, end, diag, plan.unix_sockets.clone(), report) {
+        if let Err(e) = start_gate(
+            child,
+            end,
+            diag,
+            plan.unix_sockets.clone(),
+            plan.view.guard.clone(),
+            report,
+        ) {
             // Killed: it may have started, but no gated call of its was answered.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
             let _ = kill(child, Signal::SIGKILL);
@@ -393,6 +406,7 @@ fn start_gate(
     mut end: UnixStream,
     diag: OwnedFd,
     allowed: Vec<SocketId>,
+    guard: Guard,
     report: Reporter,
 ) -> std::io::Result<()> {
     let mut number = [0u8; 4];
@@ -402,7 +416,7 @@ fn start_gate(
     // The command may exec now: its gated calls wait in the listener's
     // queue until the gate's threads, started meanwhile, take them.
     end.write_all(b"+")?;
-    UnixGate::start(listener, diag, allowed, report)
+    UnixGate::start(listener, diag, allowed, guard, report)
 }
 
 /// The command's side of [`CommandFilter`].

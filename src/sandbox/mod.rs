@@ -10,6 +10,7 @@
 //! hardening is [`init`] and [`seccomp`]; limits are [`limits`].
 
 pub mod channel;
+pub mod create_gate;
 pub mod files;
 pub mod init;
 pub mod landlock;
@@ -110,15 +111,6 @@ pub struct RunRequest<'a> {
     pub quiet: bool,
 }
 
-/// Removes the placeholders the run created, on every exit path.
-struct PlaceholderCleanup<'a>(&'a FileView);
-
-impl Drop for PlaceholderCleanup<'_> {
-    fn drop(&mut self) {
-        self.0.remove_placeholders();
-    }
-}
-
 /// Removes the run's cgroup, on every exit path.
 struct CgroupCleanup<'a>(&'a LimitPlan);
 
@@ -213,7 +205,6 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let unix_sockets = allowed_unix_sockets(policy)?;
     let mut view = FileView::plan(policy)?;
     view.trust_bundle = credentials.as_ref().map(|c| c.bind());
-    let _placeholders = PlaceholderCleanup(&view);
     let limits = match LimitPlan::prepare(&policy.limits, &sandbox_id) {
         Ok(plan) => plan,
         Err(e) if policy.degraded_ok(Layer::Limits) => {
@@ -479,7 +470,11 @@ fn start_init(
                 })
             }
             Ok((
-                Message::Go | Message::SocketRefused { .. } | Message::SyscallRefused { .. },
+                Message::Go
+                | Message::SocketRefused { .. }
+                | Message::SyscallRefused { .. }
+                | Message::CreateRefused { .. }
+                | Message::PrivilegeModeRefused { .. },
                 _,
             )) => {}
             Err(e) => {
@@ -620,6 +615,24 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
             );
             event.proto = Some(audit::Proto::Unix);
             auditor.record(event);
+            true
+        }
+        Ok((Message::CreateRefused { path, why }, _)) => {
+            auditor.record(builtin_denial(
+                audit::Door::Files,
+                path,
+                "names that run code later outside the sandbox cannot be created",
+                &why,
+            ));
+            true
+        }
+        Ok((Message::PrivilegeModeRefused { syscall }, _)) => {
+            auditor.record(builtin_denial(
+                audit::Door::Files,
+                syscall,
+                "no set-user-ID or set-group-ID bits on files the sandbox writes",
+                "refused with EPERM: a file left on the host with them would run with its owner's privileges",
+            ));
             true
         }
         Ok((Message::SyscallRefused { syscall }, _)) => {

@@ -94,6 +94,40 @@ const DENIED_TO_COMMAND: &[&str] = &["process_vm_readv", "process_vm_writev", "p
 /// socket is already connected, which the gate checked.
 const GATED: &[&str] = &["connect", "sendmsg", "sendmmsg"];
 
+/// Calls that create a name in the file system, handed to the gate
+/// (`crate::sandbox::create_gate`), which refuses the names that run code
+/// later outside the sandbox and makes the others itself. `open` and
+/// `openat` only with `O_CREAT` (without it they create nothing).
+const CREATING: &[&str] = &[
+    "creat",
+    "mkdir",
+    "mkdirat",
+    "mknod",
+    "mknodat",
+    "link",
+    "linkat",
+    "symlink",
+    "symlinkat",
+    "rename",
+    "renameat",
+    "renameat2",
+];
+
+/// Calls whose mode argument can carry set-user-ID or set-group-ID bits,
+/// with the index of that argument: a file the sandbox leaves on the host
+/// with those bits would run with its owner's privileges for anyone later.
+/// (The creating ones, `open`/`openat`/`creat`/`mknod`/`mknodat`, are
+/// checked by the gate, which sees every call of theirs that creates.)
+const MODE_SETTING: &[(&str, u32)] = &[
+    ("chmod", 1),
+    ("fchmod", 1),
+    ("fchmodat", 2),
+    ("fchmodat2", 2),
+];
+
+/// The set-user-ID and set-group-ID bits, each refused in a mode.
+const PRIVILEGE_BITS: [u64; 2] = [libc::S_ISUID as u64, libc::S_ISGID as u64];
+
 // The ioctl request type differs between targets (c_ulong or c_int).
 #[allow(clippy::unnecessary_cast)]
 const TIOCSTI: u64 = libc::TIOCSTI as u64;
@@ -112,6 +146,10 @@ const SOCKET_FAMILIES: &[u64] = &[
     libc::AF_INET as u64,
     libc::AF_INET6 as u64,
 ];
+
+/// `O_TMPFILE` without the `O_DIRECTORY` bit it includes: the bit that
+/// tells it from a plain directory open.
+const TMPFILE: u64 = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64;
 
 /// The kernel reads these arguments as 32-bit ints: compare only those
 /// bits, so garbage in the upper half cannot slip past an equality test.
@@ -133,6 +171,19 @@ pub fn denied_summary() -> Vec<String> {
         "{} and sendto with an address: checked by the UNIX socket gate",
         GATED.join(", ")
     ));
+    names.push(format!(
+        "{}, open/openat with O_CREAT: checked by the file creation gate (names that run code later are refused)",
+        CREATING.join(", ")
+    ));
+    names.push(format!(
+        "{} (and creating calls) with a set-user-ID or set-group-ID bit",
+        MODE_SETTING
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    names.push("openat2 (ENOSYS: its flags are in memory, out of a filter's reach; libc falls back to openat)".into());
     names
 }
 
@@ -208,11 +259,52 @@ pub fn command_filter(gated: bool) -> Result<ScmpFilterContext, SeccompError> {
         ScmpAction::Errno(libc::EPERM)
     };
     deny_list(&mut ctx, refuse)?;
+    // openat2 takes its flags and mode in memory: a filter cannot see
+    // O_CREAT or a set-user-ID bit there. ENOSYS makes callers fall back.
+    deny(&mut ctx, ScmpAction::Errno(libc::ENOSYS), "openat2", &[])?;
+    for (name, arg) in MODE_SETTING {
+        for bit in PRIVILEGE_BITS {
+            let has_bit = ScmpArgCompare::new(*arg, ScmpCompareOp::MaskedEqual(bit), bit);
+            deny(&mut ctx, refuse, name, &[has_bit])?;
+        }
+    }
     if !gated {
+        // Without the gate the creating calls run unchecked, but still never
+        // with a privilege bit: O_TMPFILE too, whose file a later link names.
+        for (name, flags_arg, mode_arg) in [("open", 1, 2), ("openat", 2, 3)] {
+            for flag in [libc::O_CREAT as u64, TMPFILE] {
+                for bit in PRIVILEGE_BITS {
+                    let makes =
+                        ScmpArgCompare::new(flags_arg, ScmpCompareOp::MaskedEqual(flag), flag);
+                    let has_bit =
+                        ScmpArgCompare::new(mode_arg, ScmpCompareOp::MaskedEqual(bit), bit);
+                    deny(&mut ctx, refuse, name, &[makes, has_bit])?;
+                }
+            }
+        }
+        for (name, mode_arg) in [("creat", 1), ("mknod", 1), ("mknodat", 2)] {
+            for bit in PRIVILEGE_BITS {
+                let has_bit = ScmpArgCompare::new(mode_arg, ScmpCompareOp::MaskedEqual(bit), bit);
+                deny(&mut ctx, refuse, name, &[has_bit])?;
+            }
+        }
         return Ok(ctx);
     }
-    for name in GATED {
+    for name in GATED.iter().chain(CREATING) {
         deny(&mut ctx, ScmpAction::Notify, name, &[])?;
+    }
+    // open/openat: every call that may create a name, and O_TMPFILE with a
+    // privilege bit (its file gets a name later, by a gated link).
+    for (name, flags_arg, mode_arg) in [("open", 1, 2), ("openat", 2, 3)] {
+        let creat = libc::O_CREAT as u64;
+        let creates = ScmpArgCompare::new(flags_arg, ScmpCompareOp::MaskedEqual(creat), creat);
+        deny(&mut ctx, ScmpAction::Notify, name, &[creates])?;
+        for bit in PRIVILEGE_BITS {
+            let tmpfile =
+                ScmpArgCompare::new(flags_arg, ScmpCompareOp::MaskedEqual(TMPFILE), TMPFILE);
+            let has_bit = ScmpArgCompare::new(mode_arg, ScmpCompareOp::MaskedEqual(bit), bit);
+            deny(&mut ctx, ScmpAction::Notify, name, &[tmpfile, has_bit])?;
+        }
     }
     let has_address = ScmpArgCompare::new(4, ScmpCompareOp::NotEqual, 0);
     deny(&mut ctx, ScmpAction::Notify, "sendto", &[has_address])?;
@@ -323,19 +415,88 @@ pub enum Gated {
     SendTo,
     SendMsg,
     SendMmsg,
+    /// A call that creates a name in the file system.
+    Create(Creating),
+    /// `chmod` and its kin with a set-user-ID or set-group-ID bit: refused.
+    PrivilegeMode,
     /// A call on the deny list: refused with EPERM, and recorded.
     Other,
+}
+
+/// The calls that create a name, as the file creation gate tells them
+/// apart (each `*at` form and its plain twin share one shape).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Creating {
+    /// `open(path, flags, mode)`, `openat(dirfd, path, flags, mode)`,
+    /// `creat(path, mode)`: `at` says whether a dirfd comes first.
+    Open {
+        at: bool,
+        creat: bool,
+    },
+    Mkdir {
+        at: bool,
+    },
+    Mknod {
+        at: bool,
+    },
+    Link {
+        at: bool,
+    },
+    Symlink {
+        at: bool,
+    },
+    /// `rename`, `renameat` (`at`), `renameat2` (`flags`).
+    Rename {
+        at: bool,
+        flags: bool,
+    },
 }
 
 /// Waits for the next gated call.
 pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
     let req = ScmpNotifReq::receive(listener.as_raw_fd()).map_err(SeccompError::Notify)?;
     // Native ABI only: the filters kill any other.
+    let create = |c| Gated::Create(c);
     let call = match libc::c_long::from(req.data.syscall.as_raw_syscall()) {
         libc::SYS_connect => Gated::Connect,
         libc::SYS_sendto => Gated::SendTo,
         libc::SYS_sendmsg => Gated::SendMsg,
         libc::SYS_sendmmsg => Gated::SendMmsg,
+        libc::SYS_open => create(Creating::Open {
+            at: false,
+            creat: false,
+        }),
+        libc::SYS_openat => create(Creating::Open {
+            at: true,
+            creat: false,
+        }),
+        libc::SYS_creat => create(Creating::Open {
+            at: false,
+            creat: true,
+        }),
+        libc::SYS_mkdir => create(Creating::Mkdir { at: false }),
+        libc::SYS_mkdirat => create(Creating::Mkdir { at: true }),
+        libc::SYS_mknod => create(Creating::Mknod { at: false }),
+        libc::SYS_mknodat => create(Creating::Mknod { at: true }),
+        libc::SYS_link => create(Creating::Link { at: false }),
+        libc::SYS_linkat => create(Creating::Link { at: true }),
+        libc::SYS_symlink => create(Creating::Symlink { at: false }),
+        libc::SYS_symlinkat => create(Creating::Symlink { at: true }),
+        libc::SYS_rename => create(Creating::Rename {
+            at: false,
+            flags: false,
+        }),
+        libc::SYS_renameat => create(Creating::Rename {
+            at: true,
+            flags: false,
+        }),
+        libc::SYS_renameat2 => create(Creating::Rename {
+            at: true,
+            flags: true,
+        }),
+        libc::SYS_chmod | libc::SYS_fchmod | libc::SYS_fchmodat | libc::SYS_fchmodat2 => {
+            Gated::PrivilegeMode
+        }
         _ => Gated::Other,
     };
     Ok(Notification {

@@ -1,0 +1,476 @@
+//! The file creation gate: names that run code later outside the sandbox
+//! cannot be created, and nothing is put on the host to stop them.
+//!
+//! A protected name that exists (`.git/config`, a `.bashrc`) is bound
+//! read-only by the mount view. One that does not exist has nothing to
+//! mount over, and an empty placeholder left in the user's project is a
+//! trace (git lists it, tools trip on it). So every system call that can
+//! create a name (`open`/`openat` with `O_CREAT`, `creat`, `mkdir*`,
+//! `mknod*`, `link*`, `symlink*`, `rename*`) stops in the command's
+//! seccomp filter and comes here, to the gate's threads in init (see
+//! `crate::net::unix_gate`, which owns the listener).
+//!
+//! The gate never lets a call continue: it reads the path once, resolves
+//! its directory to a descriptor, asks the kernel where that directory is
+//! (`/proc/self/fd`), decides on that path, and makes the call itself on
+//! the descriptor, so neither a second thread rewriting the path nor a
+//! symlink swapped in afterwards changes what was decided. An `open`'s
+//! descriptor is handed to the caller with `SECCOMP_IOCTL_NOTIF_ADDFD`.
+//! Init's threads carry the command's uid, Landlock domain and (no)
+//! capabilities, so the gate can make nothing the command could not.
+//!
+//! What is refused:
+//! - a guarded path, or anything beneath one ([`Guard`]);
+//! - anything but a directory on the way to a guarded path (a symlink or a
+//!   renamed directory there would put the guarded path elsewhere);
+//! - a hook (a name without `.sample` in the `hooks` directory of any git
+//!   dir, one the sandbox made included): git would run it on the host;
+//! - a set-user-ID or set-group-ID bit in the mode of a new file.
+
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{openat, readlinkat, AtFlags, OFlag, RenameFlags};
+use nix::sys::stat::{Mode, SFlag};
+
+use crate::net::unix_gate::{Caller, Errno, Refusal, Reporter};
+use crate::sandbox::seccomp::{Creating, Notification};
+use crate::sandbox::sys;
+
+/// Symlinks an `open` follows before it gives up, as the kernel does.
+const MAX_HOPS: usize = 40;
+
+/// What the gate answers a creating call with.
+pub enum Reply {
+    /// The call's return value.
+    Value(i64),
+    /// A descriptor for the caller (an `open`), with `O_CLOEXEC` or not.
+    Fd { fd: OwnedFd, cloexec: bool },
+}
+
+/// Paths, as the sandbox sees them, that must not come into existence.
+#[derive(Debug, Default, Clone)]
+pub struct Guard {
+    /// Neither these paths nor anything beneath them may be created.
+    guarded: HashSet<PathBuf>,
+    /// Directories on the way to a guarded path: only `mkdir` there.
+    on_the_way: HashSet<PathBuf>,
+}
+
+/// What kind of name a call makes, as the guard tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Make {
+    /// A new, empty directory (`mkdir`).
+    Dir,
+    /// Anything else: a file, a symlink, a node, a link, a rename.
+    Other,
+}
+
+impl Guard {
+    /// A guard for `paths`; the directories between each and the writable
+    /// root holding it (exclusive) are kept as directories.
+    pub fn new(paths: impl IntoIterator<Item = PathBuf>, writable: &[PathBuf]) -> Guard {
+        let mut guard = Guard::default();
+        for path in paths {
+            if let Some(root) = writable.iter().find(|w| path.starts_with(w)) {
+                let between = path
+                    .ancestors()
+                    .skip(1)
+                    .take_while(|a| a.starts_with(root) && *a != root.as_path());
+                guard.on_the_way.extend(between.map(Path::to_path_buf));
+            }
+            guard.guarded.insert(path);
+        }
+        guard
+    }
+
+    /// Whether nothing is guarded.
+    pub fn is_empty(&self) -> bool {
+        self.guarded.is_empty()
+    }
+
+    /// The guarded paths, sorted (for `explain` and tests).
+    pub fn paths(&self) -> Vec<&Path> {
+        let mut paths: Vec<&Path> = self.guarded.iter().map(PathBuf::as_path).collect();
+        paths.sort();
+        paths
+    }
+
+    /// The guarded path that forbids making `path`, if one does.
+    pub fn forbids(&self, path: &Path, make: Make) -> Option<PathBuf> {
+        if let Some(hit) = path.ancestors().find_map(|a| self.guarded.get(a)) {
+            return Some(hit.clone());
+        }
+        if make == Make::Other && self.on_the_way.contains(path) {
+            return Some(path.to_path_buf());
+        }
+        None
+    }
+}
+
+/// Where a path argument puts a new name: its directory, held open, the
+/// name, and the whole path as the sandbox sees it.
+struct Place {
+    dir: OwnedFd,
+    name: OsString,
+    path: PathBuf,
+    /// The argument ended in `/`.
+    trailing_slash: bool,
+}
+
+/// Serves one creating call (see the module's docs).
+pub(crate) fn serve(
+    caller: &Caller,
+    call: &Notification,
+    kind: Creating,
+    guard: &Guard,
+    report: &Reporter,
+) -> Result<Reply, Errno> {
+    let a = call.args;
+    let dirfd = |i: usize| a[i] as i32;
+    // The caller's umask applies to what the gate makes, as to its own.
+    let umask = caller_umask(caller)?;
+    nix::sys::stat::umask(umask);
+    match kind {
+        Creating::Open { at, creat } => {
+            let (dir, path, flags, mode) = match (at, creat) {
+                (_, true) => (
+                    libc::AT_FDCWD,
+                    a[0],
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+                    a[1],
+                ),
+                (false, false) => (libc::AT_FDCWD, a[0], a[1] as i32, a[2]),
+                (true, false) => (dirfd(0), a[1], a[2] as i32, a[3]),
+            };
+            if has_privilege_bits(mode) {
+                return refuse_mode(call, report);
+            }
+            if flags & libc::O_CREAT == 0 {
+                // Only an O_TMPFILE with a privilege bit stops here.
+                return refuse_mode(call, report);
+            }
+            let path = caller.read_path(path)?;
+            open(caller, dir, &path, flags, mode, guard, report)
+        }
+        Creating::Mkdir { at } => {
+            let (dir, path, mode) = if at {
+                (dirfd(0), a[1], a[2])
+            } else {
+                (libc::AT_FDCWD, a[0], a[1])
+            };
+            let place = new_place(caller, dir, &caller.read_path(path)?)?;
+            admit(&place, Make::Dir, guard, report)?;
+            nix::sys::stat::mkdirat(
+                Some(place.dir.as_raw_fd()),
+                place.name.as_os_str(),
+                Mode::from_bits_truncate(mode as u32),
+            )
+            .map_err(|e| e as Errno)?;
+            Ok(Reply::Value(0))
+        }
+        Creating::Mknod { at } => {
+            let (dir, path, mode, dev) = if at {
+                (dirfd(0), a[1], a[2], a[3])
+            } else {
+                (libc::AT_FDCWD, a[0], a[1], a[2])
+            };
+            if has_privilege_bits(mode) {
+                return refuse_mode(call, report);
+            }
+            let place = new_place(caller, dir, &caller.read_path(path)?)?;
+            admit(&place, Make::Other, guard, report)?;
+            let mode = mode as u32;
+            nix::sys::stat::mknodat(
+                Some(place.dir.as_raw_fd()),
+                place.name.as_os_str(),
+                SFlag::from_bits_truncate(mode & libc::S_IFMT),
+                Mode::from_bits_truncate(mode & !libc::S_IFMT),
+                dev,
+            )
+            .map_err(|e| e as Errno)?;
+            Ok(Reply::Value(0))
+        }
+        Creating::Symlink { at } => {
+            let (target, dir, path) = if at {
+                (a[0], dirfd(1), a[2])
+            } else {
+                (a[0], libc::AT_FDCWD, a[1])
+            };
+            let target = OsString::from_vec(caller.read_path(target)?);
+            let place = new_place(caller, dir, &caller.read_path(path)?)?;
+            admit(&place, Make::Other, guard, report)?;
+            nix::unistd::symlinkat(
+                target.as_os_str(),
+                Some(place.dir.as_raw_fd()),
+                place.name.as_os_str(),
+            )
+            .map_err(|e| e as Errno)?;
+            Ok(Reply::Value(0))
+        }
+        Creating::Link { at } => {
+            let (old_dir, old, new_dir, new, flags) = if at {
+                (dirfd(0), a[1], dirfd(2), a[3], a[4] as i32)
+            } else {
+                (libc::AT_FDCWD, a[0], libc::AT_FDCWD, a[1], 0)
+            };
+            if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
+                return Err(libc::EINVAL);
+            }
+            let old = caller.read_path(old)?;
+            let place = new_place(caller, new_dir, &caller.read_path(new)?)?;
+            admit(&place, Make::Other, guard, report)?;
+            // An empty path with AT_EMPTY_PATH names the descriptor itself
+            // (an O_TMPFILE being given its name): linked through its
+            // /proc link, which needs no capability.
+            let (source_dir, source_name, follow, _held) =
+                if old.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
+                    let fd = caller.fd(old_dir)?;
+                    let name = OsString::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+                    (None, name, true, Some(fd))
+                } else {
+                    let source = existing_place(caller, old_dir, &old)?;
+                    let follow = flags & libc::AT_SYMLINK_FOLLOW != 0;
+                    (Some(source.dir), source.name, follow, None)
+                };
+            let follow = if follow {
+                AtFlags::AT_SYMLINK_FOLLOW
+            } else {
+                AtFlags::empty()
+            };
+            nix::unistd::linkat(
+                source_dir.as_ref().map(|d| d.as_raw_fd()),
+                source_name.as_os_str(),
+                Some(place.dir.as_raw_fd()),
+                place.name.as_os_str(),
+                follow,
+            )
+            .map_err(|e| e as Errno)?;
+            Ok(Reply::Value(0))
+        }
+        Creating::Rename { at, flags } => {
+            let (old_dir, old, new_dir, new) = if at {
+                (dirfd(0), a[1], dirfd(2), a[3])
+            } else {
+                (libc::AT_FDCWD, a[0], libc::AT_FDCWD, a[1])
+            };
+            let flags = if flags { a[4] as u32 } else { 0 };
+            let flags = RenameFlags::from_bits(flags).ok_or(libc::EINVAL)?;
+            let source = existing_place(caller, old_dir, &caller.read_path(old)?)?;
+            let place = new_place(caller, new_dir, &caller.read_path(new)?)?;
+            admit(&place, Make::Other, guard, report)?;
+            if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+                // Both names are new ones after an exchange.
+                admit(&source, Make::Other, guard, report)?;
+            }
+            nix::fcntl::renameat2(
+                Some(source.dir.as_raw_fd()),
+                source.name.as_os_str(),
+                Some(place.dir.as_raw_fd()),
+                place.name.as_os_str(),
+                flags,
+            )
+            .map_err(|e| e as Errno)?;
+            Ok(Reply::Value(0))
+        }
+    }
+}
+
+/// `open` with `O_CREAT`, following a final symlink as the kernel would
+/// but deciding on every name it reaches.
+fn open(
+    caller: &Caller,
+    dirfd: RawFd,
+    path: &[u8],
+    flags: i32,
+    mode: u64,
+    guard: &Guard,
+    report: &Reporter,
+) -> Result<Reply, Errno> {
+    let mut place = new_place(caller, dirfd, path)?;
+    let follows = flags & (libc::O_EXCL | libc::O_NOFOLLOW) == 0;
+    for _ in 0..MAX_HOPS {
+        if place.trailing_slash {
+            return Err(libc::EISDIR);
+        }
+        admit(&place, Make::Other, guard, report)?;
+        // No controlling terminal for init from a caller's open.
+        let oflag = OFlag::from_bits_retain(flags) | OFlag::O_NOFOLLOW | OFlag::O_NOCTTY;
+        match openat(
+            Some(place.dir.as_raw_fd()),
+            place.name.as_os_str(),
+            oflag,
+            Mode::from_bits_truncate(mode as u32),
+        ) {
+            Ok(fd) => {
+                return Ok(Reply::Fd {
+                    fd: sys::own_fd(fd),
+                    cloexec: flags & libc::O_CLOEXEC != 0,
+                })
+            }
+            Err(nix::errno::Errno::ELOOP) if follows => {
+                let target = readlinkat(Some(place.dir.as_raw_fd()), place.name.as_os_str())
+                    .map_err(|e| match e {
+                        // Not a symlink after all: the loop was elsewhere.
+                        nix::errno::Errno::EINVAL => libc::ELOOP,
+                        e => e as Errno,
+                    })?;
+                place = place_from(caller, Some(&place.dir), target.as_bytes())?;
+            }
+            Err(e) => return Err(e as Errno),
+        }
+    }
+    Err(libc::ELOOP)
+}
+
+/// Refuses (`EPERM`, reported) what the guard or git's hook rule forbids
+/// making at `place`.
+fn admit(place: &Place, make: Make, guard: &Guard, report: &Reporter) -> Result<(), Errno> {
+    let why = match guard.forbids(&place.path, make) {
+        Some(hit) => format!(
+            "protected: {} runs code later outside the sandbox",
+            hit.display()
+        ),
+        None if make == Make::Other && is_hook(place) => {
+            "a git hook: git would run it outside the sandbox".into()
+        }
+        None => return Ok(()),
+    };
+    report(Refusal::Create {
+        path: &place.path,
+        why: &why,
+    });
+    Err(libc::EPERM)
+}
+
+/// A name in the `hooks` directory of a git dir (one holding `HEAD`),
+/// other than git's inert `*.sample` files.
+fn is_hook(place: &Place) -> bool {
+    let in_hooks = place.path.parent().and_then(Path::file_name) == Some(OsStr::new("hooks"));
+    if !in_hooks || place.name.as_bytes().ends_with(b".sample") {
+        return false;
+    }
+    nix::sys::stat::fstatat(
+        Some(place.dir.as_raw_fd()),
+        "../HEAD",
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .is_ok()
+}
+
+/// Where a new name goes: `.`, `..` and `/` name what exists already.
+fn new_place(caller: &Caller, dirfd: RawFd, path: &[u8]) -> Result<Place, Errno> {
+    let dir = caller_dir(caller, dirfd, path)?;
+    let place = place_from(caller, dir.as_ref(), path)?;
+    if place.name == "." || place.name == ".." {
+        return Err(libc::EEXIST);
+    }
+    Ok(place)
+}
+
+/// The source of a link or rename: an existing name, resolved the same way.
+fn existing_place(caller: &Caller, dirfd: RawFd, path: &[u8]) -> Result<Place, Errno> {
+    let dir = caller_dir(caller, dirfd, path)?;
+    place_from(caller, dir.as_ref(), path)
+}
+
+/// The directory a relative path starts from: the caller's working
+/// directory or its `dirfd`; none for an absolute path.
+fn caller_dir(caller: &Caller, dirfd: RawFd, path: &[u8]) -> Result<Option<OwnedFd>, Errno> {
+    if path.first() == Some(&b'/') {
+        return Ok(None);
+    }
+    if dirfd == libc::AT_FDCWD {
+        let cwd = format!("/proc/{}/cwd", caller.tid());
+        let fd = nix::fcntl::open(
+            cwd.as_str(),
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| e as Errno)?;
+        return Ok(Some(sys::own_fd(fd)));
+    }
+    caller.fd(dirfd).map(Some)
+}
+
+/// Resolves everything of `path` but its last name, from `base` (or `/`),
+/// and asks the kernel where that directory is.
+fn place_from(caller: &Caller, base: Option<&OwnedFd>, path: &[u8]) -> Result<Place, Errno> {
+    if path.is_empty() {
+        return Err(libc::ENOENT);
+    }
+    let trimmed_len = path.iter().rposition(|b| *b != b'/').map_or(0, |i| i + 1);
+    if trimmed_len == 0 {
+        // Only slashes: the root, which exists.
+        return Err(libc::EEXIST);
+    }
+    let trailing_slash = trimmed_len < path.len();
+    let trimmed = &path[..trimmed_len];
+    let (dir_part, name) = match trimmed.iter().rposition(|b| *b == b'/') {
+        Some(0) => (&b"/"[..], &trimmed[1..]),
+        Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
+        None => (&b"."[..], trimmed),
+    };
+    let absolute = path[0] == b'/';
+    let dir_part = if absolute {
+        caller.own_proc_path(dir_part)
+    } else {
+        dir_part.to_vec()
+    };
+    let dir = openat(
+        if absolute {
+            None
+        } else {
+            base.map(|b| b.as_raw_fd())
+        },
+        OsStr::from_bytes(&dir_part),
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map(sys::own_fd)
+    .map_err(|e| e as Errno)?;
+    let seen = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
+        .map_err(|_| libc::ENOENT)?;
+    // A directory removed meanwhile, or one outside the view: nothing to
+    // decide on, and nothing could be made there either.
+    if !seen.is_absolute() || seen.as_os_str().as_bytes().ends_with(b" (deleted)") {
+        return Err(libc::ENOENT);
+    }
+    let name = OsString::from_vec(name.to_vec());
+    Ok(Place {
+        path: seen.join(&name),
+        dir,
+        name,
+        trailing_slash,
+    })
+}
+
+/// The caller's file mode creation mask, from its `/proc` status.
+fn caller_umask(caller: &Caller) -> Result<Mode, Errno> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", caller.tid()))
+        .map_err(|_| libc::ESRCH)?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        .map(Mode::from_bits_truncate)
+        .ok_or(libc::ESRCH)
+}
+
+fn has_privilege_bits(mode: u64) -> bool {
+    mode & u64::from(libc::S_ISUID | libc::S_ISGID) != 0
+}
+
+fn refuse_mode(call: &Notification, report: &Reporter) -> Result<Reply, Errno> {
+    report(Refusal::PrivilegeMode(
+        crate::sandbox::seccomp::syscall_name(call.nr),
+    ));
+    Err(libc::EPERM)
+}
+
+#[cfg(test)]
+#[path = "create_gate_tests.rs"]
+mod tests;

@@ -1,0 +1,73 @@
+use super::*;
+
+fn guard() -> Guard {
+    let writable = vec![PathBuf::from("/p"), PathBuf::from("/cache")];
+    Guard::new(
+        [
+            "/p/.bashrc",
+            "/p/.vscode",
+            "/p/.cargo/config.toml",
+            "/p/.github/workflows",
+            "/p/sub/repo/.envrc",
+            "/elsewhere/x",
+        ]
+        .map(PathBuf::from),
+        &writable,
+    )
+}
+
+#[test]
+fn a_guarded_path_and_everything_beneath_it_is_refused() {
+    let g = guard();
+    for (path, hit) in [
+        ("/p/.bashrc", "/p/.bashrc"),
+        ("/p/.vscode", "/p/.vscode"),
+        ("/p/.vscode/tasks.json", "/p/.vscode"),
+        ("/p/.github/workflows/ci.yml", "/p/.github/workflows"),
+        ("/p/.cargo/config.toml", "/p/.cargo/config.toml"),
+    ] {
+        for make in [Make::Dir, Make::Other] {
+            assert_eq!(
+                g.forbids(Path::new(path), make),
+                Some(PathBuf::from(hit)),
+                "{path} {make:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn on_the_way_to_a_guarded_path_only_a_directory_may_be_made() {
+    let g = guard();
+    for path in ["/p/.cargo", "/p/.github", "/p/sub", "/p/sub/repo"] {
+        assert_eq!(g.forbids(Path::new(path), Make::Dir), None, "{path}");
+        assert_eq!(
+            g.forbids(Path::new(path), Make::Other),
+            Some(PathBuf::from(path)),
+            "{path}: a symlink or a renamed directory there would move what lies beyond"
+        );
+    }
+    // The writable root itself is not on the way (it exists and is a mount).
+    assert_eq!(g.forbids(Path::new("/p"), Make::Other), None);
+}
+
+#[test]
+fn other_names_are_free() {
+    let g = guard();
+    for path in [
+        "/p/src/main.rs",
+        "/p/.bashrc.bak",
+        "/p/.cargo/registry",
+        "/p/.github/ISSUE_TEMPLATE.md",
+        "/p/sub/other",
+        "/cache/x",
+        "/elsewhere",
+    ] {
+        assert_eq!(g.forbids(Path::new(path), Make::Other), None, "{path}");
+    }
+    // A guarded path outside every writable area keeps nothing on its way.
+    assert_eq!(
+        g.forbids(Path::new("/elsewhere/x"), Make::Other),
+        Some(PathBuf::from("/elsewhere/x"))
+    );
+}
