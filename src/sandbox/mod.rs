@@ -11,6 +11,7 @@
 
 pub mod channel;
 pub mod files;
+pub mod gitconfig;
 pub mod init;
 pub mod landlock;
 pub mod limits;
