@@ -12,6 +12,7 @@
 pub mod channel;
 pub mod create_gate;
 pub mod files;
+pub mod gitconfig;
 pub mod init;
 pub mod landlock;
 pub mod limits;

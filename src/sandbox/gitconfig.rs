@@ -1,0 +1,1211 @@
+//! Git configuration read the way git reads it, for the files door.
+//!
+//! A repository's config can make git read files and run programs named by
+//! path: hooks directories, included files, filters, pagers, credential
+//! helpers. When such a path lies where the sandbox can write, the sandbox
+//! can plant code that the user's own git runs on the host later. This
+//! module finds those paths ([`config_files`], [`read`], [`code_paths`]) so
+//! that they can be protected, and strips the keys that can do so from the
+//! config of a repository the sandbox created ([`neutralise`]).
+//!
+//! The parser follows git's own (config.c) byte for byte where it matters:
+//! what git refuses, this refuses too, with the file and line.
+
+use std::ffi::OsString;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Why a config file could not be read or one of its values interpreted.
+#[derive(Debug, thiserror::Error)]
+pub enum GitConfigError {
+    /// The file exists but could not be read (or is not a regular file).
+    #[error("git config {}: {source}", file.display())]
+    Read { file: PathBuf, source: io::Error },
+    /// Bad syntax: git refuses the whole file, so does this.
+    #[error("git config {}:{line}: {what} (git refuses this file too)", file.display())]
+    Syntax {
+        file: PathBuf,
+        line: usize,
+        what: &'static str,
+    },
+    /// A value whose meaning cannot be worked out, so the file or program
+    /// it names cannot be protected.
+    #[error("git config {}:{line}: {key}: {what}", file.display())]
+    Value {
+        file: PathBuf,
+        line: usize,
+        key: String,
+        what: String,
+    },
+}
+
+/// One `key = value` line: key normalised as git does (section and key
+/// lower-case, subsection kept as written: `includeif.gitdir:~/w/.path`),
+/// value with quotes and escapes resolved (`None` for a bare `key` line,
+/// which means true).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// `section.key` or `section.subsection.key`.
+    pub key: String,
+    /// The value as git sees it.
+    pub value: Option<String>,
+    /// The file the line is in (as named when read, not canonicalised:
+    /// relative includes resolve against its directory, as git does).
+    pub file: PathBuf,
+    /// The line the key starts on, from 1.
+    pub line: usize,
+}
+
+/// Where a repository's config is read from and how paths in it resolve.
+/// All paths are absolute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    /// The git dir (`.git`, a bare repository, or `.git/worktrees/NAME`).
+    pub git_dir: PathBuf,
+    /// The top of the work tree; `None` for a bare repository.
+    pub work_tree: Option<PathBuf>,
+    /// `$HOME` as git on the host sees it; `~/` cannot resolve without it.
+    pub home: Option<PathBuf>,
+}
+
+/// A file or directory git reads or runs because of a config entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodePath {
+    /// Absolute and lexically normalised.
+    pub path: PathBuf,
+    /// A directory: everything under it counts.
+    pub is_dir: bool,
+    /// The key that names it.
+    pub key: String,
+    /// Where that key was set.
+    pub file: PathBuf,
+    /// The line it was set on.
+    pub line: usize,
+}
+
+/// A key [`neutralise`] took out of a config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Removed {
+    /// The normalised key.
+    pub key: String,
+    /// The line it started on.
+    pub line: usize,
+}
+
+/// Git's limit on nested includes.
+const MAX_INCLUDE_DEPTH: usize = 10;
+
+/// The config files git reads for this repository, in git's order: system
+/// (`/etc/gitconfig`, or `GIT_CONFIG_SYSTEM`; none with
+/// `GIT_CONFIG_NOSYSTEM` true), global (`$XDG_CONFIG_HOME/git/config` then
+/// `~/.gitconfig`, or `GIT_CONFIG_GLOBAL`), the repository's `config` (in
+/// the common dir for a linked worktree), and its `config.worktree`
+/// (listed whenever it exists, whether or not `extensions.worktreeConfig`
+/// is on: more protected is the safe side). Missing files are skipped;
+/// any other failure to look is an error.
+pub fn config_files(repo: &Repo) -> Result<Vec<PathBuf>, GitConfigError> {
+    config_files_in(repo, &|name| std::env::var_os(name))
+}
+
+/// [`config_files`] with the environment passed in (tests set their own).
+fn config_files_in(
+    repo: &Repo,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Vec<PathBuf>, GitConfigError> {
+    let mut candidates = Vec::new();
+    let no_system = env("GIT_CONFIG_NOSYSTEM")
+        .and_then(|v| v.into_string().ok())
+        .is_some_and(|v| parse_bool(Some(&v)) == Some(true));
+    if !no_system {
+        candidates.push(
+            env("GIT_CONFIG_SYSTEM").map_or_else(|| PathBuf::from("/etc/gitconfig"), PathBuf::from),
+        );
+    }
+    match env("GIT_CONFIG_GLOBAL") {
+        Some(global) => candidates.push(PathBuf::from(global)),
+        None => {
+            let xdg = env("XDG_CONFIG_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| repo.home.as_ref().map(|h| h.join(".config")));
+            candidates.extend(xdg.map(|x| x.join("git/config")));
+            candidates.extend(repo.home.as_ref().map(|h| h.join(".gitconfig")));
+        }
+    }
+    candidates.push(common_dir(&repo.git_dir)?.join("config"));
+    candidates.push(repo.git_dir.join("config.worktree"));
+    let mut files = Vec::new();
+    for file in candidates {
+        if file.as_os_str().is_empty() {
+            continue;
+        }
+        match std::fs::metadata(&file) {
+            Ok(_) => files.push(file),
+            Err(e) if is_missing(&e) => {}
+            Err(source) => return Err(GitConfigError::Read { file, source }),
+        }
+    }
+    Ok(files)
+}
+
+/// The directory holding the shared `config`: the git dir itself, or
+/// where its `commondir` file points (linked worktrees).
+fn common_dir(git_dir: &Path) -> Result<PathBuf, GitConfigError> {
+    let file = git_dir.join("commondir");
+    match std::fs::read_to_string(&file) {
+        Ok(text) => Ok(normalise(
+            &git_dir.join(text.trim_end_matches(['\n', '\r'])),
+        )),
+        Err(e) if is_missing(&e) => Ok(git_dir.to_path_buf()),
+        Err(source) => Err(GitConfigError::Read { file, source }),
+    }
+}
+
+/// Errors git treats as "no such file" when it looks for a config file.
+fn is_missing(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// Reads `file` and, recursively, every `include.path` and
+/// `includeIf.<cond>.path` it names, each included file's entries right
+/// after the include line, as git does. Conditions are NOT evaluated:
+/// every conditional include is followed, which over-approximates what git
+/// reads (the safe side). Relative include paths resolve against the
+/// including file's directory, `~/` against the home directory. Missing
+/// include targets are skipped as git skips them ([`code_paths`] still
+/// reports them); an include of something that is not a regular file, or
+/// nested deeper than git's limit of 10, is an error as in git; an include
+/// cycle stops where it closes.
+pub fn read(file: &Path, repo: &Repo) -> Result<Vec<Entry>, GitConfigError> {
+    let mut entries = Vec::new();
+    let mut open = Vec::new();
+    read_into(file, repo, &mut open, &mut entries)?;
+    Ok(entries)
+}
+
+/// Appends `file`'s entries and its includes'; `open` holds the files
+/// being read (canonical), for depth and cycles.
+fn read_into(
+    file: &Path,
+    repo: &Repo,
+    open: &mut Vec<PathBuf>,
+    out: &mut Vec<Entry>,
+) -> Result<(), GitConfigError> {
+    let read_error = |source| GitConfigError::Read {
+        file: file.to_path_buf(),
+        source,
+    };
+    let text = std::fs::read(file).map_err(read_error)?;
+    let canonical = std::fs::canonicalize(file).map_err(read_error)?;
+    open.push(canonical);
+    for parsed in parse(&text, file)? {
+        let entry = Entry {
+            key: parsed.key,
+            value: parsed.value,
+            file: file.to_path_buf(),
+            line: parsed.line,
+        };
+        // The included file's entries come right after the include line.
+        let include = if is_include(&entry.key) {
+            Some((include_target(&entry, repo)?, entry.clone()))
+        } else {
+            None
+        };
+        out.push(entry);
+        if let Some((target, entry)) = include {
+            follow_include(&target, &entry, repo, open, out)?;
+        }
+    }
+    open.pop();
+    Ok(())
+}
+
+/// Reads the file an include entry names, unless it is missing (git
+/// skips it) or already being read (a cycle).
+fn follow_include(
+    target: &Path,
+    entry: &Entry,
+    repo: &Repo,
+    open: &mut Vec<PathBuf>,
+    out: &mut Vec<Entry>,
+) -> Result<(), GitConfigError> {
+    let at_target = |e: io::Error| entry.error(format!("{}: {e}", target.display()));
+    match std::fs::metadata(target) {
+        Ok(meta) if meta.is_file() => {}
+        Ok(_) => {
+            return Err(entry.error(format!(
+                "{} is not a regular file (git refuses it too)",
+                target.display()
+            )))
+        }
+        Err(e) if is_missing(&e) => return Ok(()),
+        Err(e) => return Err(at_target(e)),
+    }
+    let canonical = std::fs::canonicalize(target).map_err(at_target)?;
+    if open.contains(&canonical) {
+        return Ok(());
+    }
+    if open.len() > MAX_INCLUDE_DEPTH {
+        return Err(entry.error(format!(
+            "includes nest deeper than git's limit of {MAX_INCLUDE_DEPTH} at {}",
+            target.display()
+        )));
+    }
+    read_into(target, repo, open, out)
+}
+
+/// `include.path` or `includeif.<condition>.path`.
+fn is_include(key: &str) -> bool {
+    kind_of(key) == Some(Kind::Include)
+}
+
+/// The file an include entry names, as git resolves it.
+fn include_target(entry: &Entry, repo: &Repo) -> Result<PathBuf, GitConfigError> {
+    let Some(value) = &entry.value else {
+        return Err(entry.error("has no value (git refuses it too)"));
+    };
+    let expanded = expand_user(value, repo).map_err(|what| entry.error(what))?;
+    if expanded.is_absolute() {
+        return Ok(normalise(&expanded));
+    }
+    let dir = entry.file.parent().unwrap_or(Path::new(""));
+    Ok(normalise(&dir.join(expanded)))
+}
+
+impl Entry {
+    fn error(&self, what: impl Into<String>) -> GitConfigError {
+        GitConfigError::Value {
+            file: self.file.clone(),
+            line: self.line,
+            key: self.key.clone(),
+            what: what.into(),
+        }
+    }
+}
+
+/// Splits `section.sub.sec.tion.key` into section, subsection and key, as
+/// git does (the subsection is everything between the first and last dot).
+fn split_key(key: &str) -> (&str, Option<&str>, &str) {
+    let (section, rest) = key.split_once('.').unwrap_or((key, ""));
+    match rest.rsplit_once('.') {
+        Some((sub, name)) => (section, Some(sub), name),
+        None => (section, None, rest),
+    }
+}
+
+/// Git's `interpolate_path`: a leading `~/` or `~` is the home directory,
+/// `~user/` that user's; `%(prefix)/` (git's install prefix) is refused,
+/// since only the git binary knows it.
+fn expand_user(value: &str, repo: &Repo) -> Result<PathBuf, String> {
+    if value.starts_with("%(prefix)/") {
+        return Err(format!(
+            "`{value}` names a path under git's install prefix, which cordon cannot know"
+        ));
+    }
+    let Some(rest) = value.strip_prefix('~') else {
+        return Ok(PathBuf::from(value));
+    };
+    let (user, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let home = if user.is_empty() {
+        repo.home
+            .clone()
+            .ok_or_else(|| format!("`{value}` needs the home directory, which is unknown"))?
+    } else {
+        match nix::unistd::User::from_name(user) {
+            Ok(Some(found)) => found.dir,
+            Ok(None) => {
+                return Err(format!(
+                    "`{value}`: no user `{user}` in the password database"
+                ))
+            }
+            Err(e) => return Err(format!("`{value}`: looking up user `{user}`: {e}")),
+        }
+    };
+    let tail = tail.trim_start_matches('/');
+    Ok(if tail.is_empty() {
+        home
+    } else {
+        home.join(tail)
+    })
+}
+
+/// `.` and `..` resolved without looking at the file system.
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Git's boolean values: `None` for anything else.
+fn parse_bool(value: Option<&str>) -> Option<bool> {
+    let Some(value) = value else {
+        return Some(true);
+    };
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" => Some(true),
+        "false" | "no" | "off" | "" => Some(false),
+        number => {
+            let digits = number.trim_end_matches(['k', 'm', 'g']);
+            let digits = digits.strip_prefix(['-', '+']).unwrap_or(digits);
+            (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| digits.bytes().any(|b| b != b'0'))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Code paths
+
+/// How a key's value names something git reads or runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// An included config file, relative to the including file.
+    Include,
+    /// A file, relative to where git runs (the work tree top, or the git
+    /// dir).
+    File,
+    /// A directory, relative to where git runs.
+    Dir,
+    /// `core.worktree`: a directory relative to the git dir.
+    WorkTree,
+    /// A program given by path, run without a shell.
+    Program,
+    /// A shell command.
+    Command,
+    /// A shell command after a leading `!` (alias, submodule update); a
+    /// value without it is not run.
+    BangCommand,
+    /// A shell command unless the value is a boolean.
+    CommandUnlessBool,
+    /// A remote URL: the `ext::` transport runs the rest as a command.
+    Url,
+    /// trace2 targets: an absolute path or `af_unix:[stream:|dgram:]path`
+    /// (other values are fd numbers or ignored).
+    Trace2,
+}
+
+/// What a key's value makes git read or run, if anything. Keys are
+/// matched on section, whether a subsection is present, and name.
+fn kind_of(key: &str) -> Option<Kind> {
+    use Kind::*;
+    let (section, sub, name) = split_key(key);
+    let sub_is = |want: &str| sub == Some(want);
+    Some(match (section, sub.is_some(), name) {
+        ("include", false, "path") | ("includeif", true, "path") => Include,
+        ("core", false, "hookspath") => Dir,
+        ("core", false, "worktree") => WorkTree,
+        ("core", false, "excludesfile" | "attributesfile")
+        | ("commit", false, "template")
+        | ("mailmap", false, "file")
+        | ("blame", false, "ignorerevsfile")
+        | ("format", false, "signaturefile")
+        | ("sendemail", _, "aliasesfile")
+        | ("svn", false, "authorsfile")
+        | ("fsck", false, "skiplist")
+        | ("http", _, "sslcert" | "sslkey" | "sslcainfo" | "cookiefile") => File,
+        ("receive" | "fetch", true, "skiplist") if sub_is("fsck") => File,
+        ("gpg", true, "allowedsignersfile" | "revocationfile") if sub_is("ssh") => File,
+        ("init", false, "templatedir")
+        | ("http", _, "sslcapath")
+        | ("instaweb", false, "modulepath") => Dir,
+        ("core", false, "sshcommand" | "editor" | "pager" | "askpass" | "gitproxy")
+        | ("core", false, "alternaterefscommand")
+        | ("sequence", false, "editor")
+        | ("diff", false, "external")
+        | ("diff", true, "command" | "textconv")
+        | ("difftool" | "mergetool" | "browser" | "man" | "guitool", true, "cmd")
+        | ("merge", true, "driver")
+        | ("filter", true, "clean" | "smudge" | "process")
+        | ("credential", _, "helper")
+        | ("gpg", true, "defaultkeycommand")
+        | ("interactive", false, "difffilter")
+        | ("uploadpack", false, "packobjectshook")
+        | ("remote", true, "uploadpack" | "receivepack")
+        | ("sendemail", _, "tocmd" | "cccmd" | "headercmd" | "sendmailcmd")
+        | ("instaweb", false, "httpd")
+        | ("imap", false, "tunnel")
+        | ("tar", true, "command")
+        | ("gc", false, "recentobjectshook")
+        | ("hook", true, "command")
+        | ("svn", false, "authorsprog") => Command,
+        ("lfs", true, "clean" | "smudge" | "args") => Command,
+        ("gpg", _, "program")
+        | ("difftool" | "mergetool" | "browser" | "man", true, "path")
+        | ("lfs", true, "path")
+        | ("sendemail", _, "smtpserver") => Program,
+        ("alias", _, _) => BangCommand,
+        ("submodule", true, "update") => BangCommand,
+        ("core", false, "fsmonitor") | ("pager", false, _) => CommandUnlessBool,
+        ("remote" | "submodule", true, "url" | "pushurl") => Url,
+        ("trace2", false, "eventtarget" | "normaltarget" | "perftarget") => Trace2,
+        _ => return None,
+    })
+}
+
+/// Every path the entries make git read or run: include targets (even
+/// missing ones), hooks, attributes and excludes files, templates, TLS
+/// files, and for keys whose value is a command (pagers, editors, filters,
+/// diff and merge drivers, credential helpers, `!` aliases, ...) every
+/// word of the command that names a file: a word with a `/` (the program
+/// or an argument such as a script or an ssh config) or a script's name
+/// (`hook.sh`). A relative path resolves against every directory git may
+/// run from: the work tree top and the git dir (so `core.hooksPath` is
+/// reported under both, as its meaning depends on git's version and
+/// bare-ness); `core.worktree` against the git dir; includes against the
+/// including file's directory; `~/` against home. A value that cannot be
+/// interpreted (an unknown `~user`, an unterminated quote, a shell
+/// variable where a path starts) is an error, never skipped.
+pub fn code_paths(entries: &[Entry], repo: &Repo) -> Result<Vec<CodePath>, GitConfigError> {
+    let mut out = Vec::new();
+    for entry in entries {
+        let Some(kind) = kind_of(&entry.key) else {
+            continue;
+        };
+        let found = entry_paths(entry, kind, repo)?;
+        out.extend(found.into_iter().map(|(path, is_dir)| CodePath {
+            path,
+            is_dir,
+            key: entry.key.clone(),
+            file: entry.file.clone(),
+            line: entry.line,
+        }));
+    }
+    Ok(out)
+}
+
+/// The paths one entry of a known kind names, each with whether it is a
+/// directory.
+fn entry_paths(
+    entry: &Entry,
+    kind: Kind,
+    repo: &Repo,
+) -> Result<Vec<(PathBuf, bool)>, GitConfigError> {
+    // A bare key is `true`: no path, and only a boolean-valued key accepts
+    // it (git refuses the others when it uses them). An include without a
+    // value is an error, which `include_target` reports.
+    if entry.value.is_none() && kind != Kind::Include {
+        return Ok(Vec::new());
+    }
+    let value = entry.value.as_deref().unwrap_or_default();
+    let fail = |what: String| entry.error(what);
+    let files = |value: &str, is_dir: bool| -> Result<Vec<(PathBuf, bool)>, GitConfigError> {
+        let mut out = Vec::new();
+        for path in pathnames(value, repo).map_err(fail)? {
+            out.extend(from_run_dirs(&path, repo).into_iter().map(|p| (p, is_dir)));
+        }
+        Ok(out)
+    };
+    let command = |value: &str| command_paths(value, repo).map_err(fail);
+    match kind {
+        Kind::Include => Ok(vec![(include_target(entry, repo)?, false)]),
+        Kind::File => files(value, false),
+        Kind::Dir => files(value, true),
+        Kind::WorkTree => {
+            let path = expand_user(value, repo).map_err(fail)?;
+            Ok(vec![(normalise(&repo.git_dir.join(path)), true)])
+        }
+        Kind::Program if value.contains('/') => files(value, false),
+        Kind::Program => Ok(Vec::new()),
+        Kind::Command => command(value),
+        Kind::BangCommand => value.strip_prefix('!').map_or(Ok(Vec::new()), command),
+        Kind::CommandUnlessBool if parse_bool(Some(value)).is_some() => Ok(Vec::new()),
+        Kind::CommandUnlessBool => command(value),
+        Kind::Url => value.strip_prefix("ext::").map_or(Ok(Vec::new()), command),
+        Kind::Trace2 => match value.strip_prefix("af_unix:") {
+            Some(socket) => {
+                let socket = ["stream:", "dgram:"]
+                    .iter()
+                    .find_map(|kind| socket.strip_prefix(kind))
+                    .unwrap_or(socket);
+                files(socket, false)
+            }
+            None if value.starts_with('/') => files(value, false),
+            None => Ok(Vec::new()),
+        },
+    }
+}
+
+/// A pathname-valued key as git expands it (`~`, `~user`). Newer git
+/// reads a leading `:(optional)` as a flag, older git as part of a
+/// relative path: both readings are returned.
+fn pathnames(value: &str, repo: &Repo) -> Result<Vec<PathBuf>, String> {
+    let mut out = vec![expand_user(value, repo)?];
+    if let Some(flagged) = value.strip_prefix(":(optional)") {
+        out.push(expand_user(flagged, repo)?);
+    }
+    Ok(out)
+}
+
+/// An absolute path as is; a relative one against each directory git may
+/// run in: the work tree top and the git dir (where git runs in a bare
+/// repository, or when started inside the git dir).
+fn from_run_dirs(path: &Path, repo: &Repo) -> Vec<PathBuf> {
+    if path.is_absolute() {
+        return vec![normalise(path)];
+    }
+    let mut out: Vec<PathBuf> = repo
+        .work_tree
+        .iter()
+        .chain([&repo.git_dir])
+        .map(|dir| normalise(&dir.join(path)))
+        .collect();
+    out.dedup();
+    out
+}
+
+/// Nesting of `sh -c '...'` scripts looked into.
+const MAX_SCRIPT_DEPTH: usize = 3;
+
+/// The files a shell command names (see [`code_paths`]).
+fn command_paths(command: &str, repo: &Repo) -> Result<Vec<(PathBuf, bool)>, String> {
+    let mut out = Vec::new();
+    script_paths(command, repo, 0, &mut out)?;
+    Ok(out)
+}
+
+/// Appends the files `script` names; a word that is itself a script
+/// (`sh -c 'a; ./b'`) is looked into too, best effort: its own syntax
+/// errors are not errors of the command (it may be a commit message).
+fn script_paths(
+    script: &str,
+    repo: &Repo,
+    depth: usize,
+    out: &mut Vec<(PathBuf, bool)>,
+) -> Result<(), String> {
+    let words = match shell_words(script) {
+        Ok(words) => words,
+        Err(_) if depth > 0 => return Ok(()),
+        Err(what) => return Err(format!("{what} in the command `{script}`")),
+    };
+    for word in words {
+        out.extend(word_paths(&word, repo)?);
+        if depth < MAX_SCRIPT_DEPTH && word.text.contains([' ', '\t'])
+            || word.text.contains(SCRIPT_CHARS)
+        {
+            script_paths(&word.text, repo, depth + 1, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Extensions of scripts that an interpreter runs by name (`sh hook.sh`).
+const SCRIPT_EXTENSIONS: &[&str] = &[
+    "sh", "bash", "zsh", "fish", "py", "pl", "rb", "js", "mjs", "cjs", "ts", "lua", "php", "tcl",
+    "ps1",
+];
+
+/// Characters that make a word a script for a nested shell rather than
+/// a file's name.
+const SCRIPT_CHARS: &[char] = &[';', '&', '|', '\n'];
+
+/// The files one word of a command names, if it names one: the word, or
+/// what follows `=` in `--opt=PATH` and `VAR=PATH`, when it has a `/` or
+/// a script's name.
+fn word_paths(word: &Word, repo: &Repo) -> Result<Vec<(PathBuf, bool)>, String> {
+    let text = word.text.as_str();
+    if is_url(text) || text.contains(SCRIPT_CHARS) {
+        return Ok(Vec::new());
+    }
+    let start = match text.find('=') {
+        Some(i) if !text[..i].contains('/') => i + 1,
+        _ => 0,
+    };
+    let candidate = &text[start..];
+    let script = Path::new(candidate)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e));
+    if candidate.is_empty() || !(candidate.contains('/') || script) {
+        return Ok(Vec::new());
+    }
+    let (candidate, is_dir) = without_expansions(word, start, repo)?;
+    let path = if word.tildes.contains(&start) {
+        expand_user(&candidate, repo)?
+    } else {
+        PathBuf::from(candidate)
+    };
+    let paths = from_run_dirs(&path, repo);
+    Ok(paths.into_iter().map(|p| (p, is_dir)).collect())
+}
+
+/// The word from byte `start` with its shell expansions dealt with:
+/// `$HOME` or `${HOME}` at its start is the home directory; at any other
+/// expansion the directory before it stands for everything the word can
+/// name (`is_dir`). With no directory before it (`$X/tool`) the word
+/// cannot be resolved.
+fn without_expansions(word: &Word, start: usize, repo: &Repo) -> Result<(String, bool), String> {
+    let mut text = word.text[start..].to_string();
+    let mut expansions = word.expansions.iter().filter(|&&at| at >= start);
+    let mut first = expansions.next().map(|at| at - start);
+    if first == Some(0) {
+        let home_var = ["$HOME/", "${HOME}/"]
+            .into_iter()
+            .find(|var| text.starts_with(var));
+        let home = repo.home.as_ref().and_then(|h| h.to_str());
+        if let (Some(var), Some(home)) = (home_var, home) {
+            let shift = var.len() - 1;
+            text.replace_range(..shift, home);
+            first = expansions.next().map(|at| at - start - shift + home.len());
+        }
+    }
+    let Some(at) = first else {
+        return Ok((text, false));
+    };
+    let before = &text[..at];
+    match before.rfind('/') {
+        Some(slash) if !before[..slash].trim_matches('/').is_empty() => {
+            Ok((before[..slash].to_string(), true))
+        }
+        _ => Err(format!(
+            "`{}` starts with a shell expansion; cordon cannot tell which file it names",
+            word.text
+        )),
+    }
+}
+
+/// `scheme://...`: a URL argument, not a file.
+fn is_url(text: &str) -> bool {
+    text.split_once("://").is_some_and(|(scheme, _)| {
+        !scheme.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"+.-".contains(&b))
+    })
+}
+
+/// One word of a shell command as the shell passes it on.
+#[derive(Debug, Default)]
+struct Word {
+    /// Quotes removed, escapes resolved.
+    text: String,
+    /// Byte offsets of `~` the shell would expand (unquoted, at the word's
+    /// start or after `=`).
+    tildes: Vec<usize>,
+    /// Byte offsets of `$` expansions and command substitutions.
+    expansions: Vec<usize>,
+}
+
+/// Splits a command the way `sh -c` does, far enough to find the words
+/// that name files: quotes, escapes, comments, and operators (`; & | ( )
+/// < >`, `$(` and backquotes) between words. Git hands every command
+/// with a shell metacharacter to `sh -c`, and runs the rest as one word,
+/// which this splits the same way.
+fn shell_words(script: &str) -> Result<Vec<Word>, &'static str> {
+    let mut words = Vec::new();
+    let mut word: Option<Word> = None;
+    let mut chars = script.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' | ';' | '&' | '|' | '(' | ')' | '<' | '>' | '`' => {
+                words.extend(word.take());
+            }
+            '#' if word.is_none() => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '\'' => {
+                let w = word.get_or_insert_with(Word::default);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => w.text.push(c),
+                        None => return Err("an unterminated ' quote"),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(Word::default);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some('\n') => {}
+                            Some(c @ ('$' | '`' | '"' | '\\')) => w.text.push(c),
+                            Some(c) => {
+                                w.text.push('\\');
+                                w.text.push(c);
+                            }
+                            None => return Err("an unterminated \" quote"),
+                        },
+                        Some(c @ ('$' | '`')) => {
+                            if c == '`' || chars.peek().is_some_and(|&n| starts_expansion(n)) {
+                                w.expansions.push(w.text.len());
+                            }
+                            w.text.push(c);
+                        }
+                        Some(c) => w.text.push(c),
+                        None => return Err("an unterminated \" quote"),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some('\n') => {}
+                Some(c) => word.get_or_insert_with(Word::default).text.push(c),
+                None => word.get_or_insert_with(Word::default).text.push('\\'),
+            },
+            '$' if chars.peek() == Some(&'(') => {
+                words.extend(word.take());
+            }
+            '$' if chars.peek().is_some_and(|&n| starts_expansion(n)) => {
+                let w = word.get_or_insert_with(Word::default);
+                w.expansions.push(w.text.len());
+                w.text.push('$');
+            }
+            '~' => {
+                let w = word.get_or_insert_with(Word::default);
+                if w.text.is_empty() || w.text.ends_with('=') {
+                    w.tildes.push(w.text.len());
+                }
+                w.text.push('~');
+            }
+            c => word.get_or_insert_with(Word::default).text.push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
+}
+
+/// Whether `$` followed by `next` is an expansion (else a literal `$`).
+fn starts_expansion(next: char) -> bool {
+    next.is_ascii_alphanumeric() || "_{@*#?-$!".contains(next)
+}
+
+// ---------------------------------------------------------------------------
+// Neutralising
+
+/// Keys a repository the sandbox created may keep: none can make git run
+/// a program, read a file elsewhere, or send anything elsewhere. Entries
+/// are `section.key` for keys without a subsection, `section.*.key` for
+/// keys with one (any subsection).
+const KEPT_KEYS: &[&str] = &[
+    "core.repositoryformatversion",
+    "core.filemode",
+    "core.bare",
+    "core.logallrefupdates",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.sparsecheckout",
+    "core.sparsecheckoutcone",
+    "user.name",
+    "user.email",
+    "author.name",
+    "author.email",
+    "committer.name",
+    "committer.email",
+    "init.defaultbranch",
+    // Without these git would misread the repository (they change how it
+    // stores objects and refs, not what it runs). Not worktreeconfig:
+    // it would make git read config.worktree, which the sandbox wrote too.
+    "extensions.objectformat",
+    "extensions.compatobjectformat",
+    "extensions.refstorage",
+    "extensions.partialclone",
+    "extensions.preciousobjects",
+    "branch.*.remote",
+    "branch.*.pushremote",
+    "branch.*.merge",
+    "branch.*.rebase",
+    "branch.*.description",
+    "remote.*.url",
+    "remote.*.pushurl",
+    "remote.*.fetch",
+    "remote.*.push",
+    "remote.*.tagopt",
+    "remote.*.prune",
+    "remote.*.prunetags",
+    "remote.*.mirror",
+    "remote.*.promisor",
+    "remote.*.partialclonefilter",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "push.autosetupremote",
+    "fetch.prune",
+    "fetch.prunetags",
+    "submodule.*.url",
+    "submodule.*.active",
+    "submodule.*.branch",
+    "submodule.active",
+    "gc.auto",
+    "gc.autopacklimit",
+    "gc.autodetach",
+    "lfs.repositoryformatversion",
+];
+
+/// Sections whose keys without a subsection are all numbers or switches
+/// about the index and packs.
+const KEPT_SECTIONS: &[&str] = &["index", "pack"];
+
+/// The git-lfs filter as `git lfs install` writes it: kept only exactly so.
+const LFS_FILTER: &[(&str, &str)] = &[
+    ("filter.lfs.clean", "git-lfs clean -- %f"),
+    ("filter.lfs.smudge", "git-lfs smudge -- %f"),
+    ("filter.lfs.process", "git-lfs filter-process"),
+    ("filter.lfs.required", "true"),
+];
+
+/// URL schemes git handles itself; any other (`ext::`, `fd::`, `x::`,
+/// `x://`) runs a remote helper program found by name.
+const PLAIN_SCHEMES: &[&str] = &[
+    "http", "https", "ftp", "ftps", "ssh", "git", "file", "git+ssh", "ssh+git",
+];
+
+/// Whether `key = value` may stay in a config the sandbox wrote.
+fn is_kept(key: &str, value: Option<&str>) -> bool {
+    if let Some(&(_, want)) = LFS_FILTER.iter().find(|(k, _)| *k == key) {
+        return value == Some(want);
+    }
+    let (section, sub, name) = split_key(key);
+    let pattern = match sub {
+        Some(_) => format!("{section}.*.{name}"),
+        None if KEPT_SECTIONS.contains(&section) => return true,
+        None => key.to_string(),
+    };
+    if !KEPT_KEYS.contains(&pattern.as_str()) {
+        return false;
+    }
+    match name {
+        "url" | "pushurl" => value.is_some_and(is_plain_url),
+        _ => true,
+    }
+}
+
+/// A URL or path git fetches from without running a helper program.
+fn is_plain_url(url: &str) -> bool {
+    if let Some((scheme, _)) = url.split_once("://") {
+        if !scheme.contains(['/', ':']) {
+            return PLAIN_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str());
+        }
+    }
+    // `transport::address` (before any `/`) runs git-remote-transport.
+    !url.split('/')
+        .next()
+        .is_some_and(|head| head.contains("::"))
+}
+
+/// For a repository the sandbox created: `text` (its config, read from
+/// `file`, which names it in errors) with every entry removed whose key is
+/// not on a short allowlist of keys that cannot make git run code, read
+/// files elsewhere or talk to other places (see `KEPT_KEYS`; remote and
+/// submodule URLs stay only when no helper program serves them), and the
+/// list of what was removed. Sections, comments and the kept lines are
+/// left as they were; a section left empty stays. A config git would
+/// refuse is an error: move the whole file aside.
+pub fn neutralise(text: &str, file: &Path) -> Result<(String, Vec<Removed>), GitConfigError> {
+    let bytes = text.as_bytes();
+    let mut kept = String::with_capacity(text.len());
+    let mut removed = Vec::new();
+    let mut from = 0;
+    for entry in parse(bytes, file)? {
+        if is_kept(&entry.key, entry.value.as_deref()) {
+            continue;
+        }
+        // A section header may precede the key on its line: keep it.
+        let line_start = text[..entry.start].rfind('\n').map_or(0, |i| i + 1);
+        let before = &text[line_start..entry.start];
+        if before.trim().is_empty() {
+            kept.push_str(&text[from..line_start]);
+        } else {
+            kept.push_str(text[from..entry.start].trim_end_matches([' ', '\t']));
+            kept.push('\n');
+        }
+        from = entry.end;
+        removed.push(Removed {
+            key: entry.key,
+            line: entry.line,
+        });
+    }
+    kept.push_str(&text[from..]);
+    Ok((kept, removed))
+}
+
+// ---------------------------------------------------------------------------
+// The parser (git's config.c: git_parse_source, get_base_var, get_value,
+// parse_value)
+
+/// One entry as parsed, with where its text lies.
+#[derive(Debug)]
+struct Parsed {
+    key: String,
+    value: Option<String>,
+    line: usize,
+    /// Byte offset of the key's first character.
+    start: usize,
+    /// Byte offset just past the entry's last line (its newline included).
+    end: usize,
+}
+
+/// Git's `get_next_char`: CRLF reads as LF; at the end it returns `\n`
+/// and sets `eof`.
+struct Cursor<'a> {
+    text: &'a [u8],
+    pos: usize,
+    line: usize,
+    eof: bool,
+}
+
+impl Cursor<'_> {
+    fn next(&mut self) -> u8 {
+        let Some(&c) = self.text.get(self.pos) else {
+            self.eof = true;
+            return b'\n';
+        };
+        self.pos += 1;
+        if c == b'\r' && self.text.get(self.pos) == Some(&b'\n') {
+            self.pos += 1;
+            self.line += 1;
+            return b'\n';
+        }
+        if c == b'\n' {
+            self.line += 1;
+        }
+        c
+    }
+}
+
+/// Git's `isspace` (sane_ctype): no vertical tab, no form feed.
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// Characters of a key name.
+fn is_key_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'-'
+}
+
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Every entry of a config file's text, without following includes.
+fn parse(text: &[u8], file: &Path) -> Result<Vec<Parsed>, GitConfigError> {
+    let syntax = |line, what| GitConfigError::Syntax {
+        file: file.to_path_buf(),
+        line,
+        what,
+    };
+    if let Some(at) = text.iter().position(|&b| b == 0) {
+        let line = 1 + text[..at].iter().filter(|&&b| b == b'\n').count();
+        return Err(syntax(line, "a NUL byte (git would cut the line there)"));
+    }
+    let mut cur = Cursor {
+        text,
+        pos: 0,
+        line: 1,
+        eof: false,
+    };
+    if text.starts_with(UTF8_BOM) {
+        cur.pos = UTF8_BOM.len();
+    } else if text.first() == Some(&UTF8_BOM[0]) {
+        return Err(syntax(1, "a partial UTF-8 byte order mark"));
+    }
+    let mut entries = Vec::new();
+    let mut section: Vec<u8> = Vec::new();
+    let mut comment = false;
+    loop {
+        let (start, line) = (cur.pos, cur.line);
+        let c = cur.next();
+        if c == b'\n' {
+            if cur.eof {
+                return Ok(entries);
+            }
+            comment = false;
+            continue;
+        }
+        if comment || is_space(c) {
+            continue;
+        }
+        if c == b'#' || c == b';' {
+            comment = true;
+            continue;
+        }
+        if c == b'[' {
+            section =
+                section_header(&mut cur).ok_or_else(|| syntax(line, "a bad section header"))?;
+            continue;
+        }
+        if !c.is_ascii_alphabetic() {
+            return Err(syntax(
+                line,
+                "not a key, a section header or a comment (a key starts with a letter)",
+            ));
+        }
+        let mut key = section.clone();
+        if !key.is_empty() {
+            key.push(b'.');
+        }
+        key.push(c.to_ascii_lowercase());
+        let value = key_rest(&mut cur, &mut key).ok_or_else(|| {
+            syntax(
+                line,
+                "a bad key or value (keys are letters, digits and '-'; values end their quotes and know only the escapes \\n \\t \\b \\\" \\\\)",
+            )
+        })?;
+        let utf8 = |bytes: Vec<u8>| {
+            String::from_utf8(bytes).map_err(|_| syntax(line, "a key or value that is not UTF-8"))
+        };
+        entries.push(Parsed {
+            key: utf8(key)?,
+            value: value.map(utf8).transpose()?,
+            line,
+            start,
+            end: cur.pos,
+        });
+    }
+}
+
+/// After `[`: the section name (lower-cased, dots of the legacy
+/// `[section.sub]` form kept) and `."subsection"` if given.
+fn section_header(cur: &mut Cursor) -> Option<Vec<u8>> {
+    let mut name = Vec::new();
+    loop {
+        let c = cur.next();
+        if cur.eof {
+            return None;
+        }
+        if c == b']' {
+            break;
+        }
+        if is_space(c) {
+            subsection(cur, c, &mut name)?;
+            break;
+        }
+        if !is_key_char(c) && c != b'.' {
+            return None;
+        }
+        name.push(c.to_ascii_lowercase());
+    }
+    (!name.is_empty()).then_some(name)
+}
+
+/// ` "subsection"]`, after the section name; `\x` is `x`.
+fn subsection(cur: &mut Cursor, mut c: u8, name: &mut Vec<u8>) -> Option<()> {
+    loop {
+        if c == b'\n' {
+            return None;
+        }
+        c = cur.next();
+        if !is_space(c) {
+            break;
+        }
+    }
+    if c != b'"' {
+        return None;
+    }
+    name.push(b'.');
+    loop {
+        let mut c = cur.next();
+        if c == b'\n' {
+            return None;
+        }
+        if c == b'"' {
+            break;
+        }
+        if c == b'\\' {
+            c = cur.next();
+            if c == b'\n' {
+                return None;
+            }
+        }
+        name.push(c);
+    }
+    (cur.next() == b']').then_some(())
+}
+
+/// The rest of a key's name, then its value: `None` is bad syntax,
+/// `Some(None)` a bare key.
+fn key_rest(cur: &mut Cursor, key: &mut Vec<u8>) -> Option<Option<Vec<u8>>> {
+    let mut c;
+    loop {
+        c = cur.next();
+        if cur.eof || !is_key_char(c) {
+            break;
+        }
+        key.push(c.to_ascii_lowercase());
+    }
+    while c == b' ' || c == b'\t' {
+        c = cur.next();
+    }
+    if c == b'\n' {
+        return Some(None);
+    }
+    if c != b'=' {
+        return None;
+    }
+    value(cur).map(Some)
+}
+
+/// A value after `=`, up to the end of its (last) line: quotes toggle,
+/// `#` and `;` outside quotes start a comment, whitespace outside quotes
+/// is kept between words and trimmed at the ends, `\` at a line's end
+/// continues it.
+fn value(cur: &mut Cursor) -> Option<Vec<u8>> {
+    let (mut quote, mut comment) = (false, false);
+    let mut trim_len = 0;
+    let mut value = Vec::new();
+    loop {
+        let c = cur.next();
+        if c == b'\n' {
+            if quote {
+                return None;
+            }
+            if trim_len > 0 {
+                value.truncate(trim_len);
+            }
+            return Some(value);
+        }
+        if comment {
+            continue;
+        }
+        if is_space(c) && !quote {
+            if trim_len == 0 {
+                trim_len = value.len();
+            }
+            if !value.is_empty() {
+                value.push(c);
+            }
+            continue;
+        }
+        if !quote && (c == b';' || c == b'#') {
+            comment = true;
+            continue;
+        }
+        trim_len = 0;
+        match c {
+            b'\\' => match cur.next() {
+                b'\n' => {}
+                b't' => value.push(b'\t'),
+                b'b' => value.push(b'\x08'),
+                b'n' => value.push(b'\n'),
+                c @ (b'\\' | b'"') => value.push(c),
+                _ => return None,
+            },
+            b'"' => quote = !quote,
+            c => value.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "gitconfig_tests.rs"]
+mod tests;

@@ -1,0 +1,836 @@
+use super::*;
+use std::process::Command;
+
+/// (key, value) pairs of a config text.
+fn pairs(text: &str) -> Vec<(String, Option<String>)> {
+    parse(text.as_bytes(), Path::new("t"))
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.key, p.value))
+        .collect()
+}
+
+fn pair(key: &str, value: &str) -> (String, Option<String>) {
+    (key.to_string(), Some(value.to_string()))
+}
+
+/// The line a syntax error names; panics on success.
+fn syntax_error_line(text: &[u8]) -> usize {
+    match parse(text, Path::new("t")) {
+        Err(GitConfigError::Syntax { line, .. }) => line,
+        other => panic!("{:?} parsed: {other:?}", String::from_utf8_lossy(text)),
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A repository layout under `dir`: work tree `dir/wt`, git dir
+/// `dir/wt/.git`, home `dir/home`.
+fn repo_in(dir: &Path) -> Repo {
+    Repo {
+        git_dir: dir.join("wt/.git"),
+        work_tree: Some(dir.join("wt")),
+        home: Some(dir.join("home")),
+    }
+}
+
+fn entry(key: &str, value: Option<&str>) -> Entry {
+    Entry {
+        key: key.into(),
+        value: value.map(str::to_string),
+        file: PathBuf::from("/r/wt/.git/config"),
+        line: 7,
+    }
+}
+
+fn fixed_repo() -> Repo {
+    Repo {
+        git_dir: PathBuf::from("/r/wt/.git"),
+        work_tree: Some(PathBuf::from("/r/wt")),
+        home: Some(PathBuf::from("/home/u")),
+    }
+}
+
+/// The paths `key = value` makes git read or run, in the fixed repo.
+fn paths_of(key: &str, value: Option<&str>) -> Vec<(String, bool)> {
+    code_paths(&[entry(key, value)], &fixed_repo())
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            assert_eq!((c.key.as_str(), c.line), (key, 7));
+            (c.path.to_string_lossy().into_owned(), c.is_dir)
+        })
+        .collect()
+}
+
+fn files(paths: &[&str]) -> Vec<(String, bool)> {
+    paths.iter().map(|p| (p.to_string(), false)).collect()
+}
+
+fn value_error(key: &str, value: &str) -> String {
+    match code_paths(&[entry(key, Some(value))], &fixed_repo()) {
+        Err(e @ GitConfigError::Value { .. }) => e.to_string(),
+        other => panic!("{key} = {value}: {other:?}"),
+    }
+}
+
+// --- syntax ---------------------------------------------------------------
+
+#[test]
+fn sections_subsections_and_keys_are_normalised_as_git_does() {
+    let text = "[Core]\n\tFileMode = true\n[Remote \"Origin\"]\nURL = x\n\
+                [sec.Legacy]\nK = 1\n[a \"q\\\"b\\\\c\\d\"]\nk = 2\n[x-y]z-9 = 3\n";
+    assert_eq!(
+        pairs(text),
+        vec![
+            pair("core.filemode", "true"),
+            pair("remote.Origin.url", "x"),
+            pair("sec.legacy.k", "1"),
+            pair("a.q\"b\\cd.k", "2"),
+            pair("x-y.z-9", "3"),
+        ]
+    );
+}
+
+#[test]
+fn values_resolve_quotes_escapes_comments_and_whitespace() {
+    let text = "[a]\n\
+        plain =   spaced  words   \n\
+        quoted = \"  kept  \" tail \n\
+        hash = a#b\n\
+        semi = a;b\n\
+        inquote = \"a#b;c\"  # comment\n\
+        escapes = \\t\\n\\b\\\"\\\\\n\
+        cont = one\\\n  two\n\
+        mixed = a\" b \"c\n\
+        empty =\n\
+        emptyq = \"\"\n\
+        bare\n\
+        bare2 ; a comment after a bare key is bad, so not here\n";
+    let text = text.replace(
+        "bare2 ; a comment after a bare key is bad, so not here\n",
+        "",
+    );
+    assert_eq!(
+        pairs(&text),
+        vec![
+            pair("a.plain", "spaced  words"),
+            pair("a.quoted", "  kept   tail"),
+            pair("a.hash", "a"),
+            pair("a.semi", "a"),
+            pair("a.inquote", "a#b;c"),
+            pair("a.escapes", "\t\n\x08\"\\"),
+            pair("a.cont", "one  two"),
+            pair("a.mixed", "a b c"),
+            pair("a.empty", ""),
+            pair("a.emptyq", ""),
+            ("a.bare".to_string(), None),
+        ]
+    );
+}
+
+#[test]
+fn bom_crlf_same_line_sections_and_keys_before_any_section() {
+    let text = "\u{feff}top = 1\r\n[a] k = v\r\n[b]j\r\n[c][d]m=\"x\"\r\n# c\r\n; c\r\n";
+    assert_eq!(
+        pairs(text),
+        vec![
+            pair("top", "1"),
+            pair("a.k", "v"),
+            ("b.j".to_string(), None),
+            pair("d.m", "x"),
+        ]
+    );
+    // A lone CR is whitespace, trimmed at a value's end.
+    assert_eq!(pairs("[a]\nk = v\r"), vec![pair("a.k", "v")]);
+}
+
+#[test]
+fn entries_know_their_first_line() {
+    let parsed = parse(b"# c\n[a]\nk = 1\\\n2\nj = 3\n", Path::new("t")).unwrap();
+    let lines: Vec<_> = parsed.iter().map(|p| (p.key.as_str(), p.line)).collect();
+    assert_eq!(lines, vec![("a.k", 3), ("a.j", 5)]);
+}
+
+#[test]
+fn bad_syntax_is_an_error_with_its_line() {
+    let cases: &[(&[u8], usize)] = &[
+        (b"[a]\nk = \"open\n", 2),
+        (b"[a]\nk = \\q\n", 2),
+        (b"[a]\nk ; comment\n", 2),
+        (b"[a]\n1k = v\n", 2),
+        (b"[a]\nk: v\n", 2),
+        (b"[]\n", 1),
+        (b"[a \"b]\n", 1),
+        (b"[a \"b\" ]\n", 1),
+        (b"[a\"b\"]\n", 1),
+        (b"[a b]\n", 1),
+        (b"[a_b]\n", 1),
+        (b"[a\n", 1),
+        (b"\n\n[a]\nk = a\0b\n", 4),
+        (b"\xef\xbbk = v\n", 1),
+        (b"[a]\nk = \xff\n", 2),
+    ];
+    for (text, line) in cases {
+        assert_eq!(
+            syntax_error_line(text),
+            *line,
+            "{:?}",
+            String::from_utf8_lossy(text)
+        );
+    }
+    let e = parse(b"[a]\nk = \"x\n", Path::new("/r/c"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/r/c:2"), "{e}");
+}
+
+// --- reading with includes ------------------------------------------------
+
+#[test]
+fn includes_resolve_relative_home_and_nested_in_git_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_in(dir.path());
+    write(dir.path(), "home/inc/h", "[h]\nk = home\n");
+    write(dir.path(), "etc/sub/nested", "[n]\nk = nested\n");
+    write(
+        dir.path(),
+        "etc/rel",
+        "[r]\nk = rel\n[include]\npath = sub/nested\n",
+    );
+    let top = write(
+        dir.path(),
+        "etc/top",
+        "[t]\na = 1\n[include]\npath = rel\npath = ~/inc/h\npath = missing\n[t]\nb = 2\n",
+    );
+    let got: Vec<_> = read(&top, &repo)
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            format!(
+                "{}={}@{}",
+                e.key,
+                e.value.unwrap(),
+                e.file.file_name().unwrap().to_string_lossy()
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "t.a=1@top",
+            "include.path=rel@top",
+            "r.k=rel@rel",
+            "include.path=sub/nested@rel",
+            "n.k=nested@nested",
+            "include.path=~/inc/h@top",
+            "h.k=home@h",
+            "include.path=missing@top",
+            "t.b=2@top",
+        ]
+    );
+}
+
+#[test]
+fn every_conditional_include_is_followed_and_others_are_not_includes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_in(dir.path());
+    let conditions = [
+        "gitdir:/nowhere/",
+        "gitdir/i:~/Nowhere/",
+        "onbranch:no-such-branch",
+        "hasconfig:remote.*.url:https://nowhere/**",
+    ];
+    let mut top = String::new();
+    for (i, cond) in conditions.iter().enumerate() {
+        write(dir.path(), &format!("c{i}"), &format!("[c{i}]\nk = {i}\n"));
+        top.push_str(&format!("[includeIf \"{cond}\"]\npath = c{i}\n"));
+    }
+    write(dir.path(), "never", "[never]\nk = x\n");
+    top.push_str("[include \"sub\"]\npath = never\n[includeIf]\npath = never\n");
+    let top = write(dir.path(), "top", &top);
+    let keys: Vec<_> = read(&top, &repo)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.key)
+        .collect();
+    assert!(!keys.contains(&"never.k".to_string()), "{keys:?}");
+    for i in 0..conditions.len() {
+        assert!(keys.contains(&format!("c{i}.k")), "{i}: {keys:?}");
+    }
+}
+
+#[test]
+fn include_cycles_stop_and_depth_past_gits_limit_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_in(dir.path());
+    write(dir.path(), "b", "[b]\nk = 1\n[include]\npath = ./a\n");
+    let a = write(dir.path(), "a", "[a]\nk = 1\n[include]\npath = b\n");
+    let keys: Vec<_> = read(&a, &repo)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.key)
+        .collect();
+    assert_eq!(keys, ["a.k", "include.path", "b.k", "include.path"]);
+
+    // A chain of 10 includes is what git allows; 11 is refused.
+    for (len, ok) in [(10, true), (11, false)] {
+        let chain = dir.path().join(format!("chain{len}"));
+        for i in 0..len {
+            write(
+                &chain,
+                &format!("f{i}"),
+                &format!("[include]\npath = f{}\n", i + 1),
+            );
+        }
+        write(&chain, &format!("f{len}"), "[end]\nk = 1\n");
+        let got = read(&chain.join("f0"), &repo);
+        assert_eq!(got.is_ok(), ok, "{len}: {got:?}");
+        if let Err(e) = got {
+            assert!(e.to_string().contains("limit of 10"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn includes_git_refuses_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo_in(dir.path());
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    for (text, needle) in [
+        ("[include]\npath = d\n", "not a regular file"),
+        ("[include]\npath =\n", "not a regular file"),
+        ("[include]\npath\n", "has no value"),
+        ("[include]\npath = ~no-such-user-here/x\n", "no user"),
+        ("[include]\npath = %(prefix)/etc/x\n", "install prefix"),
+    ] {
+        let top = write(dir.path(), "top", text);
+        let e = read(&top, &repo).unwrap_err().to_string();
+        assert!(e.contains(needle) && e.contains("top:2"), "{text:?}: {e}");
+    }
+    let no_home = Repo { home: None, ..repo };
+    let top = write(dir.path(), "top", "[include]\npath = ~/x\n");
+    let e = read(&top, &no_home).unwrap_err().to_string();
+    assert!(e.contains("home directory"), "{e}");
+}
+
+#[test]
+fn config_files_follow_gits_order_and_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let repo = repo_in(d);
+    let sys = write(d, "sys", "");
+    let xdg = write(d, "home/.config/git/config", "");
+    let dot = write(d, "home/.gitconfig", "");
+    let local = write(d, "wt/.git/config", "");
+    let env_none = |_: &str| None;
+    // /etc/gitconfig may or may not exist here: compare the rest.
+    let got = config_files_in(&repo, &env_none).unwrap();
+    let etc = Path::new("/etc/gitconfig");
+    let got: Vec<_> = got.into_iter().filter(|f| f != etc).collect();
+    assert_eq!(got, [xdg.clone(), dot.clone(), local.clone()]);
+
+    let worktree = write(d, "wt/.git/config.worktree", "");
+    let custom = write(d, "global", "");
+    let xdg_other = write(d, "xdg/git/config", "");
+    let env = |name: &str| -> Option<OsString> {
+        match name {
+            "GIT_CONFIG_SYSTEM" => Some(sys.clone().into()),
+            "XDG_CONFIG_HOME" => Some(d.join("xdg").into()),
+            _ => None,
+        }
+    };
+    let got = config_files_in(&repo, &env).unwrap();
+    assert_eq!(
+        got,
+        [sys.clone(), xdg_other, dot, local.clone(), worktree.clone()]
+    );
+
+    let env = |name: &str| -> Option<OsString> {
+        match name {
+            "GIT_CONFIG_NOSYSTEM" => Some("1".into()),
+            "GIT_CONFIG_SYSTEM" => Some(sys.clone().into()),
+            "GIT_CONFIG_GLOBAL" => Some(custom.clone().into()),
+            _ => None,
+        }
+    };
+    let got = config_files_in(&repo, &env).unwrap();
+    assert_eq!(got, [custom, local.clone(), worktree]);
+
+    // A linked worktree: the shared config lives in the common dir.
+    let linked = d.join("wt/.git/worktrees/other");
+    write(&linked, "commondir", "../..\n");
+    let own = write(&linked, "config.worktree", "");
+    let repo = Repo {
+        git_dir: linked,
+        work_tree: Some(d.join("other")),
+        home: None,
+    };
+    let got = config_files_in(&repo, &|n| {
+        (n == "GIT_CONFIG_NOSYSTEM").then(|| "true".into())
+    })
+    .unwrap();
+    assert_eq!(got, [local, own]);
+}
+
+// --- code paths -----------------------------------------------------------
+
+#[test]
+fn hooks_path_is_reported_against_both_the_work_tree_and_the_git_dir() {
+    assert_eq!(
+        paths_of("core.hookspath", Some(".githooks")),
+        [
+            ("/r/wt/.githooks".into(), true),
+            ("/r/wt/.git/.githooks".into(), true)
+        ]
+    );
+    assert_eq!(
+        paths_of("core.hookspath", Some("/abs/h")),
+        [("/abs/h".into(), true)]
+    );
+    assert_eq!(
+        paths_of("core.hookspath", Some("~/h")),
+        [("/home/u/h".into(), true)]
+    );
+    let bare = Repo {
+        work_tree: None,
+        ..fixed_repo()
+    };
+    let got = code_paths(&[entry("core.hookspath", Some("../h"))], &bare).unwrap();
+    assert_eq!(got[0].path, Path::new("/r/wt/h"));
+    assert_eq!(got.len(), 1);
+}
+
+#[test]
+fn file_and_directory_keys_resolve_as_git_resolves_them() {
+    let both = |name: &str| vec![format!("/r/wt/{name}"), format!("/r/wt/.git/{name}")];
+    for key in [
+        "core.excludesfile",
+        "core.attributesfile",
+        "commit.template",
+        "mailmap.file",
+        "blame.ignorerevsfile",
+        "http.sslcainfo",
+        "http.https://h/.sslcert",
+        "gpg.ssh.allowedsignersfile",
+        "fetch.fsck.skiplist",
+    ] {
+        let want: Vec<_> = both("x/f").into_iter().map(|p| (p, false)).collect();
+        assert_eq!(paths_of(key, Some("./x//f")), want, "{key}");
+    }
+    for key in ["init.templatedir", "http.sslcapath"] {
+        let want: Vec<_> = both("t").into_iter().map(|p| (p, true)).collect();
+        assert_eq!(paths_of(key, Some("t")), want, "{key}");
+    }
+    assert_eq!(
+        paths_of("core.worktree", Some("../../elsewhere")),
+        [("/r/elsewhere".into(), true)]
+    );
+    assert_eq!(
+        paths_of("core.excludesfile", Some(":(optional)~/ign")),
+        files(&[
+            "/r/wt/:(optional)~/ign",
+            "/r/wt/.git/:(optional)~/ign",
+            "/home/u/ign"
+        ])
+    );
+    assert_eq!(
+        paths_of("trace2.eventtarget", Some("/tmp/t")),
+        files(&["/tmp/t"])
+    );
+    assert_eq!(
+        paths_of("trace2.perftarget", Some("af_unix:dgram:/run/s")),
+        files(&["/run/s"])
+    );
+    assert!(paths_of("trace2.normaltarget", Some("2")).is_empty());
+    assert!(paths_of("user.name", Some("a/b")).is_empty());
+}
+
+#[test]
+fn include_targets_are_reported_even_when_missing() {
+    let mut include = entry("include.path", Some("../shared/extra"));
+    include.file = PathBuf::from("/r/wt/.git/config");
+    let cond = Entry {
+        key: "includeif.gitdir:/x/.path".into(),
+        value: Some("~/inc".into()),
+        ..include.clone()
+    };
+    let got = code_paths(&[include, cond], &fixed_repo()).unwrap();
+    let got: Vec<_> = got.iter().map(|c| c.path.to_str().unwrap()).collect();
+    assert_eq!(got, ["/r/wt/shared/extra", "/home/u/inc"]);
+}
+
+#[test]
+fn every_command_key_reports_the_files_its_command_names() {
+    let keys = [
+        "core.sshcommand",
+        "core.editor",
+        "core.pager",
+        "core.askpass",
+        "core.gitproxy",
+        "core.alternaterefscommand",
+        "core.fsmonitor",
+        "sequence.editor",
+        "diff.external",
+        "diff.pdf.command",
+        "diff.pdf.textconv",
+        "difftool.kd.cmd",
+        "mergetool.kd.cmd",
+        "merge.ours.driver",
+        "filter.crypt.clean",
+        "filter.crypt.smudge",
+        "filter.crypt.process",
+        "credential.helper",
+        "credential.https://h.helper",
+        "gpg.ssh.defaultkeycommand",
+        "interactive.difffilter",
+        "uploadpack.packobjectshook",
+        "remote.origin.uploadpack",
+        "remote.origin.receivepack",
+        "sendemail.tocmd",
+        "sendemail.work.cccmd",
+        "sendemail.sendmailcmd",
+        "browser.ff.cmd",
+        "man.m.cmd",
+        "guitool.t.cmd",
+        "instaweb.httpd",
+        "imap.tunnel",
+        "tar.tgz.command",
+        "gc.recentobjectshook",
+        "hook.pre-commit.command",
+        "svn.authorsprog",
+        "lfs.extension.x.clean",
+        "pager.log",
+    ];
+    for key in keys {
+        assert_eq!(
+            paths_of(key, Some("./bin/tool --flag x")),
+            files(&["/r/wt/bin/tool", "/r/wt/.git/bin/tool"]),
+            "{key}"
+        );
+    }
+    for (key, value) in [
+        ("alias.x", "!./bin/tool"),
+        ("submodule.s.update", "!./bin/tool"),
+        ("remote.origin.url", "ext::./bin/tool %S"),
+        ("gpg.program", "./bin/tool"),
+        ("gpg.x509.program", "./bin/tool"),
+        ("difftool.kd.path", "./bin/tool"),
+        ("lfs.customtransfer.t.path", "./bin/tool"),
+        ("sendemail.smtpserver", "./bin/tool"),
+    ] {
+        assert_eq!(
+            paths_of(key, Some(value)),
+            files(&["/r/wt/bin/tool", "/r/wt/.git/bin/tool"]),
+            "{key}"
+        );
+    }
+    // Not commands: a git alias, a named helper, a plain URL, booleans.
+    for (key, value) in [
+        ("alias.lg", "log --graph ./x"),
+        ("submodule.s.update", "rebase"),
+        ("remote.origin.url", "https://host/a/b"),
+        ("credential.helper", "store"),
+        ("gpg.program", "gpg2"),
+        ("core.fsmonitor", "true"),
+        ("core.fsmonitor", "0"),
+        ("pager.log", "false"),
+        ("core.pager", "less -FRX"),
+    ] {
+        assert!(paths_of(key, Some(value)).is_empty(), "{key} = {value}");
+    }
+    assert!(paths_of("pager.log", None).is_empty());
+}
+
+#[test]
+fn command_words_name_programs_arguments_and_scripts() {
+    let wt = |p: &str| vec![format!("/r/wt/{p}"), format!("/r/wt/.git/{p}")];
+    let cases: &[(&str, Vec<String>)] = &[
+        ("/usr/bin/less -R", vec!["/usr/bin/less".into()]),
+        ("~/bin/pager", vec!["/home/u/bin/pager".into()]),
+        (
+            "ssh -F ./ssh/config -i ~/.ssh/k",
+            [wt("ssh/config"), vec!["/home/u/.ssh/k".into()]].concat(),
+        ),
+        ("python3 tools/conv.py", wt("tools/conv.py")),
+        ("sh hook.sh", wt("hook.sh")),
+        // A word with a space is also looked into as a script (`sh -c`).
+        ("'./my tool' x", [wt("my tool"), wt("my")].concat()),
+        ("\"./a\\\"b\" x", wt("a\"b")),
+        ("./a\\ b", [wt("a b"), wt("a")].concat()),
+        ("helper --file=~/creds", vec!["/home/u/creds".into()]),
+        ("helper --file='~/creds'", wt("~/creds")),
+        ("FOO=1 ./run", wt("run")),
+        (
+            "cd sub && ./x; ../y | z/w",
+            [wt("x"), vec!["/r/y".into(), "/r/wt/y".into()], wt("z/w")].concat(),
+        ),
+        ("f() { ./g \"$@\"; }; f", wt("g")),
+        ("sh -c 'a; ./inner'", wt("inner")),
+        ("echo $(./sub) `./bq`", [wt("sub"), wt("bq")].concat()),
+        ("curl https://h/x/y", vec![]),
+        ("$HOME/bin/t", vec!["/home/u/bin/t".into()]),
+        ("${HOME}/bin/t", vec!["/home/u/bin/t".into()]),
+        ("git log origin/$1", wt("origin")),
+        ("less # ./not-run", vec![]),
+    ];
+    for (command, want) in cases {
+        let got: Vec<String> = paths_of("core.pager", Some(command))
+            .into_iter()
+            .map(|p| p.0)
+            .collect();
+        assert_eq!(&got, want, "{command}");
+    }
+    let got = paths_of("core.pager", Some("./tools/$X"));
+    assert_eq!(
+        got,
+        [
+            ("/r/wt/tools".into(), true),
+            ("/r/wt/.git/tools".into(), true)
+        ]
+    );
+}
+
+#[test]
+fn commands_that_cannot_be_interpreted_are_errors() {
+    for (value, needle) in [
+        ("./x 'open", "unterminated"),
+        ("\"./x", "unterminated"),
+        ("$TOOLS/x", "shell expansion"),
+        ("/$X/y", "shell expansion"),
+        ("~no-such-user-here/bin/x", "no user"),
+    ] {
+        let e = value_error("core.pager", value);
+        assert!(
+            e.contains(needle) && e.contains("config:7: core.pager"),
+            "{value}: {e}"
+        );
+    }
+    // A quote in a nested script is not the command's own syntax.
+    assert!(paths_of("alias.c", Some("!git commit -m \"it's done\"")).is_empty());
+}
+
+// --- neutralise -----------------------------------------------------------
+
+#[test]
+fn neutralise_keeps_the_allowlist_and_the_structure() {
+    let text = "# made by git init\n[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\
+        \tbare = false\n\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = https://h/r.git\n\
+        \tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\
+        \tmerge = refs/heads/main\n[user]\n\tname = A\n[extensions]\n\tobjectformat = sha256\n\
+        [index]\n\tversion = 4\n[pack]\n\twindow = 10\n[submodule \"s\"]\n\turl = git@h:s.git\n\
+        \tactive = true\n[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n\trequired = true\n";
+    let (out, removed) = neutralise(text, Path::new("c")).unwrap();
+    assert_eq!(out, text);
+    assert!(removed.is_empty(), "{removed:?}");
+}
+
+#[test]
+fn neutralise_removes_every_dangerous_kind() {
+    let dangerous = [
+        ("core", "hooksPath = .h"),
+        ("core", "fsmonitor = ./m"),
+        ("core", "worktree = .."),
+        ("core", "sshCommand = ./s"),
+        ("core", "pager = ./p"),
+        ("core", "editor = ./e"),
+        ("core", "excludesFile = ./x"),
+        ("core", "attributesFile = ./x"),
+        ("core", "askPass = ./a"),
+        ("core", "gitProxy = ./g"),
+        ("include", "path = ../x"),
+        ("includeIf \"gitdir:/\"", "path = ../x"),
+        ("filter \"x\"", "smudge = ./s"),
+        ("filter \"lfs\"", "smudge = ./evil"),
+        ("diff \"x\"", "textconv = ./t"),
+        ("merge \"x\"", "driver = ./d"),
+        ("alias", "st = !./a"),
+        ("credential", "helper = !./c"),
+        ("gpg", "program = ./g"),
+        ("commit", "gpgSign = true"),
+        ("protocol \"ext\"", "allow = always"),
+        ("protocol", "allow = always"),
+        ("url \"ext::./x \"", "insteadOf = https://"),
+        ("remote \"origin\"", "url = ext::./x"),
+        ("remote \"origin\"", "pushurl = fd::7"),
+        ("remote \"origin\"", "url = evil::h/x"),
+        ("remote \"origin\"", "url = weird://h/x"),
+        ("remote \"origin\"", "uploadpack = ./u"),
+        ("remote \"origin\"", "vcs = x"),
+        ("remote \"origin\"", "proxy = http://h:1"),
+        ("submodule \"s\"", "update = !./u"),
+        ("submodule \"s\"", "url = ext::./x"),
+        ("http", "sslVerify = false"),
+        ("extensions", "worktreeConfig = true"),
+        ("uploadpack", "packObjectsHook = ./h"),
+        ("gc", "recentObjectsHook = ./h"),
+        ("sequence", "editor = ./e"),
+        ("init", "templateDir = ./t"),
+        ("pack \"x\"", "window = 1"),
+        ("user", "signingKey = ./k"),
+    ];
+    for (section, line) in dangerous {
+        let text = format!(
+            "[core]\n\tbare = false\n[{section}]\n\t{line}\n\tzzz = 1\n[user]\n\tname = A\n"
+        );
+        let (out, removed) = neutralise(&text, Path::new("c")).unwrap();
+        let keys: Vec<_> = removed.iter().map(|r| (r.key.as_str(), r.line)).collect();
+        assert_eq!(keys.len(), 2, "{section} {line}: {keys:?}");
+        assert_eq!(keys[0].1, 4, "{section} {line}");
+        let left = pairs(&out);
+        assert_eq!(
+            left,
+            vec![pair("core.bare", "false"), pair("user.name", "A")],
+            "{section} {line}:\n{out}"
+        );
+        assert!(out.contains(&format!("[{section}]\n")), "{out}");
+    }
+}
+
+#[test]
+fn neutralise_keeps_a_header_that_shares_the_line_and_takes_continuations() {
+    let text = "[core] hooksPath = a\\\n  b\n[core]bare = true\n[alias] x = !evil\n";
+    let (out, removed) = neutralise(text, Path::new("c")).unwrap();
+    assert_eq!(out, "[core]\n[core]bare = true\n[alias]\n");
+    let keys: Vec<_> = removed.iter().map(|r| (r.key.as_str(), r.line)).collect();
+    assert_eq!(keys, [("core.hookspath", 1), ("alias.x", 4)]);
+    let e = neutralise("[core\n", Path::new("/r/c"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("/r/c:1"), "{e}");
+}
+
+// --- against the real git -------------------------------------------------
+
+/// `git config --file FILE --list -z` (plus `extra` arguments) as pairs.
+fn git_list(file: &Path, home: &Path, extra: &[&str]) -> Vec<(String, Option<String>)> {
+    let out = Command::new("git")
+        .args(["config", "--file"])
+        .arg(file)
+        .args(["--list", "-z"])
+        .args(extra)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.split_terminator('\0')
+        .map(|item| match item.split_once('\n') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (item.to_string(), None),
+        })
+        .collect()
+}
+
+fn ours(file: &Path, repo: &Repo) -> Vec<(String, Option<String>)> {
+    read(file, repo)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.key, e.value))
+        .collect()
+}
+
+#[test]
+fn values_git_writes_read_back_as_git_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config");
+    let values = [
+        ("core.pager", "less -R"),
+        ("a.lead", "   leading spaces"),
+        ("a.trail", "trailing   "),
+        ("a.hash", "a # not a comment"),
+        ("a.semi", "x;y"),
+        ("a.quote", "say \"hi\""),
+        ("a.backslash", "C:\\dir\\file"),
+        ("a.tab", "a\tb"),
+        ("a.newline", "line1\nline2"),
+        ("a.mixed", " \"; # \\ \t "),
+        ("a.empty", ""),
+        ("a.unicode", "héllo wörld ✓"),
+        ("Remote.Mixed Case\"x\\y.URL", "https://h/x"),
+        ("alias.st", "!f() { git status \"$@\"; }; f"),
+        ("b.legacy", "=equals=signs="),
+        ("b.cr", "a\rb"),
+        ("b.dollar", "$HOME/x"),
+        ("includeIf.gitdir:~/w/.path", "~/w.inc"),
+        ("c.multi", "one"),
+        ("c.multi", "two"),
+    ];
+    for (key, value) in values {
+        let ok = Command::new("git")
+            .args(["config", "--file"])
+            .arg(&file)
+            .args(["--add", key, value])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{key}");
+    }
+    let repo = repo_in(dir.path());
+    let git = git_list(&file, dir.path(), &[]);
+    assert_eq!(git.len(), values.len());
+    assert_eq!(ours(&file, &repo), git);
+}
+
+#[test]
+fn hand_written_configs_read_as_git_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let repo = repo_in(dir.path());
+    write(&home, "inc/h", "[fromhome]\n\tk = 1\n");
+    write(
+        dir.path(),
+        "sub/n",
+        "[nested] k = \"n\" ; c\n[include]\npath = ../leaf\n",
+    );
+    write(dir.path(), "leaf", "\u{feff}[leaf]\r\nk = v\\\r\n w\r\n");
+    let file = write(
+        dir.path(),
+        "top",
+        "top = 1\n[A.B]\nC = legacy\n[x \"S\\\\ub\\\"q\\z\"]k\n[y][z]w = \" sp \" x  ;c\n\
+         v = a\\\n  b \\\n\n[include]\n\tpath = sub/n\n\tpath = ~/inc/h\n\tpath = nothing\n\
+         [ \"odd\"]\nk = 1\n[t]\ne = \\\"\\\\\\t\\n\\b\n",
+    );
+    assert_eq!(ours(&file, &repo), git_list(&file, &home, &["--includes"]));
+    // Without includes, git lists the include lines only: so do we,
+    // given a file whose includes are all missing.
+    let lone = write(dir.path(), "lone", "[include]\npath = nope\n[k]\nv = 1\n");
+    assert_eq!(ours(&lone, &repo), git_list(&lone, &home, &[]));
+}
+
+#[test]
+fn configs_git_refuses_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for text in [
+        "[a]\nk = \"x\n",
+        "[a]\nk = \\z\n",
+        "[a]\nk # c\n",
+        "[a b]\n",
+        "[a\"b\"]\n",
+        "[a \"b\"x]\n",
+        "[]\n",
+        "[a]\n9 = 1\n",
+        "[a]\nk_1 = 1\n",
+    ] {
+        let file = write(dir.path(), "bad", text);
+        let git = Command::new("git")
+            .args(["config", "--file"])
+            .arg(&file)
+            .arg("--list")
+            .output()
+            .unwrap();
+        assert!(!git.status.success(), "git accepted {text:?}");
+        assert!(read(&file, &repo_in(dir.path())).is_err(), "{text:?}");
+    }
+}
