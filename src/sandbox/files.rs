@@ -14,6 +14,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::create_gate::Guard;
+use super::gitconfig;
+use super::repos;
 use crate::policy::defaults::{GIT_DIR_PROTECTED, WORKTREE_PROTECTED};
 use crate::policy::{PathPattern, Policy};
 
@@ -32,8 +34,18 @@ pub enum FilesError {
     ProtectedSymlink(PathBuf),
     #[error("refusing to make {0} writable")]
     WritableRoot(PathBuf),
-    #[error("the project tree has more than {0} entries; cordon scans it for git repositories to protect their hooks and config. Narrow the project with --project")]
-    TreeTooLarge(usize),
+    #[error(transparent)]
+    Repos(#[from] repos::ReposError),
+    #[error(transparent)]
+    GitConfig(#[from] gitconfig::GitConfigError),
+    #[error("{file}:{line}: {key} names {path}, which holds the writable area {root}: cordon cannot keep what git runs from there read-only. Change that setting, or choose a --project outside it")]
+    CodePathIsWritable {
+        path: PathBuf,
+        root: PathBuf,
+        key: String,
+        file: PathBuf,
+        line: usize,
+    },
     #[error("mount step `{step}` on {path} failed: {source}")]
     Mount {
         step: &'static str,
@@ -68,9 +80,9 @@ pub struct FileView {
     /// Protected paths that do not exist: the file creation gate refuses
     /// to make them.
     pub guard: Guard,
-    /// The `.git` entries (directories or files) under the project when
-    /// the run started; any other found afterwards was made by the sandbox.
-    pub git_entries_at_start: Vec<PathBuf>,
+    /// The repositories in the writable areas when the run started; any
+    /// other found afterwards was made by the sandbox.
+    pub repos_at_start: repos::Scan,
     /// The credentials door's CA bundle: (host file, path inside), bound
     /// read-only over the distribution's bundle when TLS inspection is on.
     pub trust_bundle: Option<(PathBuf, PathBuf)>,
@@ -102,14 +114,8 @@ const PROC_MASKED: &[&str] = &[
 /// matter beneath a writable bind.
 const REPLACED: &[&str] = &["/proc", "/dev", "/tmp"];
 
-/// The name a repository the sandbox created is moved to.
-const QUARANTINE: &str = ".git.cordon-quarantine";
-
 /// Where host daemons keep their UNIX sockets; hidden from the sandbox.
 const SOCKET_DIRS: &[&str] = &["/run", "/var/run"];
-
-/// Most directory entries the project scan visits before giving up.
-const SCAN_LIMIT: usize = 2_000_000;
 
 /// The primitive mount operations the view is built from.
 pub trait MountOps {
@@ -283,34 +289,70 @@ impl FileView {
             .iter()
             .map(|n| n.value.as_str())
             .collect();
-        let scan = find_git_repos(&project)?;
-        view.git_entries_at_start = git_entries(&project, &scan);
-        let mut roots: Vec<PathBuf> = view.writable.clone();
-        roots.extend(scan.roots);
-        for root in &roots {
-            for name in &names {
-                view.protect(root, name, &mut marks)?;
+        // Every repository git would see in the writable areas, and the
+        // ones that hold them (their config may point into them).
+        let scan = repos::scan(&view.writable)?;
+        let mut work_trees: BTreeSet<PathBuf> = view.writable.iter().cloned().collect();
+        work_trees.extend(scan.work_trees.iter().cloned());
+        let mut git_dirs: BTreeSet<PathBuf> = scan.git_dirs.clone();
+        for root in &view.writable {
+            git_dirs.extend(repos::enclosing_git_dirs(root));
+        }
+        for link in &scan.git_links {
+            if link.is_symlink() {
+                // A symlinked `.git` cannot be bound over; it may not be
+                // made anew once removed (its target is protected below).
+                marks.guarded.insert(link.clone());
+            } else {
+                view.keep_read_only(link.clone(), &mut marks);
             }
-            let git_dir = root.join(".git");
-            if git_dir.is_dir() && !git_dir.is_symlink() {
-                for name in GIT_DIR_PROTECTED {
-                    view.protect(&git_dir, name, &mut marks)?;
+        }
+        // Files the repositories' config makes git read or run (hooksPath,
+        // includes, fsmonitor, ...), and work trees it names.
+        for git_dir in &git_dirs {
+            let work_tree = work_trees
+                .iter()
+                .find(|w| repos::git_dir_of(w).as_ref() == Some(git_dir))
+                .cloned();
+            for code in config_code_paths(git_dir, work_tree)? {
+                if code.key == "core.worktree" {
+                    work_trees.insert(code.path);
+                    continue;
                 }
-                for worktree in subdirs(&git_dir.join("worktrees")) {
-                    for name in WORKTREE_PROTECTED {
-                        view.protect(&worktree, name, &mut marks)?;
+                if let Some(root) = view.writable.iter().find(|w| w.starts_with(&code.path)) {
+                    return Err(FilesError::CodePathIsWritable {
+                        path: code.path.clone(),
+                        root: root.clone(),
+                        key: code.key,
+                        file: code.file,
+                        line: code.line,
+                    });
+                }
+                if !view.is_writable(&code.path) {
+                    continue;
+                }
+                match code.path.symlink_metadata() {
+                    Ok(_) => {
+                        let real = canonical(&code.path, "path named in git config")?;
+                        view.keep_read_only(real, &mut marks);
+                    }
+                    Err(_) => {
+                        marks.guarded.insert(code.path);
                     }
                 }
             }
         }
-        for git_dir in &scan.module_dirs {
-            for name in GIT_DIR_PROTECTED {
+        for root in &work_trees {
+            for name in &names {
+                view.protect(root, name, &mut marks)?;
+            }
+        }
+        for git_dir in &git_dirs {
+            for name in GIT_DIR_PROTECTED.iter().chain(WORKTREE_PROTECTED) {
                 view.protect(git_dir, name, &mut marks)?;
             }
         }
-        for git_file in scan.git_files {
-            view.keep_read_only(git_file, &mut marks);
-        }
+        view.repos_at_start = scan;
         let Marks {
             mut read_only,
             mut pins,
@@ -397,33 +439,10 @@ impl FileView {
         }
     }
 
-    /// Moves aside every git repository the sandbox created in the project
-    /// (its config and hooks would run code when the user runs git there)
-    /// and returns where each went.
-    pub fn quarantine_new_repos(&self) -> Vec<(PathBuf, PathBuf)> {
-        let Some(project) = self.writable.first() else {
-            return Vec::new();
-        };
-        let Ok(scan) = find_git_repos(project) else {
-            return Vec::new();
-        };
-        let mut moved = Vec::new();
-        for entry in git_entries(project, &scan) {
-            if self.git_entries_at_start.contains(&entry) {
-                continue;
-            }
-            let free = (0u32..)
-                .map(|n| match n {
-                    0 => entry.with_file_name(QUARANTINE),
-                    n => entry.with_file_name(format!("{QUARANTINE}-{n}")),
-                })
-                .find(|p| p.symlink_metadata().is_err());
-            let Some(aside) = free else { continue };
-            if std::fs::rename(&entry, &aside).is_ok() {
-                moved.push((entry, aside));
-            }
-        }
-        moved
+    /// After the run: neutralises what the sandbox left in the writable
+    /// areas that would run code on the host (see [`repos::sweep`]).
+    pub fn sweep(&self, since: std::time::SystemTime) -> repos::Swept {
+        repos::sweep(&self.writable, &self.repos_at_start, since)
     }
 
     /// Builds the view inside a fresh mount namespace and makes it the root.
@@ -650,98 +669,22 @@ fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {
     })
 }
 
-/// What the project scan found.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct GitScan {
-    /// Directories holding a `.git` (directory or file), below the project.
-    pub roots: Vec<PathBuf>,
-    /// Submodule git dirs under `.git/modules`, at any depth: each holds its
-    /// own `hooks/` and `config`.
-    pub module_dirs: Vec<PathBuf>,
-    /// `.git` files (a `gitdir:` pointer): rewriting one redirects git to
-    /// a directory of the sandbox's choosing.
-    pub git_files: Vec<PathBuf>,
-}
-
-/// Scans `project` at any depth for git repositories, without following
-/// symlinked directories.
-pub fn find_git_repos(project: &Path) -> Result<GitScan, FilesError> {
-    let mut scan = GitScan::default();
-    let mut stack = vec![project.to_path_buf()];
-    let mut visited = 0usize;
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            visited += 1;
-            if visited > SCAN_LIMIT {
-                return Err(FilesError::TreeTooLarge(SCAN_LIMIT));
-            }
-            let Ok(file_type) = entry.file_type() else {
-                continue;
-            };
-            if entry.file_name() == ".git" {
-                if dir != project {
-                    scan.roots.push(dir.clone());
-                }
-                if file_type.is_dir() {
-                    find_module_dirs(&entry.path().join("modules"), &mut scan.module_dirs);
-                } else if file_type.is_file() {
-                    scan.git_files.push(entry.path());
-                }
-                continue;
-            }
-            if file_type.is_dir() {
-                stack.push(entry.path());
-            }
-        }
-    }
-    scan.roots.sort();
-    scan.module_dirs.sort();
-    scan.git_files.sort();
-    Ok(scan)
-}
-
-/// Every `.git` under `project`, the project's own included.
-fn git_entries(project: &Path, scan: &GitScan) -> Vec<PathBuf> {
-    let own = project.join(".git");
-    let mut entries: Vec<PathBuf> = scan.roots.iter().map(|r| r.join(".git")).collect();
-    if own.symlink_metadata().is_ok() {
-        entries.push(own);
-    }
-    entries.sort();
-    entries
-}
-
-/// The directories directly inside `dir`, if any.
-fn subdirs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
+/// What the config of `git_dir` (and the files it includes, and the
+/// user's and system's config) makes git read or run.
+fn config_code_paths(
+    git_dir: &Path,
+    work_tree: Option<PathBuf>,
+) -> Result<Vec<gitconfig::CodePath>, FilesError> {
+    let repo = gitconfig::Repo {
+        git_dir: git_dir.to_path_buf(),
+        work_tree,
+        home: std::env::var_os("HOME").map(PathBuf::from),
     };
-    entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.path())
-        .collect()
-}
-
-/// Submodule git dirs are named by the submodule's path, so they nest
-/// (`modules/a/b`) and hold their own `modules/`.
-fn find_module_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let path = entry.path();
-        if path.join("HEAD").is_file() && path.join("config").is_file() {
-            out.push(path.clone());
-        }
-        find_module_dirs(&path, out);
+    let mut entries = Vec::new();
+    for file in gitconfig::config_files(&repo)? {
+        entries.extend(gitconfig::read(&file, &repo)?);
     }
+    Ok(gitconfig::code_paths(&entries, &repo)?)
 }
 
 /// [`MountOps`] on the real kernel, for the sandbox's own mount namespace.
@@ -998,30 +941,6 @@ mod tests {
         index_of(ops, "bind /oldroot/dev/null /newroot/dev/null");
         assert!(!ops.iter().any(|o| o == "bind /oldroot/dev /newroot/dev"));
         assert_eq!(ops.last().map(String::as_str), Some("enter /newroot"));
-    }
-
-    #[test]
-    fn git_scan_finds_nested_repos_modules_and_gitdir_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path();
-        std::fs::create_dir_all(p.join(".git/modules/sub/modules/inner")).unwrap();
-        for m in ["sub", "sub/modules/inner"] {
-            std::fs::write(p.join(".git/modules").join(m).join("HEAD"), "ref").unwrap();
-            std::fs::write(p.join(".git/modules").join(m).join("config"), "").unwrap();
-        }
-        std::fs::create_dir_all(p.join("a/b/c/d/e/f/.git")).unwrap();
-        std::fs::create_dir_all(p.join("sub")).unwrap();
-        std::fs::write(p.join("sub/.git"), "gitdir: ../.git/modules/sub").unwrap();
-        let scan = find_git_repos(p).unwrap();
-        assert_eq!(scan.roots, vec![p.join("a/b/c/d/e/f"), p.join("sub")]);
-        assert_eq!(
-            scan.module_dirs,
-            vec![
-                p.join(".git/modules/sub"),
-                p.join(".git/modules/sub/modules/inner")
-            ]
-        );
-        assert_eq!(scan.git_files, vec![p.join("sub/.git")]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod gitconfig;
 pub mod init;
 pub mod landlock;
 pub mod limits;
+pub mod repos;
 pub mod seccomp;
 pub mod support;
 pub(crate) mod sys;
@@ -204,6 +205,8 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let (env, path_var, withheld) = command_env(&policy.env)?;
 
     let unix_sockets = allowed_unix_sockets(policy)?;
+    // Anything changed after this instant was the sandbox's doing.
+    let started_at = std::time::SystemTime::now();
     let mut view = FileView::plan(policy)?;
     view.trust_bundle = credentials.as_ref().map(|c| c.bind());
     let limits = match LimitPlan::prepare(&policy.limits, &sandbox_id) {
@@ -366,20 +369,29 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     }
     let summary = auditor.finish();
     drop(cgroup);
-    for (repo, aside) in view.quarantine_new_repos() {
-        eprintln!(
-            "cordon: WARNING: the sandbox created the git repository {}; its config and hooks could run code when you use git there, so it was moved to {}. Inspect its config and hooks before moving it back.",
-            repo.display(),
-            aside.display()
-        );
+    // What the sandbox left that would run code on the host: moved aside
+    // and named; what could not be checked fails the run.
+    let swept = view.sweep(started_at);
+    for line in &swept.neutralised {
+        eprintln!("cordon: WARNING: {line}");
+    }
+    for line in &swept.failures {
+        eprintln!("cordon: ERROR: after the run: {line}");
     }
     if !req.quiet {
         if let Some(line) = summary.line(auditor.path()) {
             eprintln!("{line}");
         }
     }
+    if !swept.failures.is_empty() {
+        return Ok(SWEEP_FAILED);
+    }
     Ok(code)
 }
+
+/// cordon's exit status when a check after the run could not finish: the
+/// command ran, but what it left could not be proven harmless.
+const SWEEP_FAILED: i32 = 125;
 
 /// Time the proxy has at exit to end its tunnels and record them.
 const PROXY_GRACE: Duration = Duration::from_secs(2);

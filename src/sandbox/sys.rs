@@ -505,3 +505,52 @@ pub fn seccomp_notify_addfd_send(
     };
     check(ret.into())
 }
+
+/// The extended attribute that holds a file's capabilities.
+const FILE_CAPABILITIES: &std::ffi::CStr = c"security.capability";
+
+/// Whether the file at `path` (not followed if a symlink) carries file
+/// capabilities, which make exec grant privileges as set-user-ID does.
+/// An attribute that cannot be read counts as present (fail closed),
+/// except where the file system has no attributes at all.
+pub fn has_file_capabilities(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return true;
+    };
+    // SAFETY: both strings are NUL-terminated and live across the call; a
+    // null buffer of size 0 asks only for the attribute's length.
+    let ret = unsafe {
+        libc::lgetxattr(
+            path.as_ptr(),
+            FILE_CAPABILITIES.as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if ret >= 0 {
+        return true;
+    }
+    let err = io::Error::last_os_error().raw_os_error();
+    !matches!(err, Some(libc::ENODATA) | Some(libc::EOPNOTSUPP))
+}
+
+/// Removes the file capabilities of the file at `path`, if it has any.
+pub fn remove_file_capabilities(path: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: both strings are NUL-terminated and live across the call.
+    let ret = unsafe { libc::lremovexattr(path.as_ptr(), FILE_CAPABILITIES.as_ptr()) };
+    match check(ret.into()) {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENODATA) | Some(libc::EOPNOTSUPP)
+            ) =>
+        {
+            Ok(())
+        }
+        other => other.map(drop),
+    }
+}

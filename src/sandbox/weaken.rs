@@ -29,3 +29,21 @@ pub fn off(layer: &str) -> bool {
         false
     }
 }
+
+/// TEST-ONLY: a number a test sets in the environment variable `name`
+/// (`CORDON_TEST_SCAN_LIMIT`: the repository walk's entry limit), so a
+/// limit can be hit without millions of files. Debug builds only; release
+/// builds never read it.
+pub fn number(name: &str) -> Option<usize> {
+    #[cfg(debug_assertions)]
+    {
+        let value = std::env::var(name).ok()?.parse().ok()?;
+        eprintln!("cordon: WARNING: debug build with {name}={value}");
+        Some(value)
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = name;
+        None
+    }
+}
