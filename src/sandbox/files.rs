@@ -263,23 +263,20 @@ impl FileView {
 
         let mut marks = Marks::default();
         for rule in &policy.files.deny_write {
-            for path in rule.value.expand() {
-                match std::fs::canonicalize(&path) {
-                    Ok(path) => view.keep_read_only(path, &mut marks),
-                    // A missing path named exactly may not be created
-                    // either (a rename of its parent could otherwise undo
-                    // the rule): its parent must exist to be checked.
-                    Err(_) => {
-                        if let PathPattern::Exact(_) = &rule.value {
-                            if let Some(parent) =
-                                path.parent().and_then(|p| std::fs::canonicalize(p).ok())
-                            {
-                                if let Some(name) = path.file_name() {
-                                    marks.guarded.insert(parent.join(name));
-                                }
-                            }
-                        }
+            // A missing path named exactly may not be created either (a
+            // rename of its parent could otherwise undo the rule).
+            if let PathPattern::Exact(path) = &rule.value {
+                if path.symlink_metadata().is_err() {
+                    let parent = path.parent().map(std::fs::canonicalize);
+                    if let (Some(Ok(parent)), Some(name)) = (parent, path.file_name()) {
+                        marks.guarded.insert(parent.join(name));
                     }
+                    continue;
+                }
+            }
+            for path in rule.value.expand() {
+                if let Ok(path) = std::fs::canonicalize(&path) {
+                    view.keep_read_only(path, &mut marks);
                 }
             }
         }

@@ -316,7 +316,11 @@ fn strip_privilege(path: &Path) -> io::Result<()> {
     let meta = path.symlink_metadata()?;
     let mode = meta.mode() & 0o7777 & !(libc::S_ISUID | libc::S_ISGID);
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-    super::sys::remove_file_capabilities(path)
+    // Removing the attribute needs CAP_SETFCAP even where there is none.
+    if super::sys::has_file_capabilities(path) {
+        super::sys::remove_file_capabilities(path)?;
+    }
+    Ok(())
 }
 
 /// Moves aside what in a git dir the sandbox made would run code when the

@@ -1,0 +1,425 @@
+//! The persistence door's escape classes: what the sandbox writes must not
+//! run code later on the host. Privilege bits, repositories git sees that
+//! a `.git` directory scan does not, files a repository's config names,
+//! repositories made inside, checks that cannot finish, paths a rename
+//! would undo. Each runs as root and as an unprivileged uid.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// Every regular file under `dir` with a set-user-ID or set-group-ID bit.
+fn privileged_files(dir: &Path) -> Vec<PathBuf> {
+    listing(dir)
+        .into_iter()
+        .map(|rel| dir.join(rel))
+        .filter(|p| {
+            p.symlink_metadata()
+                .is_ok_and(|m| m.is_file() && m.mode() & 0o6000 != 0)
+        })
+        .collect()
+}
+
+#[test]
+fn privilege_bits_cannot_be_set_on_files_the_sandbox_writes() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let prelude = "import ctypes\n\
+            libc = ctypes.CDLL(None, use_errno=True)\n\
+            def sys(*a):\n    \
+                if libc.syscall(*a) < 0:\n        \
+                    raise OSError(ctypes.get_errno(), 'syscall')\n\
+            open('f', 'w').close()\n\
+            fd = os.open('f', os.O_RDONLY)\n";
+        let tmpfile = "t = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o4755); \
+             os.link('/proc/self/fd/%d' % t, 'tmp-linked', follow_symlinks=True)";
+        let cases: Vec<(&str, String)> = vec![
+            ("chmod_suid", "os.chmod('f', 0o4755)".into()),
+            ("chmod_sgid", "os.chmod('f', 0o2755)".into()),
+            ("fchmod", "os.fchmod(fd, 0o4755)".into()),
+            (
+                "fchmodat",
+                "os.chmod('f', 0o6755, follow_symlinks=False)".into(),
+            ),
+            // fchmodat2(AT_FDCWD, "f", 04755, 0), Linux 6.6.
+            ("fchmodat2", "sys(452, -100, b'f', 0o4755, 0)".into()),
+            (
+                "open_creat",
+                "os.open('o', os.O_CREAT | os.O_WRONLY, 0o4755)".into(),
+            ),
+            (
+                "openat_creat",
+                "os.open('o2', os.O_CREAT | os.O_WRONLY, 0o2755, dir_fd=os.open('.', os.O_RDONLY))"
+                    .into(),
+            ),
+            // creat(2) itself (x86_64: 85).
+            ("creat", "sys(85, b'c', 0o4755)".into()),
+            ("mknod", "os.mknod('n', 0o100000 | 0o4755)".into()),
+            ("tmpfile", tmpfile.into()),
+            ("plain_chmod", "os.chmod('f', 0o755)".into()),
+        ];
+        let out = fx.sandbox().py(&py_tries(&[], prelude, &cases));
+        for (label, _) in &cases[..cases.len() - 1] {
+            assert_eq!(
+                line(&out, label),
+                "ERR EPERM",
+                "{mode:?}: {label}: {out:#?}"
+            );
+        }
+        assert_eq!(line(&out, "plain_chmod"), "OK", "{mode:?}: {out:#?}");
+        // Tools that copy modes, and the shell's own chmod.
+        let script = attempts_script(&[
+            ("cp", "cp -p /usr/bin/su ./su-copy && test -u ./su-copy"),
+            ("install", "install -m 4755 /dev/null ./inst && test -u ./inst"),
+            ("chmod", "touch g && chmod g+s g && test -g g"),
+            ("tar", "mkdir -p tx && cp /usr/bin/su tx/ && chmod 755 tx/su && tar -cf t.tar tx && rm -r tx && python3 -c \"import tarfile; t=tarfile.open('t.tar'); m=t.getmember('tx/su'); m.mode=0o4755; t2=tarfile.open('t2.tar','w'); t2.addfile(m, t.extractfile(m)); t2.close()\" && tar -xpf t2.tar && test -u tx/su"),
+        ]);
+        let out = fx.sandbox().sh(&script);
+        assert!(open_lines(&out).is_empty(), "{mode:?}: {out:#?}");
+        assert!(
+            privileged_files(&fx.project).is_empty(),
+            "{mode:?}: {:?}",
+            privileged_files(&fx.project)
+        );
+        // Each refusal is in the audit log.
+        let log = std::fs::read_to_string(fx.home.join(".local/state/cordon/audit.jsonl"))
+            .unwrap_or_default();
+        assert!(log.contains("set-user-ID"), "{mode:?}: {log}");
+    });
+}
+
+#[test]
+fn privilege_bits_that_appear_anyway_are_stripped_after_the_run() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        // With the filter off (a test-only switch of debug builds), the
+        // bit is set inside; the sweep after the run takes it off.
+        let out = fx
+            .sandbox()
+            .env("CORDON_TEST_WEAKEN", "seccomp")
+            .sh("echo x > s && chmod 4755 s && test -u s && echo 'set: yes'");
+        assert_eq!(line(&out, "set"), "yes", "{mode:?}: {out:#?}");
+        let meta = fx.project.join("s").metadata().unwrap();
+        assert_eq!(meta.mode() & 0o7777, 0o755, "{mode:?}: {out:#?}");
+        assert!(
+            out.stderr.contains("removed its set-user-ID"),
+            "{mode:?}: {out:#?}"
+        );
+    });
+}
+
+#[test]
+fn repositories_git_sees_are_protected_wherever_their_git_dir_lives() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let p = &fx.project;
+        // An --allow-write area outside the project holds one git dir.
+        let area = fx.outside.join("area");
+        std::fs::create_dir(&area).unwrap();
+        chown_tree(&fx.outside, mode);
+        fx.host_git(p, &["init", "-q", "--bare", "tools.git"]);
+        std::fs::create_dir(p.join("sub")).unwrap();
+        std::fs::create_dir(p.join("linked")).unwrap();
+        chown_tree(p, mode);
+        let separate = area.join("sub.git");
+        fx.host_git(
+            &p.join("sub"),
+            &[
+                "init",
+                "-q",
+                "--separate-git-dir",
+                separate.to_str().unwrap(),
+            ],
+        );
+        fx.host_git(p, &["init", "-q", "--bare", "store/real.git"]);
+        std::os::unix::fs::symlink("../store/real.git", p.join("linked/.git")).unwrap();
+        // A bare repository made to act on the tree around it.
+        fx.host_git(p, &["init", "-q", "--bare", "wt.git"]);
+        fx.host_git(&p.join("wt.git"), &["config", "core.bare", "false"]);
+        fx.host_git(&p.join("wt.git"), &["config", "core.worktree", ".."]);
+        chown_tree(p, mode);
+        let configs: Vec<(PathBuf, String)> = [
+            p.join("tools.git"),
+            separate.clone(),
+            p.join("store/real.git"),
+            p.join("wt.git"),
+        ]
+        .iter()
+        .map(|g| {
+            let c = g.join("config");
+            let text = std::fs::read_to_string(&c).unwrap();
+            (c, text)
+        })
+        .collect();
+        let mut attempts = Vec::new();
+        for (label, dir) in [
+            ("bare", "tools.git"),
+            ("separate", "../outside/area/sub.git"),
+            ("linked", "linked/.git"),
+            ("worktree", "wt.git"),
+        ] {
+            attempts.push((
+                format!("{label}-hook"),
+                format!("printf '#!/bin/sh\\necho pwned\\n' > {dir}/hooks/post-checkout"),
+            ));
+            attempts.push((
+                format!("{label}-config"),
+                format!("echo '[core] fsmonitor = ./x' >> {dir}/config"),
+            ));
+            attempts.push((
+                format!("{label}-hooks-dir"),
+                format!("mv {dir}/hooks {dir}/hooks.old && mkdir {dir}/hooks"),
+            ));
+        }
+        attempts.push((
+            "repoint-ln".into(),
+            "ln -sfn ../tools.git linked/.git".into(),
+        ));
+        attempts.push((
+            "repoint-rm".into(),
+            "rm linked/.git; ln -s ../tools.git linked/.git".into(),
+        ));
+        attempts.push((
+            "repoint-mv".into(),
+            "ln -s ../tools.git x && mv -T x linked/.git".into(),
+        ));
+        attempts.push(("gitfile".into(), "echo 'gitdir: /tmp' > sub/.git".into()));
+        attempts.push((
+            "worktree-dotfile".into(),
+            "echo 'echo pwned' > .envrc".into(),
+        ));
+        let refs: Vec<(&str, &str)> = attempts
+            .iter()
+            .map(|(l, c)| (l.as_str(), c.as_str()))
+            .collect();
+        let out = fx
+            .sandbox()
+            .arg("--allow-write")
+            .arg(&area)
+            .sh(&attempts_script(&refs));
+        assert!(open_lines(&out).is_empty(), "{mode:?}: {out:#?}");
+        for (config, text) in &configs {
+            assert_eq!(&std::fs::read_to_string(config).unwrap(), text, "{mode:?}");
+        }
+        for hook in [
+            p.join("tools.git/hooks/post-checkout"),
+            separate.join("hooks/post-checkout"),
+            p.join("store/real.git/hooks/post-checkout"),
+        ] {
+            assert!(!hook.exists(), "{mode:?}: {}", hook.display());
+        }
+    });
+}
+
+#[test]
+fn files_a_repository_config_names_are_protected() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let p = &fx.project;
+        git_project(&fx);
+        std::fs::create_dir_all(p.join(".githooks")).unwrap();
+        std::fs::write(p.join(".githooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        std::fs::create_dir_all(p.join("tools")).unwrap();
+        std::fs::write(p.join("tools/fsmon"), "#!/bin/sh\n").unwrap();
+        chown_tree(p, mode);
+        for (key, value) in [
+            ("core.hooksPath", ".githooks"),
+            ("core.fsmonitor", "./tools/fsmon"),
+            ("include.path", "../conf/extra.cfg"),
+            ("includeIf.gitdir:/nowhere/.path", "../conf/cond.cfg"),
+            ("core.attributesFile", "conf/attributes"),
+            ("core.excludesFile", "conf/excludes"),
+            ("core.sshCommand", "./tools/ssh-wrapper -v"),
+        ] {
+            fx.host_git(p, &["config", key, value]);
+        }
+        let script = attempts_script(&[
+            ("hookspath", "echo 'echo pwned' > .githooks/pre-commit"),
+            (
+                "hookspath-new",
+                "echo 'echo pwned' > .githooks/post-checkout",
+            ),
+            ("hookspath-mv", "mv .githooks .gh && mkdir .githooks"),
+            ("fsmonitor", "echo 'echo pwned' > tools/fsmon"),
+            (
+                "include",
+                "mkdir -p conf && echo '[core] fsmonitor = x' > conf/extra.cfg",
+            ),
+            (
+                "include-if",
+                "mkdir -p conf && echo '[core] fsmonitor = x' > conf/cond.cfg",
+            ),
+            (
+                "include-mv",
+                "mkdir -p c2 && echo x > c2/extra.cfg && mv -T c2 conf",
+            ),
+            (
+                "attributes",
+                "mkdir -p conf && echo '* filter=x' > conf/attributes",
+            ),
+            ("excludes", "mkdir -p conf && echo x > conf/excludes"),
+            ("ssh", "echo 'echo pwned' > tools/ssh-wrapper"),
+            ("work", "echo ok > tools/notes.txt"),
+        ]);
+        let out = fx.sandbox().sh(&script);
+        assert_eq!(open_lines(&out), vec!["work: OPEN"], "{mode:?}: {out:#?}");
+        assert!(!p.join("conf/extra.cfg").exists(), "{mode:?}");
+        // A config git cannot read either: nothing runs.
+        std::fs::write(
+            p.join(".git/config"),
+            std::fs::read_to_string(p.join(".git/config")).unwrap() + "[core\n",
+        )
+        .unwrap();
+        let out = fx.sandbox().sh("echo 'ran: yes'");
+        assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "ran"), "<missing>", "{mode:?}: {out:#?}");
+        assert!(out.stderr.contains(".git/config"), "{mode:?}: {out:#?}");
+    });
+}
+
+#[test]
+fn a_repository_made_inside_stays_usable_and_loses_only_what_runs_code() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        // A repository to clone, outside the project.
+        let upstream = fx.outside.join("up");
+        std::fs::create_dir(&upstream).unwrap();
+        std::fs::write(upstream.join("a.txt"), "a\n").unwrap();
+        chown_tree(&fx.outside, mode);
+        fx.host_git(&upstream, &["init", "-q"]);
+        fx.host_git(&upstream, &["add", "."]);
+        fx.host_git(&upstream, &["commit", "-q", "-m", "up"]);
+        let git = "git -c user.name=x -c user.email=x@y -c commit.gpgsign=false";
+        let script = format!(
+            "{git} clone -q {up} cl && cd cl && git config user.name kept \
+             && git config core.fsmonitor ./evil && git config alias.st '!sh -c pwned' \
+             && echo b > b.txt && {git} add b.txt && {git} commit -q -m b && echo 'commit: ok'; \
+             cd ..; mkdir -p late/hooks && printf '#!/bin/sh\\necho pwned\\n' > late/hooks/post-checkout \
+             && git init -q --bare late && echo 'late: made'; \
+             ( printf '#!/bin/sh\\n' > cl/.git/hooks/pre-commit ) 2>/dev/null && echo 'hook: OPEN' || echo 'hook: refused'",
+            up = upstream.display()
+        );
+        let out = fx.sandbox().sh(&script);
+        assert_eq!(line(&out, "commit"), "ok", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "late"), "made", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "hook"), "refused", "{mode:?}: {out:#?}");
+        assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
+        let cl = fx.project.join("cl");
+        // The clone is usable on the host: its history, its files.
+        let log = fx.host_git(&cl, &["log", "--format=%s"]);
+        assert_eq!(String::from_utf8_lossy(&log.stdout), "b\nup\n", "{mode:?}");
+        let config = std::fs::read_to_string(cl.join(".git/config")).unwrap();
+        assert!(config.contains("kept"), "{mode:?}: {config}");
+        assert!(
+            !config.contains("fsmonitor") && !config.contains("pwned"),
+            "{mode:?}: {config}"
+        );
+        assert!(
+            !fx.project.join("late/hooks/post-checkout").exists(),
+            "{mode:?}: {out:#?}"
+        );
+        for named in ["core.fsmonitor", "alias.st", "late/hooks/post-checkout"] {
+            assert!(out.stderr.contains(named), "{mode:?}: {named}: {out:#?}");
+        }
+    });
+}
+
+#[test]
+fn checks_that_cannot_finish_fail_closed() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        for i in 0..20 {
+            std::fs::write(fx.project.join(format!("f{i}")), "").unwrap();
+        }
+        chown_tree(&fx.project, mode);
+        // Before the run: too much to walk, nothing runs.
+        let out = fx
+            .sandbox()
+            .env("CORDON_TEST_SCAN_LIMIT", "10")
+            .sh("echo 'ran: yes'");
+        assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "ran"), "<missing>", "{mode:?}: {out:#?}");
+        assert!(
+            out.stderr.contains("more than 10 entries"),
+            "{mode:?}: {out:#?}"
+        );
+        // After the run: the sandbox made it too much to walk.
+        let out = fx
+            .sandbox()
+            .env("CORDON_TEST_SCAN_LIMIT", "40")
+            .sh("for i in $(seq 40); do : > g$i; done; echo 'ran: yes'");
+        assert_eq!(line(&out, "ran"), "yes", "{mode:?}: {out:#?}");
+        assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
+        assert!(out.stderr.contains("could not check"), "{mode:?}: {out:#?}");
+        // A directory the caller owns but cannot read hides a new repository.
+        let out = fx.sandbox().sh(
+            "mkdir -p hid/r/hooks && printf '#!/bin/sh\\n' > hid/r/hooks/post-checkout \
+             && git init -q --bare hid/r && chmod 0300 hid && echo 'hidden: yes'",
+        );
+        assert_eq!(line(&out, "hidden"), "yes", "{mode:?}: {out:#?}");
+        let hook = fx.project.join("hid/r/hooks/post-checkout");
+        if mode == Mode::User {
+            assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
+            assert!(out.stderr.contains("hid"), "{mode:?}: {out:#?}");
+        } else {
+            // Root reads it anyway, and neutralises the hook.
+            assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
+            assert!(!hook.exists(), "{mode:?}: {out:#?}");
+        }
+        std::fs::set_permissions(
+            fx.project.join("hid"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    });
+}
+
+#[test]
+fn a_rename_cannot_undo_deny_write_or_move_the_audit_log() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let p = &fx.project;
+        std::fs::create_dir_all(p.join("sub/dir")).unwrap();
+        std::fs::write(p.join("sub/dir/keep.txt"), "original\n").unwrap();
+        std::fs::create_dir_all(p.join("logs")).unwrap();
+        chown_tree(p, mode);
+        let script = attempts_script(&[
+            ("write", "echo forged > sub/dir/keep.txt"),
+            (
+                "mv-dir",
+                "mv sub/dir sub/d2 && mkdir sub/dir && echo forged > sub/dir/keep.txt",
+            ),
+            (
+                "mv-top",
+                "mv sub sub2 && mkdir -p sub/dir && echo forged > sub/dir/keep.txt",
+            ),
+            ("missing", "echo forged > sub/new.txt"),
+            (
+                "log-mv",
+                "mv logs logs2 && mkdir logs && echo forged > logs/audit.jsonl",
+            ),
+            ("log-write", "echo forged >> logs/audit.jsonl"),
+            ("work", "echo ok > sub/other.txt"),
+        ]);
+        let out = fx
+            .sandbox()
+            .arg("--deny-write")
+            .arg(p.join("sub/dir/keep.txt"))
+            .arg("--deny-write")
+            .arg(p.join("sub/new.txt"))
+            .arg("--audit")
+            .arg(p.join("logs/audit.jsonl"))
+            .sh(&script);
+        assert_eq!(open_lines(&out), vec!["work: OPEN"], "{mode:?}: {out:#?}");
+        assert_eq!(
+            std::fs::read_to_string(p.join("sub/dir/keep.txt")).unwrap(),
+            "original\n"
+        );
+        assert!(!p.join("sub/new.txt").exists());
+        let log = std::fs::read_to_string(p.join("logs/audit.jsonl")).unwrap();
+        assert!(!log.contains("forged"), "{mode:?}");
+    });
+}
