@@ -139,6 +139,9 @@ fn full_sandbox_passes_every_probe() {
             "write ./.mcp.json",
             "write ./.vscode/tasks.json",
             "write ./cordon.toml",
+            "set a set-user-ID bit on a file in the project",
+            "create a file with a set-user-ID mode",
+            "plant a hook in a repository made inside",
             "read ~/.ssh",
             "read ~/.aws",
             "read ~/.netrc",
@@ -282,6 +285,28 @@ fn files_door_probes_fail_without_mount_view_and_landlock() {
     }
     // What must work still works.
     assert_eq!(find(&r, "write in the project").verdict(), Verdict::Ok);
+}
+
+#[test]
+fn persistence_probes_fail_without_the_seccomp_layer() {
+    let _g = serial();
+    each_mode(|mode| {
+        let fx = fixture(mode);
+        // The mount view still keeps existing protected files; what the
+        // filter and its gate refuse opens.
+        let (out, r) = probe(&fx, &[], &[("CORDON_TEST_WEAKEN", "seccomp")]);
+        assert_eq!(out.code, 1, "{out:#?}");
+        assert_open(
+            &r,
+            &[
+                "set a set-user-ID bit on a file in the project",
+                "create a file with a set-user-ID mode",
+                "plant a hook in a repository made inside",
+                "write ./.bashrc",
+                "write ./.mcp.json",
+            ],
+        );
+    });
 }
 
 /// Answers every datagram on a loopback socket: the "host resolver" of a

@@ -14,7 +14,7 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -196,6 +196,67 @@ fn write_persistence(path: &Path) -> Result2 {
     result
 }
 
+/// Makes a file in `dir`, tries `chmod 4755` on it, and removes it.
+fn set_privilege_bit(dir: &Path) -> Result2 {
+    let path = dir.join(unique(".cordon-probe-suid-"));
+    if let Err(e) = fs::write(&path, b"") {
+        return skipped(format!("cannot make a file to try it on: {}", describe(&e)));
+    }
+    let result = match fs::set_permissions(&path, fs::Permissions::from_mode(0o4755)) {
+        Ok(()) => succeeded("chmod 4755 took"),
+        Err(e) => refused(&e),
+    };
+    let _ = fs::remove_file(&path);
+    result
+}
+
+/// Creates a file in `dir` with mode 04755 (removed if it was made).
+fn create_privileged(dir: &Path) -> Result2 {
+    let path = dir.join(unique(".cordon-probe-suid-"));
+    let made = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o4755)
+        .open(&path);
+    match made {
+        Ok(_) => {
+            let bits = fs::metadata(&path).map_or(0, |m| m.permissions().mode() & 0o6000);
+            let _ = fs::remove_file(&path);
+            if bits == 0 {
+                (
+                    Outcome::Refused,
+                    "created, without the bit (the umask or the file system dropped it)".into(),
+                )
+            } else {
+                succeeded("created with the set-user-ID bit (removed)")
+            }
+        }
+        Err(e) => refused(&e),
+    }
+}
+
+/// Makes a bare repository in `dir` (`HEAD`, `objects/`, `refs/`,
+/// `hooks/`) and tries to add a hook git would run; removes it all.
+fn plant_hook(dir: &Path) -> Result2 {
+    let repo = dir.join(unique(".cordon-probe-repo-"));
+    let made = fs::create_dir_all(repo.join("objects"))
+        .and_then(|()| fs::create_dir_all(repo.join("refs")))
+        .and_then(|()| fs::create_dir_all(repo.join("hooks")))
+        .and_then(|()| fs::write(repo.join("HEAD"), b"ref: refs/heads/main\n"));
+    let result = match made {
+        Err(e) => skipped(format!(
+            "cannot make a repository to try it in: {}",
+            describe(&e)
+        )),
+        Ok(()) => match fs::write(repo.join("hooks/post-checkout"), b"#!/bin/sh\n") {
+            Ok(()) => succeeded("created hooks/post-checkout (removed)"),
+            Err(e) => refused(&e),
+        },
+    };
+    let _ = fs::remove_dir_all(&repo);
+    result
+}
+
 /// Reads a credential path: a file's first bytes, a directory's listing.
 /// Never prints what it read.
 fn read_credential(c: &CredentialPath) -> Result2 {
@@ -284,6 +345,24 @@ fn files(b: &mut Battery, spec: &Spec) {
         };
         b.add(f, format!("write ./{rel}"), Expect::Blocked, result);
     }
+    b.add(
+        f,
+        "set a set-user-ID bit on a file in the project",
+        Expect::Blocked,
+        set_privilege_bit(&spec.project),
+    );
+    b.add(
+        f,
+        "create a file with a set-user-ID mode",
+        Expect::Blocked,
+        create_privileged(&spec.project),
+    );
+    b.add(
+        f,
+        "plant a hook in a repository made inside",
+        Expect::Blocked,
+        plant_hook(Path::new("/tmp")),
+    );
     for c in &spec.credentials {
         let result = if c.exists {
             read_credential(c)
