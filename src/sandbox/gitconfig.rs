@@ -71,9 +71,12 @@ pub struct Repo {
 /// A file or directory git reads or runs because of a config entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodePath {
-    /// Absolute and lexically normalised.
+    /// Absolute, without `.`, and with `..` resolved as the kernel
+    /// resolves it now (see [`code_paths`]).
     pub path: PathBuf,
-    /// A directory: everything under it counts.
+    /// A directory whose whole content counts; else only the name itself
+    /// (a file, or a directory a `..` steps back over, which must not be
+    /// replaced).
     pub is_dir: bool,
     /// The key that names it.
     pub key: String,
@@ -153,9 +156,14 @@ fn config_files_in(
 fn common_dir(git_dir: &Path) -> Result<PathBuf, GitConfigError> {
     let file = git_dir.join("commondir");
     match std::fs::read_to_string(&file) {
-        Ok(text) => Ok(normalise(
-            &git_dir.join(text.trim_end_matches(['\n', '\r'])),
-        )),
+        // Git takes the real path and dies if there is none.
+        Ok(text) => {
+            let common = git_dir.join(text.trim_end_matches(['\n', '\r']));
+            std::fs::canonicalize(&common).map_err(|source| GitConfigError::Read {
+                file: common,
+                source,
+            })
+        }
         Err(e) if is_missing(&e) => Ok(git_dir.to_path_buf()),
         Err(source) => Err(GitConfigError::Read { file, source }),
     }
@@ -262,17 +270,19 @@ fn is_include(key: &str) -> bool {
     kind_of(key) == Some(Kind::Include)
 }
 
-/// The file an include entry names, as git resolves it.
+/// The file an include entry names, spelled as git spells it when it
+/// opens it (a relative one joined to the including file's directory, and
+/// `..` left for the kernel to resolve).
 fn include_target(entry: &Entry, repo: &Repo) -> Result<PathBuf, GitConfigError> {
     let Some(value) = &entry.value else {
         return Err(entry.error("has no value (git refuses it too)"));
     };
     let expanded = expand_user(value, repo).map_err(|what| entry.error(what))?;
     if expanded.is_absolute() {
-        return Ok(normalise(&expanded));
+        return Ok(expanded);
     }
     let dir = entry.file.parent().unwrap_or(Path::new(""));
-    Ok(normalise(&dir.join(expanded)))
+    Ok(dir.join(expanded))
 }
 
 impl Entry {
@@ -332,23 +342,36 @@ fn expand_user(value: &str, repo: &Repo) -> Result<PathBuf, String> {
     })
 }
 
-/// `.` and `..` resolved without looking at the file system.
-fn normalise(path: &Path) -> PathBuf {
+/// `path` with `.` dropped and each `..` resolved as the kernel resolves
+/// it now (stepping back over a symlink leaves its target, not the link),
+/// and the names each `..` stepped back over: whoever can replace one of
+/// them (by a symlink, or by creating a missing one) changes what the
+/// path names, so they must be protected too.
+fn resolve_dots(path: &Path) -> (PathBuf, Vec<PathBuf>) {
     let mut out = PathBuf::new();
+    let mut stepped_over = Vec::new();
     for part in path.components() {
         match part {
             Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
+            Component::ParentDir => {
+                if !matches!(out.components().next_back(), Some(Component::Normal(_))) {
+                    if !out.has_root() {
+                        out.push("..");
+                    }
+                    continue;
                 }
-                Some(Component::RootDir) => {}
-                _ => out.push(".."),
-            },
+                stepped_over.push(out.clone());
+                let is_link =
+                    std::fs::symlink_metadata(&out).is_ok_and(|meta| meta.file_type().is_symlink());
+                if let (true, Ok(real)) = (is_link, std::fs::canonicalize(&out)) {
+                    out = real;
+                }
+                out.pop();
+            }
             other => out.push(other),
         }
     }
-    out
+    (out, stepped_over)
 }
 
 /// Git's boolean values: `None` for anything else.
@@ -467,23 +490,33 @@ fn kind_of(key: &str) -> Option<Kind> {
 /// run from: the work tree top and the git dir (so `core.hooksPath` is
 /// reported under both, as its meaning depends on git's version and
 /// bare-ness); `core.worktree` against the git dir; includes against the
-/// including file's directory; `~/` against home. A value that cannot be
-/// interpreted (an unknown `~user`, an unterminated quote, a shell
-/// variable where a path starts) is an error, never skipped.
+/// including file's directory; `~/` against home. Each `..` is resolved
+/// as the kernel resolves it when this runs (a symlinked `.git` then
+/// `../x` is `x` next to the link's target), and every name a `..` steps
+/// back over is reported too (not `is_dir`): replacing one of those by a
+/// symlink, or creating one that is missing, would change what git opens.
+/// A value that cannot be interpreted (an unknown `~user`, an unterminated
+/// quote, a shell variable where a path starts) is an error, never
+/// skipped.
 pub fn code_paths(entries: &[Entry], repo: &Repo) -> Result<Vec<CodePath>, GitConfigError> {
     let mut out = Vec::new();
     for entry in entries {
         let Some(kind) = kind_of(&entry.key) else {
             continue;
         };
-        let found = entry_paths(entry, kind, repo)?;
-        out.extend(found.into_iter().map(|(path, is_dir)| CodePath {
-            path,
-            is_dir,
-            key: entry.key.clone(),
-            file: entry.file.clone(),
-            line: entry.line,
-        }));
+        for (path, is_dir) in entry_paths(entry, kind, repo)? {
+            let (path, stepped_over) = resolve_dots(&path);
+            let names = stepped_over.into_iter().map(|name| (name, false));
+            for (path, is_dir) in names.chain([(path, is_dir)]) {
+                out.push(CodePath {
+                    path,
+                    is_dir,
+                    key: entry.key.clone(),
+                    file: entry.file.clone(),
+                    line: entry.line,
+                });
+            }
+        }
     }
     Ok(out)
 }
@@ -517,7 +550,7 @@ fn entry_paths(
         Kind::Dir => files(value, true),
         Kind::WorkTree => {
             let path = expand_user(value, repo).map_err(fail)?;
-            Ok(vec![(normalise(&repo.git_dir.join(path)), true)])
+            Ok(vec![(repo.git_dir.join(path), true)])
         }
         Kind::Program if value.contains('/') => files(value, false),
         Kind::Program => Ok(Vec::new()),
@@ -556,13 +589,13 @@ fn pathnames(value: &str, repo: &Repo) -> Result<Vec<PathBuf>, String> {
 /// repository, or when started inside the git dir).
 fn from_run_dirs(path: &Path, repo: &Repo) -> Vec<PathBuf> {
     if path.is_absolute() {
-        return vec![normalise(path)];
+        return vec![path.to_path_buf()];
     }
     let mut out: Vec<PathBuf> = repo
         .work_tree
         .iter()
         .chain([&repo.git_dir])
-        .map(|dir| normalise(&dir.join(path)))
+        .map(|dir| dir.join(path))
         .collect();
     out.dedup();
     out

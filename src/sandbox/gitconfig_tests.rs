@@ -404,8 +404,11 @@ fn hooks_path_is_reported_against_both_the_work_tree_and_the_git_dir() {
         ..fixed_repo()
     };
     let got = code_paths(&[entry("core.hookspath", Some("../h"))], &bare).unwrap();
-    assert_eq!(got[0].path, Path::new("/r/wt/h"));
-    assert_eq!(got.len(), 1);
+    let got: Vec<_> = got
+        .iter()
+        .map(|c| (c.path.to_str().unwrap(), c.is_dir))
+        .collect();
+    assert_eq!(got, [("/r/wt/.git", false), ("/r/wt/h", true)]);
 }
 
 #[test]
@@ -431,7 +434,11 @@ fn file_and_directory_keys_resolve_as_git_resolves_them() {
     }
     assert_eq!(
         paths_of("core.worktree", Some("../../elsewhere")),
-        [("/r/elsewhere".into(), true)]
+        [
+            ("/r/wt/.git".into(), false),
+            ("/r/wt".into(), false),
+            ("/r/elsewhere".into(), true)
+        ]
     );
     assert_eq!(
         paths_of("core.excludesfile", Some(":(optional)~/ign")),
@@ -464,7 +471,53 @@ fn include_targets_are_reported_even_when_missing() {
     };
     let got = code_paths(&[include, cond], &fixed_repo()).unwrap();
     let got: Vec<_> = got.iter().map(|c| c.path.to_str().unwrap()).collect();
-    assert_eq!(got, ["/r/wt/shared/extra", "/home/u/inc"]);
+    assert_eq!(got, ["/r/wt/.git", "/r/wt/shared/extra", "/home/u/inc"]);
+}
+
+#[test]
+fn dot_dot_after_a_symlink_resolves_as_the_kernel_does() {
+    // The layout of a symlinked `.git`: `wt/.git -> ../store/p.git`.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(d.join("store/p.git")).unwrap();
+    std::fs::create_dir_all(d.join("wt")).unwrap();
+    std::os::unix::fs::symlink("../store/p.git", d.join("wt/.git")).unwrap();
+    let config = write(
+        &d,
+        "wt/.git/config",
+        "[include]\npath = ../shared\n[core]\nworktree = ..\n",
+    );
+    let repo = Repo {
+        git_dir: d.join("wt/.git"),
+        work_tree: Some(d.join("wt")),
+        home: None,
+    };
+    let entries = read(&config, &repo).unwrap();
+    let got: Vec<_> = code_paths(&entries, &repo)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.key, c.path, c.is_dir))
+        .collect();
+    let key = |k: &str| k.to_string();
+    assert_eq!(
+        got,
+        [
+            (key("include.path"), d.join("wt/.git"), false),
+            (key("include.path"), d.join("store/shared"), false),
+            (key("core.worktree"), d.join("wt/.git"), false),
+            (key("core.worktree"), d.join("store"), true),
+        ]
+    );
+    // What git itself opens for that include.
+    write(&d, "store/shared", "[from]\nshared = yes\n");
+    let keys: Vec<_> = read(&config, &repo)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.key)
+        .collect();
+    assert!(keys.contains(&key("from.shared")), "{keys:?}");
+    let git = git_list(&config, &d, &["--includes"]);
+    assert!(git.contains(&pair("from.shared", "yes")), "{git:?}");
 }
 
 #[test]
@@ -570,7 +623,18 @@ fn command_words_name_programs_arguments_and_scripts() {
         ("FOO=1 ./run", wt("run")),
         (
             "cd sub && ./x; ../y | z/w",
-            [wt("x"), vec!["/r/y".into(), "/r/wt/y".into()], wt("z/w")].concat(),
+            // `..` steps back over the run dirs: those names count too.
+            [
+                wt("x"),
+                vec![
+                    "/r/wt".into(),
+                    "/r/y".into(),
+                    "/r/wt/.git".into(),
+                    "/r/wt/y".into(),
+                ],
+                wt("z/w"),
+            ]
+            .concat(),
         ),
         ("f() { ./g \"$@\"; }; f", wt("g")),
         ("sh -c 'a; ./inner'", wt("inner")),
@@ -832,5 +896,94 @@ fn configs_git_refuses_are_refused() {
             .unwrap();
         assert!(!git.status.success(), "git accepted {text:?}");
         assert!(read(&file, &repo_in(dir.path())).is_err(), "{text:?}");
+    }
+}
+
+/// Runs git with no system or global config and a fixed identity.
+fn git(dir: &Path, home: &Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn relative_paths_are_reported_where_the_real_git_finds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    let (wt, home) = (d.join("wt"), d.join("home"));
+    std::fs::create_dir_all(wt.join("sub")).unwrap();
+    std::fs::create_dir_all(wt.join("myhooks")).unwrap();
+    git(&wt, &home, &["init", "-q"]);
+    let marks = d.join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    script(
+        &wt.join("myhooks/pre-commit"),
+        &format!("touch {}/hook", marks.display()),
+    );
+    script(
+        &wt.join("tool.sh"),
+        &format!("touch {}/alias", marks.display()),
+    );
+    std::fs::write(wt.join("myignore"), "*.junk\n").unwrap();
+    std::fs::write(wt.join("sub/a.junk"), "").unwrap();
+    for (key, value) in [
+        ("core.hooksPath", "myhooks"),
+        ("core.excludesFile", "myignore"),
+        ("alias.t", "!./tool.sh"),
+    ] {
+        git(&wt, &home, &["config", key, value]);
+    }
+    // Git started in a subdirectory still finds them from the top.
+    let sub = wt.join("sub");
+    git(&sub, &home, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    git(&sub, &home, &["t"]);
+    let status = git(
+        &sub,
+        &home,
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
+    assert!(marks.join("hook").exists() && marks.join("alias").exists());
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(!status.contains("a.junk"), "{status}");
+
+    let repo = Repo {
+        git_dir: wt.join(".git"),
+        work_tree: Some(wt.clone()),
+        home: Some(home),
+    };
+    let entries = read(&wt.join(".git/config"), &repo).unwrap();
+    let got: Vec<_> = code_paths(&entries, &repo)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.path, c.is_dir))
+        .collect();
+    for want in [
+        (wt.join("myhooks"), true),
+        (wt.join("myignore"), false),
+        (wt.join("tool.sh"), false),
+    ] {
+        assert!(got.contains(&want), "{want:?} not in {got:?}");
     }
 }
