@@ -417,6 +417,9 @@ enum Kind {
     CommandUnlessBool,
     /// A remote URL: the `ext::` transport runs the rest as a command.
     Url,
+    /// `url.<base>.insteadOf`: the base (the subsection) replaces URLs,
+    /// so an `ext::` base is a command.
+    UrlRewrite,
     /// trace2 targets: an absolute path or `af_unix:[stream:|dgram:]path`
     /// (other values are fd numbers or ignored).
     Trace2,
@@ -440,7 +443,10 @@ fn kind_of(key: &str) -> Option<Kind> {
         | ("sendemail", _, "aliasesfile")
         | ("svn", false, "authorsfile")
         | ("fsck", false, "skiplist")
-        | ("http", _, "sslcert" | "sslkey" | "sslcainfo" | "cookiefile") => File,
+        | ("diff", false, "orderfile")
+        | ("sendemail", _, "smtpsslcertpath")
+        | ("http", _, "sslcert" | "sslkey" | "sslcainfo" | "cookiefile" | "pinnedpubkey")
+        | ("http", _, "proxysslcert" | "proxysslkey" | "proxysslcainfo") => File,
         ("receive" | "fetch", true, "skiplist") if sub_is("fsck") => File,
         ("gpg", true, "allowedsignersfile" | "revocationfile") if sub_is("ssh") => File,
         ("init", false, "templatedir")
@@ -475,6 +481,7 @@ fn kind_of(key: &str) -> Option<Kind> {
         ("submodule", true, "update") => BangCommand,
         ("core", false, "fsmonitor") | ("pager", false, _) => CommandUnlessBool,
         ("remote" | "submodule", true, "url" | "pushurl") => Url,
+        ("url", true, "insteadof" | "pushinsteadof") => UrlRewrite,
         ("trace2", false, "eventtarget" | "normaltarget" | "perftarget") => Trace2,
         _ => return None,
     })
@@ -559,6 +566,11 @@ fn entry_paths(
         Kind::CommandUnlessBool if parse_bool(Some(value)).is_some() => Ok(Vec::new()),
         Kind::CommandUnlessBool => command(value),
         Kind::Url => value.strip_prefix("ext::").map_or(Ok(Vec::new()), command),
+        Kind::UrlRewrite => {
+            let (_, base, _) = split_key(&entry.key);
+            let base = base.unwrap_or_default();
+            base.strip_prefix("ext::").map_or(Ok(Vec::new()), command)
+        }
         Kind::Trace2 => match value.strip_prefix("af_unix:") {
             Some(socket) => {
                 let socket = ["stream:", "dgram:"]

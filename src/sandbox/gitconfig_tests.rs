@@ -399,6 +399,10 @@ fn hooks_path_is_reported_against_both_the_work_tree_and_the_git_dir() {
         paths_of("core.hookspath", Some("~/h")),
         [("/home/u/h".into(), true)]
     );
+    assert_eq!(
+        paths_of("core.hookspath", Some("~root/h")),
+        [("/root/h".into(), true)]
+    );
     let bare = Repo {
         work_tree: None,
         ..fixed_repo()
@@ -424,6 +428,8 @@ fn file_and_directory_keys_resolve_as_git_resolves_them() {
         "http.https://h/.sslcert",
         "gpg.ssh.allowedsignersfile",
         "fetch.fsck.skiplist",
+        "diff.orderfile",
+        "http.proxysslcainfo",
     ] {
         let want: Vec<_> = both("x/f").into_iter().map(|p| (p, false)).collect();
         assert_eq!(paths_of(key, Some("./x//f")), want, "{key}");
@@ -578,6 +584,7 @@ fn every_command_key_reports_the_files_its_command_names() {
         ("difftool.kd.path", "./bin/tool"),
         ("lfs.customtransfer.t.path", "./bin/tool"),
         ("sendemail.smtpserver", "./bin/tool"),
+        ("url.ext::./bin/tool %S.insteadof", "https://"),
     ] {
         assert_eq!(
             paths_of(key, Some(value)),
@@ -596,6 +603,7 @@ fn every_command_key_reports_the_files_its_command_names() {
         ("core.fsmonitor", "0"),
         ("pager.log", "false"),
         ("core.pager", "less -FRX"),
+        ("url.https://mirror/.insteadof", "https://h/"),
     ] {
         assert!(paths_of(key, Some(value)).is_empty(), "{key} = {value}");
     }
