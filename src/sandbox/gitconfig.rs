@@ -374,7 +374,9 @@ fn resolve_dots(path: &Path) -> (PathBuf, Vec<PathBuf>) {
     (out, stepped_over)
 }
 
-/// Git's boolean values: `None` for anything else.
+/// Git's boolean values: `None` for anything else. Of git's numbers only
+/// decimal ones count (git also takes `0x1f`): a value taken for a
+/// command when git takes it for a boolean is the safe mistake.
 fn parse_bool(value: Option<&str>) -> Option<bool> {
     let Some(value) = value else {
         return Some(true);
@@ -383,7 +385,7 @@ fn parse_bool(value: Option<&str>) -> Option<bool> {
         "true" | "yes" | "on" => Some(true),
         "false" | "no" | "off" | "" => Some(false),
         number => {
-            let digits = number.trim_end_matches(['k', 'm', 'g']);
+            let digits = number.strip_suffix(['k', 'm', 'g']).unwrap_or(number);
             let digits = digits.strip_prefix(['-', '+']).unwrap_or(digits);
             (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
                 .then(|| digits.bytes().any(|b| b != b'0'))
@@ -937,8 +939,12 @@ fn is_kept(key: &str, value: Option<&str>) -> bool {
     }
 }
 
-/// A URL or path git fetches from without running a helper program.
+/// A URL or path git fetches from without running a helper program (and
+/// not one that could pass for an option).
 fn is_plain_url(url: &str) -> bool {
+    if url.starts_with('-') {
+        return false;
+    }
     if let Some((scheme, _)) = url.split_once("://") {
         if !scheme.contains(['/', ':']) {
             return PLAIN_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str());

@@ -601,6 +601,8 @@ fn every_command_key_reports_the_files_its_command_names() {
         ("gpg.program", "gpg2"),
         ("core.fsmonitor", "true"),
         ("core.fsmonitor", "0"),
+        ("core.fsmonitor", "-2k"),
+        ("core.fsmonitor", "Off"),
         ("pager.log", "false"),
         ("core.pager", "less -FRX"),
         ("url.https://mirror/.insteadof", "https://h/"),
@@ -734,6 +736,7 @@ fn neutralise_removes_every_dangerous_kind() {
         ("remote \"origin\"", "pushurl = fd::7"),
         ("remote \"origin\"", "url = evil::h/x"),
         ("remote \"origin\"", "url = weird://h/x"),
+        ("remote \"origin\"", "url = --upload-pack=./x"),
         ("remote \"origin\"", "uploadpack = ./u"),
         ("remote \"origin\"", "vcs = x"),
         ("remote \"origin\"", "proxy = http://h:1"),
@@ -994,4 +997,78 @@ fn relative_paths_are_reported_where_the_real_git_finds_them() {
     ] {
         assert!(got.contains(&want), "{want:?} not in {got:?}");
     }
+}
+
+#[test]
+fn neutralise_keeps_what_git_init_and_clone_write_and_git_agrees_on_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let home = d.join("home");
+    let origin = d.join("origin");
+    std::fs::create_dir_all(&origin).unwrap();
+    git(&origin, &home, &["init", "-q", "-b", "main"]);
+    git(
+        &origin,
+        &home,
+        &["commit", "-q", "--allow-empty", "-m", "x"],
+    );
+    let d_str = d.to_str().unwrap();
+    for args in [
+        vec!["init", "-q", "--bare", "bare"],
+        vec!["init", "-q", "--object-format=sha256", "sha"],
+        vec!["init", "-q", "--ref-format=reftable", "reftable"],
+        vec!["clone", "-q", "origin", "clone"],
+        vec!["clone", "-q", "--bare", "origin", "clone-bare"],
+    ] {
+        git(d, &home, &args);
+    }
+    let configs = [
+        "origin/.git/config",
+        "bare/config",
+        "sha/.git/config",
+        "reftable/.git/config",
+        "clone/.git/config",
+        "clone-bare/config",
+    ];
+    for config in configs {
+        let file = d.join(config);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let (out, removed) = neutralise(&text, &file).unwrap();
+        assert!(removed.is_empty(), "{d_str}/{config}: {removed:?}\n{text}");
+        assert_eq!(out, text);
+    }
+    let clone = d.join("clone");
+    for (key, value) in [
+        ("core.hooksPath", "h"),
+        ("include.path", "../x"),
+        ("alias.x", "!./x"),
+        ("remote.origin.uploadpack", "./x"),
+        ("filter.x.smudge", "./x"),
+    ] {
+        git(&clone, &home, &["config", key, value]);
+    }
+    let file = clone.join(".git/config");
+    let before = git_list(&file, &home, &[]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (out, removed) = neutralise(&text, &file).unwrap();
+    std::fs::write(&file, out).unwrap();
+    let gone: Vec<_> = removed.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(
+        gone,
+        // In file order: git adds a key to its section when there is one.
+        [
+            "core.hookspath",
+            "remote.origin.uploadpack",
+            "include.path",
+            "alias.x",
+            "filter.x.smudge"
+        ]
+    );
+    let want: Vec<_> = before
+        .into_iter()
+        .filter(|(k, _)| !gone.contains(&k.as_str()))
+        .collect();
+    assert_eq!(git_list(&file, &home, &[]), want);
+    // And the repository still works.
+    git(&clone, &home, &["log", "-q", "--oneline"]);
 }
