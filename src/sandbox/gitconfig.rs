@@ -504,10 +504,37 @@ fn kind_of(key: &str) -> Option<Kind> {
 /// `../x` is `x` next to the link's target), and every name a `..` steps
 /// back over is reported too (not `is_dir`): replacing one of those by a
 /// symlink, or creating one that is missing, would change what git opens.
-/// A value that cannot be interpreted (an unknown `~user`, an unterminated
-/// quote, a shell variable where a path starts) is an error, never
-/// skipped.
+/// A `core.worktree` entry moves the work tree: relative paths are then
+/// resolved against that one too. A value that cannot be interpreted (an
+/// unknown `~user`, an unterminated quote, a shell variable where a path
+/// starts) is an error, never skipped.
 pub fn code_paths(entries: &[Entry], repo: &Repo) -> Result<Vec<CodePath>, GitConfigError> {
+    let mut work_trees = vec![repo.work_tree.clone()];
+    for entry in entries
+        .iter()
+        .filter(|e| kind_of(&e.key) == Some(Kind::WorkTree))
+    {
+        for (tree, _) in entry_paths(entry, Kind::WorkTree, repo)? {
+            work_trees.push(Some(resolve_dots(&tree).0));
+        }
+    }
+    let mut out: Vec<CodePath> = Vec::new();
+    for work_tree in work_trees {
+        let repo = Repo {
+            work_tree,
+            ..repo.clone()
+        };
+        for found in code_paths_in(entries, &repo)? {
+            if !out.contains(&found) {
+                out.push(found);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// [`code_paths`] for one work tree.
+fn code_paths_in(entries: &[Entry], repo: &Repo) -> Result<Vec<CodePath>, GitConfigError> {
     let mut out = Vec::new();
     for entry in entries {
         let Some(kind) = kind_of(&entry.key) else {

@@ -481,6 +481,23 @@ fn include_targets_are_reported_even_when_missing() {
 }
 
 #[test]
+fn core_worktree_adds_its_tree_to_where_relative_paths_resolve() {
+    let entries = [
+        entry("core.worktree", Some("/elsewhere")),
+        entry("core.hookspath", Some("h")),
+    ];
+    let got: Vec<_> = code_paths(&entries, &fixed_repo())
+        .unwrap()
+        .into_iter()
+        .map(|c| c.path.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        got,
+        ["/elsewhere", "/r/wt/h", "/r/wt/.git/h", "/elsewhere/h"]
+    );
+}
+
+#[test]
 fn dot_dot_after_a_symlink_resolves_as_the_kernel_does() {
     // The layout of a symlinked `.git`: `wt/.git -> ../store/p.git`.
     let dir = tempfile::tempdir().unwrap();
