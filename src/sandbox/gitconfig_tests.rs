@@ -1089,3 +1089,91 @@ fn neutralise_keeps_what_git_init_and_clone_write_and_git_agrees_on_the_rest() {
     // And the repository still works.
     git(&clone, &home, &["log", "-q", "--oneline"]);
 }
+
+/// Pieces of config syntax, tricky ones among them, for texts built at
+/// random and read by both git and [`read`]: line starts, and pieces of
+/// values.
+const LINE_STARTS: &[&str] = &[
+    "[a]",
+    "[A.b]",
+    "[a \"x\\\"y\\\\z\\q\"]",
+    "[a \"b\" ]",
+    "[ \"s\"]",
+    "[a]k=",
+    "[",
+    "k",
+    "K-2 ",
+    "k\t",
+    "9",
+    "_k",
+    "\t",
+    "#",
+    ";",
+    "\u{feff}",
+    "\x0b",
+    "x.y",
+    "[a-b.C-d]",
+];
+const VALUE_PIECES: &[&str] = &[
+    " = ", "=", " ", "\t", "\"", "\\", "\\n", "\\t", "\\b", "\\\"", "\\\\", "\\q", "\\\n",
+    "\\\r\n", "#", ";", "v", "x y", "é", "\r", "[", "]", "\x0b", "~/", "-", ".",
+];
+const SAFE_PIECES: &[&str] = &[
+    " = ", "v", "x y", " ", "\t", "\\n", "\"q #;\"", " # c", "é", "\\\n", "\\\"", "\"\"",
+];
+const LINE_ENDS: &[&str] = &["\n", "\n", "\r\n", "\r", ""];
+
+#[test]
+fn random_texts_read_as_git_reads_them_or_both_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config");
+    let repo = repo_in(dir.path());
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % n
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..400 {
+        let mut text = String::from("[s]\n");
+        for _ in 0..1 + next(4) {
+            let start = match next(2) {
+                0 => LINE_STARTS[next(LINE_STARTS.len())],
+                _ => "k =",
+            };
+            text.push_str(start);
+            for _ in 0..next(6) {
+                text.push_str(match next(10) {
+                    0..=6 => SAFE_PIECES[next(SAFE_PIECES.len())],
+                    _ => VALUE_PIECES[next(VALUE_PIECES.len())],
+                });
+            }
+            text.push_str(LINE_ENDS[next(LINE_ENDS.len())]);
+        }
+        std::fs::write(&file, &text).unwrap();
+        let git = Command::new("git")
+            .args(["config", "--file"])
+            .arg(&file)
+            .args(["--list", "-z"])
+            .output()
+            .unwrap();
+        let ours = read(&file, &repo);
+        if git.status.success() {
+            accepted += 1;
+            let want = git_list(&file, dir.path(), &[]);
+            let got: Vec<_> = ours
+                .unwrap_or_else(|e| panic!("{text:?}: git reads it, we refuse: {e}"))
+                .into_iter()
+                .map(|e| (e.key, e.value))
+                .collect();
+            assert_eq!(got, want, "{text:?}");
+        } else {
+            refused += 1;
+            assert!(ours.is_err(), "{text:?}: git refuses it, we read {ours:?}");
+        }
+    }
+    // Both outcomes were exercised.
+    assert!(accepted > 80 && refused > 80, "{accepted} {refused}");
+}
