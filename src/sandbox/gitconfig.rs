@@ -169,6 +169,199 @@ fn common_dir(git_dir: &Path) -> Result<PathBuf, GitConfigError> {
     }
 }
 
+/// Every config file git reads for `repo` ([`config_files`]), and every
+/// path ([`code_paths`]) that their entries, with their includes and the
+/// config git takes from the environment ([`environment_entries`]), make
+/// git read or run. What the lead of a run needs for one repository.
+pub fn repo_code_paths(repo: &Repo) -> Result<(Vec<PathBuf>, Vec<CodePath>), GitConfigError> {
+    repo_code_paths_in(repo, &|name| std::env::var_os(name))
+}
+
+/// [`repo_code_paths`] with the environment passed in.
+fn repo_code_paths_in(
+    repo: &Repo,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<(Vec<PathBuf>, Vec<CodePath>), GitConfigError> {
+    let files = config_files_in(repo, env)?;
+    let mut entries = Vec::new();
+    for file in &files {
+        entries.extend(read(file, repo)?);
+    }
+    for entry in environment_entries_in(env)? {
+        let include = if is_include(&entry.key) {
+            Some((include_target(&entry, repo)?, entry.clone()))
+        } else {
+            None
+        };
+        entries.push(entry);
+        if let Some((target, entry)) = include {
+            follow_include(&target, &entry, repo, &mut Vec::new(), &mut entries)?;
+        }
+    }
+    let paths = code_paths(&entries, repo)?;
+    Ok((files, paths))
+}
+
+/// The config git takes from the environment, after the files: the
+/// `GIT_CONFIG_COUNT` pairs `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>`,
+/// then `GIT_CONFIG_PARAMETERS` (what `git -c` hands to the git it runs).
+/// Each entry's `file` is the variable's name with a `$`, its line 0. What
+/// git refuses (a bad count, a missing pair, bad quoting, a relative
+/// include, which must come from a file) is an error.
+pub fn environment_entries() -> Result<Vec<Entry>, GitConfigError> {
+    environment_entries_in(&|name| std::env::var_os(name))
+}
+
+/// [`environment_entries`] with the environment passed in.
+fn environment_entries_in(
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Vec<Entry>, GitConfigError> {
+    let var = |name: &str| -> Result<Option<String>, GitConfigError> {
+        env(name)
+            .map(|v| {
+                v.into_string()
+                    .map_err(|_| env_error(name, "", "is not UTF-8"))
+            })
+            .transpose()
+    };
+    let mut raw = Vec::new();
+    if let Some(count) = var("GIT_CONFIG_COUNT")? {
+        let count: usize = count
+            .parse()
+            .map_err(|_| env_error("GIT_CONFIG_COUNT", "", "is not a count"))?;
+        for i in 0..count {
+            let (key_var, value_var) = (
+                format!("GIT_CONFIG_KEY_{i}"),
+                format!("GIT_CONFIG_VALUE_{i}"),
+            );
+            let key = var(&key_var)?.ok_or_else(|| env_error(&key_var, "", "is missing"))?;
+            let value =
+                var(&value_var)?.ok_or_else(|| env_error(&value_var, &key, "is missing"))?;
+            raw.push((key_var, key, Some(value)));
+        }
+    }
+    if let Some(parameters) = var("GIT_CONFIG_PARAMETERS")? {
+        let name = "GIT_CONFIG_PARAMETERS";
+        for (key, value) in parse_parameters(&parameters)
+            .ok_or_else(|| env_error(name, "", "is not in git's quoted format"))?
+        {
+            raw.push((name.to_string(), key, value));
+        }
+    }
+    let mut entries = Vec::new();
+    for (name, key, value) in raw {
+        let key =
+            canonical_key(&key).ok_or_else(|| env_error(&name, &key, "is not a valid key"))?;
+        let relative_include = is_include(&key)
+            && value
+                .as_deref()
+                .is_some_and(|v| !v.starts_with(['/', '~']) && !v.starts_with("%(prefix)/"));
+        if relative_include {
+            return Err(env_error(
+                &name,
+                &key,
+                "is a relative include, which git refuses outside files",
+            ));
+        }
+        entries.push(Entry {
+            key,
+            value,
+            file: PathBuf::from(format!("${name}")),
+            line: 0,
+        });
+    }
+    Ok(entries)
+}
+
+fn env_error(name: &str, key: &str, what: &str) -> GitConfigError {
+    GitConfigError::Value {
+        file: PathBuf::from(format!("${name}")),
+        line: 0,
+        key: key.to_string(),
+        what: what.to_string(),
+    }
+}
+
+/// A key given outside a file as git canonicalises it: section and name
+/// lower-case, subsection as written; `None` without a section and a name.
+fn canonical_key(key: &str) -> Option<String> {
+    let (section, rest) = key.split_once('.')?;
+    let (sub, name) = match rest.rsplit_once('.') {
+        Some((sub, name)) => (Some(sub), name),
+        None => (None, rest),
+    };
+    let name_ok =
+        name.starts_with(|c: char| c.is_ascii_alphabetic()) && name.bytes().all(is_key_char);
+    if section.is_empty() || !name_ok {
+        return None;
+    }
+    let mut out = section.to_ascii_lowercase();
+    if let Some(sub) = sub {
+        out.push('.');
+        out.push_str(sub);
+    }
+    out.push('.');
+    out.push_str(&name.to_ascii_lowercase());
+    Some(out)
+}
+
+/// `GIT_CONFIG_PARAMETERS`: space-separated `'key'='value'`, `'key'=`
+/// (no value) or the older `'key=value'`, each quoted as git's
+/// `sq_quote` does (`'\''` for a quote, `'\!'` for `!`).
+fn parse_parameters(text: &str) -> Option<Vec<(String, Option<String>)>> {
+    let mut out = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        let (key, after) = sq_dequote(rest)?;
+        let (key, value, after) = match after.strip_prefix('=') {
+            Some(after) if after.starts_with('\'') => {
+                let (value, after) = sq_dequote(after)?;
+                (key, Some(value), after)
+            }
+            Some(after) if after.is_empty() || after.starts_with(is_ascii_space) => {
+                (key, None, after)
+            }
+            Some(_) => return None,
+            None if after.is_empty() || after.starts_with(is_ascii_space) => {
+                match key.split_once('=') {
+                    Some((k, v)) => (k.to_string(), Some(v.to_string()), after),
+                    None => (key, None, after),
+                }
+            }
+            None => return None,
+        };
+        if !(after.is_empty() || after.starts_with(is_ascii_space)) {
+            return None;
+        }
+        out.push((key, value));
+        rest = after.trim_start();
+    }
+    Some(out)
+}
+
+fn is_ascii_space(c: char) -> bool {
+    c.is_ascii() && is_space(c as u8)
+}
+
+/// One single-quoted word at the start of `text` and what follows it.
+fn sq_dequote(text: &str) -> Option<(String, &str)> {
+    let mut rest = text.strip_prefix('\'')?;
+    let mut word = String::new();
+    loop {
+        let end = rest.find('\'')?;
+        word.push_str(&rest[..end]);
+        rest = &rest[end + 1..];
+        // `'\''` and `'\!'` continue the word with the character.
+        match rest.as_bytes() {
+            [b'\\', c @ (b'\'' | b'!'), b'\'', ..] => {
+                word.push(*c as char);
+                rest = &rest[3..];
+            }
+            _ => return Some((word, rest)),
+        }
+    }
+}
+
 /// Errors git treats as "no such file" when it looks for a config file.
 fn is_missing(e: &io::Error) -> bool {
     matches!(

@@ -1177,3 +1177,127 @@ fn random_texts_read_as_git_reads_them_or_both_refuse() {
     // Both outcomes were exercised.
     assert!(accepted > 80 && refused > 80, "{accepted} {refused}");
 }
+
+#[test]
+fn environment_config_is_read_as_git_passes_it_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    // What `git -c` hands to the commands it runs, as git itself quotes it.
+    let out = git(
+        home,
+        home,
+        &[
+            "-c",
+            "a.b=x y",
+            "-c",
+            "A.Sub.Key='q'",
+            "-c",
+            "flag.bare",
+            "-c",
+            "empty.v=",
+            "-c",
+            "x.y=it's!",
+            "-c",
+            "core.pager=./p",
+            "-c",
+            "alias.penv=!printf %s \"$GIT_CONFIG_PARAMETERS\"",
+            "penv",
+        ],
+    );
+    let parameters = String::from_utf8(out.stdout).unwrap();
+    let env = |name: &str| -> Option<OsString> {
+        match name {
+            "GIT_CONFIG_PARAMETERS" => Some(parameters.clone().into()),
+            "GIT_CONFIG_COUNT" => Some("2".into()),
+            "GIT_CONFIG_KEY_0" => Some("Core.HooksPath".into()),
+            "GIT_CONFIG_VALUE_0" => Some(".hooks".into()),
+            "GIT_CONFIG_KEY_1" => Some("include.path".into()),
+            "GIT_CONFIG_VALUE_1" => Some("~/inc".into()),
+            _ => None,
+        }
+    };
+    let got: Vec<_> = environment_entries_in(&env)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.key, e.value, e.file.to_string_lossy().into_owned()))
+        .collect();
+    let at = |k: &str, v: Option<&str>, var: &str| {
+        (k.to_string(), v.map(str::to_string), format!("${var}"))
+    };
+    let p = "GIT_CONFIG_PARAMETERS";
+    assert_eq!(
+        got,
+        [
+            at("core.hookspath", Some(".hooks"), "GIT_CONFIG_KEY_0"),
+            at("include.path", Some("~/inc"), "GIT_CONFIG_KEY_1"),
+            at("a.b", Some("x y"), p),
+            at("a.Sub.key", Some("'q'"), p),
+            at("flag.bare", None, p),
+            at("empty.v", Some(""), p),
+            at("x.y", Some("it's!"), p),
+            at("core.pager", Some("./p"), p),
+            at(
+                "alias.penv",
+                Some("!printf %s \"$GIT_CONFIG_PARAMETERS\""),
+                p
+            ),
+        ]
+    );
+
+    // Together with the repository's files, includes and all.
+    let repo = repo_in(home);
+    write(home, "home/inc", "[diff \"x\"]\ntextconv = ./conv.sh\n");
+    let config = write(home, "wt/.git/config", "[core]\nbare = false\n");
+    let (files, paths) = repo_code_paths_in(&repo, &|n| match n {
+        "GIT_CONFIG_NOSYSTEM" => Some("1".into()),
+        "GIT_CONFIG_GLOBAL" => Some("".into()),
+        "GIT_CONFIG_PARAMETERS" => None,
+        other => env(other),
+    })
+    .unwrap();
+    assert_eq!(files, [config]);
+    let paths: Vec<_> = paths
+        .iter()
+        .map(|c| (c.key.as_str(), c.path.clone()))
+        .collect();
+    let wt = home.join("wt");
+    assert_eq!(
+        paths,
+        [
+            ("core.hookspath", wt.join(".hooks")),
+            ("core.hookspath", wt.join(".git/.hooks")),
+            ("include.path", home.join("home/inc")),
+            ("diff.x.textconv", wt.join("conv.sh")),
+            ("diff.x.textconv", wt.join(".git/conv.sh")),
+        ]
+    );
+}
+
+#[test]
+fn environment_config_git_refuses_is_refused() {
+    let cases: &[&[(&str, &str)]] = &[
+        &[("GIT_CONFIG_COUNT", "x")],
+        &[("GIT_CONFIG_COUNT", "1")],
+        &[("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "a.b")],
+        &[
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "nodot"),
+            ("GIT_CONFIG_VALUE_0", ""),
+        ],
+        &[
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "include.path"),
+            ("GIT_CONFIG_VALUE_0", "rel"),
+        ],
+        &[("GIT_CONFIG_PARAMETERS", "'a.b")],
+        &[("GIT_CONFIG_PARAMETERS", "a.b=c")],
+        &[("GIT_CONFIG_PARAMETERS", "'a.b'=c")],
+        &[("GIT_CONFIG_PARAMETERS", "'a.b'='c'x")],
+    ];
+    for vars in cases {
+        let env = |name: &str| -> Option<OsString> {
+            vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.into())
+        };
+        assert!(environment_entries_in(&env).is_err(), "{vars:?}");
+    }
+}
