@@ -4,12 +4,17 @@
 //! path: hooks directories, included files, filters, pagers, credential
 //! helpers. When such a path lies where the sandbox can write, the sandbox
 //! can plant code that the user's own git runs on the host later. This
-//! module finds those paths ([`config_files`], [`read`], [`code_paths`]) so
-//! that they can be protected, and strips the keys that can do so from the
-//! config of a repository the sandbox created ([`neutralise`]).
+//! module finds those paths ([`repo_code_paths`], or its parts
+//! [`config_files`], [`read`], [`environment_entries`] and [`code_paths`])
+//! so that they can be protected, and strips the keys that can do so from
+//! the config of a repository the sandbox created ([`neutralise`]).
 //!
 //! The parser follows git's own (config.c) byte for byte where it matters:
-//! what git refuses, this refuses too, with the file and line.
+//! what git refuses, this refuses too, with the file and line. Where the
+//! meaning of a value depends on things only git knows at the time it
+//! runs (which conditional include applies, which directory a relative
+//! path is taken from), every reading is reported: more protected is the
+//! safe side.
 
 use std::ffi::OsString;
 use std::io;
