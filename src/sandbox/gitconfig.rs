@@ -1183,10 +1183,11 @@ fn is_plain_url(url: &str) -> bool {
 
 /// For a repository the sandbox created: `text` (its config, read from
 /// `file`, which names it in errors) with every entry removed whose key is
-/// not on a short allowlist of keys that cannot make git run code, read
-/// files elsewhere or talk to other places (see `KEPT_KEYS`; remote and
-/// submodule URLs stay only when no helper program serves them), and the
-/// list of what was removed. Sections, comments and the kept lines are
+/// not on a short allowlist of keys that cannot make git run a program or
+/// read a file elsewhere (see `KEPT_KEYS`; remote and submodule URLs, which
+/// a clone needs, stay only when git serves them itself, without a helper
+/// program), and the list of what was removed. With
+/// `extensions.worktreeConfig` gone, git no longer reads `config.worktree`. Sections, comments and the kept lines are
 /// left as they were; a section left empty stays. A config git would
 /// refuse is an error: move the whole file aside.
 pub fn neutralise(text: &str, file: &Path) -> Result<(String, Vec<Removed>), GitConfigError> {
