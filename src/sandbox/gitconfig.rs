@@ -4,12 +4,17 @@
 //! path: hooks directories, included files, filters, pagers, credential
 //! helpers. When such a path lies where the sandbox can write, the sandbox
 //! can plant code that the user's own git runs on the host later. This
-//! module finds those paths ([`config_files`], [`read`], [`code_paths`]) so
-//! that they can be protected, and strips the keys that can do so from the
-//! config of a repository the sandbox created ([`neutralise`]).
+//! module finds those paths ([`repo_code_paths`], or its parts
+//! [`config_files`], [`read`], [`environment_entries`] and [`code_paths`])
+//! so that they can be protected, and strips the keys that can do so from
+//! the config of a repository the sandbox created ([`neutralise`]).
 //!
 //! The parser follows git's own (config.c) byte for byte where it matters:
-//! what git refuses, this refuses too, with the file and line.
+//! what git refuses, this refuses too, with the file and line. Where the
+//! meaning of a value depends on things only git knows at the time it
+//! runs (which conditional include applies, which directory a relative
+//! path is taken from), every reading is reported: more protected is the
+//! safe side.
 
 use std::ffi::OsString;
 use std::io;
@@ -71,9 +76,12 @@ pub struct Repo {
 /// A file or directory git reads or runs because of a config entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodePath {
-    /// Absolute and lexically normalised.
+    /// Absolute, without `.`, and with `..` resolved as the kernel
+    /// resolves it now (see [`code_paths`]).
     pub path: PathBuf,
-    /// A directory: everything under it counts.
+    /// A directory whose whole content counts; else only the name itself
+    /// (a file, or a directory a `..` steps back over, which must not be
+    /// replaced).
     pub is_dir: bool,
     /// The key that names it.
     pub key: String,
@@ -153,11 +161,209 @@ fn config_files_in(
 fn common_dir(git_dir: &Path) -> Result<PathBuf, GitConfigError> {
     let file = git_dir.join("commondir");
     match std::fs::read_to_string(&file) {
-        Ok(text) => Ok(normalise(
-            &git_dir.join(text.trim_end_matches(['\n', '\r'])),
-        )),
+        // Git takes the real path and dies if there is none.
+        Ok(text) => {
+            let common = git_dir.join(text.trim_end_matches(['\n', '\r']));
+            std::fs::canonicalize(&common).map_err(|source| GitConfigError::Read {
+                file: common,
+                source,
+            })
+        }
         Err(e) if is_missing(&e) => Ok(git_dir.to_path_buf()),
         Err(source) => Err(GitConfigError::Read { file, source }),
+    }
+}
+
+/// Every config file git reads for `repo` ([`config_files`]), and every
+/// path ([`code_paths`]) that their entries, with their includes and the
+/// config git takes from the environment ([`environment_entries`]), make
+/// git read or run. What the lead of a run needs for one repository.
+pub fn repo_code_paths(repo: &Repo) -> Result<(Vec<PathBuf>, Vec<CodePath>), GitConfigError> {
+    repo_code_paths_in(repo, &|name| std::env::var_os(name))
+}
+
+/// [`repo_code_paths`] with the environment passed in.
+fn repo_code_paths_in(
+    repo: &Repo,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<(Vec<PathBuf>, Vec<CodePath>), GitConfigError> {
+    let files = config_files_in(repo, env)?;
+    let mut entries = Vec::new();
+    for file in &files {
+        entries.extend(read(file, repo)?);
+    }
+    for entry in environment_entries_in(env)? {
+        let include = if is_include(&entry.key) {
+            Some((include_target(&entry, repo)?, entry.clone()))
+        } else {
+            None
+        };
+        entries.push(entry);
+        if let Some((target, entry)) = include {
+            follow_include(&target, &entry, repo, &mut Vec::new(), &mut entries)?;
+        }
+    }
+    let paths = code_paths(&entries, repo)?;
+    Ok((files, paths))
+}
+
+/// The config git takes from the environment, after the files: the
+/// `GIT_CONFIG_COUNT` pairs `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>`,
+/// then `GIT_CONFIG_PARAMETERS` (what `git -c` hands to the git it runs).
+/// Each entry's `file` is the variable's name with a `$`, its line 0. What
+/// git refuses (a bad count, a missing pair, bad quoting, a relative
+/// include, which must come from a file) is an error.
+pub fn environment_entries() -> Result<Vec<Entry>, GitConfigError> {
+    environment_entries_in(&|name| std::env::var_os(name))
+}
+
+/// [`environment_entries`] with the environment passed in.
+fn environment_entries_in(
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Vec<Entry>, GitConfigError> {
+    let var = |name: &str| -> Result<Option<String>, GitConfigError> {
+        env(name)
+            .map(|v| {
+                v.into_string()
+                    .map_err(|_| env_error(name, "", "is not UTF-8"))
+            })
+            .transpose()
+    };
+    let mut raw = Vec::new();
+    if let Some(count) = var("GIT_CONFIG_COUNT")? {
+        let count: usize = count
+            .parse()
+            .map_err(|_| env_error("GIT_CONFIG_COUNT", "", "is not a count"))?;
+        for i in 0..count {
+            let (key_var, value_var) = (
+                format!("GIT_CONFIG_KEY_{i}"),
+                format!("GIT_CONFIG_VALUE_{i}"),
+            );
+            let key = var(&key_var)?.ok_or_else(|| env_error(&key_var, "", "is missing"))?;
+            let value =
+                var(&value_var)?.ok_or_else(|| env_error(&value_var, &key, "is missing"))?;
+            raw.push((key_var, key, Some(value)));
+        }
+    }
+    if let Some(parameters) = var("GIT_CONFIG_PARAMETERS")? {
+        let name = "GIT_CONFIG_PARAMETERS";
+        for (key, value) in parse_parameters(&parameters)
+            .ok_or_else(|| env_error(name, "", "is not in git's quoted format"))?
+        {
+            raw.push((name.to_string(), key, value));
+        }
+    }
+    let mut entries = Vec::new();
+    for (name, key, value) in raw {
+        let key =
+            canonical_key(&key).ok_or_else(|| env_error(&name, &key, "is not a valid key"))?;
+        let relative_include = is_include(&key)
+            && value
+                .as_deref()
+                .is_some_and(|v| !v.starts_with(['/', '~']) && !v.starts_with("%(prefix)/"));
+        if relative_include {
+            return Err(env_error(
+                &name,
+                &key,
+                "is a relative include, which git refuses outside files",
+            ));
+        }
+        entries.push(Entry {
+            key,
+            value,
+            file: PathBuf::from(format!("${name}")),
+            line: 0,
+        });
+    }
+    Ok(entries)
+}
+
+fn env_error(name: &str, key: &str, what: &str) -> GitConfigError {
+    GitConfigError::Value {
+        file: PathBuf::from(format!("${name}")),
+        line: 0,
+        key: key.to_string(),
+        what: what.to_string(),
+    }
+}
+
+/// A key given outside a file as git canonicalises it: section and name
+/// lower-case, subsection as written; `None` without a section and a name.
+fn canonical_key(key: &str) -> Option<String> {
+    let (section, rest) = key.split_once('.')?;
+    let (sub, name) = match rest.rsplit_once('.') {
+        Some((sub, name)) => (Some(sub), name),
+        None => (None, rest),
+    };
+    let name_ok =
+        name.starts_with(|c: char| c.is_ascii_alphabetic()) && name.bytes().all(is_key_char);
+    if section.is_empty() || !name_ok {
+        return None;
+    }
+    let mut out = section.to_ascii_lowercase();
+    if let Some(sub) = sub {
+        out.push('.');
+        out.push_str(sub);
+    }
+    out.push('.');
+    out.push_str(&name.to_ascii_lowercase());
+    Some(out)
+}
+
+/// `GIT_CONFIG_PARAMETERS`: space-separated `'key'='value'`, `'key'=`
+/// (no value) or the older `'key=value'`, each quoted as git's
+/// `sq_quote` does (`'\''` for a quote, `'\!'` for `!`).
+fn parse_parameters(text: &str) -> Option<Vec<(String, Option<String>)>> {
+    let mut out = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        let (key, after) = sq_dequote(rest)?;
+        let (key, value, after) = match after.strip_prefix('=') {
+            Some(after) if after.starts_with('\'') => {
+                let (value, after) = sq_dequote(after)?;
+                (key, Some(value), after)
+            }
+            Some(after) if after.is_empty() || after.starts_with(is_ascii_space) => {
+                (key, None, after)
+            }
+            Some(_) => return None,
+            None if after.is_empty() || after.starts_with(is_ascii_space) => {
+                match key.split_once('=') {
+                    Some((k, v)) => (k.to_string(), Some(v.to_string()), after),
+                    None => (key, None, after),
+                }
+            }
+            None => return None,
+        };
+        if !(after.is_empty() || after.starts_with(is_ascii_space)) {
+            return None;
+        }
+        out.push((key, value));
+        rest = after.trim_start();
+    }
+    Some(out)
+}
+
+fn is_ascii_space(c: char) -> bool {
+    c.is_ascii() && is_space(c as u8)
+}
+
+/// One single-quoted word at the start of `text` and what follows it.
+fn sq_dequote(text: &str) -> Option<(String, &str)> {
+    let mut rest = text.strip_prefix('\'')?;
+    let mut word = String::new();
+    loop {
+        let end = rest.find('\'')?;
+        word.push_str(&rest[..end]);
+        rest = &rest[end + 1..];
+        // `'\''` and `'\!'` continue the word with the character.
+        match rest.as_bytes() {
+            [b'\\', c @ (b'\'' | b'!'), b'\'', ..] => {
+                word.push(*c as char);
+                rest = &rest[3..];
+            }
+            _ => return Some((word, rest)),
+        }
     }
 }
 
@@ -262,17 +468,19 @@ fn is_include(key: &str) -> bool {
     kind_of(key) == Some(Kind::Include)
 }
 
-/// The file an include entry names, as git resolves it.
+/// The file an include entry names, spelled as git spells it when it
+/// opens it (a relative one joined to the including file's directory, and
+/// `..` left for the kernel to resolve).
 fn include_target(entry: &Entry, repo: &Repo) -> Result<PathBuf, GitConfigError> {
     let Some(value) = &entry.value else {
         return Err(entry.error("has no value (git refuses it too)"));
     };
     let expanded = expand_user(value, repo).map_err(|what| entry.error(what))?;
     if expanded.is_absolute() {
-        return Ok(normalise(&expanded));
+        return Ok(expanded);
     }
     let dir = entry.file.parent().unwrap_or(Path::new(""));
-    Ok(normalise(&dir.join(expanded)))
+    Ok(dir.join(expanded))
 }
 
 impl Entry {
@@ -332,26 +540,41 @@ fn expand_user(value: &str, repo: &Repo) -> Result<PathBuf, String> {
     })
 }
 
-/// `.` and `..` resolved without looking at the file system.
-fn normalise(path: &Path) -> PathBuf {
+/// `path` with `.` dropped and each `..` resolved as the kernel resolves
+/// it now (stepping back over a symlink leaves its target, not the link),
+/// and the names each `..` stepped back over: whoever can replace one of
+/// them (by a symlink, or by creating a missing one) changes what the
+/// path names, so they must be protected too.
+fn resolve_dots(path: &Path) -> (PathBuf, Vec<PathBuf>) {
     let mut out = PathBuf::new();
+    let mut stepped_over = Vec::new();
     for part in path.components() {
         match part {
             Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
+            Component::ParentDir => {
+                if !matches!(out.components().next_back(), Some(Component::Normal(_))) {
+                    if !out.has_root() {
+                        out.push("..");
+                    }
+                    continue;
                 }
-                Some(Component::RootDir) => {}
-                _ => out.push(".."),
-            },
+                stepped_over.push(out.clone());
+                let is_link =
+                    std::fs::symlink_metadata(&out).is_ok_and(|meta| meta.file_type().is_symlink());
+                if let (true, Ok(real)) = (is_link, std::fs::canonicalize(&out)) {
+                    out = real;
+                }
+                out.pop();
+            }
             other => out.push(other),
         }
     }
-    out
+    (out, stepped_over)
 }
 
-/// Git's boolean values: `None` for anything else.
+/// Git's boolean values: `None` for anything else. Of git's numbers only
+/// decimal ones count (git also takes `0x1f`): a value taken for a
+/// command when git takes it for a boolean is the safe mistake.
 fn parse_bool(value: Option<&str>) -> Option<bool> {
     let Some(value) = value else {
         return Some(true);
@@ -360,7 +583,7 @@ fn parse_bool(value: Option<&str>) -> Option<bool> {
         "true" | "yes" | "on" => Some(true),
         "false" | "no" | "off" | "" => Some(false),
         number => {
-            let digits = number.trim_end_matches(['k', 'm', 'g']);
+            let digits = number.strip_suffix(['k', 'm', 'g']).unwrap_or(number);
             let digits = digits.strip_prefix(['-', '+']).unwrap_or(digits);
             (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
                 .then(|| digits.bytes().any(|b| b != b'0'))
@@ -394,6 +617,9 @@ enum Kind {
     CommandUnlessBool,
     /// A remote URL: the `ext::` transport runs the rest as a command.
     Url,
+    /// `url.<base>.insteadOf`: the base (the subsection) replaces URLs,
+    /// so an `ext::` base is a command.
+    UrlRewrite,
     /// trace2 targets: an absolute path or `af_unix:[stream:|dgram:]path`
     /// (other values are fd numbers or ignored).
     Trace2,
@@ -417,7 +643,10 @@ fn kind_of(key: &str) -> Option<Kind> {
         | ("sendemail", _, "aliasesfile")
         | ("svn", false, "authorsfile")
         | ("fsck", false, "skiplist")
-        | ("http", _, "sslcert" | "sslkey" | "sslcainfo" | "cookiefile") => File,
+        | ("diff", false, "orderfile")
+        | ("sendemail", _, "smtpsslcertpath")
+        | ("http", _, "sslcert" | "sslkey" | "sslcainfo" | "cookiefile" | "pinnedpubkey")
+        | ("http", _, "proxysslcert" | "proxysslkey" | "proxysslcainfo") => File,
         ("receive" | "fetch", true, "skiplist") if sub_is("fsck") => File,
         ("gpg", true, "allowedsignersfile" | "revocationfile") if sub_is("ssh") => File,
         ("init", false, "templatedir")
@@ -452,6 +681,7 @@ fn kind_of(key: &str) -> Option<Kind> {
         ("submodule", true, "update") => BangCommand,
         ("core", false, "fsmonitor") | ("pager", false, _) => CommandUnlessBool,
         ("remote" | "submodule", true, "url" | "pushurl") => Url,
+        ("url", true, "insteadof" | "pushinsteadof") => UrlRewrite,
         ("trace2", false, "eventtarget" | "normaltarget" | "perftarget") => Trace2,
         _ => return None,
     })
@@ -467,23 +697,60 @@ fn kind_of(key: &str) -> Option<Kind> {
 /// run from: the work tree top and the git dir (so `core.hooksPath` is
 /// reported under both, as its meaning depends on git's version and
 /// bare-ness); `core.worktree` against the git dir; includes against the
-/// including file's directory; `~/` against home. A value that cannot be
-/// interpreted (an unknown `~user`, an unterminated quote, a shell
-/// variable where a path starts) is an error, never skipped.
+/// including file's directory; `~/` against home. Each `..` is resolved
+/// as the kernel resolves it when this runs (a symlinked `.git` then
+/// `../x` is `x` next to the link's target), and every name a `..` steps
+/// back over is reported too (not `is_dir`): replacing one of those by a
+/// symlink, or creating one that is missing, would change what git opens.
+/// A `core.worktree` entry moves the work tree: relative paths are then
+/// resolved against that one too. A value that cannot be interpreted (an
+/// unknown `~user`, an unterminated quote, a shell variable where a path
+/// starts) is an error, never skipped.
 pub fn code_paths(entries: &[Entry], repo: &Repo) -> Result<Vec<CodePath>, GitConfigError> {
+    let mut work_trees = vec![repo.work_tree.clone()];
+    for entry in entries
+        .iter()
+        .filter(|e| kind_of(&e.key) == Some(Kind::WorkTree))
+    {
+        for (tree, _) in entry_paths(entry, Kind::WorkTree, repo)? {
+            work_trees.push(Some(resolve_dots(&tree).0));
+        }
+    }
+    let mut out: Vec<CodePath> = Vec::new();
+    for work_tree in work_trees {
+        let repo = Repo {
+            work_tree,
+            ..repo.clone()
+        };
+        for found in code_paths_in(entries, &repo)? {
+            if !out.contains(&found) {
+                out.push(found);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// [`code_paths`] for one work tree.
+fn code_paths_in(entries: &[Entry], repo: &Repo) -> Result<Vec<CodePath>, GitConfigError> {
     let mut out = Vec::new();
     for entry in entries {
         let Some(kind) = kind_of(&entry.key) else {
             continue;
         };
-        let found = entry_paths(entry, kind, repo)?;
-        out.extend(found.into_iter().map(|(path, is_dir)| CodePath {
-            path,
-            is_dir,
-            key: entry.key.clone(),
-            file: entry.file.clone(),
-            line: entry.line,
-        }));
+        for (path, is_dir) in entry_paths(entry, kind, repo)? {
+            let (path, stepped_over) = resolve_dots(&path);
+            let names = stepped_over.into_iter().map(|name| (name, false));
+            for (path, is_dir) in names.chain([(path, is_dir)]) {
+                out.push(CodePath {
+                    path,
+                    is_dir,
+                    key: entry.key.clone(),
+                    file: entry.file.clone(),
+                    line: entry.line,
+                });
+            }
+        }
     }
     Ok(out)
 }
@@ -517,7 +784,7 @@ fn entry_paths(
         Kind::Dir => files(value, true),
         Kind::WorkTree => {
             let path = expand_user(value, repo).map_err(fail)?;
-            Ok(vec![(normalise(&repo.git_dir.join(path)), true)])
+            Ok(vec![(repo.git_dir.join(path), true)])
         }
         Kind::Program if value.contains('/') => files(value, false),
         Kind::Program => Ok(Vec::new()),
@@ -526,6 +793,11 @@ fn entry_paths(
         Kind::CommandUnlessBool if parse_bool(Some(value)).is_some() => Ok(Vec::new()),
         Kind::CommandUnlessBool => command(value),
         Kind::Url => value.strip_prefix("ext::").map_or(Ok(Vec::new()), command),
+        Kind::UrlRewrite => {
+            let (_, base, _) = split_key(&entry.key);
+            let base = base.unwrap_or_default();
+            base.strip_prefix("ext::").map_or(Ok(Vec::new()), command)
+        }
         Kind::Trace2 => match value.strip_prefix("af_unix:") {
             Some(socket) => {
                 let socket = ["stream:", "dgram:"]
@@ -556,13 +828,13 @@ fn pathnames(value: &str, repo: &Repo) -> Result<Vec<PathBuf>, String> {
 /// repository, or when started inside the git dir).
 fn from_run_dirs(path: &Path, repo: &Repo) -> Vec<PathBuf> {
     if path.is_absolute() {
-        return vec![normalise(path)];
+        return vec![path.to_path_buf()];
     }
     let mut out: Vec<PathBuf> = repo
         .work_tree
         .iter()
         .chain([&repo.git_dir])
-        .map(|dir| normalise(&dir.join(path)))
+        .map(|dir| dir.join(path))
         .collect();
     out.dedup();
     out
@@ -892,8 +1164,12 @@ fn is_kept(key: &str, value: Option<&str>) -> bool {
     }
 }
 
-/// A URL or path git fetches from without running a helper program.
+/// A URL or path git fetches from without running a helper program (and
+/// not one that could pass for an option).
 fn is_plain_url(url: &str) -> bool {
+    if url.starts_with('-') {
+        return false;
+    }
     if let Some((scheme, _)) = url.split_once("://") {
         if !scheme.contains(['/', ':']) {
             return PLAIN_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str());
@@ -907,10 +1183,11 @@ fn is_plain_url(url: &str) -> bool {
 
 /// For a repository the sandbox created: `text` (its config, read from
 /// `file`, which names it in errors) with every entry removed whose key is
-/// not on a short allowlist of keys that cannot make git run code, read
-/// files elsewhere or talk to other places (see `KEPT_KEYS`; remote and
-/// submodule URLs stay only when no helper program serves them), and the
-/// list of what was removed. Sections, comments and the kept lines are
+/// not on a short allowlist of keys that cannot make git run a program or
+/// read a file elsewhere (see `KEPT_KEYS`; remote and submodule URLs, which
+/// a clone needs, stay only when git serves them itself, without a helper
+/// program), and the list of what was removed. With
+/// `extensions.worktreeConfig` gone, git no longer reads `config.worktree`. Sections, comments and the kept lines are
 /// left as they were; a section left empty stays. A config git would
 /// refuse is an error: move the whole file aside.
 pub fn neutralise(text: &str, file: &Path) -> Result<(String, Vec<Removed>), GitConfigError> {

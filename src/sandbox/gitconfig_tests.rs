@@ -399,13 +399,20 @@ fn hooks_path_is_reported_against_both_the_work_tree_and_the_git_dir() {
         paths_of("core.hookspath", Some("~/h")),
         [("/home/u/h".into(), true)]
     );
+    assert_eq!(
+        paths_of("core.hookspath", Some("~root/h")),
+        [("/root/h".into(), true)]
+    );
     let bare = Repo {
         work_tree: None,
         ..fixed_repo()
     };
     let got = code_paths(&[entry("core.hookspath", Some("../h"))], &bare).unwrap();
-    assert_eq!(got[0].path, Path::new("/r/wt/h"));
-    assert_eq!(got.len(), 1);
+    let got: Vec<_> = got
+        .iter()
+        .map(|c| (c.path.to_str().unwrap(), c.is_dir))
+        .collect();
+    assert_eq!(got, [("/r/wt/.git", false), ("/r/wt/h", true)]);
 }
 
 #[test]
@@ -421,6 +428,8 @@ fn file_and_directory_keys_resolve_as_git_resolves_them() {
         "http.https://h/.sslcert",
         "gpg.ssh.allowedsignersfile",
         "fetch.fsck.skiplist",
+        "diff.orderfile",
+        "http.proxysslcainfo",
     ] {
         let want: Vec<_> = both("x/f").into_iter().map(|p| (p, false)).collect();
         assert_eq!(paths_of(key, Some("./x//f")), want, "{key}");
@@ -431,7 +440,11 @@ fn file_and_directory_keys_resolve_as_git_resolves_them() {
     }
     assert_eq!(
         paths_of("core.worktree", Some("../../elsewhere")),
-        [("/r/elsewhere".into(), true)]
+        [
+            ("/r/wt/.git".into(), false),
+            ("/r/wt".into(), false),
+            ("/r/elsewhere".into(), true)
+        ]
     );
     assert_eq!(
         paths_of("core.excludesfile", Some(":(optional)~/ign")),
@@ -464,7 +477,70 @@ fn include_targets_are_reported_even_when_missing() {
     };
     let got = code_paths(&[include, cond], &fixed_repo()).unwrap();
     let got: Vec<_> = got.iter().map(|c| c.path.to_str().unwrap()).collect();
-    assert_eq!(got, ["/r/wt/shared/extra", "/home/u/inc"]);
+    assert_eq!(got, ["/r/wt/.git", "/r/wt/shared/extra", "/home/u/inc"]);
+}
+
+#[test]
+fn core_worktree_adds_its_tree_to_where_relative_paths_resolve() {
+    let entries = [
+        entry("core.worktree", Some("/elsewhere")),
+        entry("core.hookspath", Some("h")),
+    ];
+    let got: Vec<_> = code_paths(&entries, &fixed_repo())
+        .unwrap()
+        .into_iter()
+        .map(|c| c.path.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        got,
+        ["/elsewhere", "/r/wt/h", "/r/wt/.git/h", "/elsewhere/h"]
+    );
+}
+
+#[test]
+fn dot_dot_after_a_symlink_resolves_as_the_kernel_does() {
+    // The layout of a symlinked `.git`: `wt/.git -> ../store/p.git`.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(d.join("store/p.git")).unwrap();
+    std::fs::create_dir_all(d.join("wt")).unwrap();
+    std::os::unix::fs::symlink("../store/p.git", d.join("wt/.git")).unwrap();
+    let config = write(
+        &d,
+        "wt/.git/config",
+        "[include]\npath = ../shared\n[core]\nworktree = ..\n",
+    );
+    let repo = Repo {
+        git_dir: d.join("wt/.git"),
+        work_tree: Some(d.join("wt")),
+        home: None,
+    };
+    let entries = read(&config, &repo).unwrap();
+    let got: Vec<_> = code_paths(&entries, &repo)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.key, c.path, c.is_dir))
+        .collect();
+    let key = |k: &str| k.to_string();
+    assert_eq!(
+        got,
+        [
+            (key("include.path"), d.join("wt/.git"), false),
+            (key("include.path"), d.join("store/shared"), false),
+            (key("core.worktree"), d.join("wt/.git"), false),
+            (key("core.worktree"), d.join("store"), true),
+        ]
+    );
+    // What git itself opens for that include.
+    write(&d, "store/shared", "[from]\nshared = yes\n");
+    let keys: Vec<_> = read(&config, &repo)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.key)
+        .collect();
+    assert!(keys.contains(&key("from.shared")), "{keys:?}");
+    let git = git_list(&config, &d, &["--includes"]);
+    assert!(git.contains(&pair("from.shared", "yes")), "{git:?}");
 }
 
 #[test]
@@ -525,6 +601,7 @@ fn every_command_key_reports_the_files_its_command_names() {
         ("difftool.kd.path", "./bin/tool"),
         ("lfs.customtransfer.t.path", "./bin/tool"),
         ("sendemail.smtpserver", "./bin/tool"),
+        ("url.ext::./bin/tool %S.insteadof", "https://"),
     ] {
         assert_eq!(
             paths_of(key, Some(value)),
@@ -541,8 +618,11 @@ fn every_command_key_reports_the_files_its_command_names() {
         ("gpg.program", "gpg2"),
         ("core.fsmonitor", "true"),
         ("core.fsmonitor", "0"),
+        ("core.fsmonitor", "-2k"),
+        ("core.fsmonitor", "Off"),
         ("pager.log", "false"),
         ("core.pager", "less -FRX"),
+        ("url.https://mirror/.insteadof", "https://h/"),
     ] {
         assert!(paths_of(key, Some(value)).is_empty(), "{key} = {value}");
     }
@@ -570,7 +650,18 @@ fn command_words_name_programs_arguments_and_scripts() {
         ("FOO=1 ./run", wt("run")),
         (
             "cd sub && ./x; ../y | z/w",
-            [wt("x"), vec!["/r/y".into(), "/r/wt/y".into()], wt("z/w")].concat(),
+            // `..` steps back over the run dirs: those names count too.
+            [
+                wt("x"),
+                vec![
+                    "/r/wt".into(),
+                    "/r/y".into(),
+                    "/r/wt/.git".into(),
+                    "/r/wt/y".into(),
+                ],
+                wt("z/w"),
+            ]
+            .concat(),
         ),
         ("f() { ./g \"$@\"; }; f", wt("g")),
         ("sh -c 'a; ./inner'", wt("inner")),
@@ -662,6 +753,7 @@ fn neutralise_removes_every_dangerous_kind() {
         ("remote \"origin\"", "pushurl = fd::7"),
         ("remote \"origin\"", "url = evil::h/x"),
         ("remote \"origin\"", "url = weird://h/x"),
+        ("remote \"origin\"", "url = --upload-pack=./x"),
         ("remote \"origin\"", "uploadpack = ./u"),
         ("remote \"origin\"", "vcs = x"),
         ("remote \"origin\"", "proxy = http://h:1"),
@@ -832,5 +924,380 @@ fn configs_git_refuses_are_refused() {
             .unwrap();
         assert!(!git.status.success(), "git accepted {text:?}");
         assert!(read(&file, &repo_in(dir.path())).is_err(), "{text:?}");
+    }
+}
+
+/// Runs git with no system or global config and a fixed identity.
+fn git(dir: &Path, home: &Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn relative_paths_are_reported_where_the_real_git_finds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().canonicalize().unwrap();
+    let (wt, home) = (d.join("wt"), d.join("home"));
+    std::fs::create_dir_all(wt.join("sub")).unwrap();
+    std::fs::create_dir_all(wt.join("myhooks")).unwrap();
+    git(&wt, &home, &["init", "-q"]);
+    let marks = d.join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    script(
+        &wt.join("myhooks/pre-commit"),
+        &format!("touch {}/hook", marks.display()),
+    );
+    script(
+        &wt.join("tool.sh"),
+        &format!("touch {}/alias", marks.display()),
+    );
+    std::fs::write(wt.join("myignore"), "*.junk\n").unwrap();
+    std::fs::write(wt.join("sub/a.junk"), "").unwrap();
+    for (key, value) in [
+        ("core.hooksPath", "myhooks"),
+        ("core.excludesFile", "myignore"),
+        ("alias.t", "!./tool.sh"),
+    ] {
+        git(&wt, &home, &["config", key, value]);
+    }
+    // Git started in a subdirectory still finds them from the top.
+    let sub = wt.join("sub");
+    git(&sub, &home, &["commit", "-q", "--allow-empty", "-m", "x"]);
+    git(&sub, &home, &["t"]);
+    let status = git(
+        &sub,
+        &home,
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
+    assert!(marks.join("hook").exists() && marks.join("alias").exists());
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(!status.contains("a.junk"), "{status}");
+
+    let repo = Repo {
+        git_dir: wt.join(".git"),
+        work_tree: Some(wt.clone()),
+        home: Some(home),
+    };
+    let entries = read(&wt.join(".git/config"), &repo).unwrap();
+    let got: Vec<_> = code_paths(&entries, &repo)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.path, c.is_dir))
+        .collect();
+    for want in [
+        (wt.join("myhooks"), true),
+        (wt.join("myignore"), false),
+        (wt.join("tool.sh"), false),
+    ] {
+        assert!(got.contains(&want), "{want:?} not in {got:?}");
+    }
+}
+
+#[test]
+fn neutralise_keeps_what_git_init_and_clone_write_and_git_agrees_on_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let home = d.join("home");
+    let origin = d.join("origin");
+    std::fs::create_dir_all(&origin).unwrap();
+    git(&origin, &home, &["init", "-q", "-b", "main"]);
+    git(
+        &origin,
+        &home,
+        &["commit", "-q", "--allow-empty", "-m", "x"],
+    );
+    let d_str = d.to_str().unwrap();
+    for args in [
+        vec!["init", "-q", "--bare", "bare"],
+        vec!["init", "-q", "--object-format=sha256", "sha"],
+        vec!["init", "-q", "--ref-format=reftable", "reftable"],
+        vec!["clone", "-q", "origin", "clone"],
+        vec!["clone", "-q", "--bare", "origin", "clone-bare"],
+    ] {
+        git(d, &home, &args);
+    }
+    let configs = [
+        "origin/.git/config",
+        "bare/config",
+        "sha/.git/config",
+        "reftable/.git/config",
+        "clone/.git/config",
+        "clone-bare/config",
+    ];
+    for config in configs {
+        let file = d.join(config);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let (out, removed) = neutralise(&text, &file).unwrap();
+        assert!(removed.is_empty(), "{d_str}/{config}: {removed:?}\n{text}");
+        assert_eq!(out, text);
+    }
+    let clone = d.join("clone");
+    for (key, value) in [
+        ("core.hooksPath", "h"),
+        ("include.path", "../x"),
+        ("alias.x", "!./x"),
+        ("remote.origin.uploadpack", "./x"),
+        ("filter.x.smudge", "./x"),
+    ] {
+        git(&clone, &home, &["config", key, value]);
+    }
+    let file = clone.join(".git/config");
+    let before = git_list(&file, &home, &[]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (out, removed) = neutralise(&text, &file).unwrap();
+    std::fs::write(&file, out).unwrap();
+    let gone: Vec<_> = removed.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(
+        gone,
+        // In file order: git adds a key to its section when there is one.
+        [
+            "core.hookspath",
+            "remote.origin.uploadpack",
+            "include.path",
+            "alias.x",
+            "filter.x.smudge"
+        ]
+    );
+    let want: Vec<_> = before
+        .into_iter()
+        .filter(|(k, _)| !gone.contains(&k.as_str()))
+        .collect();
+    assert_eq!(git_list(&file, &home, &[]), want);
+    // And the repository still works.
+    git(&clone, &home, &["log", "-q", "--oneline"]);
+}
+
+/// Pieces of config syntax, tricky ones among them, for texts built at
+/// random and read by both git and [`read`]: line starts, and pieces of
+/// values.
+const LINE_STARTS: &[&str] = &[
+    "[a]",
+    "[A.b]",
+    "[a \"x\\\"y\\\\z\\q\"]",
+    "[a \"b\" ]",
+    "[ \"s\"]",
+    "[a]k=",
+    "[",
+    "k",
+    "K-2 ",
+    "k\t",
+    "9",
+    "_k",
+    "\t",
+    "#",
+    ";",
+    "\u{feff}",
+    "\x0b",
+    "x.y",
+    "[a-b.C-d]",
+];
+const VALUE_PIECES: &[&str] = &[
+    " = ", "=", " ", "\t", "\"", "\\", "\\n", "\\t", "\\b", "\\\"", "\\\\", "\\q", "\\\n",
+    "\\\r\n", "#", ";", "v", "x y", "é", "\r", "[", "]", "\x0b", "~/", "-", ".",
+];
+const SAFE_PIECES: &[&str] = &[
+    " = ", "v", "x y", " ", "\t", "\\n", "\"q #;\"", " # c", "é", "\\\n", "\\\"", "\"\"",
+];
+const LINE_ENDS: &[&str] = &["\n", "\n", "\r\n", "\r", ""];
+
+#[test]
+fn random_texts_read_as_git_reads_them_or_both_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config");
+    let repo = repo_in(dir.path());
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) as usize % n
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..400 {
+        let mut text = String::from("[s]\n");
+        for _ in 0..1 + next(4) {
+            let start = match next(2) {
+                0 => LINE_STARTS[next(LINE_STARTS.len())],
+                _ => "k =",
+            };
+            text.push_str(start);
+            for _ in 0..next(6) {
+                text.push_str(match next(10) {
+                    0..=6 => SAFE_PIECES[next(SAFE_PIECES.len())],
+                    _ => VALUE_PIECES[next(VALUE_PIECES.len())],
+                });
+            }
+            text.push_str(LINE_ENDS[next(LINE_ENDS.len())]);
+        }
+        std::fs::write(&file, &text).unwrap();
+        let git = Command::new("git")
+            .args(["config", "--file"])
+            .arg(&file)
+            .args(["--list", "-z"])
+            .output()
+            .unwrap();
+        let ours = read(&file, &repo);
+        if git.status.success() {
+            accepted += 1;
+            let want = git_list(&file, dir.path(), &[]);
+            let got: Vec<_> = ours
+                .unwrap_or_else(|e| panic!("{text:?}: git reads it, we refuse: {e}"))
+                .into_iter()
+                .map(|e| (e.key, e.value))
+                .collect();
+            assert_eq!(got, want, "{text:?}");
+        } else {
+            refused += 1;
+            assert!(ours.is_err(), "{text:?}: git refuses it, we read {ours:?}");
+        }
+    }
+    // Both outcomes were exercised.
+    assert!(accepted > 80 && refused > 80, "{accepted} {refused}");
+}
+
+#[test]
+fn environment_config_is_read_as_git_passes_it_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    // What `git -c` hands to the commands it runs, as git itself quotes it.
+    let out = git(
+        home,
+        home,
+        &[
+            "-c",
+            "a.b=x y",
+            "-c",
+            "A.Sub.Key='q'",
+            "-c",
+            "flag.bare",
+            "-c",
+            "empty.v=",
+            "-c",
+            "x.y=it's!",
+            "-c",
+            "core.pager=./p",
+            "-c",
+            "alias.penv=!printf %s \"$GIT_CONFIG_PARAMETERS\"",
+            "penv",
+        ],
+    );
+    let parameters = String::from_utf8(out.stdout).unwrap();
+    let env = |name: &str| -> Option<OsString> {
+        match name {
+            "GIT_CONFIG_PARAMETERS" => Some(parameters.clone().into()),
+            "GIT_CONFIG_COUNT" => Some("2".into()),
+            "GIT_CONFIG_KEY_0" => Some("Core.HooksPath".into()),
+            "GIT_CONFIG_VALUE_0" => Some(".hooks".into()),
+            "GIT_CONFIG_KEY_1" => Some("include.path".into()),
+            "GIT_CONFIG_VALUE_1" => Some("~/inc".into()),
+            _ => None,
+        }
+    };
+    let got: Vec<_> = environment_entries_in(&env)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.key, e.value, e.file.to_string_lossy().into_owned()))
+        .collect();
+    let at = |k: &str, v: Option<&str>, var: &str| {
+        (k.to_string(), v.map(str::to_string), format!("${var}"))
+    };
+    let p = "GIT_CONFIG_PARAMETERS";
+    assert_eq!(
+        got,
+        [
+            at("core.hookspath", Some(".hooks"), "GIT_CONFIG_KEY_0"),
+            at("include.path", Some("~/inc"), "GIT_CONFIG_KEY_1"),
+            at("a.b", Some("x y"), p),
+            at("a.Sub.key", Some("'q'"), p),
+            at("flag.bare", None, p),
+            at("empty.v", Some(""), p),
+            at("x.y", Some("it's!"), p),
+            at("core.pager", Some("./p"), p),
+            at(
+                "alias.penv",
+                Some("!printf %s \"$GIT_CONFIG_PARAMETERS\""),
+                p
+            ),
+        ]
+    );
+
+    // Together with the repository's files, includes and all.
+    let repo = repo_in(home);
+    write(home, "home/inc", "[diff \"x\"]\ntextconv = ./conv.sh\n");
+    let config = write(home, "wt/.git/config", "[core]\nbare = false\n");
+    let (files, paths) = repo_code_paths_in(&repo, &|n| match n {
+        "GIT_CONFIG_NOSYSTEM" => Some("1".into()),
+        "GIT_CONFIG_GLOBAL" => Some("".into()),
+        "GIT_CONFIG_PARAMETERS" => None,
+        other => env(other),
+    })
+    .unwrap();
+    assert_eq!(files, [config]);
+    let paths: Vec<_> = paths
+        .iter()
+        .map(|c| (c.key.as_str(), c.path.clone()))
+        .collect();
+    let wt = home.join("wt");
+    assert_eq!(
+        paths,
+        [
+            ("core.hookspath", wt.join(".hooks")),
+            ("core.hookspath", wt.join(".git/.hooks")),
+            ("include.path", home.join("home/inc")),
+            ("diff.x.textconv", wt.join("conv.sh")),
+            ("diff.x.textconv", wt.join(".git/conv.sh")),
+        ]
+    );
+}
+
+#[test]
+fn environment_config_git_refuses_is_refused() {
+    let cases: &[&[(&str, &str)]] = &[
+        &[("GIT_CONFIG_COUNT", "x")],
+        &[("GIT_CONFIG_COUNT", "1")],
+        &[("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "a.b")],
+        &[
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "nodot"),
+            ("GIT_CONFIG_VALUE_0", ""),
+        ],
+        &[
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "include.path"),
+            ("GIT_CONFIG_VALUE_0", "rel"),
+        ],
+        &[("GIT_CONFIG_PARAMETERS", "'a.b")],
+        &[("GIT_CONFIG_PARAMETERS", "a.b=c")],
+        &[("GIT_CONFIG_PARAMETERS", "'a.b'=c")],
+        &[("GIT_CONFIG_PARAMETERS", "'a.b'='c'x")],
+    ];
+    for vars in cases {
+        let env = |name: &str| -> Option<OsString> {
+            vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.into())
+        };
+        assert!(environment_entries_in(&env).is_err(), "{vars:?}");
     }
 }
