@@ -329,6 +329,11 @@ impl FileView {
                     continue;
                 }
                 match code.path.symlink_metadata() {
+                    // A directory git only passes through (`..` steps over
+                    // it): kept in place, not read-only.
+                    Ok(meta) if meta.is_dir() && !code.is_dir => {
+                        view.pin_parents(&code.path.join("x"), &mut marks);
+                    }
                     Ok(_) => {
                         let real = canonical(&code.path, "path named in git config")?;
                         view.keep_read_only(real, &mut marks);
@@ -666,22 +671,42 @@ fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {
     })
 }
 
-/// What the config of `git_dir` (and the files it includes, and the
-/// user's and system's config) makes git read or run.
+/// What the config of `git_dir` (the repository's, the user's and the
+/// system's, every file they include, and what the environment passes)
+/// makes git read or run; the config files themselves come first, and
+/// the user's config files where they are missing (a sandbox that may
+/// write the home could otherwise create one).
 fn config_code_paths(
     git_dir: &Path,
     work_tree: Option<PathBuf>,
 ) -> Result<Vec<gitconfig::CodePath>, FilesError> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
     let repo = gitconfig::Repo {
         git_dir: git_dir.to_path_buf(),
         work_tree,
-        home: std::env::var_os("HOME").map(PathBuf::from),
+        home: home.clone(),
     };
-    let mut entries = Vec::new();
-    for file in gitconfig::config_files(&repo)? {
-        entries.extend(gitconfig::read(&file, &repo)?);
-    }
-    Ok(gitconfig::code_paths(&entries, &repo)?)
+    let (files, paths) = gitconfig::repo_code_paths(&repo)?;
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let user_files = home
+        .iter()
+        .map(|h| h.join(".gitconfig"))
+        .chain(xdg.map(|x| x.join("git/config")));
+    let as_code = |path: PathBuf| gitconfig::CodePath {
+        file: path.clone(),
+        path,
+        is_dir: false,
+        key: "(a config file git reads)".into(),
+        line: 0,
+    };
+    Ok(files
+        .into_iter()
+        .chain(user_files)
+        .map(as_code)
+        .chain(paths)
+        .collect())
 }
 
 /// [`MountOps`] on the real kernel, for the sandbox's own mount namespace.
