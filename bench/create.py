@@ -48,7 +48,7 @@ def main():
     # The archive the tar case extracts: the same 10,000-file tree.
     src = tempfile.mkdtemp(prefix="cordon-bench-src-", dir="/var/tmp")
     subprocess.run([python, "-c", CREATE, src], check=True, stdout=subprocess.DEVNULL)
-    archive = os.path.join(src, "..", os.path.basename(src) + ".tar")
+    archive = src + ".tar"
     subprocess.run([tar, "-cf", archive, "-C", src, "."], check=True)
 
     wrappers = {
