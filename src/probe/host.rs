@@ -392,7 +392,7 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
     // The caller's own secret-like names, without those the probe set.
     let secret_names = std::env::vars_os()
         .filter(|(k, _)| !fx.env_set.iter().any(|s| k == *s))
-        .filter_map(|(k, _)| filter.removal(&k).map(|r| r.name))
+        .filter_map(|(k, v)| filter.removal(&k, &v).map(|r| r.name))
         .collect();
 
     let mut create_in = vec![(
