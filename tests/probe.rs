@@ -155,6 +155,7 @@ fn full_sandbox_passes_every_probe() {
             "proxy to the metadata address",
             "proxy to an allowed host",
             "canary variable set by cordon",
+            "a secret-valued variable with an innocent name",
             "the caller's secret-like variables",
             "read /proc/1/environ",
             "read other processes' environ",
@@ -255,9 +256,12 @@ fn files_door_probes_fail_without_mount_view_and_landlock() {
             "read a denied file via a hardlink in the project",
             "read a denied file via /proc/self/root",
             "reach the host root via /proc/self/root",
+            "read a host MAC address via /sys",
+            "list the firmware tables (/sys/firmware)",
         ],
     );
     if mode == Mode::Root {
+        assert_open(&r, &["read /proc/kpageflags"]);
         // /proc/1 is the sandbox's init in a fresh /proc of its own pid
         // namespace; without them, it is the host's, whose root only the
         // capabilities reach.
@@ -389,6 +393,7 @@ fn credentials_door_probes_fail_without_the_scrub() {
         &r,
         &[
             "canary variable set by cordon",
+            "a secret-valued variable with an innocent name",
             "the caller's secret-like variables",
             "SSH_AUTH_SOCK",
             "read /proc/1/environ",
