@@ -296,3 +296,83 @@ fn allow_read_reallows_only_that_entry() {
         );
     });
 }
+
+/// Credential files the review read by default (agents' logins, cloud and
+/// package-manager tokens, histories, cordon's own earlier audit logs) are
+/// unreadable, while the directories around them stay readable where the
+/// tool that keeps them needs them.
+#[test]
+fn agents_cloud_and_package_manager_credentials_and_histories_are_denied() {
+    let denied = [
+        ".codex/auth.json",
+        ".claude/.credentials.json",
+        ".gemini/oauth_creds.json",
+        ".config/github-copilot/hosts.json",
+        ".m2/settings.xml",
+        ".gradle/gradle.properties",
+        ".terraformrc",
+        ".config/containers/auth.json",
+        ".config/sops/age/keys.txt",
+        ".pulumi/credentials.json",
+        ".config/solana/id.json",
+        ".databrickscfg",
+        ".config/helm/repositories.yaml",
+        ".fly/config.yml",
+        ".local/share/com.vercel.cli/auth.json",
+        ".config/hcloud/cli.toml",
+        ".config/stripe/config.toml",
+        ".config/pip/pip.conf",
+        ".composer/auth.json",
+        ".bundle/config",
+        ".yarnrc",
+        ".config/pnpm/rc",
+        ".viminfo",
+        ".local/state/nvim/shada/main.shada",
+        ".irb_history",
+        ".local/share/atuin/history.db",
+        ".local/state/cordon/audit.jsonl",
+    ];
+    // Neighbours the tools need: settings, plugins, binaries.
+    let readable = [
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".gemini/settings.json",
+        ".pulumi/plugins/resource-x/README",
+        ".fly/bin/README",
+        ".m2/repository/README",
+        ".gradle/caches/README",
+        ".local/share/nvim/site/README",
+    ];
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        for rel in denied.iter().chain(&readable) {
+            let path = fx.home.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, fx.canary(rel)).unwrap();
+        }
+        chown_tree(&fx.home, mode);
+        let mut script = String::new();
+        for rel in denied.iter().chain(&readable) {
+            let path = fx.home.join(rel);
+            script.push_str(&format!(
+                "echo '[{rel}]'; cat {} 2>&1; echo\n",
+                path.display()
+            ));
+        }
+        let out = fx.sandbox().sh(&script);
+        for rel in &denied {
+            assert!(
+                !out.stdout.contains(&fx.canary(rel)),
+                "{mode:?}: ~/{rel} readable: {}",
+                out.stdout
+            );
+        }
+        for rel in &readable {
+            assert!(
+                out.stdout.contains(&fx.canary(rel)),
+                "{mode:?}: ~/{rel} unreadable: {}",
+                out.stdout
+            );
+        }
+    });
+}
