@@ -376,3 +376,91 @@ fn agents_cloud_and_package_manager_credentials_and_histories_are_denied() {
         }
     });
 }
+
+/// Config files other agents, editors, hook managers, version and package
+/// managers run code from, found writable by the review: none can be
+/// created or changed from inside, in the project or in a nested
+/// repository, and nothing of the attempts is left on the host.
+#[test]
+fn configs_that_run_code_later_cannot_be_planted() {
+    // (file to write, relative to a repository's top)
+    let new = [
+        ".roo/mcp.json",
+        ".kiro/settings/mcp.json",
+        ".kiro/hooks/on-save.kiro.hook",
+        ".amazonq/mcp.json",
+        ".continue/config.yaml",
+        ".qwen/settings.json",
+        ".crush.json",
+        "opencode.json",
+        ".opencode/plugin/x.js",
+        ".aider.conf.yml",
+        ".lefthook.yml",
+        "lefthook-local.yml",
+        ".devcontainer.json",
+        ".exrc",
+        ".nvim.lua",
+        ".nvimrc",
+        "mise.toml",
+        ".mise.toml",
+        ".tool-versions",
+        ".yarnrc",
+        "bunfig.toml",
+        ".github/actions/setup/action.yml",
+        ".gitlab-ci.yml",
+    ];
+    // Ones the user already has must not change either.
+    let existing = ["mise.toml", ".kiro/hooks/on-save.kiro.hook", ".exrc"];
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        git_project(&fx);
+        let nested = fx.project.join("vendor/lib");
+        std::fs::create_dir_all(&nested).unwrap();
+        chown_tree(&fx.project, mode);
+        fx.host_git(&nested, &["init", "-q"]);
+        let original = "user's own\n";
+        for rel in existing {
+            let path = nested.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, original).unwrap();
+        }
+        chown_tree(&fx.project, mode);
+        let planted = format!("planted-{}", fx.token);
+        let mut attempts = Vec::new();
+        for top in [fx.project.clone(), nested.clone()] {
+            for rel in new {
+                let path = top.join(rel);
+                let cmd = format!(
+                    "mkdir -p '{}' && echo {planted} > '{}'",
+                    path.parent().unwrap().display(),
+                    path.display()
+                );
+                attempts.push((format!("{}", path.display()), cmd));
+            }
+        }
+        let pairs: Vec<(&str, &str)> = attempts
+            .iter()
+            .map(|(l, c)| (l.as_str(), c.as_str()))
+            .collect();
+        let out = fx.sandbox().sh(&attempts_script(&pairs));
+        let open = open_lines(&out);
+        assert!(open.is_empty(), "{mode:?}: writable: {open:#?}");
+        for top in [&fx.project, &nested] {
+            for rel in new {
+                let content = std::fs::read_to_string(top.join(rel)).unwrap_or_default();
+                assert!(
+                    !content.contains(&planted),
+                    "{mode:?}: {} planted on the host",
+                    top.join(rel).display()
+                );
+            }
+        }
+        for rel in existing {
+            assert_eq!(
+                std::fs::read_to_string(nested.join(rel)).unwrap(),
+                original,
+                "{mode:?}: {rel} changed"
+            );
+        }
+    });
+}

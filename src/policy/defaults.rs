@@ -267,6 +267,21 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
 /// under it (nested repositories and submodules included). They stay
 /// read-only even inside writable areas, and cannot be created. A trailing
 /// `/` marks a directory; other names are files.
+///
+/// The rule for what is listed: a file is protected when a tool runs code
+/// it names on the host, *without the user running the project's code and
+/// without a diff to read first*: on `cd` (direnv, mise), when an editor or
+/// agent opens the project (tasks, MCP servers, exrc), on a git command
+/// (hook managers), on any use of a package or version manager (wrappers,
+/// plugins, shims). Not listed, by that rule:
+/// - the project's own build and test code (`build.rs`, `package.json`
+///   scripts, `Makefile`, Gradle and Maven files and wrappers, linters'
+///   JS configs, `node_modules/`): running the project runs them by design,
+///   and writing them is what an agent is for;
+/// - version pins that name no source (`.nvmrc`, `.node-version`,
+///   `.python-version`): the tool picks an official release;
+/// - agents' instruction files (`AGENTS.md`, `.clinerules`, rules
+///   directories): text, not code.
 pub const PROTECTED_NAMES: &[&str] = &[
     ".gitmodules",
     ".bashrc",
@@ -285,23 +300,116 @@ pub const PROTECTED_NAMES: &[&str] = &[
     ".vscode/",
     ".idea/",
     "cordon.toml",
-    // agents and editors that start MCP servers or tasks from the project
+    // agents and editors that start MCP servers, hooks or tasks from the
+    // project when it is opened
     ".cursor/",
     ".gemini/",
     ".codex/",
     ".zed/",
     ".devcontainer/",
+    // Dev containers: `initializeCommand` runs on the host, before the
+    // container (the single-file form of `.devcontainer/`).
+    ".devcontainer.json",
+    // Roo Code and Kilo Code: project MCP servers (their rules stay writable).
+    ".roo/mcp.json",
+    ".kilocode/mcp.json",
+    // Kiro: MCP servers, and agent hooks that run shell commands on events.
+    ".kiro/settings/",
+    ".kiro/hooks/",
+    // Amazon Q Developer: MCP servers, and local agents with hooks.
+    ".amazonq/mcp.json",
+    ".amazonq/cli-agents/",
+    // Continue: models, MCP servers, and commands in its config.
+    ".continue/",
+    // Qwen Code: settings with MCP servers (as `.gemini/`, whose fork it is).
+    ".qwen/",
+    // Crush: MCP servers and LSP commands.
+    ".crush.json",
+    "crush.json",
+    // opencode: MCP servers, plugins (JavaScript it runs) and custom tools.
+    "opencode.json",
+    "opencode.jsonc",
+    ".opencode/",
+    // aider: `lint-cmd` and `test-cmd`, run after each edit.
+    ".aider.conf.yml",
+    // Windsurf: hooks and workflows; JetBrains Junie: MCP servers; Fleet:
+    // run configurations.
+    ".windsurf/",
+    ".junie/mcp/",
+    ".fleet/",
+    // editors' project-local startup files (vim's and neovim's `exrc`, the
+    // localvimrc plugin, Emacs' directory variables with `eval`)
+    ".exrc",
+    ".vimrc",
+    ".nvimrc",
+    ".nvim.lua",
+    ".lvimrc",
+    ".dir-locals.el",
+    ".dir-locals-2.el",
     // build tools that run programs named in their config
     ".cargo/config.toml",
     ".cargo/config",
     "rust-toolchain.toml",
     "rust-toolchain",
+    // Bazelisk: `BAZELISK_BASE_URL` picks the binary it downloads and runs.
+    ".bazeliskrc",
+    // package managers: every invocation loads these
     ".npmrc",
     ".yarnrc.yml",
+    // Yarn 1: `yarn-path` names the script every `yarn` runs.
+    ".yarnrc",
+    // Yarn 2+: the release `yarnPath` runs and the plugins it loads.
+    ".yarn/releases/",
+    ".yarn/plugins/",
     ".pnpmfile.cjs",
+    ".pnpmfile.mjs",
+    // Bun: `preload` scripts and registries for every `bun` command.
+    "bunfig.toml",
+    // version managers: run on `cd` through shell activation, or install
+    // and put on PATH the tools they name (mise's `[hooks]`, `[env]`
+    // `_.source`, and backends such as `ubi:` or `cargo:`, also read from
+    // `.tool-versions`)
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    ".mise/",
+    ".config/mise.toml",
+    ".config/mise/",
+    ".tool-versions",
+    // git hook managers: hooks installed once read these at every commit
     ".pre-commit-config.yaml",
     "lefthook.yml",
+    ".lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yaml",
+    "lefthook.toml",
+    ".lefthook.toml",
+    "lefthook.json",
+    ".lefthook.json",
+    "lefthook-local.yml",
+    ".lefthook-local.yml",
+    "lefthook-local.yaml",
+    ".lefthook-local.yaml",
+    ".config/lefthook.yml",
+    ".overcommit.yml",
+    // CI definitions: they run with the repository's CI secrets on the
+    // next push, and a changed workflow is easily lost among an agent's
+    // changes (GitHub itself gates workflow edits behind a separate token
+    // scope). The scripts they call are the project's code (see above).
     ".github/workflows/",
+    ".github/actions/",
+    ".gitlab-ci.yml",
+];
+
+/// Glob patterns of names that run code later, like [`PROTECTED_NAMES`],
+/// for names a fixed list cannot spell. Matched against a file's name (its
+/// last component) anywhere a protected name applies. Not yet enforced:
+/// the mechanism that refuses protected names at creation matches these.
+pub const PROTECTED_NAME_PATTERNS: &[&str] = &[
+    // VS Code workspace files: `tasks` that run on folder open, `settings`
+    // (terminal profiles, interpreter paths) and `launch` configurations.
+    "*.code-workspace",
 ];
 
 /// Inside every git dir (`.git`, and submodule git dirs): what runs or
@@ -343,6 +451,22 @@ mod tests {
                 !entry.split('/').any(|c| c == ".." || c.is_empty()),
                 "{entry}"
             );
+        }
+    }
+
+    #[test]
+    fn protected_names_are_plain_relative_names_once_and_patterns_are_globs() {
+        let mut seen = std::collections::BTreeSet::new();
+        for name in PROTECTED_NAMES {
+            assert!(seen.insert(name.trim_end_matches('/')), "{name} twice");
+            assert!(!name.starts_with('/'), "{name}");
+            assert!(!name.contains(['*', '?', '[', '{']), "{name}: a pattern");
+            let rel = name.trim_end_matches('/');
+            assert!(!rel.split('/').any(|c| c == ".." || c.is_empty()), "{name}");
+        }
+        for pattern in PROTECTED_NAME_PATTERNS {
+            assert!(pattern.contains('*') && !pattern.contains('/'), "{pattern}");
+            assert!(globset::Glob::new(pattern).is_ok(), "{pattern}");
         }
     }
 
