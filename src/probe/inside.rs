@@ -274,6 +274,10 @@ fn files(b: &mut Battery, spec: &Spec) {
         ".mcp.json",
         ".vscode/tasks.json",
         "cordon.toml",
+        ".roo/mcp.json",
+        ".devcontainer.json",
+        "mise.toml",
+        ".lefthook.yml",
     ] {
         let result = if rel.starts_with(".git/") && !spec.project.join(".git").is_dir() {
             (
