@@ -297,8 +297,8 @@ fn secret_names_and_secret_values_under_innocent_names_are_withheld() {
         for name in &withheld {
             rule(name);
         }
-        assert_eq!(rule("REDIS_URL"), "its value: a URL with a password in it");
-        assert_eq!(rule("NOTE_A"), "its value: a GitHub token (ghp_)");
-        assert_eq!(rule("NOTE_H"), "its value: a PEM private key");
+        assert_eq!(rule("REDIS_URL"), "value: a URL with a password in it");
+        assert_eq!(rule("NOTE_A"), "value: a GitHub token (ghp_)");
+        assert_eq!(rule("NOTE_H"), "value: a PEM private key");
     });
 }

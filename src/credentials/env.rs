@@ -436,7 +436,7 @@ impl EnvFilter {
         }
         let rule = match SECRET_PATTERNS.iter().find(|p| builtin_match(p, &upper)) {
             Some(pattern) => pattern.to_string(),
-            None => format!("its value: {}", secret_value(value.as_bytes())?),
+            None => format!("value: {}", secret_value(value.as_bytes())?),
         };
         Some(Removal {
             name: shown,
@@ -646,7 +646,7 @@ mod tests {
         for (value, what) in &cases {
             assert_eq!(
                 by_value(&f, "INNOCENT_NAME", value),
-                Some(format!("its value: {what}")),
+                Some(format!("value: {what}")),
                 "{value}"
             );
         }

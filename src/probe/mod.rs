@@ -182,7 +182,7 @@ pub struct Spec {
     /// itself stays out of the sandbox's command line).
     pub env_canary: (String, String),
     /// A variable with an innocent name whose value has a secret's shape,
-    /// which the scrub must find by its value: its name and the SHA-256 of
+    /// which the scrub must find by value: its name and the SHA-256 of
     /// its value.
     pub value_canary: (String, String),
     /// Secret-like names of the caller's environment (names only).
