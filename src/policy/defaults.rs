@@ -16,9 +16,13 @@
 /// entry, which keeps the real value outside).
 pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     // SSH, GPG, password managers, keyrings
+    // SSH private keys (and the hosts they open).
     ".ssh",
+    // GPG secret keys.
     ".gnupg",
+    // pass: the encrypted password store.
     ".password-store",
+    // GNOME Keyring's stores.
     ".local/share/keyrings",
     // KDE's wallet.
     ".local/share/kwalletd",
@@ -53,11 +57,17 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     // `llm` (datasette): provider API keys.
     ".config/io.datasette.llm/keys.json",
     // cloud providers
+    // AWS: access keys, SSO tokens.
     ".aws",
+    // Azure CLI: tokens.
     ".azure",
+    // Google Cloud SDK: OAuth tokens, service account keys.
     ".config/gcloud",
+    // Oracle Cloud: API signing keys.
     ".oci",
+    // DigitalOcean CLI: API token.
     ".config/doctl",
+    // s3cmd and boto (gsutil): access keys.
     ".s3cfg",
     ".boto",
     // Hetzner Cloud CLI: API tokens.
@@ -80,11 +90,13 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     // dbt: warehouse passwords and keys in `profiles.yml`.
     ".dbt/profiles.yml",
     // clusters, containers, infrastructure
+    // kubectl: cluster credentials in kubeconfigs.
     ".kube",
     // minikube: cluster CA and client private keys.
     ".minikube",
     // Teleport (`tsh`): user keys and certificates.
     ".tsh",
+    // Docker: registry logins.
     ".docker/config.json",
     // Docker contexts' client TLS keys for remote daemons.
     ".docker/contexts/tls",
@@ -93,10 +105,13 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     // Helm: chart repository passwords; OCI registry logins.
     ".config/helm/repositories.yaml",
     ".config/helm/registry",
+    // Terraform: `credentials.tfrc.json` (HCP Terraform tokens).
     ".terraform.d",
     // Terraform CLI config: `credentials` blocks (HCP Terraform tokens).
     ".terraformrc",
+    // HashiCorp Vault: the CLI's token.
     ".vault-token",
+    // rclone: remotes' tokens and passwords.
     ".config/rclone",
     // SOPS: age private keys (`age/keys.txt`).
     ".config/sops",
@@ -143,20 +158,26 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     ".config/configstore/firebase-tools.json",
     ".config/configstore/snyk.json",
     // forges and package registries
+    // Logins for any host (curl, git, Heroku, ...).
     ".netrc",
+    // git's `store` credential helper.
     ".git-credentials",
     ".config/git/credentials",
+    // GitHub CLI and hub, GitLab CLI: tokens.
     ".config/gh",
     ".config/hub",
     ".config/glab-cli",
     // Gitea CLI (`tea`): tokens.
     ".config/tea",
+    // npm: `_authToken` per registry.
     ".npmrc",
+    // Yarn 2+: `npmAuthToken`.
     ".yarnrc.yml",
     // Yarn 1: may hold `_authToken` for a registry.
     ".yarnrc",
     // pnpm's global rc: registry auth tokens.
     ".config/pnpm/rc",
+    // twine: PyPI passwords and tokens.
     ".pypirc",
     // pip: an `index-url` with a password.
     ".config/pip/pip.conf",
@@ -165,14 +186,17 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     ".config/pypoetry/auth.toml",
     // uv: stored index credentials.
     ".local/share/uv/credentials",
+    // Cargo: registry tokens.
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    // RubyGems: API key.
     ".gem/credentials",
     // Bundler: gem server credentials (`BUNDLE_<HOST>`).
     ".bundle/config",
     // Composer: HTTP basic, GitHub and GitLab tokens (both homes).
     ".composer/auth.json",
     ".config/composer/auth.json",
+    // Maven: the master password that decrypts settings.xml's.
     ".m2/settings-security.xml",
     // Maven: repository server passwords.
     ".m2/settings.xml",
@@ -192,13 +216,15 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     ".jfrog/jfrog-cli.conf.v6",
     ".jfrog/jfrog-cli.conf",
     // databases
+    // PostgreSQL and MySQL clients: passwords.
     ".pgpass",
     ".my.cnf",
     // mail: SMTP and IMAP passwords
     ".msmtprc",
     ".fetchmailrc",
     ".mbsyncrc",
-    // shell and REPL histories (commands and pasted secrets)
+    // shell and REPL histories (commands and pasted secrets; `.lesshst`
+    // holds less's searches)
     ".bash_history",
     ".zsh_history",
     ".zhistory",
@@ -354,7 +380,9 @@ pub const PROTECTED_NAMES: &[&str] = &[
     // Bazelisk: `BAZELISK_BASE_URL` picks the binary it downloads and runs.
     ".bazeliskrc",
     // package managers: every invocation loads these
+    // npm: `_authToken` per registry.
     ".npmrc",
+    // Yarn 2+: `npmAuthToken`.
     ".yarnrc.yml",
     // Yarn 1: `yarn-path` names the script every `yarn` runs.
     ".yarnrc",
