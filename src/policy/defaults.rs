@@ -309,7 +309,10 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
 /// - agents' instruction files (`AGENTS.md`, `.clinerules`, rules
 ///   directories): text, not code.
 pub const PROTECTED_NAMES: &[&str] = &[
+    // git: submodule URLs and paths, acted on by the next `git submodule`.
     ".gitmodules",
+    // shells' startup files: run when the project is (or is copied to) a
+    // home, or sourced by a project's scripts.
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -319,12 +322,19 @@ pub const PROTECTED_NAMES: &[&str] = &[
     ".zshenv",
     ".zlogin",
     ".profile",
+    // direnv: run on `cd` (once allowed, the next change of what it loads
+    // is not asked again when it comes through a watched file).
     ".envrc",
+    // husky: the hooks git runs through `core.hooksPath`.
     ".husky/",
+    // Claude Code: project MCP servers; settings with hooks.
     ".mcp.json",
     ".claude/",
+    // VS Code: tasks that run on folder open, settings; JetBrains IDEs:
+    // run configurations and startup tasks.
     ".vscode/",
     ".idea/",
+    // cordon's own project policy: the next run's rules.
     "cordon.toml",
     // agents and editors that start MCP servers, hooks or tasks from the
     // project when it is opened
