@@ -322,8 +322,7 @@ pub const PROTECTED_NAMES: &[&str] = &[
     ".zshenv",
     ".zlogin",
     ".profile",
-    // direnv: run on `cd` (once allowed, the next change of what it loads
-    // is not asked again when it comes through a watched file).
+    // direnv: run on `cd` into the project.
     ".envrc",
     // husky: the hooks git runs through `core.hooksPath`.
     ".husky/",
