@@ -726,9 +726,14 @@ mod tests {
         let f = filter(&[], &[], false);
         let (kept, removed) = f.apply([
             (OsString::from("GITHUB_TOKEN"), OsString::from("ghp_canary")),
+            (
+                OsString::from("NOTE"),
+                OsString::from("postgres://app:canary@db/app"),
+            ),
             (OsString::from("PATH"), OsString::from("/bin")),
         ]);
         assert_eq!(kept.len(), 1);
+        assert_eq!(removed.len(), 2);
         assert!(!format!("{removed:?}").contains("canary"));
     }
 }
