@@ -211,3 +211,94 @@ fn withheld_variables_are_logged_by_name_only() {
     assert_eq!(event("CORP_REGION")["source"], "flag --deny-env");
     assert!(!out.stderr.contains("blocked"), "{out:#?}");
 }
+
+/// Secret names the first patterns missed, and secret values under
+/// innocent names (a URL with a password, token prefixes, a JWT, a private
+/// key): none reaches the command or any process inside, each is logged
+/// by name with the shape that gave it away, and ordinary values pass.
+#[test]
+fn secret_names_and_secret_values_under_innocent_names_are_withheld() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let t = &fx.token;
+        let log = fx.outside.join("audit.jsonl");
+        // Every secret value holds the token, so one scan finds any leak.
+        let by_name = [
+            "MYSQL_PWD",
+            "SENTRY_DSN",
+            "SLACK_WEBHOOK_URL",
+            "RELEASE_SIGNING_KEY",
+            "APP_ENCRYPTION_KEY_V2",
+            "CI_JOB_JWT",
+            "DOCKER_AUTH_CONFIG",
+            "npm_config__authToken",
+            "CREDENTIALS",
+            "COOKIE",
+            "AUTH",
+        ];
+        let by_value = [
+            ("REDIS_URL", format!("redis://:pw{t}@cache:6379/0")),
+            ("UPSTREAM", format!("https://deploy:{t}@git.example/")),
+            ("NOTE_A", format!("ghp_{t}{t}0000")),
+            ("NOTE_B", format!("github_pat_11AB_{t}{t}{t}")),
+            ("NOTE_C", format!("sk-ant-api03-{t}{t}")),
+            ("NOTE_D", format!("xoxb-1234-{t}")),
+            ("NOTE_E", format!("glpat-{t}{t}")),
+            ("NOTE_F", format!("hf_{t}{t}")),
+            (
+                "NOTE_G",
+                format!("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ{t}.c2ln"),
+            ),
+            (
+                "NOTE_H",
+                format!("-----BEGIN RSA PRIVATE KEY-----\n{t}\n-----END RSA PRIVATE KEY-----"),
+            ),
+        ];
+        let plain = [
+            ("PLAIN_URL", "https://example.com/docs?page=2".to_string()),
+            ("PLAIN_WORD", "sk-1".to_string()),
+            (
+                "PLAIN_REMOTE",
+                "ssh://git@example.com/org/repo.git".to_string(),
+            ),
+        ];
+        let mut sandbox = fx.sandbox().arg("--audit").arg(&log);
+        for name in by_name {
+            sandbox = sandbox.env(name, format!("value-{t}"));
+        }
+        for (name, value) in by_value.iter().chain(&plain) {
+            sandbox = sandbox.env(name, value);
+        }
+        let out = sandbox.py(&proc_scan(t));
+        out.ok();
+        let env: Vec<&str> = line(&out, "env").split(' ').collect();
+        for (name, _) in &plain {
+            assert!(env.contains(name), "{mode:?}: {name} removed: {out:#?}");
+        }
+        let withheld: Vec<&str> = by_name
+            .iter()
+            .copied()
+            .chain(by_value.iter().map(|(n, _)| *n))
+            .collect();
+        for name in &withheld {
+            assert!(!env.contains(name), "{mode:?}: {name} inside: {out:#?}");
+        }
+        assert_eq!(line(&out, "hits"), "none", "{mode:?}: {out:#?}");
+        // The audit log names each, never a value.
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(!text.contains(t.as_str()), "{mode:?}: {text}");
+        let rule = |name: &str| {
+            text.lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .find(|e| e["subject"] == name && e["event"] == "withheld")
+                .map(|e| e["rule"].as_str().unwrap_or_default().to_string())
+                .unwrap_or_else(|| panic!("{mode:?}: no event for {name}: {text}"))
+        };
+        for name in &withheld {
+            rule(name);
+        }
+        assert_eq!(rule("REDIS_URL"), "value: a URL with a password in it");
+        assert_eq!(rule("NOTE_A"), "value: a GitHub token (ghp_)");
+        assert_eq!(rule("NOTE_H"), "value: a PEM private key");
+    });
+}

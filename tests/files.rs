@@ -296,3 +296,171 @@ fn allow_read_reallows_only_that_entry() {
         );
     });
 }
+
+/// Credential files the review read by default (agents' logins, cloud and
+/// package-manager tokens, histories, cordon's own earlier audit logs) are
+/// unreadable, while the directories around them stay readable where the
+/// tool that keeps them needs them.
+#[test]
+fn agents_cloud_and_package_manager_credentials_and_histories_are_denied() {
+    let denied = [
+        ".codex/auth.json",
+        ".claude/.credentials.json",
+        ".gemini/oauth_creds.json",
+        ".config/github-copilot/hosts.json",
+        ".m2/settings.xml",
+        ".gradle/gradle.properties",
+        ".terraformrc",
+        ".config/containers/auth.json",
+        ".config/sops/age/keys.txt",
+        ".pulumi/credentials.json",
+        ".config/solana/id.json",
+        ".databrickscfg",
+        ".config/helm/repositories.yaml",
+        ".fly/config.yml",
+        ".local/share/com.vercel.cli/auth.json",
+        ".config/hcloud/cli.toml",
+        ".config/stripe/config.toml",
+        ".config/pip/pip.conf",
+        ".composer/auth.json",
+        ".bundle/config",
+        ".yarnrc",
+        ".config/pnpm/rc",
+        ".viminfo",
+        ".local/state/nvim/shada/main.shada",
+        ".irb_history",
+        ".local/share/atuin/history.db",
+        ".local/state/cordon/audit.jsonl",
+    ];
+    // Neighbours the tools need: settings, plugins, binaries.
+    let readable = [
+        ".claude/settings.json",
+        ".codex/config.toml",
+        ".gemini/settings.json",
+        ".pulumi/plugins/resource-x/README",
+        ".fly/bin/README",
+        ".m2/repository/README",
+        ".gradle/caches/README",
+        ".local/share/nvim/site/README",
+    ];
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        for rel in denied.iter().chain(&readable) {
+            let path = fx.home.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, fx.canary(rel)).unwrap();
+        }
+        chown_tree(&fx.home, mode);
+        let mut script = String::new();
+        for rel in denied.iter().chain(&readable) {
+            let path = fx.home.join(rel);
+            script.push_str(&format!(
+                "echo '[{rel}]'; cat {} 2>&1; echo\n",
+                path.display()
+            ));
+        }
+        let out = fx.sandbox().sh(&script);
+        for rel in &denied {
+            assert!(
+                !out.stdout.contains(&fx.canary(rel)),
+                "{mode:?}: ~/{rel} readable: {}",
+                out.stdout
+            );
+        }
+        for rel in &readable {
+            assert!(
+                out.stdout.contains(&fx.canary(rel)),
+                "{mode:?}: ~/{rel} unreadable: {}",
+                out.stdout
+            );
+        }
+    });
+}
+
+/// Config files other agents, editors, hook managers, version and package
+/// managers run code from, found writable by the review: none can be
+/// created or changed from inside, in the project or in a nested
+/// repository, and nothing of the attempts is left on the host.
+#[test]
+fn configs_that_run_code_later_cannot_be_planted() {
+    // (file to write, relative to a repository's top)
+    let new = [
+        ".roo/mcp.json",
+        ".kiro/settings/mcp.json",
+        ".kiro/hooks/on-save.kiro.hook",
+        ".amazonq/mcp.json",
+        ".continue/config.yaml",
+        ".qwen/settings.json",
+        ".crush.json",
+        "opencode.json",
+        ".opencode/plugin/x.js",
+        ".aider.conf.yml",
+        ".lefthook.yml",
+        "lefthook-local.yml",
+        ".devcontainer.json",
+        ".exrc",
+        ".nvim.lua",
+        ".nvimrc",
+        "mise.toml",
+        ".mise.toml",
+        ".tool-versions",
+        ".yarnrc",
+        "bunfig.toml",
+        ".github/actions/setup/action.yml",
+        ".gitlab-ci.yml",
+    ];
+    // Ones the user already has must not change either.
+    let existing = ["mise.toml", ".kiro/hooks/on-save.kiro.hook", ".exrc"];
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        git_project(&fx);
+        let nested = fx.project.join("vendor/lib");
+        std::fs::create_dir_all(&nested).unwrap();
+        chown_tree(&fx.project, mode);
+        fx.host_git(&nested, &["init", "-q"]);
+        let original = "user's own\n";
+        for rel in existing {
+            let path = nested.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, original).unwrap();
+        }
+        chown_tree(&fx.project, mode);
+        let planted = format!("planted-{}", fx.token);
+        let mut attempts = Vec::new();
+        for top in [fx.project.clone(), nested.clone()] {
+            for rel in new {
+                let path = top.join(rel);
+                let cmd = format!(
+                    "mkdir -p '{}' && echo {planted} > '{}'",
+                    path.parent().unwrap().display(),
+                    path.display()
+                );
+                attempts.push((format!("{}", path.display()), cmd));
+            }
+        }
+        let pairs: Vec<(&str, &str)> = attempts
+            .iter()
+            .map(|(l, c)| (l.as_str(), c.as_str()))
+            .collect();
+        let out = fx.sandbox().sh(&attempts_script(&pairs));
+        let open = open_lines(&out);
+        assert!(open.is_empty(), "{mode:?}: writable: {open:#?}");
+        for top in [&fx.project, &nested] {
+            for rel in new {
+                let content = std::fs::read_to_string(top.join(rel)).unwrap_or_default();
+                assert!(
+                    !content.contains(&planted),
+                    "{mode:?}: {} planted on the host",
+                    top.join(rel).display()
+                );
+            }
+        }
+        for rel in existing {
+            assert_eq!(
+                std::fs::read_to_string(nested.join(rel)).unwrap(),
+                original,
+                "{mode:?}: {rel} changed"
+            );
+        }
+    });
+}

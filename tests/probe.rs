@@ -142,6 +142,10 @@ fn full_sandbox_passes_every_probe() {
             "set a set-user-ID bit on a file in the project",
             "create a file with a set-user-ID mode",
             "plant a hook in a repository made inside",
+            "write ./.roo/mcp.json",
+            "write ./.devcontainer.json",
+            "write ./mise.toml",
+            "write ./.lefthook.yml",
             "read ~/.ssh",
             "read ~/.aws",
             "read ~/.netrc",
@@ -158,6 +162,7 @@ fn full_sandbox_passes_every_probe() {
             "proxy to the metadata address",
             "proxy to an allowed host",
             "canary variable set by cordon",
+            "a secret-valued variable with an innocent name",
             "the caller's secret-like variables",
             "read /proc/1/environ",
             "read other processes' environ",
@@ -247,6 +252,10 @@ fn files_door_probes_fail_without_mount_view_and_landlock() {
             "write ./.mcp.json",
             "write ./.vscode/tasks.json",
             "write ./cordon.toml",
+            "write ./.roo/mcp.json",
+            "write ./.devcontainer.json",
+            "write ./mise.toml",
+            "write ./.lefthook.yml",
             "read ~/.ssh",
             "read ~/.aws",
             "read ~/.netrc",
@@ -258,9 +267,12 @@ fn files_door_probes_fail_without_mount_view_and_landlock() {
             "read a denied file via a hardlink in the project",
             "read a denied file via /proc/self/root",
             "reach the host root via /proc/self/root",
+            "read a host MAC address via /sys",
+            "list the firmware tables (/sys/firmware)",
         ],
     );
     if mode == Mode::Root {
+        assert_open(&r, &["read /proc/kpageflags"]);
         // /proc/1 is the sandbox's init in a fresh /proc of its own pid
         // namespace; without them, it is the host's, whose root only the
         // capabilities reach.
@@ -414,6 +426,7 @@ fn credentials_door_probes_fail_without_the_scrub() {
         &r,
         &[
             "canary variable set by cordon",
+            "a secret-valued variable with an innocent name",
             "the caller's secret-like variables",
             "SSH_AUTH_SOCK",
             "read /proc/1/environ",

@@ -2,11 +2,17 @@
 //! command never sees.
 //!
 //! A variable is removed when its name matches a built-in secret pattern
-//! ([`SECRET_PATTERNS`]) or a `deny_env` pattern, unless `keep_env` names
-//! it. With `clear_env`, every variable is removed except those `keep_env`
-//! names. Names are matched case-insensitively; values are never read.
+//! ([`SECRET_PATTERNS`]) or a `deny_env` pattern, or when its value is
+//! plainly a secret whatever the name ([`secret_value`]: a private key, a
+//! URL with a password, a token of a well-known shape), unless `keep_env`
+//! names it. With `clear_env`, every variable is removed except those
+//! `keep_env` names. Names are matched case-insensitively. Values are only
+//! looked at, with prefix and byte-class checks (no regex: this runs for
+//! every variable at every start), and never reported: a removal names the
+//! variable and the shape its value has.
 
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Serialize;
@@ -28,8 +34,34 @@ pub const SECRET_PATTERNS: &[&str] = &[
     "*PASSWD*",
     "*_CREDENTIALS",
     "*_CREDENTIAL",
+    "CREDENTIALS",
+    "CREDENTIAL",
     "*_AUTH",
+    "AUTH",
     "*_PAT",
+    // `MYSQL_PWD` and the like (`PWD` itself, the working directory, has no `_`).
+    "*_PWD",
+    "*PASSPHRASE*",
+    "*SIGNING_KEY*",
+    "*ENCRYPTION_KEY*",
+    // npm's `npm_config__authToken`, `npm_config_//host/:_authToken`, ngrok's.
+    "*AUTHTOKEN*",
+    // `CI_JOB_JWT`, `CI_JOB_JWT_V2`: a CI job's identity token.
+    "*_JWT",
+    "*_JWT_*",
+    // Sentry's and other DSNs carry a key (in the userinfo or as `password=`).
+    "*_DSN",
+    // A webhook URL is its own credential (Slack, Discord, Teams).
+    "*WEBHOOK*",
+    // Azure's `AccountKey=...;`, and database connection strings.
+    "*CONNECTION_STRING*",
+    "COOKIE",
+    "*_COOKIE",
+    // Password managers' unlocked sessions: 1Password, Bitwarden.
+    "OP_SESSION_*",
+    "BW_SESSION",
+    // Registry logins (`{"auths": {...}}`) for GitLab runners and CI.
+    "DOCKER_AUTH_CONFIG",
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN",
@@ -111,6 +143,257 @@ fn builtin_match(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// The bytes a token is made of.
+#[derive(Clone, Copy)]
+enum Alphabet {
+    /// `A-Z 0-9`.
+    UpperAlnum,
+    /// `A-Z a-z 0-9`.
+    Alnum,
+    /// `A-Z a-z 0-9 _`.
+    Word,
+    /// `A-Z a-z 0-9 _ -`.
+    Dashed,
+}
+
+impl Alphabet {
+    fn admits(self, b: u8) -> bool {
+        match self {
+            Alphabet::UpperAlnum => b.is_ascii_uppercase() || b.is_ascii_digit(),
+            Alphabet::Alnum => b.is_ascii_alphanumeric(),
+            Alphabet::Word => b.is_ascii_alphanumeric() || b == b'_',
+            Alphabet::Dashed => b.is_ascii_alphanumeric() || b == b'_' || b == b'-',
+        }
+    }
+}
+
+/// A credential format whose issuer gave it a fixed prefix.
+struct TokenShape {
+    /// What the removal names (the issuer and the prefix).
+    what: &'static str,
+    prefix: &'static str,
+    /// Shortest and longest length of the part after the prefix.
+    len: (usize, usize),
+    alphabet: Alphabet,
+}
+
+const fn shape(
+    what: &'static str,
+    prefix: &'static str,
+    len: (usize, usize),
+    alphabet: Alphabet,
+) -> TokenShape {
+    TokenShape {
+        what,
+        prefix,
+        len,
+        alphabet,
+    }
+}
+
+/// Token formats recognised in any variable's value. The lengths are the
+/// issuers' (with some slack), so a short word such as `sk-1` is kept.
+const TOKEN_SHAPES: &[TokenShape] = &[
+    shape("a GitHub token (ghp_)", "ghp_", (30, 255), Alphabet::Alnum),
+    shape("a GitHub token (gho_)", "gho_", (30, 255), Alphabet::Alnum),
+    shape("a GitHub token (ghu_)", "ghu_", (30, 255), Alphabet::Alnum),
+    shape("a GitHub token (ghs_)", "ghs_", (30, 255), Alphabet::Alnum),
+    shape("a GitHub token (ghr_)", "ghr_", (30, 255), Alphabet::Alnum),
+    shape(
+        "a GitHub token (github_pat_)",
+        "github_pat_",
+        (40, 255),
+        Alphabet::Word,
+    ),
+    shape(
+        "an Anthropic key (sk-ant-)",
+        "sk-ant-",
+        (32, 255),
+        Alphabet::Dashed,
+    ),
+    shape("an API key (sk-)", "sk-", (32, 255), Alphabet::Dashed),
+    shape(
+        "a Stripe key (sk_live_)",
+        "sk_live_",
+        (20, 255),
+        Alphabet::Alnum,
+    ),
+    shape(
+        "a Stripe key (sk_test_)",
+        "sk_test_",
+        (20, 255),
+        Alphabet::Alnum,
+    ),
+    shape(
+        "a Stripe key (rk_live_)",
+        "rk_live_",
+        (20, 255),
+        Alphabet::Alnum,
+    ),
+    shape(
+        "a Slack token (xoxb-)",
+        "xoxb-",
+        (20, 255),
+        Alphabet::Dashed,
+    ),
+    shape(
+        "a Slack token (xoxp-)",
+        "xoxp-",
+        (20, 255),
+        Alphabet::Dashed,
+    ),
+    shape(
+        "a Slack token (xoxa-)",
+        "xoxa-",
+        (20, 255),
+        Alphabet::Dashed,
+    ),
+    shape(
+        "a Slack token (xoxe-)",
+        "xoxe-",
+        (20, 255),
+        Alphabet::Dashed,
+    ),
+    shape(
+        "a Slack token (xapp-)",
+        "xapp-",
+        (20, 255),
+        Alphabet::Dashed,
+    ),
+    shape(
+        "an AWS access key id (AKIA)",
+        "AKIA",
+        (16, 16),
+        Alphabet::UpperAlnum,
+    ),
+    shape(
+        "an AWS access key id (ASIA)",
+        "ASIA",
+        (16, 16),
+        Alphabet::UpperAlnum,
+    ),
+    shape(
+        "a Google API key (AIza)",
+        "AIza",
+        (35, 35),
+        Alphabet::Dashed,
+    ),
+    shape(
+        "a GitLab token (glpat-)",
+        "glpat-",
+        (20, 255),
+        Alphabet::Dashed,
+    ),
+    shape(
+        "a GitLab runner token (glrt-)",
+        "glrt-",
+        (20, 255),
+        Alphabet::Dashed,
+    ),
+    shape(
+        "a GitLab deploy token (gldt-)",
+        "gldt-",
+        (20, 255),
+        Alphabet::Dashed,
+    ),
+    shape("an npm token (npm_)", "npm_", (36, 255), Alphabet::Alnum),
+    shape(
+        "a PyPI token (pypi-)",
+        "pypi-",
+        (50, 1024),
+        Alphabet::Dashed,
+    ),
+    shape(
+        "a Hugging Face token (hf_)",
+        "hf_",
+        (30, 255),
+        Alphabet::Alnum,
+    ),
+    shape(
+        "a DigitalOcean token (dop_v1_)",
+        "dop_v1_",
+        (40, 255),
+        Alphabet::Alnum,
+    ),
+];
+
+/// Why `value` is plainly a secret whatever its variable is called, or
+/// `None`. Looks for a PEM private key, a URL with a password in its
+/// userinfo, a JSON Web Token, and [`TOKEN_SHAPES`], each as a word of the
+/// value (a run of `A-Z a-z 0-9 . _ -`), so one inside a header or a list
+/// is found too.
+pub fn secret_value(value: &[u8]) -> Option<&'static str> {
+    use memchr::memmem;
+    if memmem::find(value, b"-----BEGIN ").is_some()
+        && memmem::find(value, b"PRIVATE KEY").is_some()
+    {
+        return Some("a PEM private key");
+    }
+    if memmem::find_iter(value, b"://").any(|at| url_has_password(value, at)) {
+        return Some("a URL with a password in it");
+    }
+    let in_word = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    value
+        .split(|b| !in_word(b))
+        .find_map(|word| token_shape(word))
+}
+
+/// Whether the URL whose `://` is at `at` in `value` has a non-empty
+/// password (`scheme://user:password@host`, `redis://:password@host`).
+fn url_has_password(value: &[u8], at: usize) -> bool {
+    if !value[..at].last().is_some_and(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    let rest = &value[at + 3..];
+    let end = rest
+        .iter()
+        .position(|b| {
+            matches!(b, b'/' | b'?' | b'#' | b',' | b';' | b'"' | b'\'') || b.is_ascii_whitespace()
+        })
+        .unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let Some(at_sign) = memchr::memrchr(b'@', authority) else {
+        return false;
+    };
+    let userinfo = &authority[..at_sign];
+    memchr::memchr(b':', userinfo).is_some_and(|colon| colon + 1 < userinfo.len())
+}
+
+/// Which token format `word` has, if any.
+fn token_shape(word: &[u8]) -> Option<&'static str> {
+    if word.starts_with(b"eyJ") && is_jwt(word) {
+        return Some("a JSON Web Token (eyJ...)");
+    }
+    // A token ending a sentence keeps its format.
+    let word = word.strip_suffix(b".").unwrap_or(word);
+    TOKEN_SHAPES.iter().find_map(|t| {
+        let rest = word.strip_prefix(t.prefix.as_bytes())?;
+        let fits = (t.len.0..=t.len.1).contains(&rest.len())
+            && rest.iter().all(|b| t.alphabet.admits(*b))
+            // Issued tokens are random: letters and digits both.
+            && rest.iter().any(u8::is_ascii_digit)
+            && rest.iter().any(u8::is_ascii_alphabetic);
+        fits.then_some(t.what)
+    })
+}
+
+/// A JWT: three base64url parts joined by `.`, the header (`eyJ`, which is
+/// `{"` encoded) and the payload long enough to hold a claim.
+fn is_jwt(word: &[u8]) -> bool {
+    let mut parts = word.split(|b| *b == b'.');
+    let (Some(header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let base64url = |p: &[u8]| p.iter().all(|b| Alphabet::Dashed.admits(*b));
+    header.len() >= 10
+        && payload.len() >= 10
+        && base64url(header)
+        && base64url(payload)
+        && base64url(signature)
+}
+
 /// The compiled environment policy.
 pub struct EnvFilter {
     denied: GlobSet,
@@ -128,8 +411,9 @@ impl EnvFilter {
         }
     }
 
-    /// Why `name` is removed, or `None` if the command keeps it.
-    pub fn removal(&self, name: &OsStr) -> Option<Removal> {
+    /// Why the variable `name=value` is removed, or `None` if the command
+    /// keeps it.
+    pub fn removal(&self, name: &OsStr, value: &OsStr) -> Option<Removal> {
         let upper = name.to_string_lossy().to_ascii_uppercase();
         let shown = name.to_string_lossy().into_owned();
         if self.kept.is_match(&upper) {
@@ -150,10 +434,13 @@ impl EnvFilter {
                 source: rule.source.clone(),
             });
         }
-        let pattern = SECRET_PATTERNS.iter().find(|p| builtin_match(p, &upper))?;
+        let rule = match SECRET_PATTERNS.iter().find(|p| builtin_match(p, &upper)) {
+            Some(pattern) => pattern.to_string(),
+            None => format!("value: {}", secret_value(value.as_bytes())?),
+        };
         Some(Removal {
             name: shown,
-            rule: pattern.to_string(),
+            rule,
             source: Source::Builtin,
         })
     }
@@ -166,7 +453,7 @@ impl EnvFilter {
         let mut kept = Vec::new();
         let mut removed = Vec::new();
         for (name, value) in vars {
-            match self.removal(&name) {
+            match self.removal(&name, &value) {
                 Some(r) => removed.push(r),
                 None => kept.push((name, value)),
             }
@@ -203,7 +490,8 @@ mod tests {
     }
 
     fn removed(f: &EnvFilter, name: &str) -> Option<String> {
-        f.removal(OsStr::new(name)).map(|r| r.rule)
+        f.removal(OsStr::new(name), OsStr::new("plain"))
+            .map(|r| r.rule)
     }
 
     #[test]
@@ -240,6 +528,156 @@ mod tests {
         ] {
             assert_eq!(removed(&f, name), None, "{name} removed");
         }
+    }
+
+    #[test]
+    fn names_from_the_review_are_removed() {
+        let f = filter(&[], &[], false);
+        for name in [
+            "MYSQL_PWD",
+            "SENTRY_DSN",
+            "SLACK_WEBHOOK_URL",
+            "DISCORD_WEBHOOK",
+            "JWT_SIGNING_KEY",
+            "COOKIE_SIGNING_KEY",
+            "APP_ENCRYPTION_KEY",
+            "ENCRYPTION_KEY",
+            "CI_JOB_JWT",
+            "CI_JOB_JWT_V2",
+            "DOCKER_AUTH_CONFIG",
+            "npm_config__authToken",
+            "npm_config_//registry.npmjs.org/:_authToken",
+            "NGROK_AUTHTOKEN",
+            "CREDENTIALS",
+            "COOKIE",
+            "AUTH",
+            "AZURE_STORAGE_CONNECTION_STRING",
+            "OP_SESSION_my",
+            "BW_SESSION",
+            "GPG_PASSPHRASE",
+        ] {
+            assert!(removed(&f, name).is_some(), "{name} kept");
+        }
+        for name in [
+            "PWD",
+            "OLDPWD",
+            "XAUTHORITY",
+            "AUTHOR",
+            "REDIS_URL",
+            "JWT_ALGORITHM",
+        ] {
+            assert_eq!(removed(&f, name), None, "{name} removed");
+        }
+    }
+
+    fn by_value(f: &EnvFilter, name: &str, value: &str) -> Option<String> {
+        f.removal(OsStr::new(name), OsStr::new(value))
+            .map(|r| r.rule)
+    }
+
+    #[test]
+    fn plainly_secret_values_are_removed_whatever_the_name() {
+        let f = filter(&[], &[], false);
+        let gh = format!("ghp_{}", "a1B2".repeat(9));
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        let pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk=\n-----END OPENSSH PRIVATE KEY-----";
+        let cases: Vec<(String, &str)> = vec![
+            (
+                "redis://:hunter2@cache:6379/0".into(),
+                "a URL with a password in it",
+            ),
+            (
+                "postgres://app:s3cret@db/app".into(),
+                "a URL with a password in it",
+            ),
+            (
+                "https://u:p@proxy.corp:8080 http://other".into(),
+                "a URL with a password in it",
+            ),
+            (gh.clone(), "a GitHub token (ghp_)"),
+            (
+                format!("Authorization: token {gh}"),
+                "a GitHub token (ghp_)",
+            ),
+            (format!("gho_{}", "Zz9".repeat(12)), "a GitHub token (gho_)"),
+            (format!("ghs_{}", "Zz9".repeat(12)), "a GitHub token (ghs_)"),
+            (
+                format!("github_pat_11AAAA_{}", "b7".repeat(30)),
+                "a GitHub token (github_pat_)",
+            ),
+            (
+                format!("sk-ant-api03-{}", "Q9x_".repeat(20)),
+                "an Anthropic key (sk-ant-)",
+            ),
+            (
+                format!("sk-proj-{}", "T3Blbk9".repeat(8)),
+                "an API key (sk-)",
+            ),
+            (
+                "xoxb-123456789012-1234567890123-AbCdEfGh".into(),
+                "a Slack token (xoxb-)",
+            ),
+            (
+                "xapp-1-A0123456789-1234567890-abcdef".into(),
+                "a Slack token (xapp-)",
+            ),
+            ("AKIAIOSFODNN7EXAMPLE".into(), "an AWS access key id (AKIA)"),
+            ("ASIAY34FZKBOKMUTVV7A".into(), "an AWS access key id (ASIA)"),
+            (
+                "glpat-xX1yY2zZ3wW4vV5uU6tT".into(),
+                "a GitLab token (glpat-)",
+            ),
+            (format!("npm_{}", "aB3".repeat(12)), "an npm token (npm_)"),
+            (
+                format!("pypi-AgEIcHlwaS5vcmc{}", "x1Y_".repeat(12)),
+                "a PyPI token (pypi-)",
+            ),
+            (
+                format!("hf_{}", "kL8".repeat(11)),
+                "a Hugging Face token (hf_)",
+            ),
+            (
+                format!("dop_v1_{}", "0a".repeat(32)),
+                "a DigitalOcean token (dop_v1_)",
+            ),
+            (jwt.into(), "a JSON Web Token (eyJ...)"),
+            (pem.into(), "a PEM private key"),
+        ];
+        for (value, what) in &cases {
+            assert_eq!(
+                by_value(&f, "INNOCENT_NAME", value),
+                Some(format!("value: {what}")),
+                "{value}"
+            );
+        }
+        // Ordinary values stay, and so do short words that share a prefix.
+        for value in [
+            "/usr/local/bin:/usr/bin:/bin",
+            "/home/u",
+            "en_US.UTF-8",
+            "xterm-256color",
+            "https://example.com/path?q=1",
+            "http://localhost:8080",
+            "ssh://git@github.com:22/org/repo.git",
+            "https://user@example.com/",
+            "postgres://app:@db/app",
+            "sk-",
+            "sk-1",
+            "sk-learn",
+            "/opt/venv/lib/python3.11/site-packages/sk-learn-0.24.2-py3.9-linux-x86_64.egg",
+            "ghp_short",
+            "npm_config_cache_directory_for_the_whole_machine",
+            "AKIA",
+            "AKIAIOSFODNN7EXAMPLEX",
+            "eyJ",
+            "1.2.3",
+            "some-package-name-with-many-dashes-and-words",
+        ] {
+            assert_eq!(by_value(&f, "INNOCENT_NAME", value), None, "{value}");
+        }
+        // --keep-env still keeps one.
+        let keep = filter(&[], &["INNOCENT_NAME"], false);
+        assert_eq!(by_value(&keep, "INNOCENT_NAME", &gh), None);
     }
 
     #[test]
@@ -288,9 +726,14 @@ mod tests {
         let f = filter(&[], &[], false);
         let (kept, removed) = f.apply([
             (OsString::from("GITHUB_TOKEN"), OsString::from("ghp_canary")),
+            (
+                OsString::from("NOTE"),
+                OsString::from("postgres://app:canary@db/app"),
+            ),
             (OsString::from("PATH"), OsString::from("/bin")),
         ]);
         assert_eq!(kept.len(), 1);
+        assert_eq!(removed.len(), 2);
         assert!(!format!("{removed:?}").contains("canary"));
     }
 }

@@ -3,56 +3,267 @@
 /// Credential stores, relative to a home directory, unreadable by default.
 ///
 /// Each entry may be re-allowed with `--allow-read` or `files.allow_read`.
+/// Entries are exact paths (no globs), so `cordon probe` can try each.
+///
+/// What belongs here: files whose content is a secret (a token, a key, a
+/// password, a session) or a history that records secrets typed or pasted.
+/// What does not: a directory a tool needs to run (its binaries, caches,
+/// plugins, settings), even if a credential lies in it; then only the
+/// credential file is listed. The agents' own state directories
+/// (`~/.claude`, `~/.codex`, `~/.gemini`, ...) are needed by the agents, so
+/// only their credential files are listed: an agent that must log in from
+/// inside takes `--allow-read` for that file (or a `[[credentials.inject]]`
+/// entry, which keeps the real value outside).
 pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     // SSH, GPG, password managers, keyrings
+    // SSH private keys (and the hosts they open).
     ".ssh",
+    // GPG secret keys.
     ".gnupg",
+    // pass: the encrypted password store.
     ".password-store",
+    // GNOME Keyring's stores.
     ".local/share/keyrings",
+    // KDE's wallet.
+    ".local/share/kwalletd",
+    // 1Password CLI (`op`) sessions, and the desktop app's vault.
     ".config/op",
+    ".config/1Password",
+    // Bitwarden: the CLI's and the desktop app's vault and session keys.
+    ".config/Bitwarden CLI",
+    ".config/Bitwarden",
+    // NSS certificate and key database (Chromium's client certificates).
+    ".pki/nssdb",
+    // Emacs' and Gnus' password file, plain or encrypted.
+    ".authinfo",
+    ".authinfo.gpg",
+    // AI agents' logins (only the credential files; see above)
+    // Codex CLI: API key or ChatGPT OAuth tokens.
+    ".codex/auth.json",
+    // Claude Code: OAuth access and refresh tokens.
+    ".claude/.credentials.json",
+    // Gemini CLI: Google OAuth tokens.
+    ".gemini/oauth_creds.json",
+    // Qwen Code: OAuth tokens.
+    ".qwen/oauth_creds.json",
+    // GitHub Copilot in editors (vim, neovim, JetBrains): OAuth tokens only.
+    ".config/github-copilot",
+    // Cursor's agent CLI and editor: session token.
+    ".config/cursor/auth.json",
+    // opencode: provider API keys and OAuth tokens.
+    ".local/share/opencode/auth.json",
+    // Goose: provider keys when no keyring is available.
+    ".config/goose/secrets.yaml",
+    // `llm` (datasette): provider API keys.
+    ".config/io.datasette.llm/keys.json",
     // cloud providers
+    // AWS: access keys, SSO tokens.
     ".aws",
+    // Azure CLI: tokens.
     ".azure",
+    // Google Cloud SDK: OAuth tokens, service account keys.
     ".config/gcloud",
+    // Oracle Cloud: API signing keys.
     ".oci",
+    // DigitalOcean CLI: API token.
     ".config/doctl",
+    // s3cmd and boto (gsutil): access keys.
     ".s3cfg",
     ".boto",
+    // Hetzner Cloud CLI: API tokens.
+    ".config/hcloud/cli.toml",
+    // Linode CLI: API token.
+    ".config/linode-cli",
+    // Scaleway CLI: access and secret key.
+    ".config/scw",
+    // OpenStack: `clouds.yaml` and `secure.yaml` hold passwords.
+    ".config/openstack",
+    // Alibaba Cloud CLI: access keys.
+    ".aliyun",
+    // MinIO client: access and secret keys per alias.
+    ".mc",
+    // Databricks CLI: workspace tokens.
+    ".databrickscfg",
+    // Snowflake CLI and SnowSQL: connection passwords.
+    ".snowflake/connections.toml",
+    ".snowsql/config",
+    // dbt: warehouse passwords and keys in `profiles.yml`.
+    ".dbt/profiles.yml",
     // clusters, containers, infrastructure
+    // kubectl: cluster credentials in kubeconfigs.
     ".kube",
+    // minikube: cluster CA and client private keys.
+    ".minikube",
+    // Teleport (`tsh`): user keys and certificates.
+    ".tsh",
+    // Docker: registry logins.
     ".docker/config.json",
+    // Docker contexts' client TLS keys for remote daemons.
+    ".docker/contexts/tls",
+    // Podman, Buildah, Skopeo: registry logins.
+    ".config/containers/auth.json",
+    // Helm: chart repository passwords; OCI registry logins.
+    ".config/helm/repositories.yaml",
+    ".config/helm/registry",
+    // Terraform: `credentials.tfrc.json` (HCP Terraform tokens).
     ".terraform.d",
+    // Terraform CLI config: `credentials` blocks (HCP Terraform tokens).
+    ".terraformrc",
+    // HashiCorp Vault: the CLI's token.
     ".vault-token",
+    // rclone: remotes' tokens and passwords.
     ".config/rclone",
+    // SOPS: age private keys (`age/keys.txt`).
+    ".config/sops",
+    // Pulumi: backend access tokens (its plugins and binary stay readable).
+    ".pulumi/credentials.json",
+    // Solana CLI: wallet keypairs (`id.json`).
+    ".config/solana",
+    // Doppler CLI: service and personal tokens.
+    ".doppler",
+    // hosting platforms' CLIs
+    // Fly.io: access token (its binary under ~/.fly stays readable).
+    ".fly/config.yml",
+    // Vercel CLI: auth token (current and legacy places).
+    ".local/share/com.vercel.cli/auth.json",
+    ".vercel/auth.json",
+    // Netlify CLI: auth tokens.
+    ".config/netlify",
+    ".netlify/config.json",
+    // Cloudflare: tunnel credentials and origin certificate; wrangler's
+    // OAuth tokens (XDG and legacy places).
+    ".cloudflared",
+    ".config/.wrangler/config",
+    ".wrangler/config",
+    // Supabase CLI: access token.
+    ".supabase/access-token",
+    // Railway CLI: token.
+    ".railway/config.json",
+    // Stripe CLI: test and live keys.
+    ".config/stripe/config.toml",
+    // Expo: session secret.
+    ".expo/state.json",
+    // ngrok: authtoken and API key (v2 and v3 places).
+    ".ngrok2",
+    ".config/ngrok",
+    // Sentry CLI: auth token.
+    ".sentryclirc",
+    // CircleCI and Travis CLIs: API tokens.
+    ".circleci/cli.yml",
+    ".travis/config.yml",
+    // WakaTime: API key.
+    ".wakatime.cfg",
+    // Firebase and Snyk CLIs keep tokens in configstore files (the rest of
+    // configstore is other tools' state, which they must be able to read).
+    ".config/configstore/firebase-tools.json",
+    ".config/configstore/snyk.json",
     // forges and package registries
+    // Logins for any host (curl, git, Heroku, ...).
     ".netrc",
+    // git's `store` credential helper.
     ".git-credentials",
     ".config/git/credentials",
+    // GitHub CLI and hub, GitLab CLI: tokens.
     ".config/gh",
     ".config/hub",
     ".config/glab-cli",
+    // Gitea CLI (`tea`): tokens.
+    ".config/tea",
+    // npm: `_authToken` per registry.
     ".npmrc",
+    // Yarn 2+: `npmAuthToken`.
     ".yarnrc.yml",
+    // Yarn 1: may hold `_authToken` for a registry.
+    ".yarnrc",
+    // pnpm's global rc: registry auth tokens.
+    ".config/pnpm/rc",
+    // twine: PyPI passwords and tokens.
     ".pypirc",
+    // pip: an `index-url` with a password.
+    ".config/pip/pip.conf",
+    ".pip/pip.conf",
+    // Poetry: repository passwords when no keyring is available.
+    ".config/pypoetry/auth.toml",
+    // uv: stored index credentials.
+    ".local/share/uv/credentials",
+    // Cargo: registry tokens.
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    // RubyGems: API key.
     ".gem/credentials",
+    // Bundler: gem server credentials (`BUNDLE_<HOST>`).
+    ".bundle/config",
+    // Composer: HTTP basic, GitHub and GitLab tokens (both homes).
+    ".composer/auth.json",
+    ".config/composer/auth.json",
+    // Maven: the master password that decrypts settings.xml's.
     ".m2/settings-security.xml",
+    // Maven: repository server passwords.
+    ".m2/settings.xml",
+    // Gradle: repository and signing passwords in user properties.
+    ".gradle/gradle.properties",
+    // sbt and Ivy: repository credentials.
+    ".sbt/.credentials",
+    ".ivy2/.credentials",
+    // NuGet (dotnet): `packageSourceCredentials`, often in clear text.
+    ".nuget/NuGet/NuGet.Config",
+    // Hex (Elixir): API key.
+    ".hex/hex.config",
+    // Dart and Flutter: pub.dev tokens (current and legacy places).
+    ".config/dart/pub-credentials.json",
+    ".pub-cache/credentials.json",
+    // JFrog CLI: Artifactory tokens and passwords (its plugins stay readable).
+    ".jfrog/jfrog-cli.conf.v6",
+    ".jfrog/jfrog-cli.conf",
     // databases
+    // PostgreSQL and MySQL clients: passwords.
     ".pgpass",
     ".my.cnf",
-    // shell and REPL histories
+    // mail: SMTP and IMAP passwords
+    ".msmtprc",
+    ".fetchmailrc",
+    ".mbsyncrc",
+    // shell and REPL histories (commands and pasted secrets; `.lesshst`
+    // holds less's searches)
     ".bash_history",
     ".zsh_history",
+    ".zhistory",
     ".histfile",
     ".sh_history",
     ".local/share/fish/fish_history",
+    // nushell's history (in its config dir on Linux).
+    ".config/nushell/history.txt",
+    // Atuin: the shell history database and its sync key.
+    ".local/share/atuin",
     ".python_history",
     ".node_repl_history",
+    ".irb_history",
+    ".pry_history",
     ".psql_history",
     ".mysql_history",
     ".sqlite_history",
+    // pgcli's history.
+    ".config/pgcli/history",
+    ".rediscli_history",
+    // MongoDB shells: mongosh's history and logs, the legacy shell's history.
+    ".mongosh",
+    ".dbshell",
     ".lesshst",
+    // editor histories (searches, command lines, registers); not the
+    // editors' configuration or plugins
+    ".viminfo",
+    // Neovim's ShaDa (current and pre-0.8 places).
+    ".local/state/nvim/shada",
+    ".local/share/nvim/shada",
+    // Emacs' savehist file.
+    ".emacs.d/history",
+    // editors' extension storage: tokens of signed-in extensions (Cursor's
+    // own session is in its `state.vscdb`)
+    ".config/Code/User/globalStorage",
+    ".config/Cursor/User/globalStorage",
+    ".config/Windsurf/User/globalStorage",
+    ".config/VSCodium/User/globalStorage",
+    ".vscode-server/data/User/globalStorage",
     // browser and mail profiles (cookies, saved passwords, sessions)
     ".mozilla",
     ".thunderbird",
@@ -64,6 +275,13 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     ".config/opera",
     "snap/firefox",
     "snap/chromium",
+    // chat apps' sessions (Electron profiles like the browsers')
+    ".config/Slack",
+    ".config/discord",
+    ".config/Signal",
+    // cordon's own audit logs of earlier runs (the default place, under
+    // `~/.local/state`; cordon writes the log from outside the sandbox).
+    ".local/state/cordon",
 ];
 
 /// Names that run code later, outside the sandbox, if planted.
@@ -75,8 +293,26 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
 /// under it (nested repositories and submodules included). They stay
 /// read-only even inside writable areas, and cannot be created. A trailing
 /// `/` marks a directory; other names are files.
+///
+/// The rule for what is listed: a file is protected when a tool runs code
+/// it names on the host, *without the user running the project's code and
+/// without a diff to read first*: on `cd` (direnv, mise), when an editor or
+/// agent opens the project (tasks, MCP servers, exrc), on a git command
+/// (hook managers), on any use of a package or version manager (wrappers,
+/// plugins, shims). Not listed, by that rule:
+/// - the project's own build and test code (`build.rs`, `package.json`
+///   scripts, `Makefile`, Gradle and Maven files and wrappers, linters'
+///   JS configs, `node_modules/`): running the project runs them by design,
+///   and writing them is what an agent is for;
+/// - version pins that name no source (`.nvmrc`, `.node-version`,
+///   `.python-version`): the tool picks an official release;
+/// - agents' instruction files (`AGENTS.md`, `.clinerules`, rules
+///   directories): text, not code.
 pub const PROTECTED_NAMES: &[&str] = &[
+    // git: submodule URLs and paths, acted on by the next `git submodule`.
     ".gitmodules",
+    // shells' startup files: run when the project is (or is copied to) a
+    // home, or sourced by a project's scripts.
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -86,30 +322,131 @@ pub const PROTECTED_NAMES: &[&str] = &[
     ".zshenv",
     ".zlogin",
     ".profile",
+    // direnv: run on `cd` into the project.
     ".envrc",
+    // husky: the hooks git runs through `core.hooksPath`.
     ".husky/",
+    // Claude Code: project MCP servers; settings with hooks.
     ".mcp.json",
     ".claude/",
+    // VS Code: tasks that run on folder open, settings; JetBrains IDEs:
+    // run configurations and startup tasks.
     ".vscode/",
     ".idea/",
+    // cordon's own project policy: the next run's rules.
     "cordon.toml",
-    // agents and editors that start MCP servers or tasks from the project
+    // agents and editors that start MCP servers, hooks or tasks from the
+    // project when it is opened
     ".cursor/",
     ".gemini/",
     ".codex/",
     ".zed/",
     ".devcontainer/",
+    // Dev containers: `initializeCommand` runs on the host, before the
+    // container (the single-file form of `.devcontainer/`).
+    ".devcontainer.json",
+    // Roo Code and Kilo Code: project MCP servers (their rules stay writable).
+    ".roo/mcp.json",
+    ".kilocode/mcp.json",
+    // Kiro: MCP servers, and agent hooks that run shell commands on events.
+    ".kiro/settings/",
+    ".kiro/hooks/",
+    // Amazon Q Developer: MCP servers, and local agents with hooks.
+    ".amazonq/mcp.json",
+    ".amazonq/cli-agents/",
+    // Continue: models, MCP servers, and commands in its config.
+    ".continue/",
+    // Qwen Code: settings with MCP servers (as `.gemini/`, whose fork it is).
+    ".qwen/",
+    // Crush: MCP servers and LSP commands.
+    ".crush.json",
+    "crush.json",
+    // opencode: MCP servers, plugins (JavaScript it runs) and custom tools.
+    "opencode.json",
+    "opencode.jsonc",
+    ".opencode/",
+    // aider: `lint-cmd` and `test-cmd`, run after each edit.
+    ".aider.conf.yml",
+    // Windsurf: hooks and workflows; JetBrains Junie: MCP servers; Fleet:
+    // run configurations.
+    ".windsurf/",
+    ".junie/mcp/",
+    ".fleet/",
+    // editors' project-local startup files (vim's and neovim's `exrc`, the
+    // localvimrc plugin, Emacs' directory variables with `eval`)
+    ".exrc",
+    ".vimrc",
+    ".nvimrc",
+    ".nvim.lua",
+    ".lvimrc",
+    ".dir-locals.el",
+    ".dir-locals-2.el",
     // build tools that run programs named in their config
     ".cargo/config.toml",
     ".cargo/config",
     "rust-toolchain.toml",
     "rust-toolchain",
+    // Bazelisk: `BAZELISK_BASE_URL` picks the binary it downloads and runs.
+    ".bazeliskrc",
+    // package managers: every invocation loads these
+    // npm: `_authToken` per registry.
     ".npmrc",
+    // Yarn 2+: `npmAuthToken`.
     ".yarnrc.yml",
+    // Yarn 1: `yarn-path` names the script every `yarn` runs.
+    ".yarnrc",
+    // Yarn 2+: the release `yarnPath` runs and the plugins it loads.
+    ".yarn/releases/",
+    ".yarn/plugins/",
     ".pnpmfile.cjs",
+    ".pnpmfile.mjs",
+    // Bun: `preload` scripts and registries for every `bun` command.
+    "bunfig.toml",
+    // version managers: run on `cd` through shell activation, or install
+    // and put on PATH the tools they name (mise's `[hooks]`, `[env]`
+    // `_.source`, and backends such as `ubi:` or `cargo:`, also read from
+    // `.tool-versions`)
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    ".mise/",
+    ".config/mise.toml",
+    ".config/mise/",
+    ".tool-versions",
+    // git hook managers: hooks installed once read these at every commit
     ".pre-commit-config.yaml",
     "lefthook.yml",
+    ".lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yaml",
+    "lefthook.toml",
+    ".lefthook.toml",
+    "lefthook.json",
+    ".lefthook.json",
+    "lefthook-local.yml",
+    ".lefthook-local.yml",
+    "lefthook-local.yaml",
+    ".lefthook-local.yaml",
+    ".config/lefthook.yml",
+    ".overcommit.yml",
+    // CI definitions: they run with the repository's CI secrets on the
+    // next push, and a changed workflow is easily lost among an agent's
+    // changes (GitHub itself gates workflow edits behind a separate token
+    // scope). The scripts they call are the project's code (see above).
     ".github/workflows/",
+    ".github/actions/",
+    ".gitlab-ci.yml",
+];
+
+/// Glob patterns of names that run code later, like [`PROTECTED_NAMES`],
+/// for names a fixed list cannot spell. Matched against a file's name (its
+/// last component) anywhere a protected name applies: those that exist are
+/// read-only, new ones are refused at creation.
+pub const PROTECTED_NAME_PATTERNS: &[&str] = &[
+    // VS Code workspace files: `tasks` that run on folder open, `settings`
+    // (terminal profiles, interpreter paths) and `launch` configurations.
+    "*.code-workspace",
 ];
 
 /// Inside every git dir (`.git`, and submodule git dirs): what runs or
@@ -135,3 +472,80 @@ pub const MAX_CONNECTIONS: u64 = 4096;
 
 /// The audit log's file name in `$XDG_STATE_HOME/cordon/`.
 pub const AUDIT_LOG_FILE: &str = "audit.jsonl";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_credential_list_names_exact_paths_once() {
+        let mut seen = std::collections::BTreeSet::new();
+        for entry in CREDENTIAL_DENY_LIST {
+            assert!(seen.insert(entry), "{entry} twice");
+            assert!(!entry.starts_with('/') && !entry.ends_with('/'), "{entry}");
+            assert!(!entry.contains(['*', '?', '[', '{']), "{entry} is a glob");
+            assert!(
+                !entry.split('/').any(|c| c == ".." || c.is_empty()),
+                "{entry}"
+            );
+        }
+    }
+
+    #[test]
+    fn protected_names_are_plain_relative_names_once_and_patterns_are_globs() {
+        let mut seen = std::collections::BTreeSet::new();
+        for name in PROTECTED_NAMES {
+            assert!(seen.insert(name.trim_end_matches('/')), "{name} twice");
+            assert!(!name.starts_with('/'), "{name}");
+            assert!(!name.contains(['*', '?', '[', '{']), "{name}: a pattern");
+            let rel = name.trim_end_matches('/');
+            assert!(!rel.split('/').any(|c| c == ".." || c.is_empty()), "{name}");
+        }
+        for pattern in PROTECTED_NAME_PATTERNS {
+            assert!(pattern.contains('*') && !pattern.contains('/'), "{pattern}");
+            assert!(globset::Glob::new(pattern).is_ok(), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn directories_tools_need_to_run_are_not_hidden_wholesale() {
+        // Agents' state, editors' config and plugins, toolchains, caches:
+        // only credential files beneath them may be listed.
+        for needed in [
+            ".claude",
+            ".codex",
+            ".gemini",
+            ".qwen",
+            ".cursor",
+            ".config/opencode",
+            ".local/share/opencode",
+            ".config/nvim",
+            ".local/share/nvim",
+            ".local/state/nvim",
+            ".emacs.d",
+            ".vim",
+            ".config/Code",
+            ".cargo",
+            ".rustup",
+            ".npm",
+            ".cache",
+            ".local/share/pnpm",
+            ".config/yarn",
+            ".m2",
+            ".gradle",
+            ".pulumi",
+            ".fly",
+            ".docker",
+            ".jfrog",
+            ".pub-cache",
+            ".config",
+            ".local/share",
+            ".local/state",
+        ] {
+            assert!(
+                !CREDENTIAL_DENY_LIST.contains(&needed),
+                "{needed} is needed by the tools that keep it"
+            );
+        }
+    }
+}

@@ -25,6 +25,10 @@ use crate::sandbox::{self, SandboxError};
 /// sandbox; its name matches the secret patterns, so the scrub must remove it.
 pub const ENV_CANARY: &str = "CORDON_PROBE_CANARY_TOKEN";
 
+/// A variable with a name no pattern matches, set to a value shaped like
+/// a GitHub token: the scrub must remove it for its value.
+pub const VALUE_CANARY: &str = "CORDON_PROBE_NOTE";
+
 /// The metadata address of the clouds.
 const METADATA: &str = "169.254.169.254:80";
 
@@ -159,7 +163,33 @@ fn host_facts() -> HostFacts {
         terminal: fs::File::open("/dev/tty").is_ok(),
         modules: Path::new("/proc/modules").exists(),
         proc1_root: fs::read_link("/proc/1/root").is_ok(),
+        firmware: fs::read_dir("/sys/firmware").is_ok_and(|mut d| d.next().is_some()),
+        page_maps: fs::File::open("/proc/kpageflags")
+            .and_then(|mut f| f.read_exact(&mut [0u8; 8]))
+            .is_ok(),
     }
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The SHA-256 of each MAC address of the host's interfaces (lo's
+/// all-zero one left out).
+fn host_mac_hashes() -> Vec<String> {
+    let Ok(entries) = fs::read_dir("/sys/class/net") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| fs::read_to_string(e.path().join("address")).ok())
+        .map(|a| a.trim().to_string())
+        .filter(|a| a.chars().any(|c| c != '0' && c != ':'))
+        .map(|a| sha256_hex(a.as_bytes()))
+        .collect()
 }
 
 fn writable(dir: &Path) -> bool {
@@ -378,6 +408,10 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
     let env_value = random_hex(16);
     std::env::set_var(ENV_CANARY, &env_value);
     fx.env_set.push(ENV_CANARY);
+    // Hex with a letter and a digit fixed, as issued tokens have both.
+    let value_canary = format!("ghp_a0{}", random_hex(17));
+    std::env::set_var(VALUE_CANARY, &value_canary);
+    fx.env_set.push(VALUE_CANARY);
     if std::env::var_os("SSH_AUTH_SOCK").is_none() {
         if let Some((_, path)) = &unix_listener {
             std::env::set_var("SSH_AUTH_SOCK", path);
@@ -392,7 +426,7 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
     // The caller's own secret-like names, without those the probe set.
     let secret_names = std::env::vars_os()
         .filter(|(k, _)| !fx.env_set.iter().any(|s| k == *s))
-        .filter_map(|(k, _)| filter.removal(&k).map(|r| r.name))
+        .filter_map(|(k, v)| filter.removal(&k, &v).map(|r| r.name))
         .collect();
 
     let mut create_in = vec![(
@@ -439,14 +473,13 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
         unix_abstract: abstract_listener.as_ref().map(|_| abstract_name.clone()),
         canary_pid: fx.canary.as_ref().map(|c| c.id() as i32),
         canary_tag,
-        env_canary: (
-            ENV_CANARY.to_string(),
-            Sha256::digest(env_value.as_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect(),
+        env_canary: (ENV_CANARY.to_string(), sha256_hex(env_value.as_bytes())),
+        value_canary: (
+            VALUE_CANARY.to_string(),
+            sha256_hex(value_canary.as_bytes()),
         ),
         secret_names,
+        host_macs: host_mac_hashes(),
         resolver: host_resolver(),
         proxy: proxy_targets(&policy, tcp_port),
         host: facts,

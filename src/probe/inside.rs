@@ -38,6 +38,7 @@ pub fn run(spec: &str) -> i32 {
     };
     let mut b = Battery::default();
     files(&mut b, &spec);
+    kernel_files(&mut b, &spec);
     network(&mut b, &spec);
     credentials(&mut b, &spec);
     process(&mut b, &spec);
@@ -334,6 +335,10 @@ fn files(b: &mut Battery, spec: &Spec) {
         ".mcp.json",
         ".vscode/tasks.json",
         "cordon.toml",
+        ".roo/mcp.json",
+        ".devcontainer.json",
+        "mise.toml",
+        ".lefthook.yml",
     ] {
         let result = if rel.starts_with(".git/") && !spec.project.join(".git").is_dir() {
             (
@@ -683,6 +688,102 @@ fn network(b: &mut Battery, spec: &Spec) {
     );
 }
 
+/// Collects the `address` of every network device under `dir` (a `net/`
+/// directory's entries), `depth` levels down, not following links.
+fn net_addresses(dir: &Path, depth: usize, out: &mut Vec<String>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = entry.path();
+        if dir.file_name().is_some_and(|n| n == "net") {
+            if let Ok(address) = fs::read_to_string(path.join("address")) {
+                out.push(address.trim().to_string());
+            }
+        } else if depth > 0 {
+            net_addresses(&path, depth - 1, out);
+        }
+    }
+}
+
+/// What the kernel's own file systems reveal of the host: its interfaces'
+/// MAC addresses, its firmware tables, its physical memory map.
+fn kernel_files(b: &mut Battery, spec: &Spec) {
+    let f = Door::Files;
+    let result = if spec.host_macs.is_empty() {
+        skipped("the host has no interface with a MAC address")
+    } else {
+        // `class/net` holds links to the devices; the walk finds those
+        // that no link names.
+        let linked: Vec<PathBuf> = fs::read_dir("/sys/class/net")
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        let mut seen: Vec<String> = linked
+            .iter()
+            .filter_map(|l| fs::read_to_string(l.join("address")).ok())
+            .map(|a| a.trim().to_string())
+            .collect();
+        net_addresses(Path::new("/sys/devices"), 12, &mut seen);
+        let interfaces: Vec<String> = linked
+            .iter()
+            .filter_map(|l| l.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect();
+        if seen
+            .iter()
+            .any(|m| spec.host_macs.contains(&sha256_hex(m.as_bytes())))
+        {
+            succeeded(format!(
+                "read a host interface's address (interfaces: {})",
+                interfaces.join(" ")
+            ))
+        } else {
+            (
+                Outcome::Refused,
+                format!(
+                    "interfaces: {}; none has a host's address",
+                    interfaces.join(" ")
+                ),
+            )
+        }
+    };
+    b.add(
+        f,
+        "read a host MAC address via /sys",
+        Expect::Blocked,
+        result,
+    );
+    let result = if !spec.host.firmware {
+        skipped("the host shows no /sys/firmware")
+    } else {
+        match fs::read_dir("/sys/firmware").map(|d| d.count()) {
+            Ok(0) => (Outcome::Refused, "lists as empty".to_string()),
+            Ok(n) => succeeded(format!("listed {n} entries")),
+            Err(e) => refused(&e),
+        }
+    };
+    b.add(
+        f,
+        "list the firmware tables (/sys/firmware)",
+        Expect::Blocked,
+        result,
+    );
+    let result = if !spec.host.page_maps {
+        skipped("cordon's caller cannot read it outside either (root only)")
+    } else {
+        let mut buf = [0u8; 8];
+        match fs::File::open("/proc/kpageflags").and_then(|mut f| f.read(&mut buf)) {
+            Ok(0) => (Outcome::Refused, "reads as empty".to_string()),
+            Ok(_) => succeeded("read the flags of physical pages"),
+            Err(e) => refused(&e),
+        }
+    };
+    b.add(f, "read /proc/kpageflags", Expect::Blocked, result);
+}
+
 // ---------------------------------------------------------------------------
 // Credentials.
 
@@ -702,18 +803,33 @@ fn environ_leaks(raw: &[u8], spec: &Spec) -> Option<String> {
     None
 }
 
-fn credentials(b: &mut Battery, spec: &Spec) {
-    let c = Door::Credentials;
-    let (name, hash) = &spec.env_canary;
+/// Whether the canary variable `name`, whose value hashes to `hash`, or
+/// its value under another name, reached the sandbox.
+fn canary_variable((name, hash): &(String, String)) -> Result2 {
     let by_value = std::env::vars_os()
         .find(|(_, v)| sha256_hex(v.as_encoded_bytes()) == *hash)
         .map(|(k, _)| k.to_string_lossy().into_owned());
-    let result = match (std::env::var_os(name), by_value) {
+    match (std::env::var_os(name), by_value) {
         (Some(_), _) => succeeded(format!("{name} is set")),
         (None, Some(other)) => succeeded(format!("its value is in {other}")),
         (None, None) => (Outcome::Absent, format!("{name} unset, value nowhere")),
-    };
-    b.add(c, "canary variable set by cordon", Expect::Absent, result);
+    }
+}
+
+fn credentials(b: &mut Battery, spec: &Spec) {
+    let c = Door::Credentials;
+    b.add(
+        c,
+        "canary variable set by cordon",
+        Expect::Absent,
+        canary_variable(&spec.env_canary),
+    );
+    b.add(
+        c,
+        "a secret-valued variable with an innocent name",
+        Expect::Absent,
+        canary_variable(&spec.value_canary),
+    );
     let present: Vec<&str> = spec
         .secret_names
         .iter()

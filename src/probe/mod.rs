@@ -181,8 +181,15 @@ pub struct Spec {
     /// The canary variable's name and the SHA-256 of its value (the value
     /// itself stays out of the sandbox's command line).
     pub env_canary: (String, String),
+    /// A variable with an innocent name whose value has a secret's shape,
+    /// which the scrub must find by value: its name and the SHA-256 of
+    /// its value.
+    pub value_canary: (String, String),
     /// Secret-like names of the caller's environment (names only).
     pub secret_names: Vec<String>,
+    /// The SHA-256 of each of the host's MAC addresses (the addresses
+    /// themselves stay out of the sandbox).
+    pub host_macs: Vec<String>,
     /// The host's resolver, as /etc/resolv.conf names it.
     pub resolver: Option<SocketAddr>,
     /// Proxy targets (`host:port`) with what the policy expects of each.
@@ -246,6 +253,10 @@ pub struct HostFacts {
     pub modules: bool,
     /// The caller can follow the host's `/proc/1/root`.
     pub proc1_root: bool,
+    /// The host's `/sys/firmware` lists entries.
+    pub firmware: bool,
+    /// The caller can read `/proc/kpageflags` (root).
+    pub page_maps: bool,
 }
 
 /// The whole result.

@@ -58,6 +58,10 @@ pub struct Guard {
     guarded: HashSet<PathBuf>,
     /// Directories on the way to a guarded path: only `mkdir` there.
     on_the_way: HashSet<PathBuf>,
+    /// Directories where no name matching [`Guard::patterns`] may be made.
+    pattern_dirs: HashSet<PathBuf>,
+    /// Protected name patterns (`*.code-workspace`).
+    patterns: globset::GlobSet,
 }
 
 /// What kind of name a call makes, as the guard tells them apart.
@@ -87,9 +91,20 @@ impl Guard {
         guard
     }
 
+    /// Also refuses, in each of `dirs`, the names that match `patterns`.
+    pub fn with_patterns(
+        mut self,
+        dirs: impl IntoIterator<Item = PathBuf>,
+        patterns: globset::GlobSet,
+    ) -> Guard {
+        self.pattern_dirs.extend(dirs);
+        self.patterns = patterns;
+        self
+    }
+
     /// Whether nothing is guarded.
     pub fn is_empty(&self) -> bool {
-        self.guarded.is_empty()
+        self.guarded.is_empty() && self.pattern_dirs.is_empty()
     }
 
     /// The guarded paths, sorted (for `explain` and tests).
@@ -105,6 +120,10 @@ impl Guard {
             return Some(hit.clone());
         }
         if make == Make::Other && self.on_the_way.contains(path) {
+            return Some(path.to_path_buf());
+        }
+        let in_pattern_dir = path.parent().is_some_and(|p| self.pattern_dirs.contains(p));
+        if in_pattern_dir && path.file_name().is_some_and(|n| self.patterns.is_match(n)) {
             return Some(path.to_path_buf());
         }
         None

@@ -71,3 +71,21 @@ fn other_names_are_free() {
         Some(PathBuf::from("/elsewhere/x"))
     );
 }
+
+#[test]
+fn a_pattern_protects_names_in_its_directories_only() {
+    let mut set = globset::GlobSetBuilder::new();
+    set.add(globset::Glob::new("*.code-workspace").unwrap());
+    let g = guard().with_patterns([PathBuf::from("/p")], set.build().unwrap());
+    assert!(g
+        .forbids(Path::new("/p/team.code-workspace"), Make::Other)
+        .is_some());
+    assert_eq!(
+        g.forbids(Path::new("/p/docs/team.code-workspace"), Make::Other),
+        None
+    );
+    assert_eq!(
+        g.forbids(Path::new("/p/code-workspace.md"), Make::Other),
+        None
+    );
+}

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use super::create_gate::Guard;
 use super::gitconfig;
 use super::repos;
-use crate::policy::defaults::{GIT_DIR_PROTECTED, WORKTREE_PROTECTED};
+use crate::policy::defaults::{GIT_DIR_PROTECTED, PROTECTED_NAME_PATTERNS, WORKTREE_PROTECTED};
 use crate::policy::{PathPattern, Policy};
 
 /// Why the file view could not be planned or built.
@@ -36,6 +36,8 @@ pub enum FilesError {
     WritableRoot(PathBuf),
     #[error(transparent)]
     Repos(#[from] repos::ReposError),
+    #[error("a built-in protected name pattern: {0}")]
+    Pattern(globset::Error),
     #[error(transparent)]
     GitConfig(#[from] gitconfig::GitConfigError),
     #[error("{file}:{line}: {key} names {path}, which holds the writable area {root}: cordon cannot keep what git runs from there read-only. Change that setting, or choose a --project outside it")]
@@ -102,6 +104,13 @@ const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 /// Parts of `/proc` kept read-only: writing them reconfigures the host.
 const PROC_READ_ONLY: &[&str] = &["sys", "sysrq-trigger", "irq", "bus", "fs"];
 /// Parts of `/proc` hidden: kernel memory, keys and timing side channels.
+///
+/// The root-only ones matter because a sandbox started by root runs as
+/// uid 0 (without capabilities): files of mode 0400 owned by root stay
+/// readable to it. `iomem`, `ioports` and `kallsyms` show addresses only
+/// to CAP_SYS_ADMIN / CAP_SYSLOG in the initial namespace, which the
+/// sandbox never holds, so `iomem` and `ioports` stay (tools read them
+/// for the names) and `kallsyms` is hidden anyway.
 const PROC_MASKED: &[&str] = &[
     "kcore",
     "keys",
@@ -109,6 +118,36 @@ const PROC_MASKED: &[&str] = &[
     "sched_debug",
     "kallsyms",
     "kmsg",
+    // Physical page flags, map counts and cgroups (root-only): a map of
+    // physical memory for Rowhammer and page-cache attacks.
+    "kpageflags",
+    "kpagecount",
+    "kpagecgroup",
+    // Allocator state (root-only): heap layout for kernel exploits.
+    "slabinfo",
+    "vmallocinfo",
+    "pagetypeinfo",
+];
+/// Kept from the host's `/sys` over the sandbox's own sysfs: the cgroup
+/// hierarchies, where runtimes (JVM, Go, Node) read their limits.
+const SYS_KEPT: &[&str] = &["fs/cgroup"];
+/// Parts of the sandbox's sysfs hidden under an empty tmpfs: firmware and
+/// hardware identities, which no program needs and which fingerprint the
+/// host.
+const SYS_MASKED_DIRS: &[&str] = &[
+    // ACPI tables (readable by root), raw DMI/SMBIOS tables, EFI variables,
+    // the firmware memory map.
+    "firmware",
+    // `/sys/class/dmi/id` links here: product_uuid, product, board and
+    // chassis serials.
+    "devices/virtual/dmi",
+    // The VM's UUID on Xen.
+    "hypervisor",
+];
+/// Files of the sandbox's sysfs hidden behind the empty file.
+const SYS_MASKED_FILES: &[&str] = &[
+    // The physical address of the kernel's crash-dump note.
+    "kernel/vmcoreinfo",
 ];
 /// Host paths the sandbox replaces wholesale; policy paths under them only
 /// matter beneath a writable bind.
@@ -125,6 +164,8 @@ pub trait MountOps {
     fn mount_tmpfs(&mut self, target: &Path, options: &str) -> io::Result<()>;
     /// Mounts a new procfs for the current pid namespace.
     fn mount_proc(&mut self, target: &Path) -> io::Result<()>;
+    /// Mounts a new sysfs, read-only, for the current network namespace.
+    fn mount_sysfs(&mut self, target: &Path) -> io::Result<()>;
     /// Mounts a new, private devpts instance.
     fn mount_devpts(&mut self, target: &Path) -> io::Result<()>;
     /// Binds `source` (recursively) onto `target`.
@@ -344,9 +385,16 @@ impl FileView {
                 }
             }
         }
+        let patterns = protected_patterns()?;
         for root in &work_trees {
             for name in &names {
                 view.protect(root, name, &mut marks)?;
+            }
+            // Names a pattern protects: those there now stay read-only.
+            for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+                if patterns.is_match(entry.file_name()) && view.is_writable(&entry.path()) {
+                    view.keep_read_only(entry.path(), &mut marks);
+                }
             }
         }
         for git_dir in &git_dirs {
@@ -365,7 +413,8 @@ impl FileView {
         guarded.retain(|p| view.is_writable(p) && !view.is_hidden(p));
         view.read_only = read_only.into_iter().collect();
         view.pinned = pins.into_iter().collect();
-        view.guard = Guard::new(guarded, &view.writable);
+        let pattern_dirs = work_trees.into_iter().filter(|w| view.is_writable(w));
+        view.guard = Guard::new(guarded, &view.writable).with_patterns(pattern_dirs, patterns);
         Ok(view)
     }
 
@@ -482,6 +531,7 @@ impl FileView {
             .map_err(fail("private /tmp", &tmp))?;
         self.build_dev(ops, &tmp_opts)?;
         self.build_proc(ops)?;
+        build_sys(ops)?;
 
         let mut steps: Vec<(usize, Step, &Path)> = Vec::new();
         steps.extend(
@@ -651,16 +701,75 @@ impl FileView {
             }
         }
         for name in PROC_MASKED {
-            let path = proc.join(name);
-            if ops.exists(&path) {
-                ops.bind(Path::new(EMPTY_FILE), &path)
-                    .map_err(fail("mask /proc", &path))?;
-                ops.set_attrs(&path, RDONLY | NOSUID | NODEV | NOEXEC, false)
-                    .map_err(fail("mask /proc", &path))?;
-            }
+            mask_file(ops, &proc.join(name), "mask /proc")?;
         }
         Ok(())
     }
+}
+
+/// Hides `path`, if it exists, behind the empty mode-000 file.
+fn mask_file(ops: &mut dyn MountOps, path: &Path, step: &'static str) -> Result<(), FilesError> {
+    use super::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
+    if !ops.exists(path) {
+        return Ok(());
+    }
+    let fail = |source| FilesError::Mount {
+        step,
+        path: path.to_path_buf(),
+        source,
+    };
+    ops.bind(Path::new(EMPTY_FILE), path).map_err(fail)?;
+    ops.set_attrs(path, RDONLY | NOSUID | NODEV | NOEXEC, false)
+        .map_err(fail)
+}
+
+/// A fresh, read-only sysfs for the sandbox's network namespace, in place
+/// of the host's: its `class/net` and every device's `net/` show the
+/// sandbox's own interfaces (`lo`) only, so no host interface name or MAC
+/// address is readable; the host's submounts (debugfs, tracefs,
+/// securityfs, bpffs, pstore, efivarfs) are not carried over. The cgroup
+/// hierarchies are bound back read-only ([`SYS_KEPT`]), and firmware and
+/// hardware identities are masked ([`SYS_MASKED_DIRS`],
+/// [`SYS_MASKED_FILES`]). The kernel lets the owner of the network
+/// namespace mount it; if it refuses, the run stops rather than show the
+/// host's.
+fn build_sys(ops: &mut dyn MountOps) -> Result<(), FilesError> {
+    use super::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
+    let host_sys = under(OLD_ROOT, Path::new("/sys"));
+    let sys = under(NEW_ROOT, Path::new("/sys"));
+    if !ops.exists(&sys) {
+        return Ok(()); // a host without /sys shows none
+    }
+    let fail = |step: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| FilesError::Mount { step, path, source }
+    };
+    ops.mount_sysfs(&sys).map_err(fail(
+        "the sandbox's own sysfs (its network devices only)",
+        &sys,
+    ))?;
+    for kept in SYS_KEPT {
+        let (source, target) = (host_sys.join(kept), sys.join(kept));
+        if ops.exists(&source) && ops.exists(&target) {
+            ops.bind(&source, &target)
+                .map_err(fail("bind /sys cgroups", &target))?;
+            ops.set_attrs(&target, RDONLY | NOSUID | NODEV | NOEXEC, true)
+                .map_err(fail("bind /sys cgroups", &target))?;
+        }
+    }
+    for dir in SYS_MASKED_DIRS {
+        let path = sys.join(dir);
+        if ops.exists(&path) {
+            ops.mount_tmpfs(&path, "mode=000,size=4096,nr_inodes=64")
+                .map_err(fail("mask /sys", &path))?;
+            ops.set_attrs(&path, RDONLY | NOSUID | NODEV | NOEXEC, false)
+                .map_err(fail("mask /sys", &path))?;
+        }
+    }
+    for file in SYS_MASKED_FILES {
+        mask_file(ops, &sys.join(file), "mask /sys")?;
+    }
+    Ok(())
 }
 
 fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {
@@ -669,6 +778,15 @@ fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// The protected name patterns, compiled.
+fn protected_patterns() -> Result<globset::GlobSet, FilesError> {
+    let mut set = globset::GlobSetBuilder::new();
+    for pattern in PROTECTED_NAME_PATTERNS {
+        set.add(globset::Glob::new(pattern).map_err(FilesError::Pattern)?);
+    }
+    set.build().map_err(FilesError::Pattern)
 }
 
 /// What the config of `git_dir` (the repository's, the user's and the
@@ -736,6 +854,16 @@ impl MountOps for KernelMounts {
         use nix::mount::{mount, MsFlags};
         let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
         mount(Some("proc"), target, Some("proc"), flags, None::<&str>)?;
+        Ok(())
+    }
+
+    fn mount_sysfs(&mut self, target: &Path) -> io::Result<()> {
+        use nix::mount::{mount, MsFlags};
+        // At least as restrictive as any sysfs mount the namespace holds,
+        // which the kernel requires of a new one in a user namespace.
+        let flags =
+            MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+        mount(Some("sysfs"), target, Some("sysfs"), flags, None::<&str>)?;
         Ok(())
     }
 
@@ -831,6 +959,10 @@ mod tests {
         }
         fn mount_devpts(&mut self, target: &Path) -> io::Result<()> {
             self.ops.push(format!("devpts {}", target.display()));
+            Ok(())
+        }
+        fn mount_sysfs(&mut self, target: &Path) -> io::Result<()> {
+            self.ops.push(format!("sysfs {}", target.display()));
             Ok(())
         }
         fn bind(&mut self, source: &Path, target: &Path) -> io::Result<()> {
@@ -963,6 +1095,44 @@ mod tests {
         index_of(ops, "bind /oldroot/dev/null /newroot/dev/null");
         assert!(!ops.iter().any(|o| o == "bind /oldroot/dev /newroot/dev"));
         assert_eq!(ops.last().map(String::as_str), Some("enter /newroot"));
+    }
+
+    #[test]
+    fn sys_is_a_fresh_sysfs_with_cgroups_kept_and_firmware_masked() {
+        let mut rec = Recorder {
+            missing: vec!["/newroot/tmp/p".into(), "/newroot/sys/hypervisor".into()],
+            ..Recorder::default()
+        };
+        sample_view().apply(&mut rec).unwrap();
+        let ops = &rec.ops;
+        // Over the read-only host root, before any policy path is bound.
+        let sysfs = index_of(ops, "sysfs /newroot/sys");
+        assert!(sysfs > index_of(ops, "attrs /newroot 0x7 true"));
+        assert!(sysfs < index_of(ops, "bind /oldroot/tmp/p /newroot/tmp/p"));
+        // The host's sysfs itself is never bound on its own.
+        assert!(!ops.iter().any(|o| o.starts_with("bind /oldroot/sys /")));
+        // The cgroup hierarchies come back, read-only, recursively.
+        let cgroup = index_of(ops, "bind /oldroot/sys/fs/cgroup /newroot/sys/fs/cgroup");
+        let cgroup_ro = index_of(ops, "attrs /newroot/sys/fs/cgroup 0xf true");
+        assert!(sysfs < cgroup && cgroup < cgroup_ro);
+        // Firmware and DMI ids under an empty tmpfs, sealed; what the host
+        // lacks is skipped.
+        for dir in ["firmware", "devices/virtual/dmi"] {
+            let mask = index_of(
+                ops,
+                &format!("tmpfs /newroot/sys/{dir} mode=000,size=4096,nr_inodes=64"),
+            );
+            let seal = index_of(ops, &format!("attrs /newroot/sys/{dir} 0xf false"));
+            assert!(sysfs < mask && mask < seal);
+        }
+        assert!(!ops.iter().any(|o| o.contains("/sys/hypervisor")));
+        let vmcoreinfo = index_of(ops, "bind /empty /newroot/sys/kernel/vmcoreinfo");
+        assert!(sysfs < vmcoreinfo);
+        // Root-only physical memory maps in /proc are masked too.
+        for name in ["kpageflags", "kpagecount", "kpagecgroup"] {
+            index_of(ops, &format!("bind /empty /newroot/proc/{name}"));
+            index_of(ops, &format!("attrs /newroot/proc/{name} 0xf false"));
+        }
     }
 
     #[test]
