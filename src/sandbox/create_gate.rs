@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{openat, readlinkat, AtFlags, OFlag, RenameFlags};
 use nix::sys::stat::{Mode, SFlag};
 
-use crate::net::unix_gate::{Caller, Errno, Refusal, Reporter};
+use crate::net::unix_gate::{errno, Caller, Errno, Refusal, Reporter};
 use crate::sandbox::seccomp::{Creating, Notification};
 use crate::sandbox::sys;
 
@@ -316,8 +316,16 @@ fn open(
             return Err(libc::EISDIR);
         }
         admit(&place, Make::Other, guard, report)?;
-        // No controlling terminal for init from a caller's open.
-        let oflag = OFlag::from_bits_retain(flags) | OFlag::O_NOFOLLOW | OFlag::O_NOCTTY;
+        // No controlling terminal for init from a caller's open. A final
+        // name in /proc is one of its links (`fd/1`): the kernel follows
+        // it to what is open already, which makes no name.
+        let follow_here = follows && is_procfs(&place.dir);
+        let nofollow = if follow_here {
+            OFlag::empty()
+        } else {
+            OFlag::O_NOFOLLOW
+        };
+        let oflag = OFlag::from_bits_retain(flags) | nofollow | OFlag::O_NOCTTY;
         match openat(
             Some(place.dir.as_raw_fd()),
             place.name.as_os_str(),
@@ -433,24 +441,8 @@ fn place_from(caller: &Caller, base: Option<&OwnedFd>, path: &[u8]) -> Result<Pl
         Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
         None => (&b"."[..], trimmed),
     };
-    let absolute = path[0] == b'/';
-    let dir_part = if absolute {
-        caller.own_proc_path(dir_part)
-    } else {
-        dir_part.to_vec()
-    };
-    let dir = openat(
-        if absolute {
-            None
-        } else {
-            base.map(|b| b.as_raw_fd())
-        },
-        OsStr::from_bytes(&dir_part),
-        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map(sys::own_fd)
-    .map_err(|e| e as Errno)?;
+    let mut hops = 0;
+    let dir = open_dir(caller, base, dir_part, &mut hops)?;
     let seen = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
         .map_err(|_| libc::ENOENT)?;
     // A directory removed meanwhile, or one outside the view: nothing to
@@ -465,6 +457,102 @@ fn place_from(caller: &Caller, base: Option<&OwnedFd>, path: &[u8]) -> Result<Pl
         name,
         trailing_slash,
     })
+}
+
+/// Opens the directory `path` names (from `base`, or `/` when absolute)
+/// as the caller's own lookup would. The kernel resolves it in one step
+/// when no symlink is on the way; otherwise each name is opened in turn,
+/// so that `/proc/self` and `/proc/thread-self` (reached directly or
+/// through a link such as `/dev/fd`) name the caller, not the gate's
+/// thread that resolves them, and `/proc`'s own links (`/proc/<tid>/cwd`,
+/// `fd/N`) are followed by the kernel.
+fn open_dir(
+    caller: &Caller,
+    base: Option<&OwnedFd>,
+    path: &[u8],
+    hops: &mut usize,
+) -> Result<OwnedFd, Errno> {
+    use nix::fcntl::{openat2, OpenHow, ResolveFlag};
+    let dir_flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let absolute = path.first() == Some(&b'/');
+    let start = if absolute {
+        libc::AT_FDCWD
+    } else {
+        base.map_or(libc::AT_FDCWD, |b| b.as_raw_fd())
+    };
+    let how = OpenHow::new()
+        .flags(dir_flags)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    match openat2(start, OsStr::from_bytes(path), how) {
+        Ok(fd) => return Ok(sys::own_fd(fd)),
+        Err(nix::errno::Errno::ELOOP) => {}
+        Err(e) => return Err(e as Errno),
+    }
+    let mut cur = if absolute || base.is_none() {
+        let from = if absolute { "/" } else { "." };
+        sys::own_fd(nix::fcntl::open(from, dir_flags, Mode::empty()).map_err(|e| e as Errno)?)
+    } else {
+        base.ok_or(libc::EBADF)?.try_clone().map_err(errno)?
+    };
+    let own = caller.tid().to_string();
+    for name in path
+        .split(|b| *b == b'/')
+        .filter(|n| !n.is_empty() && *n != b".")
+    {
+        let on_proc = is_procfs(&cur);
+        let name: &[u8] =
+            if on_proc && is_proc_root(&cur) && (name == b"self" || name == b"thread-self") {
+                own.as_bytes()
+            } else {
+                name
+            };
+        let name = OsStr::from_bytes(name);
+        let next = sys::own_fd(
+            openat(
+                Some(cur.as_raw_fd()),
+                name,
+                OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| e as Errno)?,
+        );
+        let kind = nix::sys::stat::fstat(next.as_raw_fd())
+            .map_err(|e| e as Errno)?
+            .st_mode
+            & libc::S_IFMT;
+        cur = match kind {
+            libc::S_IFDIR => next,
+            libc::S_IFLNK => {
+                *hops += 1;
+                if *hops > MAX_HOPS {
+                    return Err(libc::ELOOP);
+                }
+                if on_proc {
+                    // A /proc link of the caller's own: the kernel's jump.
+                    sys::own_fd(
+                        openat(Some(cur.as_raw_fd()), name, dir_flags, Mode::empty())
+                            .map_err(|e| e as Errno)?,
+                    )
+                } else {
+                    let target = readlinkat(Some(cur.as_raw_fd()), name).map_err(|e| e as Errno)?;
+                    open_dir(caller, Some(&cur), target.as_bytes(), hops)?
+                }
+            }
+            _ => return Err(libc::ENOTDIR),
+        };
+    }
+    Ok(cur)
+}
+
+/// Whether `fd` is on a procfs.
+fn is_procfs(fd: &OwnedFd) -> bool {
+    nix::sys::statfs::fstatfs(fd)
+        .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
+}
+
+/// Whether `fd` (on a procfs) is its root, where `self` lives.
+fn is_proc_root(fd: &OwnedFd) -> bool {
+    nix::sys::stat::fstat(fd.as_raw_fd()).is_ok_and(|st| st.st_ino == 1)
 }
 
 /// The caller's file mode creation mask, from its `/proc` status.
