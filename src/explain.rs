@@ -46,7 +46,7 @@ pub fn render_text(policy: &Policy) -> String {
     lines.push(group("read-only inside writable areas".to_string()));
     lines.extend(view.files.read_only.iter().map(Line::row));
     lines.push(group(
-        "protected: read-only, and not creatable, in the project and every git repository in it"
+        "protected: read-only, and not creatable, in the project and every git repository git would see in a writable area"
             .to_string(),
     ));
     lines.extend(view.files.protected.iter().map(Line::row));
@@ -637,6 +637,13 @@ impl View {
             .map(|e| Entry::new(e.value.clone(), Some(kind(&e.value)), &e.source))
             .collect();
         protected.extend(
+            crate::policy::defaults::PROTECTED_NAME_PATTERNS
+                .iter()
+                .map(|pattern| {
+                    Entry::new(pattern.to_string(), Some("name pattern"), &Source::Builtin)
+                }),
+        );
+        protected.extend(
             crate::policy::defaults::GIT_DIR_PROTECTED
                 .iter()
                 .map(|name| {
@@ -644,6 +651,16 @@ impl View {
                     Entry::new(format!(".git/{name}"), Some(&note), &Source::Builtin)
                 }),
         );
+        protected.push(Entry::new(
+            "files git config names".to_string(),
+            Some("core.hooksPath, includes, core.fsmonitor, programs of command keys: read-only where they exist, refused at creation where not"),
+            &Source::Builtin,
+        ));
+        protected.push(Entry::new(
+            "set-user-ID, set-group-ID bits, file capabilities".to_string(),
+            Some("refused on anything the sandbox writes; stripped after the run from files changed during it"),
+            &Source::Builtin,
+        ));
 
         let hosts = &policy.network.hosts;
         let network = NetworkView {
