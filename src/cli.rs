@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::escape::printable;
 use crate::policy::load::{self, EnvFacts, FlagOverrides, LoadRequest};
 use crate::policy::{trust, Policy};
 use crate::{doctor, explain, probe, sandbox};
@@ -193,7 +194,7 @@ pub struct LogArgs {
     /// Print the events as JSON lines, as stored.
     #[arg(long)]
     pub json: bool,
-    /// Check the hash chain instead: exits 1 if a line was removed, edited or inserted.
+    /// Check every line's MAC under your audit key instead: exits 1 if a line was edited, deleted, moved or written without the key.
     #[arg(long, conflicts_with_all = ["follow", "json", "sandbox", "door", "denied", "since"])]
     pub verify: bool,
 }
@@ -280,7 +281,7 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
 }
 
 /// The audit log `cordon log` reads by default: the one in force here.
-fn log_in_force() -> Result<PathBuf, Failure> {
+fn log_in_force(env: &EnvFacts) -> Result<PathBuf, Failure> {
     let none = || Failure {
         message: "the audit log is turned off here (audit.file = \"none\"); name one with --file"
             .into(),
@@ -290,22 +291,26 @@ fn log_in_force() -> Result<PathBuf, Failure> {
         Ok((policy, _)) => policy.audit.log.value.ok_or_else(none),
         // A project policy that does not load still has a log elsewhere.
         Err(f) => {
-            let env = EnvFacts::from_process()?;
             eprintln!("cordon: note: {}; reading the default log", f.message);
-            Ok(load::default_audit_log(&env))
+            Ok(load::default_audit_log(env))
         }
     }
 }
 
 fn log_command(args: LogArgs) -> Result<i32, Failure> {
+    let env = EnvFacts::from_process()?;
     let path = match args.file {
         Some(f) => f,
-        None => log_in_force()?,
+        None => log_in_force(&env)?,
     };
     if args.verify {
-        return match crate::log::verify(&path) {
+        let key = crate::audit::key_path(&env.xdg_state_home);
+        return match crate::log::verify(&path, &key) {
             Ok(n) => {
-                println!("{}: {n} events, hash chain intact", path.display());
+                println!(
+                    "{}: {n} events, every line authenticated by your audit key and in order",
+                    printable(&path)
+                );
                 Ok(0)
             }
             Err(e @ crate::log::LogError::Chain { .. }) => {

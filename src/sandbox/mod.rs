@@ -34,8 +34,9 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use crate::audit::{self, AuditLog, Auditor};
+use crate::audit::{self, AuditFile, AuditKey, AuditLog, Auditor};
 use crate::credentials::env::{EnvFilter, Removal};
+use crate::escape::printable;
 use crate::net::gate::OpenGate;
 use crate::net::inside;
 use crate::net::unix_gate::{root_equivalent, socket_id, SocketId};
@@ -85,7 +86,15 @@ pub enum SandboxError {
     #[error("{0} contains a NUL byte")]
     Nul(&'static str),
     #[error("refusing to run: {0}\n  fix: check that path (its directory must exist and be writable), name another file with --audit FILE, or turn the log off with --audit none")]
-    Audit(#[from] crate::audit::AuditError),
+    Audit(crate::audit::AuditError),
+    #[error("refusing to run: {0}\n  (or turn the log off with --audit none)")]
+    AuditKey(crate::audit::AuditError),
+    #[error("refusing to run: {rule} ({from}) would let the sandbox read cordon's audit state {}, which holds the key that authenticates the log\n  fix: allow reading something narrower", printable(state))]
+    AuditStateReadable {
+        rule: String,
+        from: String,
+        state: PathBuf,
+    },
     #[error("refusing to run: credentials door: {0}")]
     Credentials(#[from] crate::credentials::CredentialsError),
     #[error("{what}: {source}")]
@@ -174,28 +183,23 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     if req.command.is_empty() {
         return Err(SandboxError::NoCommand);
     }
-    // The audit log is opened before anything runs: a log that cannot be
-    // written is a refusal, not a silent loss (reported after the layers'
-    // own failures, which say more). The sandbox may not edit the log, even
-    // when it lies in a writable area.
-    let mut with_log;
-    let mut policy = req.policy;
-    let audit_log = match &policy.audit.log.value {
-        Some(path) => {
-            let default = policy.audit.log.source == Source::Builtin;
-            let log = AuditLog::open(path, default);
-            if log.is_ok() {
-                with_log = policy.clone();
-                with_log.files.deny_write.push(Sourced::new(
-                    PathPattern::Exact(path.clone()),
-                    Source::Builtin,
-                ));
-                policy = &with_log;
-            }
-            Some(log)
-        }
-        None => None,
-    };
+    // The audit log is opened, and its key made or checked, before
+    // anything runs: a log that cannot be written is a refusal, not a
+    // silent loss (reported after the layers' own failures, which say
+    // more). The key itself is read only once the sandbox is forked, so
+    // it is never in the sandbox's memory.
+    let policy = req.policy;
+    let audit_log = policy.audit.log.value.as_ref().map(|path| {
+        AuditFile::open(path, policy.audit.log.source == Source::Builtin)
+            .map_err(SandboxError::Audit)
+            .and_then(|log| {
+                AuditKey::load_or_create(&policy.audit.key)
+                    .map(|_| log)
+                    .map_err(SandboxError::AuditKey)
+            })
+    });
+    let with_audit = audit_view(policy)?;
+    let policy = &with_audit;
     let argv = req
         .command
         .iter()
@@ -243,10 +247,18 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             ) {
                 return Err(namespaces_error(&ns));
             }
-            return Err(e.into());
+            return Err(e);
         }
         None => None,
     };
+    if let Some(log) = &audit_log {
+        if log.ends_unkeyed().unwrap_or(false) {
+            eprintln!(
+                "cordon: WARNING: the audit log {} ends with a line without a MAC (written by an older cordon's unkeyed chain, or not by cordon); `cordon log --verify` will report it: move the file aside to start a log that verifies",
+                printable(log.path())
+            );
+        }
+    }
 
     let mut mask = SigSet::empty();
     for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
@@ -392,15 +404,50 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
 /// Time the proxy has at exit to end its tunnels and record them.
 const PROXY_GRACE: Duration = Duration::from_secs(2);
 
+/// `policy` with cordon's audit state out of the sandbox's reach: the
+/// user's cordon state directory (the key, the tail records, the default
+/// log and earlier runs' logs) unreadable, and the log file, wherever it
+/// is, unreadable and read-only. A rule that reads the state directory
+/// back in is refused: the key must stay secret for the log to prove
+/// anything.
+fn audit_view(policy: &Policy) -> Result<Policy, SandboxError> {
+    let mut view = policy.clone();
+    let state = policy.audit.key.parent().unwrap_or(&policy.audit.key);
+    let key = std::fs::canonicalize(&policy.audit.key).unwrap_or_else(|_| policy.audit.key.clone());
+    if let Some(rule) = policy
+        .files
+        .allow_read
+        .iter()
+        .find(|r| r.value.covers(&key))
+    {
+        return Err(SandboxError::AuditStateReadable {
+            rule: rule.value.to_string(),
+            from: rule.source.to_string(),
+            state: state.to_path_buf(),
+        });
+    }
+    let hidden = std::iter::once(state.to_path_buf()).chain(policy.audit.log.value.clone());
+    for path in hidden {
+        let rule = || Sourced::new(PathPattern::Exact(path.clone()), Source::Builtin);
+        view.files.deny_read.push(rule());
+        view.files.deny_write.push(rule());
+    }
+    Ok(view)
+}
+
 /// Starts the audit writer and, when the sandbox has listeners, the proxy.
 fn start_proxy(
     policy: &Policy,
     listeners: Vec<OwnedFd>,
-    log: Option<AuditLog>,
+    log: Option<AuditFile>,
     run_name: &str,
     argv0: &OsString,
     inspector: Option<std::sync::Arc<crate::credentials::Inspector>>,
 ) -> Result<(Auditor, Option<crate::net::serve::ProxyHandle>), SandboxError> {
+    let log: Option<AuditLog> = log
+        .map(|log| AuditKey::load_or_create(&policy.audit.key).map(|key| log.keyed(key)))
+        .transpose()
+        .map_err(SandboxError::AuditKey)?;
     let auditor = Auditor::start(log, run_name, &audit::command_name(argv0))
         .map_err(io_err("starting the audit log writer"))?;
     if listeners.is_empty() {
