@@ -144,7 +144,10 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
         .map_err(|e| fail(Layer::Limits, e))?;
 
     let pty = if plan.pty {
-        Some(open_pty().map_err(|e| fail(Layer::Namespaces, format!("pty: {e}")))?)
+        let pty = open_pty()
+            .and_then(|(master, slave)| take_terminal_stdio(&slave).map(|()| (master, slave)))
+            .map_err(|e| fail(Layer::Namespaces, format!("pty: {e}")))?;
+        Some(pty)
     } else {
         None
     };
@@ -291,6 +294,27 @@ fn open_pty() -> nix::Result<(OwnedFd, PathBuf)> {
         sys::own_fd(std::os::fd::IntoRawFd::into_raw_fd(master)),
         slave,
     ))
+}
+
+/// Puts the pty's slave in place of each of init's stdio descriptors that
+/// is a terminal (the caller's): init lives inside the sandbox, so it may
+/// hold no descriptor of the caller's terminal either, and the command
+/// inherits the slave.
+fn take_terminal_stdio(slave: &Path) -> nix::Result<()> {
+    use nix::fcntl::{open, OFlag};
+    use nix::sys::stat::Mode;
+    let fd = open(
+        slave,
+        OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    let fd = sys::own_fd(fd);
+    for target in 0..=2 {
+        if nix::unistd::isatty(target).unwrap_or(false) {
+            nix::unistd::dup2(fd.as_raw_fd(), target)?;
+        }
+    }
+    Ok(())
 }
 
 /// Starts the command and waits for it; returns init's exit code.
@@ -466,7 +490,8 @@ fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, handoff: Handoff)
 }
 
 /// Makes the pty slave the command's controlling terminal and its stdio
-/// where the caller's stdio was a terminal.
+/// where the caller's stdio was a terminal (init put the slave there
+/// already); the others (a pipe, a file) stay as they are.
 fn attach_terminal(slave: &Path) -> nix::Result<()> {
     use nix::fcntl::{open, OFlag};
     use nix::sys::stat::Mode;
@@ -476,7 +501,7 @@ fn attach_terminal(slave: &Path) -> nix::Result<()> {
     sys::set_controlling_terminal(fd.as_fd())
         .map_err(|e| nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
     for target in 0..=2 {
-        if nix::unistd::isatty(target).unwrap_or(false) || target == 0 {
+        if nix::unistd::isatty(target).unwrap_or(false) {
             nix::unistd::dup2(fd.as_raw_fd(), target)?;
         }
     }

@@ -269,7 +269,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let flags = SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC;
     let signals = SignalFd::with_flags(&mask, flags).map_err(|e| io_err("signalfd")(e.into()))?;
 
-    let interactive = tty::caller_is_interactive();
+    // Any of stdin, stdout and stderr on a terminal: the command gets a
+    // pty in their place, never the caller's terminal itself.
+    let caller_tty = tty::CallerTerminal::probe();
     let mut plan = init::InitPlan {
         view: &view,
         limits: &limits,
@@ -278,7 +280,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         env,
         path_var,
         tcp_ports: policy.network.local_ports.iter().map(|p| p.value).collect(),
-        pty: interactive,
+        pty: caller_tty.needs_pty(),
         namespaces: true,
         degraded: policy.allow_degraded.iter().map(|l| l.value).collect(),
         unix_sockets,
@@ -375,7 +377,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let code = wait_for_init(
         init_pid,
         signals,
-        started.pty_master.map(tty::Relay::new),
+        started
+            .pty_master
+            .map(|master| tty::Relay::new(master, caller_tty)),
         deadline,
         Some((&ours, &auditor)),
     );
@@ -619,7 +623,7 @@ fn wait_for_init(
                 i += 1;
             }
             if poll_master && ready[i] {
-                r.master_open = tty::pump(r.master.as_fd(), sys::stdio(1));
+                r.master_open = tty::pump(r.master.as_fd(), r.output());
             }
         }
         if !ready[0] {
@@ -632,7 +636,7 @@ fn wait_for_init(
             }
             match (Signal::try_from(signo), relay.as_ref()) {
                 // With a pty, the window size travels through the pty.
-                (Ok(Signal::SIGWINCH), Some(r)) => tty::sync_window_size(r.master.as_fd()),
+                (Ok(Signal::SIGWINCH), Some(r)) => r.sync_window_size(),
                 (Ok(sig), _) => {
                     let _ = kill(init, sig);
                 }
