@@ -336,7 +336,7 @@ fn a_partly_terminal_caller_keeps_its_terminal_out_of_the_sandbox() {
             let report = fx.project.join("report.txt");
             let _ = std::fs::remove_file(&report);
             let report_arg = report.to_str().unwrap();
-            let mut p = spawn_on(
+            let p = spawn_on(
                 &fx.sandbox(),
                 &[PY, "-c", TERMINAL_GRAB_PY, report_arg],
                 *on_tty,
