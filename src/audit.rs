@@ -1053,7 +1053,7 @@ impl Summary {
             })
             .collect();
         let log = match log {
-            Some(p) => format!("audit log: {}", p.display()),
+            Some(p) => format!("audit log: {}", printable(p)),
             None => "no audit log (--audit none)".to_string(),
         };
         Some(format!("cordon: blocked {}; {log}", parts.join(", ")))
@@ -1284,13 +1284,19 @@ fn write_loop(mut log: AuditLog, rx: mpsc::Receiver<Event>) {
             // The run is under way; stopping it would lose the user's work.
             // Say so, once, loudly.
             if !WARNED.swap(true, Ordering::Relaxed) {
-                eprintln!("cordon: WARNING: {e}; audit events of this run are being lost");
+                eprintln!(
+                    "cordon: WARNING: {}; audit events of this run are being lost",
+                    printable(e.to_string())
+                );
             }
         }
         std::thread::sleep(GATHER);
     }
     if let Err(e) = log.record_tail() {
-        eprintln!("cordon: WARNING: {e}; `cordon log --verify` cannot tell if this run's last lines are later deleted");
+        eprintln!(
+            "cordon: WARNING: {}; `cordon log --verify` cannot tell if this run's last lines are later deleted",
+            printable(e.to_string())
+        );
     }
 }
 

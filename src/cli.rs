@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::escape::printable;
+use crate::escape::{printable, printable_lines};
 use crate::policy::load::{self, EnvFacts, FlagOverrides, LoadRequest};
 use crate::policy::{trust, Policy};
 use crate::{doctor, explain, probe, sandbox};
@@ -291,7 +291,10 @@ fn log_in_force(env: &EnvFacts) -> Result<PathBuf, Failure> {
         Ok((policy, _)) => policy.audit.log.value.ok_or_else(none),
         // A project policy that does not load still has a log elsewhere.
         Err(f) => {
-            eprintln!("cordon: note: {}; reading the default log", f.message);
+            eprintln!(
+                "cordon: note: {}; reading the default log",
+                printable_lines(&f.message)
+            );
             Ok(load::default_audit_log(env))
         }
     }
@@ -314,7 +317,7 @@ fn log_command(args: LogArgs) -> Result<i32, Failure> {
                 Ok(0)
             }
             Err(e @ crate::log::LogError::Chain { .. }) => {
-                println!("{e}");
+                println!("{}", printable_lines(&e.to_string()));
                 Ok(1)
             }
             Err(e) => Err(failed(1)(e)),
@@ -373,7 +376,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                     serde_json::to_string_pretty(&explain::render_json(&policy))?
                 );
             } else {
-                print!("{}", explain::render_text(&policy));
+                print!("{}", printable_lines(&explain::render_text(&policy)));
             }
             Ok(0)
         }
@@ -383,7 +386,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                 if args.json {
                     println!("{}", serde_json::to_string_pretty(&report)?);
                 } else {
-                    print!("{}", doctor::render_text(&report));
+                    print!("{}", printable_lines(&doctor::render_text(&report)));
                 }
                 return Ok(if report.run_would_work { 0 } else { 1 });
             }
@@ -400,10 +403,10 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                 let both = serde_json::json!({ "doctor": report, "probe": probe_json });
                 println!("{}", serde_json::to_string_pretty(&both)?);
             } else {
-                print!("{}", doctor::render_text(&report));
+                print!("{}", printable_lines(&doctor::render_text(&report)));
                 println!();
                 if let Ok(r) = &probed {
-                    print!("{}", probe::render_text(r));
+                    print!("{}", printable_lines(&probe::render_text(r)));
                 }
             }
             match probed {
@@ -417,7 +420,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print!("{}", probe::render_text(&report));
+                print!("{}", printable_lines(&probe::render_text(&report)));
             }
             Ok(report.exit_code())
         }
@@ -444,7 +447,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                 let hash = trust::trust(&dir, &file)?;
                 println!(
                     "trusted {} (sha256 {hash}); editing it withdraws the approval",
-                    file.display()
+                    printable(&file)
                 );
             }
             Ok(0)

@@ -18,14 +18,14 @@ use std::os::unix::ffi::OsStrExt;
 /// text reads shown as a visible escape: C0 controls and DEL as `\x1b`,
 /// C1 controls, bidirectional controls, invisible format characters
 /// (Unicode's Cf category) and the line and paragraph separators as
-/// `\u{202e}`, bytes that are not UTF-8 as `\xff`, and the backslash itself
-/// as `\\` (so an escape in the output always means one was made).
+/// `\u{202e}`, and bytes that are not UTF-8 as `\xff`. What it returns is
+/// printable ASCII or printable Unicode only, so applying it again changes
+/// nothing: a message escaped where it is made can pass through a second
+/// escape where it is printed. (A name holding the four characters `\x1b`
+/// reads like an escaped ESC; it cannot act on the terminal either way.)
 pub fn printable(text: impl AsRef<OsStr>) -> String {
     let bytes = text.as_ref().as_bytes();
-    if bytes
-        .iter()
-        .all(|&b| (0x20..0x7f).contains(&b) && b != b'\\')
-    {
+    if bytes.iter().all(|&b| (0x20..0x7f).contains(&b)) {
         // Printable ASCII: nearly every path and host name.
         return String::from_utf8_lossy(bytes).into_owned();
     }
@@ -41,10 +41,18 @@ pub fn printable(text: impl AsRef<OsStr>) -> String {
     out
 }
 
+/// `text` as [`printable`] makes it, line by line: for messages cordon
+/// writes on several lines itself (an error and its `fix:`), where the
+/// line breaks are cordon's own.
+pub fn printable_lines(text: &str) -> String {
+    text.split('\n')
+        .map(printable)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn push_char(out: &mut String, c: char) {
-    if c == '\\' {
-        out.push_str("\\\\");
-    } else if c.is_ascii_control() {
+    if c.is_ascii_control() {
         let _ = write!(out, "\\x{:02x}", u32::from(c));
     } else if c.is_control() || is_format(c) {
         let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
@@ -137,12 +145,20 @@ mod tests {
             ("\u{ad}\u{600}\u{e0041}", "\\u{ad}\\u{600}\\u{e0041}"),
             // Line and paragraph separators.
             ("\u{2028}\u{2029}", "\\u{2028}\\u{2029}"),
-            // The escape character itself.
-            ("\\x1b", "\\\\x1b"),
+            // Escaping twice changes nothing.
+            ("\\x1b[2K", "\\x1b[2K"),
         ];
         for (raw, shown) in cases {
             assert_eq!(printable(raw), *shown, "{raw:?}");
         }
+    }
+
+    #[test]
+    fn lines_keep_their_breaks() {
+        assert_eq!(
+            printable_lines("refusing: \u{202e}x\n  fix: \x1b[8m"),
+            "refusing: \\u{202e}x\n  fix: \\x1b[8m"
+        );
     }
 
     #[test]

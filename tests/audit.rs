@@ -952,3 +952,78 @@ fn repeated_refusals_are_counted_not_logged_and_print_escaped() {
     );
     assert!(out.stderr.contains("\\x1b]0;owned\\x07"), "{out:#?}");
 }
+
+/// What a host-side message may not carry raw: C0 controls (but the line
+/// breaks cordon writes), DEL, C1 controls, bidirectional controls and
+/// invisible format characters.
+#[track_caller]
+fn assert_no_raw_controls(what: &str, text: &str) {
+    let bad: Vec<String> = text
+        .chars()
+        .filter(|&c| {
+            let n = u32::from(c);
+            (c.is_control() && c != '\n')
+                || matches!(n, 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2069 | 0x061C | 0xFEFF)
+        })
+        .map(|c| format!("U+{:04X}", u32::from(c)))
+        .collect();
+    assert!(bad.is_empty(), "{what}: raw {bad:?} in {text:?}");
+}
+
+/// The attack: names the sandbox chooses reach the user's terminal raw
+/// through host-side messages. A repository named with an erase-line
+/// sequence, an OSC 52 clipboard write and SGR 8 (hidden text), whose
+/// quarantine warning names it; host names with U+202E, U+2066 and U+200B,
+/// which the exit summary names. Both must print escaped.
+#[test]
+fn host_messages_escape_what_the_sandbox_chose() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "{PY_HELPERS}\n\
+             import subprocess\n\
+             name = 'repo\\x1b[2K\\x1b]52;c;ZWNobyBvd25lZA==\\x07\\x1b[8mhidden'\n\
+             subprocess.run(['git', 'init', '-q', name], check=True)\n\
+             for h in ['evil\\u202egpj.example', 'a\\u2066b.example', 'zero\\u200bwidth.example']:\n\
+             \x20   print('denied:', status(get(h, 80)))\n"
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg(&log)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .py(&script);
+        out.ok();
+        assert!(
+            out.stdout.contains("denied: HTTP/1.1 403"),
+            "{mode:?}: {out:#?}"
+        );
+        // Controls: the warning and the summary were printed, escaped.
+        assert!(
+            out.stderr
+                .contains("repo\\x1b[2K\\x1b]52;c;ZWNobyBvd25lZA==\\x07\\x1b[8mhidden"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stderr.contains("evil\\u{202e}gpj.example"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stderr.contains("a\\u{2066}b.example"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stderr.contains("zero\\u{200b}width.example"),
+            "{mode:?}: {out:#?}"
+        );
+        assert_no_raw_controls("the supervisor's stderr", &out.stderr);
+        // `cordon log` shows the same subjects escaped.
+        let (code, shown, err) = cordon_log(&fx, &log, &[]);
+        if mode == Mode::Root {
+            assert_eq!(code, 0, "{err}");
+            assert!(shown.contains("evil\\u{202e}gpj.example"), "{shown}");
+            assert_no_raw_controls("cordon log", &shown);
+        }
+    });
+}

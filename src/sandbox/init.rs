@@ -3,7 +3,7 @@
 //! starts the command, forwards signals to it, reaps orphans, and exits with
 //! the command's status.
 
-use std::ffi::{CString, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -21,6 +21,7 @@ use super::files::{FileView, KernelMounts};
 use super::limits::LimitPlan;
 use super::sys::{self, Forked};
 use super::{landlock, seccomp, weaken, FORWARDED_SIGNALS};
+use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::net::unix_gate::{Refusal, Reporter, SocketId, UnixGate};
 use crate::policy::Layer;
@@ -472,7 +473,7 @@ fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, handoff: Handoff)
     let Some(program) = resolve_command(&plan.argv[0], &plan.path_var) else {
         eprintln!(
             "cordon: {}: command not found",
-            String::from_utf8_lossy(plan.argv[0].as_bytes())
+            printable(OsStr::from_bytes(plan.argv[0].as_bytes()))
         );
         std::process::exit(127);
     };
@@ -481,7 +482,10 @@ fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, handoff: Handoff)
         std::process::exit(125);
     }
     let err = nix::unistd::execve(&program, &plan.argv, &plan.env).unwrap_err();
-    eprintln!("cordon: {}: {err}", program.to_string_lossy());
+    eprintln!(
+        "cordon: {}: {err}",
+        printable(OsStr::from_bytes(program.as_bytes()))
+    );
     std::process::exit(if err == nix::errno::Errno::ENOENT {
         127
     } else {

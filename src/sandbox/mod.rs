@@ -167,8 +167,8 @@ fn allowed_unix_sockets(policy: &Policy) -> Result<Vec<SocketId>, SandboxError> 
             if let Some(why) = root_equivalent(&path) {
                 eprintln!(
                     "cordon: WARNING: {} ({}) is reachable inside: {why}",
-                    path.display(),
-                    rule.source
+                    printable(&path),
+                    printable(rule.source.to_string())
                 );
             }
             ids.push(id);
@@ -393,8 +393,8 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     for (repo, aside) in view.quarantine_new_repos() {
         eprintln!(
             "cordon: WARNING: the sandbox created the git repository {}; its config and hooks could run code when you use git there, so it was moved to {}. Inspect its config and hooks before moving it back.",
-            repo.display(),
-            aside.display()
+            printable(&repo),
+            printable(&aside)
         );
     }
     if !req.quiet {
