@@ -305,12 +305,21 @@ impl AuditKey {
         Some(dir.join(TAILS_DIR).join(chain))
     }
 
-    /// The tail record of chain `chain`, if one was written.
-    fn tail_record(&self, chain: &str) -> Option<(TailRecord, PathBuf)> {
-        let path = self.tail_record_path(chain)?;
-        let text = std::fs::read_to_string(&path).ok()?;
-        let record = serde_json::from_str(&text).ok()?;
-        Some((record, path))
+    /// The tail record of chain `chain`, if one was written; an error
+    /// (the record's path, what is wrong) for one that cannot be read.
+    fn tail_record(&self, chain: &str) -> Result<Option<(TailRecord, PathBuf)>, (PathBuf, String)> {
+        let Some(path) = self.tail_record_path(chain) else {
+            return Ok(None);
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err((path, e.to_string())),
+        };
+        match serde_json::from_str(&text) {
+            Ok(record) => Ok(Some((record, path))),
+            Err(e) => Err((path, format!("not a tail record: {e}"))),
+        }
     }
 
     /// Records `last` as the last line written to chain `chain`, unless a
@@ -320,11 +329,11 @@ impl AuditKey {
         let Some(path) = self.tail_record_path(chain) else {
             return Ok(());
         };
-        if self
-            .tail_record(chain)
-            .is_some_and(|(r, _)| r.seq >= last.seq)
-        {
-            return Ok(());
+        // One that cannot be read is replaced.
+        if let Ok(Some((recorded, _))) = self.tail_record(chain) {
+            if recorded.seq >= last.seq {
+                return Ok(());
+            }
         }
         if let Some(dir) = path.parent() {
             std::fs::DirBuilder::new()
@@ -502,11 +511,41 @@ const MAC_FIELD: &str = ",\"mac\":\"";
 /// Hex digits of a MAC.
 const MAC_HEX: usize = 64;
 
+/// Compact JSON whose strings also escape, as `\uXXXX`, what
+/// [`printable`] escapes (C1 and bidirectional controls, invisible format
+/// characters), so the log's lines, shown as they are by `cordon log
+/// --json`, cannot act on a terminal either. serde_json escapes C0 itself.
+struct SafeJson;
+
+impl serde_json::ser::Formatter for SafeJson {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if crate::escape::is_unsafe(c) {
+                writer.write_all(&fragment.as_bytes()[start..i])?;
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    write!(writer, "\\u{unit:04x}")?;
+                }
+                start = i + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+}
+
 /// The line for `event` (its `seq` and `prev` set, `mac` empty): its JSON
 /// with the MAC of that JSON appended as the last field. Returns the line
 /// and the MAC.
 fn seal(key: &AuditKey, event: &Event) -> serde_json::Result<(Vec<u8>, String)> {
-    let mut line = serde_json::to_vec(event)?;
+    let mut line = Vec::new();
+    event.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut line, SafeJson,
+    ))?;
     let mac = key.sign(&line);
     line.pop(); // the closing brace
     line.extend_from_slice(MAC_FIELD.as_bytes());
@@ -868,6 +907,14 @@ pub enum ChainError {
         /// The tail record.
         record: PathBuf,
     },
+    /// The tail record cannot be read: the end cannot be checked.
+    #[error("the tail record {} cannot be read ({}), so whether lines were cut off the end cannot be checked", printable(record), printable(problem))]
+    BadTailRecord {
+        /// The tail record.
+        record: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The line at the recorded seq is not the one cordon wrote there.
     #[error("line {line}: not the line cordon wrote at seq {seq} (as {} records): the log was rolled back and written again", printable(record))]
     Rewritten {
@@ -924,7 +971,9 @@ pub fn verify(text: &str, key: &AuditKey) -> Result<usize, ChainError> {
             return Err(ChainError::Spliced { line: n });
         }
         if seq == 1 {
-            record = key.tail_record(mac);
+            record = key
+                .tail_record(mac)
+                .map_err(|(record, problem)| ChainError::BadTailRecord { record, problem })?;
         }
         if let Some((r, path)) = &record {
             if r.seq == seq && r.mac != mac {
@@ -1516,6 +1565,27 @@ mod tests {
     }
 
     #[test]
+    fn lines_hold_no_raw_bidi_or_c1_character() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut log = open(&path, dir.path());
+        let subject = "evil\u{202e}gpj\u{85}\u{200b}\u{1b}[2K\u{e0041}.example:80";
+        log.append(&mut [event(subject, Verdict::Deny)]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.trim_end().chars().any(crate::escape::is_unsafe),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("\\u202e") && text.contains("\\udb40\\udc41"),
+            "{text}"
+        );
+        let back: Event = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(back.subject, subject);
+        assert_eq!(verify(&text, &key_in(dir.path())), Ok(1));
+    }
+
+    #[test]
     fn the_tail_record_catches_lines_cut_off_the_end() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
@@ -1551,6 +1621,17 @@ mod tests {
             verify(&cut, &key),
             Err(ChainError::Truncated { .. })
         ));
+        // A record that cannot be read: the end cannot be checked, and
+        // verification says so rather than passing.
+        let chain = log.chain.clone().unwrap();
+        std::fs::write(key.tail_record_path(&chain).unwrap(), "junk").unwrap();
+        assert!(matches!(
+            verify(&text, &key),
+            Err(ChainError::BadTailRecord { .. })
+        ));
+        // The next run's record replaces it.
+        log.record_tail().unwrap();
+        assert_eq!(verify(&text, &key), Ok(3));
     }
 
     #[test]

@@ -54,11 +54,17 @@ pub fn printable_lines(text: &str) -> String {
 fn push_char(out: &mut String, c: char) {
     if c.is_ascii_control() {
         let _ = write!(out, "\\x{:02x}", u32::from(c));
-    } else if c.is_control() || is_format(c) {
+    } else if is_unsafe(c) {
         let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
     } else {
         out.push(c);
     }
+}
+
+/// Whether `c` is shown escaped: a control character or an invisible
+/// format character. (The audit log's JSON escapes the same set.)
+pub(crate) fn is_unsafe(c: char) -> bool {
+    c.is_control() || is_format(c)
 }
 
 /// Unicode's format characters (general category Cf: bidirectional

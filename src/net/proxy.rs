@@ -268,7 +268,8 @@ impl<G: Gate> Proxy<G> {
         let source = &self.limits.max_connections_source;
         if !self.cap_reported.swap(true, Ordering::Relaxed) {
             eprintln!(
-                "cordon: WARNING: the proxy reached its cap of {cap} connections at once ({source}); further connections are refused (HTTP 503, SOCKS5 reply 1) until one closes; raise it with --max-connections N or [network] max_connections = N"
+                "cordon: WARNING: the proxy reached its cap of {cap} connections at once ({}); further connections are refused (HTTP 503, SOCKS5 reply 1) until one closes; raise it with --max-connections N or [network] max_connections = N",
+                crate::escape::printable(source)
             );
             let mut event = Event::new(
                 Door::Network,

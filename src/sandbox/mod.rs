@@ -139,7 +139,8 @@ impl Drop for CgroupCleanup<'_> {
 
 fn warn_degraded(layer: Layer, what: &str) {
     eprintln!(
-        "cordon: WARNING: running WITHOUT the {layer} layer (--allow-degraded={layer}): {what}"
+        "cordon: WARNING: running WITHOUT the {layer} layer (--allow-degraded={layer}): {}",
+        printable(what)
     );
 }
 

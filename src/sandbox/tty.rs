@@ -114,24 +114,28 @@ pub fn sync_window_size(caller: CallerTerminal, master: BorrowedFd<'_>) {
 }
 
 /// Moves what is readable on `from` to `to`. Returns false at end of
-/// stream or on an error that ends the relay.
+/// `from` or on a read error. What `to` no longer takes (a terminal that
+/// went away, one opened read-only) is dropped: the pty is still read, so
+/// the command never blocks writing to it.
 pub fn pump(from: BorrowedFd<'_>, to: BorrowedFd<'_>) -> bool {
     let mut buf = [0u8; 16 * 1024];
     match nix::unistd::read(from.as_raw_fd(), &mut buf) {
         Ok(0) | Err(_) => false,
-        Ok(n) => write_all(to, &buf[..n]),
+        Ok(n) => {
+            write_all(to, &buf[..n]);
+            true
+        }
     }
 }
 
-fn write_all(to: BorrowedFd<'_>, mut data: &[u8]) -> bool {
+fn write_all(to: BorrowedFd<'_>, mut data: &[u8]) {
     while !data.is_empty() {
         match nix::unistd::write(to, data) {
             Ok(n) => data = &data[n..],
             Err(nix::errno::Errno::EINTR) | Err(nix::errno::Errno::EAGAIN) => {}
-            Err(_) => return false,
+            Err(_) => return,
         }
     }
-    true
 }
 
 /// The pty master and the caller's terminal, while the relay runs.
