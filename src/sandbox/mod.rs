@@ -87,7 +87,7 @@ pub enum SandboxError {
     Nul(&'static str),
     #[error("refusing to run: {0}\n  fix: check that path (its directory must exist and be writable), name another file with --audit FILE, or turn the log off with --audit none")]
     Audit(crate::audit::AuditError),
-    #[error("refusing to run: {0}\n  (or turn the log off with --audit none)")]
+    #[error("refusing to run: {0}\n  (or turn the log off with --audit none; inside a cordon sandbox the key is out of reach by design, so a cordon run there can keep no log)")]
     AuditKey(crate::audit::AuditError),
     #[error("refusing to run: {rule} ({from}) would let the sandbox read cordon's audit state {}, which holds the key that authenticates the log\n  fix: allow reading something narrower", printable(state))]
     AuditStateReadable {
