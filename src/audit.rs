@@ -259,29 +259,35 @@ impl AuditKey {
     /// temporary name opened with `O_EXCL`, fsynced, then linked into place,
     /// so a concurrent run never reads half a key).
     pub fn load_or_create(path: &Path) -> Result<AuditKey, AuditError> {
-        let dir = key_dir(path)?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| key_err(path, format!("cannot create its directory: {e}")))?;
-        check_key_dir(path, dir)?;
-        if let Some(key) = read_key(path)? {
-            return Ok(key);
+        let bytes = key_bytes_or_create(path)?;
+        Ok(AuditKey::from_bytes(&bytes, path))
+    }
+
+    /// Makes the key at `path` when there is none, and checks it, as
+    /// [`AuditKey::load_or_create`] does, but keeps nothing: its bytes are
+    /// wiped on return (for the check before the sandbox is forked, so
+    /// that no copy of the key is in the sandbox's init).
+    pub fn ensure(path: &Path) -> Result<(), AuditError> {
+        key_bytes_or_create(path).map(drop)
+    }
+
+    fn from_bytes(bytes: &[u8; KEY_LEN], path: &Path) -> AuditKey {
+        AuditKey {
+            key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, bytes),
+            path: path.to_path_buf(),
         }
-        create_key(path, dir)?;
-        read_key(path)?.ok_or_else(|| key_err(path, "vanished right after it was made".into()))
     }
 
     /// Reads the key at `path`; never makes one (for verifying).
     pub fn load(path: &Path) -> Result<AuditKey, AuditError> {
         check_key_dir(path, key_dir(path)?)?;
-        read_key(path)?.ok_or_else(|| {
+        let bytes = read_key(path)?.ok_or_else(|| {
             key_err(
                 path,
                 "there is none, so no log can be verified here (the first `cordon run` with an audit log makes it; a log written by another user verifies only with that user's key)".into(),
             )
-        })
+        })?;
+        Ok(AuditKey::from_bytes(&bytes, path))
     }
 
     /// The key file.
@@ -401,8 +407,24 @@ fn check_key_dir(path: &Path, dir: &Path) -> Result<(), AuditError> {
     Ok(())
 }
 
+/// The key's bytes at `path`, made first when there is none.
+fn key_bytes_or_create(path: &Path) -> Result<Zeroizing<[u8; KEY_LEN]>, AuditError> {
+    let dir = key_dir(path)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| key_err(path, format!("cannot create its directory: {e}")))?;
+    check_key_dir(path, dir)?;
+    if let Some(bytes) = read_key(path)? {
+        return Ok(bytes);
+    }
+    create_key(path, dir)?;
+    read_key(path)?.ok_or_else(|| key_err(path, "vanished right after it was made".into()))
+}
+
 /// Reads and checks the key file; `None` when there is none.
-fn read_key(path: &Path) -> Result<Option<AuditKey>, AuditError> {
+fn read_key(path: &Path) -> Result<Option<Zeroizing<[u8; KEY_LEN]>>, AuditError> {
     let mut file = match OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW)
@@ -448,10 +470,7 @@ fn read_key(path: &Path) -> Result<Option<AuditKey>, AuditError> {
     let mut bytes = Zeroizing::new([0u8; KEY_LEN]);
     file.read_exact(&mut bytes[..])
         .map_err(|e| key_err(path, format!("cannot read it: {e}")))?;
-    Ok(Some(AuditKey {
-        key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &bytes[..]),
-        path: path.to_path_buf(),
-    }))
+    Ok(Some(bytes))
 }
 
 /// Makes a new random key at `path` unless another run just did.

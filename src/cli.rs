@@ -40,7 +40,7 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Approve a project's cordon.toml so it may widen the sandbox (records its sha256).
     Trust(TrustArgs),
-    /// Show the audit log (every decision of every door), filtered; or check its hash chain.
+    /// Show the audit log (every decision of every door), filtered; or check every line's MAC.
     Log(LogArgs),
     /// Prove the boundary from inside: build the sandbox `run` would build with the same
     /// options, attack it with a battery of probes (files, network, credentials, process),
@@ -125,7 +125,7 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "N")]
     pub max_connections: Option<u64>,
     /// Append one JSON line per decision (allowed and blocked connections, with the rule
-    /// that decided) to FILE, hash-chained; `--audit none` turns the log off
+    /// that decided) to FILE, each line authenticated with your audit key; `--audit none` turns the log off
     /// [default: $XDG_STATE_HOME/cordon/audit.jsonl, else ~/.local/state/cordon/audit.jsonl].
     /// If the log cannot be opened, nothing runs.
     #[arg(long, value_name = "FILE")]

@@ -1,5 +1,5 @@
 //! `cordon log`: reads an audit log, filters it, shows it, follows it and
-//! checks its hash chain.
+//! checks every line's MAC under the user's audit key.
 
 use std::io::{self, BufRead, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};

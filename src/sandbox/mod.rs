@@ -187,15 +187,15 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     // The audit log is opened, and its key made or checked, before
     // anything runs: a log that cannot be written is a refusal, not a
     // silent loss (reported after the layers' own failures, which say
-    // more). The key itself is read only once the sandbox is forked, so
-    // it is never in the sandbox's memory.
+    // more). The key is read for use only once the sandbox is forked (the
+    // check here wipes what it read), so init holds no copy of it.
     let policy = req.policy;
     let audit_log = policy.audit.log.value.as_ref().map(|path| {
         AuditFile::open(path, policy.audit.log.source == Source::Builtin)
             .map_err(SandboxError::Audit)
             .and_then(|log| {
-                AuditKey::load_or_create(&policy.audit.key)
-                    .map(|_| log)
+                AuditKey::ensure(&policy.audit.key)
+                    .map(|()| log)
                     .map_err(SandboxError::AuditKey)
             })
     });
