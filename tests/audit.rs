@@ -985,6 +985,7 @@ fn host_messages_escape_what_the_sandbox_chose() {
              import subprocess\n\
              name = 'repo\\x1b[2K\\x1b]52;c;ZWNobyBvd25lZA==\\x07\\x1b[8mhidden'\n\
              subprocess.run(['git', 'init', '-q', name], check=True)\n\
+             subprocess.run(['git', 'init', '-q', b'bytes\\xff\\xfename'], check=True)\n\
              for h in ['evil\\u202egpj.example', 'a\\u2066b.example', 'zero\\u200bwidth.example']:\n\
              \x20   print('denied:', status(get(h, 80)))\n"
         );
@@ -999,6 +1000,12 @@ fn host_messages_escape_what_the_sandbox_chose() {
             out.stdout.contains("denied: HTTP/1.1 403"),
             "{mode:?}: {out:#?}"
         );
+        // Bytes that are not UTF-8, escaped rather than replaced.
+        assert!(
+            out.stderr.contains("bytes\\xff\\xfename"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(!out.stderr.contains('\u{fffd}'), "{mode:?}: {out:#?}");
         // Controls: the warning and the summary were printed, escaped.
         assert!(
             out.stderr

@@ -377,3 +377,32 @@ fn a_partly_terminal_caller_keeps_its_terminal_out_of_the_sandbox() {
         }
     });
 }
+
+/// The caller's terminal settings come back on the other ways out too: the
+/// command killed by `--timeout`, and the command dying of a signal.
+#[test]
+fn the_callers_settings_come_back_after_a_timeout_and_a_signal() {
+    let fx = Fixture::new(Mode::Root);
+    let runs: &[(&str, &[&str], i32)] = &[
+        ("timeout", &["--timeout", "1s", "--", "sleep", "30"], 124),
+        (
+            "signal",
+            &["--", "sh", "-c", "stty -echo -icanon -isig; kill -9 $$"],
+            137,
+        ),
+    ];
+    for (name, args, expected) in runs {
+        let (flags, cmd) = args.split_at(args.iter().position(|a| *a == "--").unwrap());
+        let mut sb = fx.sandbox();
+        for f in flags {
+            sb = sb.arg(*f);
+        }
+        let p = spawn_on(&sb, &cmd[1..], [true, true, true]);
+        let before = p.termios();
+        let master = p.master.try_clone().unwrap();
+        let (code, seen) = p.finish(Duration::from_secs(30));
+        assert_eq!(code, *expected, "{name}: {seen:?}");
+        let after = nix::sys::termios::tcgetattr(master.as_fd()).unwrap();
+        assert_eq!(after, before, "{name}: the caller's settings changed");
+    }
+}
