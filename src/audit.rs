@@ -530,41 +530,13 @@ const MAC_FIELD: &str = ",\"mac\":\"";
 /// Hex digits of a MAC.
 const MAC_HEX: usize = 64;
 
-/// Compact JSON whose strings also escape, as `\uXXXX`, what
-/// [`printable`] escapes (C1 and bidirectional controls, invisible format
-/// characters), so the log's lines, shown as they are by `cordon log
-/// --json`, cannot act on a terminal either. serde_json escapes C0 itself.
-struct SafeJson;
-
-impl serde_json::ser::Formatter for SafeJson {
-    fn write_string_fragment<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
-        let mut start = 0;
-        for (i, c) in fragment.char_indices() {
-            if crate::escape::is_unsafe(c) {
-                writer.write_all(&fragment.as_bytes()[start..i])?;
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    write!(writer, "\\u{unit:04x}")?;
-                }
-                start = i + c.len_utf8();
-            }
-        }
-        writer.write_all(&fragment.as_bytes()[start..])
-    }
-}
-
 /// The line for `event` (its `seq` and `prev` set, `mac` empty): its JSON
 /// with the MAC of that JSON appended as the last field. Returns the line
 /// and the MAC.
 fn seal(key: &AuditKey, event: &Event) -> serde_json::Result<(Vec<u8>, String)> {
-    let mut line = Vec::new();
-    event.serialize(&mut serde_json::Serializer::with_formatter(
-        &mut line, SafeJson,
-    ))?;
+    // Escaped so that the line, shown as stored (`cordon log --json`),
+    // cannot act on a terminal either.
+    let mut line = crate::escape::json_printable(&serde_json::to_string(event)?).into_bytes();
     let mac = key.sign(&line);
     line.pop(); // the closing brace
     line.extend_from_slice(MAC_FIELD.as_bytes());
@@ -1592,7 +1564,7 @@ mod tests {
         log.append(&mut [event(subject, Verdict::Deny)]).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
-            !text.trim_end().chars().any(crate::escape::is_unsafe),
+            crate::escape::json_printable(text.trim_end()) == text.trim_end(),
             "{text:?}"
         );
         assert!(

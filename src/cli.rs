@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::escape::{printable, printable_lines};
+use crate::escape::{json_printable, printable, printable_lines};
 use crate::policy::load::{self, EnvFacts, FlagOverrides, LoadRequest};
 use crate::policy::{trust, Policy};
 use crate::{doctor, explain, probe, sandbox};
@@ -373,7 +373,9 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             if args.json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&explain::render_json(&policy))?
+                    json_printable(&serde_json::to_string_pretty(&explain::render_json(
+                        &policy
+                    ))?)
                 );
             } else {
                 print!("{}", printable_lines(&explain::render_text(&policy)));
@@ -384,7 +386,10 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             let report = doctor::examine();
             if !args.probe {
                 if args.json {
-                    println!("{}", serde_json::to_string_pretty(&report)?);
+                    println!(
+                        "{}",
+                        json_printable(&serde_json::to_string_pretty(&report)?)
+                    );
                 } else {
                     print!("{}", printable_lines(&doctor::render_text(&report)));
                 }
@@ -401,7 +406,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                     Err(e) => serde_json::json!({ "error": e.to_string() }),
                 };
                 let both = serde_json::json!({ "doctor": report, "probe": probe_json });
-                println!("{}", serde_json::to_string_pretty(&both)?);
+                println!("{}", json_printable(&serde_json::to_string_pretty(&both)?));
             } else {
                 print!("{}", printable_lines(&doctor::render_text(&report)));
                 println!();
@@ -418,7 +423,10 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             let (policy, cwd) = load_policy(&args.policy)?;
             let report = probe::run(&policy, cwd)?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                println!(
+                    "{}",
+                    json_printable(&serde_json::to_string_pretty(&report)?)
+                );
             } else {
                 print!("{}", printable_lines(&probe::render_text(&report)));
             }

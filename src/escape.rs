@@ -62,9 +62,32 @@ fn push_char(out: &mut String, c: char) {
 }
 
 /// Whether `c` is shown escaped: a control character or an invisible
-/// format character. (The audit log's JSON escapes the same set.)
-pub(crate) fn is_unsafe(c: char) -> bool {
+/// format character.
+fn is_unsafe(c: char) -> bool {
     c.is_control() || is_format(c)
+}
+
+/// JSON text (as serde_json writes it) with the same characters escaped
+/// as JSON `\uXXXX` escapes: the same value, but nothing in it can act on
+/// a terminal. serde_json escapes C0 controls in strings itself and writes
+/// no other such character outside strings, so only the line breaks of
+/// pretty printing stay as they are.
+pub fn json_printable(json: &str) -> String {
+    if !json.chars().any(|c| c != '\n' && is_unsafe(c)) {
+        return json.to_string();
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if c != '\n' && is_unsafe(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Unicode's format characters (general category Cf: bidirectional
@@ -157,6 +180,28 @@ mod tests {
         for (raw, shown) in cases {
             assert_eq!(printable(raw), *shown, "{raw:?}");
         }
+    }
+
+    #[test]
+    fn json_stays_json_and_holds_nothing_raw() {
+        let value = serde_json::json!({
+            "subject": "evil\u{202e}gpj\u{85}\u{200b}\u{1b}[2K\u{e0041}",
+            "n": 1
+        });
+        for text in [
+            serde_json::to_string(&value).unwrap(),
+            serde_json::to_string_pretty(&value).unwrap(),
+        ] {
+            let safe = json_printable(&text);
+            assert!(!safe.chars().any(|c| c != '\n' && is_unsafe(c)), "{safe}");
+            assert!(
+                safe.contains("\\u202e") && safe.contains("\\udb40\\udc41"),
+                "{safe}"
+            );
+            let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+            assert_eq!(back, value);
+        }
+        assert_eq!(json_printable("{\"a\":\"b\"}"), "{\"a\":\"b\"}");
     }
 
     #[test]

@@ -167,7 +167,9 @@ pub fn show(path: &Path, filter: &Filter, out: Output) -> Result<(), LogError> {
             match serde_json::from_str::<Event>(text) {
                 Ok(event) if filter.keeps(&event) => {
                     let shown = if out.json {
-                        text.to_string()
+                        // As stored; lines of older versions may hold
+                        // characters that act on a terminal.
+                        crate::escape::json_printable(text)
                     } else {
                         render(&event)
                     };

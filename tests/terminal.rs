@@ -196,7 +196,8 @@ fn tiocsti_fails_on_the_callers_terminal() {
         p.expect("END", Duration::from_secs(30));
         let (code, seen) = p.finish(Duration::from_secs(30));
         assert_eq!(code, 0, "{mode:?}: {seen:?}");
-        // Controls: fd 1 is the caller's terminal and other ioctls work.
+        // Controls: fd 1 is a terminal (the sandbox's pty in place of the
+        // caller's) and other ioctls work.
         assert_eq!(line(&seen, "isatty"), "True", "{mode:?}: {seen:?}");
         assert_eq!(line(&seen, "winsz"), "OK", "{mode:?}: {seen:?}");
         assert!(
