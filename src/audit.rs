@@ -290,11 +290,6 @@ impl AuditKey {
         Ok(AuditKey::from_bytes(&bytes, path))
     }
 
-    /// The key file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The hex MAC of `body`.
     fn sign(&self, body: &[u8]) -> String {
         hex(ring::hmac::sign(&self.key, body).as_ref())
@@ -661,6 +656,7 @@ impl AuditFile {
             tail: None,
             chain: None,
             wrote: None,
+            cut_reported: false,
         }
     }
 }
@@ -681,6 +677,8 @@ pub struct AuditLog {
     chain: Option<String>,
     /// The last line this log wrote.
     wrote: Option<Link>,
+    /// Whether the file was found cut shorter (reported once).
+    cut_reported: bool,
 }
 
 impl AuditLog {
@@ -748,6 +746,18 @@ impl AuditLog {
     fn append_locked(&mut self, file: &File, events: &mut [Event]) -> Result<(), AuditError> {
         let len = file.metadata().map_err(|e| self.write_err(e))?.len();
         let mut buf = Vec::new();
+        if let Some((at, _)) = &self.tail {
+            if len < *at && !self.cut_reported {
+                // Appends only ever make it longer: lines were deleted
+                // while this run wrote to it. The tail record cannot tell
+                // once the file starts over, so say it now.
+                self.cut_reported = true;
+                eprintln!(
+                    "cordon: WARNING: the audit log {} was cut from {at} to {len} bytes while this run wrote to it: lines of it were deleted",
+                    printable(&self.path)
+                );
+            }
+        }
         let mut link = match &self.tail {
             Some((at, link)) if *at == len => link.clone(),
             _ => {
@@ -757,10 +767,13 @@ impl AuditLog {
                     // ours start on a line of their own.
                     buf.push(b'\n');
                 }
-                if self.chain.is_none() && len > 0 {
+                // The chain is the file's, whatever happened to it since.
+                self.chain = if len > 0 {
                     let first = first_line(file).map_err(|e| self.write_err(e))?;
-                    self.chain = Some(Link::after(&first).mac).filter(|m| !m.is_empty());
-                }
+                    Some(Link::after(&first).mac).filter(|m| !m.is_empty())
+                } else {
+                    None
+                };
                 Link::after(&last)
             }
         };
@@ -1623,6 +1636,16 @@ mod tests {
         // The next run's record replaces it.
         log.record_tail().unwrap();
         assert_eq!(verify(&text, &key), Ok(3));
+
+        // Cut while a run writes: the run notices, and its record follows
+        // the chain the file now holds.
+        std::fs::write(&path, "").unwrap();
+        log.append(&mut [event("d:4", Verdict::Deny)]).unwrap();
+        assert!(log.cut_reported);
+        log.record_tail().unwrap();
+        let restarted = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(verify(&restarted, &key), Ok(1));
+        assert_ne!(log.chain.as_deref(), Some(chain.as_str()));
     }
 
     #[test]
