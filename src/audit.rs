@@ -699,7 +699,10 @@ impl AuditLog {
         let (Some(chain), Some(wrote)) = (self.chain.clone(), self.wrote.clone()) else {
             return Ok(());
         };
-        self.locked(|log, _| {
+        self.locked(|log, file| {
+            if let Ok(meta) = file.metadata() {
+                log.check_not_cut(meta.len());
+            }
             log.key
                 .record_tail(&chain, &wrote)
                 .map_err(|e| log.write_err(io::Error::other(format!("its tail record: {e}"))))
@@ -743,14 +746,12 @@ impl AuditLog {
         }
     }
 
-    fn append_locked(&mut self, file: &File, events: &mut [Event]) -> Result<(), AuditError> {
-        let len = file.metadata().map_err(|e| self.write_err(e))?.len();
-        let mut buf = Vec::new();
+    /// Warns (once) when the file is shorter than after this run's last
+    /// write: appends only ever make it longer, so lines were deleted. The
+    /// tail record cannot tell once the file starts over: say it now.
+    fn check_not_cut(&mut self, len: u64) {
         if let Some((at, _)) = &self.tail {
             if len < *at && !self.cut_reported {
-                // Appends only ever make it longer: lines were deleted
-                // while this run wrote to it. The tail record cannot tell
-                // once the file starts over, so say it now.
                 self.cut_reported = true;
                 eprintln!(
                     "cordon: WARNING: the audit log {} was cut from {at} to {len} bytes while this run wrote to it: lines of it were deleted",
@@ -758,6 +759,12 @@ impl AuditLog {
                 );
             }
         }
+    }
+
+    fn append_locked(&mut self, file: &File, events: &mut [Event]) -> Result<(), AuditError> {
+        let len = file.metadata().map_err(|e| self.write_err(e))?.len();
+        let mut buf = Vec::new();
+        self.check_not_cut(len);
         let mut link = match &self.tail {
             Some((at, link)) if *at == len => link.clone(),
             _ => {
