@@ -1,31 +1,43 @@
 //! Audit events: one schema for every door, written as JSON lines.
 //!
-//! Each line is one [`Event`]. Its `prev` field is the hex SHA-256 of the
-//! previous line of the same file (of the empty string for a file's first
-//! line), so [`verify`] detects a line that was removed, inserted or edited
-//! anywhere but at the very end. Several runs may append to one file: each
-//! batch is written under an advisory lock (`flock`) with one `O_APPEND`
-//! write, and chains from whatever line is last in the file at that moment.
+//! Each line is one [`Event`], authenticated with HMAC-SHA256 under the
+//! user's audit key ([`AuditKey`], a random file in the user's cordon state
+//! directory that no sandbox can read or write). A line carries its place
+//! in the file (`seq`, from 1), the MAC of the line before it (`prev`, ""
+//! for the first) and, last, its own `mac` over everything before that
+//! field. So [`verify`] tells a line that was edited, deleted, moved or
+//! written without the key (another key, or the unkeyed SHA-256 chain of
+//! older cordon versions) from an honest one, and names it. What the MACs
+//! cannot show alone is lines cut off the end: each run records the last
+//! line it wrote in a tail record next to the key ([`TailRecord`]), which
+//! `cordon log --verify` compares with the file's last line.
+//!
+//! Several runs may append to one file: each batch is written under an
+//! advisory lock (`flock`) with one `O_APPEND` write, and chains from
+//! whatever line is last in the file at that moment.
 //!
 //! What an event never holds: argument values, URL paths or query strings,
 //! header values, environment values. Subjects are host:port, paths, names.
 //!
-//! The supervisor opens the file with [`AuditLog::open`] before the sandbox
-//! exists (an unwritable log is a refusal to run, not a silent loss), then
-//! starts an [`Auditor`] whose writer thread takes the file writes off the
-//! proxy's event loop.
+//! The supervisor opens the file with [`AuditFile::open`] before the sandbox
+//! exists (an unwritable log is a refusal to run, not a silent loss), keys
+//! it once the sandbox is forked (the key never enters the sandbox's
+//! memory), then starts an [`Auditor`] whose writer thread takes the file
+//! writes off the proxy's event loop.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
+
+pub use crate::escape::printable;
 
 /// Which door an event is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -55,7 +67,7 @@ impl Door {
 }
 
 /// Whether the thing was let through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Let through.
@@ -65,7 +77,7 @@ pub enum Verdict {
 }
 
 /// What an event records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A decision about one attempt (a connection, an open, a call).
@@ -134,8 +146,15 @@ pub struct Event {
     /// For closed connections: how long they were open, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
-    /// Hex SHA-256 of the previous line of the file (of "" for the first).
+    /// The line's place in its file, from 1 (filled in by the writer).
+    #[serde(default)]
+    pub seq: u64,
+    /// The hex MAC of the previous line of the file ("" for the first).
     pub prev: String,
+    /// The hex HMAC-SHA256, under the user's audit key, of the line up to
+    /// this field; always the line's last field (filled in by the writer).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mac: String,
 }
 
 /// Subjects longer than this are cut (a host name is at most 253 bytes;
@@ -171,7 +190,9 @@ impl Event {
             bytes_up: None,
             bytes_down: None,
             duration_ms: None,
+            seq: 0,
             prev: String::new(),
+            mac: String::new(),
         }
     }
 }
@@ -180,7 +201,7 @@ impl Event {
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
     /// The log file (or its directory) could not be created or opened.
-    #[error("cannot open the audit log {}: {source}", path.display())]
+    #[error("cannot open the audit log {}: {source}", printable(path))]
     Open {
         /// The file.
         path: PathBuf,
@@ -188,46 +209,397 @@ pub enum AuditError {
         source: io::Error,
     },
     /// Writing to the log failed.
-    #[error("cannot write the audit log {}: {source}", path.display())]
+    #[error("cannot write the audit log {}: {source}", printable(path))]
     Write {
         /// The file.
         path: PathBuf,
         /// The underlying error.
         source: io::Error,
     },
+    /// The audit key could not be made or read, or is not safe to use.
+    #[error("the audit key {}: {problem}", printable(path))]
+    Key {
+        /// The key file.
+        path: PathBuf,
+        /// What is wrong, and what to do about it.
+        problem: String,
+    },
 }
 
-/// The hex SHA-256 of `bytes`.
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
+/// The audit key's name in the user's cordon state directory (beside the
+/// default log).
+pub const KEY_FILE: &str = "audit.key";
+/// The directory, beside the key, of the tail records ([`TailRecord`]).
+const TAILS_DIR: &str = "audit-tails";
+/// Random bytes in a key: HMAC-SHA256's full strength.
+const KEY_LEN: usize = 32;
+
+/// The user's audit key file: `<state home>/cordon/audit.key`.
+pub fn key_path(xdg_state_home: &Path) -> PathBuf {
+    xdg_state_home.join("cordon").join(KEY_FILE)
+}
+
+/// The user's audit key: 32 random bytes in a file of mode 0600 owned by
+/// the user, in a directory no sandbox can read or write. Whoever holds it
+/// can write lines that verify; a sandbox cannot.
+pub struct AuditKey {
+    key: ring::hmac::Key,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for AuditKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AuditKey({})", self.path.display())
+    }
+}
+
+impl AuditKey {
+    /// Reads the key at `path`, first making one when there is none
+    /// (its directory with mode 0700; the file written whole under a
+    /// temporary name opened with `O_EXCL`, fsynced, then linked into place,
+    /// so a concurrent run never reads half a key).
+    pub fn load_or_create(path: &Path) -> Result<AuditKey, AuditError> {
+        let bytes = key_bytes_or_create(path)?;
+        Ok(AuditKey::from_bytes(&bytes, path))
+    }
+
+    /// Makes the key at `path` when there is none, and checks it, as
+    /// [`AuditKey::load_or_create`] does, but keeps nothing: its bytes are
+    /// wiped on return (for the check before the sandbox is forked, so
+    /// that no copy of the key is in the sandbox's init).
+    pub fn ensure(path: &Path) -> Result<(), AuditError> {
+        key_bytes_or_create(path).map(drop)
+    }
+
+    fn from_bytes(bytes: &[u8; KEY_LEN], path: &Path) -> AuditKey {
+        AuditKey {
+            key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, bytes),
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// Reads the key at `path`; never makes one (for verifying).
+    pub fn load(path: &Path) -> Result<AuditKey, AuditError> {
+        check_key_dir(path, key_dir(path)?)?;
+        let bytes = read_key(path)?.ok_or_else(|| {
+            key_err(
+                path,
+                "there is none, so no log can be verified here (the first `cordon run` with an audit log makes it; a log written by another user verifies only with that user's key)".into(),
+            )
+        })?;
+        Ok(AuditKey::from_bytes(&bytes, path))
+    }
+
+    /// The hex MAC of `body`.
+    fn sign(&self, body: &[u8]) -> String {
+        hex(ring::hmac::sign(&self.key, body).as_ref())
+    }
+
+    /// Whether `mac` (hex) is the MAC of `body`, compared in constant time.
+    fn verifies(&self, body: &[u8], mac: &str) -> bool {
+        from_hex(mac).is_some_and(|tag| ring::hmac::verify(&self.key, body, &tag).is_ok())
+    }
+
+    /// Where the tail record of the chain whose first line has MAC `chain` lives.
+    fn tail_record_path(&self, chain: &str) -> Option<PathBuf> {
+        let dir = self.path.parent()?;
+        Some(dir.join(TAILS_DIR).join(chain))
+    }
+
+    /// The tail record of chain `chain`, if one was written; an error
+    /// (the record's path, what is wrong) for one that cannot be read.
+    fn tail_record(&self, chain: &str) -> Result<Option<(TailRecord, PathBuf)>, (PathBuf, String)> {
+        let Some(path) = self.tail_record_path(chain) else {
+            return Ok(None);
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err((path, e.to_string())),
+        };
+        match serde_json::from_str(&text) {
+            Ok(record) => Ok(Some((record, path))),
+            Err(e) => Err((path, format!("not a tail record: {e}"))),
+        }
+    }
+
+    /// Records `last` as the last line written to chain `chain`, unless a
+    /// later one is recorded already (runs sharing a log finish in any
+    /// order). The caller holds the log's lock.
+    fn record_tail(&self, chain: &str, last: &Link) -> io::Result<()> {
+        let Some(path) = self.tail_record_path(chain) else {
+            return Ok(());
+        };
+        // One that cannot be read is replaced.
+        if let Ok(Some((recorded, _))) = self.tail_record(chain) {
+            if recorded.seq >= last.seq {
+                return Ok(());
+            }
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+        }
+        let record = TailRecord {
+            seq: last.seq,
+            mac: last.mac.clone(),
+        };
+        let tmp = path.with_extension(format!("{}.new", std::process::id()));
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        file.write_all(&serde_json::to_vec(&record).map_err(io::Error::other)?)?;
+        drop(file);
+        std::fs::rename(&tmp, &path)
+    }
+}
+
+fn key_err(path: &Path, problem: String) -> AuditError {
+    AuditError::Key {
+        path: path.to_path_buf(),
+        problem,
+    }
+}
+
+fn key_dir(path: &Path) -> Result<&Path, AuditError> {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .ok_or_else(|| key_err(path, "has no directory".into()))
+}
+
+/// The key's directory must be the user's and writable by nobody else:
+/// whoever can write it can replace the key.
+fn check_key_dir(path: &Path, dir: &Path) -> Result<(), AuditError> {
+    let meta = std::fs::metadata(dir)
+        .map_err(|e| key_err(path, format!("cannot inspect its directory: {e}")))?;
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(key_err(
+            path,
+            format!(
+                "its directory {} belongs to uid {}, not to you (uid {me}), so another user could replace the key; use a state directory of your own ($XDG_STATE_HOME)",
+                printable(dir),
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(key_err(
+            path,
+            format!(
+                "its directory {} has mode {:04o}: others could replace the key; `chmod go-w` it",
+                printable(dir),
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The key's bytes at `path`, made first when there is none.
+fn key_bytes_or_create(path: &Path) -> Result<Zeroizing<[u8; KEY_LEN]>, AuditError> {
+    let dir = key_dir(path)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| key_err(path, format!("cannot create its directory: {e}")))?;
+    check_key_dir(path, dir)?;
+    if let Some(bytes) = read_key(path)? {
+        return Ok(bytes);
+    }
+    create_key(path, dir)?;
+    read_key(path)?.ok_or_else(|| key_err(path, "vanished right after it was made".into()))
+}
+
+/// Reads and checks the key file; `None` when there is none.
+fn read_key(path: &Path) -> Result<Option<Zeroizing<[u8; KEY_LEN]>>, AuditError> {
+    let mut file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(key_err(
+                path,
+                "is a symbolic link; the key must be a file of its own: remove the link (a new key is made on the next run)".into(),
+            ))
+        }
+        Err(e) => return Err(key_err(path, format!("cannot open it: {e}"))),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| key_err(path, format!("cannot inspect it: {e}")))?;
+    let me = nix::unistd::geteuid().as_raw();
+    let problem = if !meta.is_file() {
+        Some("is not a regular file".to_string())
+    } else if meta.uid() != me {
+        Some(format!(
+            "belongs to uid {}, not to you (uid {me}): a key someone else controls proves nothing; remove it (a new key is made on the next run, and older logs then no longer verify)",
+            meta.uid()
+        ))
+    } else if meta.mode() & 0o077 != 0 {
+        Some(format!(
+            "has mode {:04o}: others could read or change it and forge the log; `chmod 600` it if nobody else had access, or remove it (a new key is made on the next run, and older logs then no longer verify)",
+            meta.mode() & 0o7777
+        ))
+    } else if meta.len() != KEY_LEN as u64 {
+        Some(format!(
+            "holds {} bytes, not {KEY_LEN}: it is not a cordon audit key",
+            meta.len()
+        ))
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        return Err(key_err(path, problem));
+    }
+    let mut bytes = Zeroizing::new([0u8; KEY_LEN]);
+    file.read_exact(&mut bytes[..])
+        .map_err(|e| key_err(path, format!("cannot read it: {e}")))?;
+    Ok(Some(bytes))
+}
+
+/// Makes a new random key at `path` unless another run just did.
+fn create_key(path: &Path, dir: &Path) -> Result<(), AuditError> {
+    let failed = |what: &str, e: io::Error| key_err(path, format!("cannot create it: {what}: {e}"));
+    let mut bytes = Zeroizing::new([0u8; KEY_LEN]);
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes[..]).map_err(
+        |_| {
+            key_err(
+                path,
+                "cannot create it: no randomness from the kernel".into(),
+            )
+        },
+    )?;
+    let tmp = dir.join(format!(".{KEY_FILE}.{}.new", std::process::id()));
+    // Left over by a run that died with our pid: ours to replace.
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)
+        .map_err(|e| failed("opening a new file", e))?;
+    let written = file.write_all(&bytes[..]).and_then(|()| file.sync_all());
+    drop(file);
+    // link(2) never replaces a file: of two runs making a key at once,
+    // one links first and both use its key.
+    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(failed("writing it", e)),
+    }
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| failed("syncing its directory", e))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
         .collect()
 }
 
-/// The `prev` of a file's first line: the hash of the empty string.
-pub fn genesis() -> String {
-    sha256_hex(b"")
+/// How a line ends: its MAC as the last field.
+const MAC_FIELD: &str = ",\"mac\":\"";
+/// Hex digits of a MAC.
+const MAC_HEX: usize = 64;
+
+/// The line for `event` (its `seq` and `prev` set, `mac` empty): its JSON
+/// with the MAC of that JSON appended as the last field. Returns the line
+/// and the MAC.
+fn seal(key: &AuditKey, event: &Event) -> serde_json::Result<(Vec<u8>, String)> {
+    // Escaped so that the line, shown as stored (`cordon log --json`),
+    // cannot act on a terminal either.
+    let mut line = crate::escape::json_printable(&serde_json::to_string(event)?).into_bytes();
+    let mac = key.sign(&line);
+    line.pop(); // the closing brace
+    line.extend_from_slice(MAC_FIELD.as_bytes());
+    line.extend_from_slice(mac.as_bytes());
+    line.extend_from_slice(b"\"}");
+    Ok((line, mac))
 }
 
-/// An open audit log file: appends chained lines.
+/// The JSON a sealed line's MAC covers, and the MAC; `None` when the line
+/// does not end with a MAC field.
+fn unseal(line: &str) -> Option<(String, &str)> {
+    let cut = line.len().checked_sub(MAC_FIELD.len() + MAC_HEX + 2)?;
+    let (head, tail) = (line.get(..cut)?, line.get(cut..)?);
+    let mac = tail.strip_prefix(MAC_FIELD)?.strip_suffix("\"}")?;
+    mac.bytes()
+        .all(|b| b.is_ascii_hexdigit())
+        .then(|| (format!("{head}}}"), mac))
+}
+
+/// A line's place in its chain: its `seq` and MAC.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Link {
+    seq: u64,
+    mac: String,
+}
+
+impl Link {
+    /// What a line after `line` chains from: `line`'s own seq and MAC, or,
+    /// after a line without them (an unkeyed line of an older cordon, a
+    /// torn line, none), the start of a chain. Nothing is checked here:
+    /// `cordon log --verify` reports such lines.
+    fn after(line: &[u8]) -> Link {
+        let value: Option<serde_json::Value> = serde_json::from_slice(line).ok();
+        let field = |name: &str| value.as_ref().and_then(|v| v.get(name).cloned());
+        match (
+            field("seq").and_then(|s| s.as_u64()),
+            field("mac").and_then(|m| m.as_str().map(str::to_string)),
+        ) {
+            (Some(seq), Some(mac)) => Link { seq, mac },
+            _ => Link::default(),
+        }
+    }
+}
+
+/// The last line a run wrote to a chain, kept in the user's state
+/// directory (where no sandbox reaches) under the MAC of the chain's first
+/// line: a log whose last lines were cut off ends before it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TailRecord {
+    /// The line's `seq`.
+    pub seq: u64,
+    /// Its MAC.
+    pub mac: String,
+}
+
+/// An audit log file opened for appending, before it is keyed.
 #[derive(Debug)]
-pub struct AuditLog {
+pub struct AuditFile {
     path: PathBuf,
-    /// `None` only while a batch holds it inside the lock.
-    file: Option<File>,
-    /// The file's length after our last write and the hash of its last
-    /// line: when the length is unchanged, nobody else wrote since, and the
-    /// tail need not be read again.
-    tail: Option<(u64, String)>,
+    file: File,
 }
 
-impl AuditLog {
+impl AuditFile {
     /// Opens (creating, mode 0600) `path` for appending. With
     /// `create_dir`, missing parent directories are created with mode 0700
     /// (for the default location; a path the user named must have its
     /// directory already).
-    pub fn open(path: &Path, create_dir: bool) -> Result<AuditLog, AuditError> {
+    pub fn open(path: &Path, create_dir: bool) -> Result<AuditFile, AuditError> {
         let err = |source| AuditError::Open {
             path: path.to_path_buf(),
             source,
@@ -255,10 +627,9 @@ impl AuditLog {
         if !meta.is_file() {
             return Err(err(io::Error::other("not a regular file")));
         }
-        Ok(AuditLog {
+        Ok(AuditFile {
             path: path.to_path_buf(),
-            file: Some(file),
-            tail: None,
+            file,
         })
     }
 
@@ -267,9 +638,82 @@ impl AuditLog {
         &self.path
     }
 
+    /// Whether the file has lines but its last one carries no MAC (an
+    /// older cordon's unkeyed line, or not an event): what is appended
+    /// starts a chain of its own, and `cordon log --verify` reports the file.
+    pub fn ends_unkeyed(&self) -> io::Result<bool> {
+        let len = self.file.metadata()?.len();
+        let (last, _) = last_line(&self.file, len)?;
+        Ok(len > 0 && Link::after(&last) == Link::default())
+    }
+
+    /// The log, appending lines authenticated with `key`.
+    pub fn keyed(self, key: AuditKey) -> AuditLog {
+        AuditLog {
+            path: self.path,
+            file: Some(self.file),
+            key,
+            tail: None,
+            chain: None,
+            wrote: None,
+            cut_reported: false,
+        }
+    }
+}
+
+/// An open, keyed audit log: appends chained, authenticated lines.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    /// `None` only while a batch holds it inside the lock.
+    file: Option<File>,
+    key: AuditKey,
+    /// The file's length after our last write and the link of its last
+    /// line: when the length is unchanged, nobody else wrote since, and the
+    /// tail need not be read again.
+    tail: Option<(u64, Link)>,
+    /// The MAC of the file's first line, under which its tail record is
+    /// kept; `None` until known, or when the first line is not keyed.
+    chain: Option<String>,
+    /// The last line this log wrote.
+    wrote: Option<Link>,
+    /// Whether the file was found cut shorter (reported once).
+    cut_reported: bool,
+}
+
+impl AuditLog {
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Appends `events` as one batch: under an exclusive `flock`, chained
     /// from the file's current last line, in a single write.
     pub fn append(&mut self, events: &mut [Event]) -> Result<(), AuditError> {
+        self.locked(|log, file| log.append_locked(file, events))
+    }
+
+    /// Records the last line this log wrote in the chain's tail record
+    /// (once, when the run ends).
+    pub fn record_tail(&mut self) -> Result<(), AuditError> {
+        let (Some(chain), Some(wrote)) = (self.chain.clone(), self.wrote.clone()) else {
+            return Ok(());
+        };
+        self.locked(|log, file| {
+            if let Ok(meta) = file.metadata() {
+                log.check_not_cut(meta.len());
+            }
+            log.key
+                .record_tail(&chain, &wrote)
+                .map_err(|e| log.write_err(io::Error::other(format!("its tail record: {e}"))))
+        })
+    }
+
+    /// Runs `f` with the file under an exclusive `flock`.
+    fn locked(
+        &mut self,
+        f: impl FnOnce(&mut AuditLog, &File) -> Result<(), AuditError>,
+    ) -> Result<(), AuditError> {
         let Some(file) = self.file.take() else {
             return Err(self.write_err(io::Error::other("the log is not open")));
         };
@@ -280,7 +724,7 @@ impl AuditLog {
                 return Err(self.write_err(errno.into()));
             }
         };
-        let result = self.append_locked(&locked, events);
+        let result = f(self, &locked);
         // Dropping the lock unlocks; the descriptor itself stays ours.
         match locked.unlock() {
             Ok(file) => self.file = Some(file),
@@ -302,42 +746,95 @@ impl AuditLog {
         }
     }
 
+    /// Warns (once) when the file is shorter than after this run's last
+    /// write: appends only ever make it longer, so lines were deleted. The
+    /// tail record cannot tell once the file starts over: say it now.
+    fn check_not_cut(&mut self, len: u64) {
+        if let Some((at, _)) = &self.tail {
+            if len < *at && !self.cut_reported {
+                self.cut_reported = true;
+                eprintln!(
+                    "cordon: WARNING: the audit log {} was cut from {at} to {len} bytes while this run wrote to it: lines of it were deleted",
+                    printable(&self.path)
+                );
+            }
+        }
+    }
+
     fn append_locked(&mut self, file: &File, events: &mut [Event]) -> Result<(), AuditError> {
         let len = file.metadata().map_err(|e| self.write_err(e))?.len();
         let mut buf = Vec::new();
-        let mut prev = match &self.tail {
-            Some((at, hash)) if *at == len => hash.clone(),
+        self.check_not_cut(len);
+        let mut link = match &self.tail {
+            Some((at, link)) if *at == len => link.clone(),
             _ => {
-                let (hash, terminated) =
-                    last_line_hash(file, len).map_err(|e| self.write_err(e))?;
+                let (last, terminated) = last_line(file, len).map_err(|e| self.write_err(e))?;
                 if !terminated {
                     // A torn last line (a crash mid-write): end it, so
                     // ours start on a line of their own.
                     buf.push(b'\n');
                 }
-                hash
+                // The chain is the file's, whatever happened to it since.
+                self.chain = if len > 0 {
+                    let first = first_line(file).map_err(|e| self.write_err(e))?;
+                    Some(Link::after(&first).mac).filter(|m| !m.is_empty())
+                } else {
+                    None
+                };
+                Link::after(&last)
             }
         };
         for event in events.iter_mut() {
-            event.prev = prev;
-            let line = serde_json::to_vec(event)
-                .map_err(|e| self.write_err(io::Error::other(e.to_string())))?;
-            prev = sha256_hex(&line);
+            event.seq = link.seq + 1;
+            event.prev = std::mem::take(&mut link.mac);
+            event.mac.clear();
+            let (line, mac) =
+                seal(&self.key, event).map_err(|e| self.write_err(io::Error::other(e)))?;
+            if len == 0 && self.chain.is_none() {
+                self.chain = Some(mac.clone());
+            }
+            event.mac.clone_from(&mac);
+            link = Link {
+                seq: event.seq,
+                mac,
+            };
             buf.extend_from_slice(&line);
             buf.push(b'\n');
         }
         (&*file).write_all(&buf).map_err(|e| self.write_err(e))?;
         let len = file.metadata().map_err(|e| self.write_err(e))?.len();
-        self.tail = Some((len, prev));
+        self.wrote = Some(link.clone());
+        self.tail = Some((len, link));
         Ok(())
     }
 }
 
-/// The hash of the last line of `file` (of `len` bytes), and whether the
-/// file ends with a newline. An empty file gives [`genesis`].
-fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)> {
+/// The first line of `file`, without its newline (at most 64 KiB of it:
+/// a first line longer than any event is not one).
+fn first_line(file: &File) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+        if buf[..got].contains(&b'\n') {
+            break;
+        }
+    }
+    buf.truncate(got);
+    if let Some(end) = buf.iter().position(|&b| b == b'\n') {
+        buf.truncate(end);
+    }
+    Ok(buf)
+}
+
+/// The last line of `file` (of `len` bytes) without its newline, and
+/// whether the file ends with a newline. An empty file gives no bytes.
+fn last_line(file: &File, len: u64) -> io::Result<(Vec<u8>, bool)> {
     if len == 0 {
-        return Ok((genesis(), true));
+        return Ok((Vec::new(), true));
     }
     let mut last = [0u8; 1];
     file.read_exact_at(&mut last, len - 1)?;
@@ -361,45 +858,157 @@ fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)> {
         line = chunk;
         pos = start;
     }
-    Ok((sha256_hex(&line), terminated))
+    Ok((line, terminated))
 }
 
-/// Where the chain of a log breaks.
+/// Where and why a log does not verify.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ChainError {
-    /// Line `line` (from 1) is not a JSON object with a string `prev`.
+    /// Line `line` (from 1) is not a JSON object.
     #[error("line {line}: not an audit event")]
     Malformed {
         /// The line, from 1.
         line: usize,
     },
-    /// Line `line`'s `prev` is not the hash of the line before it: a line
-    /// before it was removed or edited, or one was inserted.
-    #[error(
-        "line {line}: the chain breaks here (a line before it was removed, inserted or edited)"
-    )]
-    Broken {
+    /// Line `line` has no MAC.
+    #[error("line {line}: no MAC: written by the unkeyed hash chain of an older cordon, or by someone without your audit key, so nothing in it can be trusted (move an old log aside: the next run starts a verifiable one)")]
+    Unkeyed {
         /// The line, from 1.
         line: usize,
     },
+    /// Line `line`'s MAC is not the MAC of its content under the key.
+    #[error("line {line}: its MAC does not match: the line was edited, or written with another key than yours")]
+    BadMac {
+        /// The line, from 1.
+        line: usize,
+    },
+    /// Lines before `line` are missing.
+    #[error("line {line}: seq {found} where {expected} was expected: {} line(s) before it were deleted or moved", .found - .expected)]
+    Deleted {
+        /// The line, from 1.
+        line: usize,
+        /// The seq the line should have.
+        expected: u64,
+        /// The seq it has.
+        found: u64,
+    },
+    /// Line `line` comes too early (moved, or a copy of an earlier line).
+    #[error("line {line}: seq {found} after seq {}: lines were moved or repeated", .expected - 1)]
+    Reordered {
+        /// The line, from 1.
+        line: usize,
+        /// The seq the line should have.
+        expected: u64,
+        /// The seq it has.
+        found: u64,
+    },
+    /// Line `line` is authentic, but of another chain.
+    #[error("line {line}: its prev is not the MAC of the line before it: lines of another log were spliced in")]
+    Spliced {
+        /// The line, from 1.
+        line: usize,
+    },
+    /// The file ends before the last line cordon recorded writing.
+    #[error("the log ends at seq {found}, but cordon wrote up to seq {expected} to it (as {} records): its last {} line(s) were deleted", printable(record), .expected - .found)]
+    Truncated {
+        /// The last seq written.
+        expected: u64,
+        /// The last seq in the file.
+        found: u64,
+        /// The tail record.
+        record: PathBuf,
+    },
+    /// The tail record cannot be read: the end cannot be checked.
+    #[error("the tail record {} cannot be read ({}), so whether lines were cut off the end cannot be checked", printable(record), printable(problem))]
+    BadTailRecord {
+        /// The tail record.
+        record: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The line at the recorded seq is not the one cordon wrote there.
+    #[error("line {line}: not the line cordon wrote at seq {seq} (as {} records): the log was rolled back and written again", printable(record))]
+    Rewritten {
+        /// The line, from 1.
+        line: usize,
+        /// Its seq.
+        seq: u64,
+        /// The tail record.
+        record: PathBuf,
+    },
 }
 
-/// Checks the hash chain of a whole log; returns the number of events.
-/// The first line must chain from the empty string: a log whose head was
-/// cut off does not verify.
-pub fn verify(text: &str) -> Result<usize, ChainError> {
-    let mut expected = genesis();
+/// Checks every line of a whole log under `key`: its MAC, its place
+/// (`seq`) and its link to the line before (`prev`); then that the log
+/// still reaches the last line cordon recorded writing to it. Returns the
+/// number of events. A log whose head was cut off does not verify (its
+/// first line's seq is not 1); one that was cut off at the end verifies
+/// only where no tail record of it exists (see the README).
+pub fn verify(text: &str, key: &AuditKey) -> Result<usize, ChainError> {
+    let mut expected = Link::default();
+    let mut record: Option<(TailRecord, PathBuf)> = None;
     let mut count = 0;
     for (i, line) in text.lines().enumerate() {
-        let prev = serde_json::from_str::<serde_json::Value>(line)
+        let n = i + 1;
+        let value = serde_json::from_str::<serde_json::Value>(line)
             .ok()
-            .and_then(|v| v.get("prev").and_then(|p| p.as_str()).map(str::to_string))
-            .ok_or(ChainError::Malformed { line: i + 1 })?;
-        if prev != expected {
-            return Err(ChainError::Broken { line: i + 1 });
+            .filter(serde_json::Value::is_object)
+            .ok_or(ChainError::Malformed { line: n })?;
+        let (body, mac) = unseal(line).ok_or(ChainError::Unkeyed { line: n })?;
+        if !key.verifies(body.as_bytes(), mac) {
+            return Err(ChainError::BadMac { line: n });
         }
-        expected = sha256_hex(line.as_bytes());
+        let seq = value.get("seq").and_then(|s| s.as_u64());
+        let prev = value.get("prev").and_then(|p| p.as_str());
+        let (Some(seq), Some(prev)) = (seq, prev) else {
+            return Err(ChainError::Malformed { line: n });
+        };
+        let want = expected.seq + 1;
+        if seq > want {
+            return Err(ChainError::Deleted {
+                line: n,
+                expected: want,
+                found: seq,
+            });
+        }
+        if seq < want {
+            return Err(ChainError::Reordered {
+                line: n,
+                expected: want,
+                found: seq,
+            });
+        }
+        if prev != expected.mac {
+            return Err(ChainError::Spliced { line: n });
+        }
+        if seq == 1 {
+            record = key
+                .tail_record(mac)
+                .map_err(|(record, problem)| ChainError::BadTailRecord { record, problem })?;
+        }
+        if let Some((r, path)) = &record {
+            if r.seq == seq && r.mac != mac {
+                return Err(ChainError::Rewritten {
+                    line: n,
+                    seq,
+                    record: path.clone(),
+                });
+            }
+        }
+        expected = Link {
+            seq,
+            mac: mac.to_string(),
+        };
         count += 1;
+    }
+    if let Some((r, path)) = record {
+        if r.seq > expected.seq {
+            return Err(ChainError::Truncated {
+                expected: r.seq,
+                found: expected.seq,
+                record: path,
+            });
+        }
     }
     Ok(count)
 }
@@ -413,24 +1022,10 @@ pub struct Summary {
     index: HashMap<(Door, String), (usize, usize)>,
 }
 
-/// Refusals of one subject (per door) logged one by one; more are counted.
-/// With [`MAX_SUBJECTS`], this bounds the refusals one run can log.
+/// Events of one kind about one subject (per door and verdict) logged one
+/// by one; more are counted. With [`MAX_SUBJECTS`], this bounds what one
+/// run can log.
 const LOGGED_REPEATS: u64 = 20;
-
-/// Text safe to print on a terminal: control characters (a sandboxed
-/// program chooses socket paths and host names) shown escaped, so they
-/// cannot rewrite or hide what cordon says.
-pub fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
 
 /// Distinct subjects remembered per door; more are counted under "others".
 const MAX_SUBJECTS: usize = 1000;
@@ -518,11 +1113,69 @@ impl Summary {
             })
             .collect();
         let log = match log {
-            Some(p) => format!("audit log: {}", p.display()),
+            Some(p) => format!("audit log: {}", printable(p)),
             None => "no audit log (--audit none)".to_string(),
         };
         Some(format!("cordon: blocked {}; {log}", parts.join(", ")))
     }
+}
+
+/// What a flood of one kind of event is counted under: door, kind,
+/// verdict and subject.
+type FloodKey = (Door, Kind, Verdict, String);
+
+/// How many events of each [`FloodKey`] were recorded, for the flood
+/// limit; distinct subjects past [`MAX_SUBJECTS`] per door, kind and
+/// verdict share one count, so a sandbox naming ever new subjects is
+/// bounded too.
+#[derive(Default)]
+struct Flood {
+    counts: HashMap<FloodKey, u64>,
+    subjects: HashMap<(Door, Kind, Verdict), usize>,
+}
+
+/// The subject the events past [`MAX_SUBJECTS`] distinct ones are counted under.
+const OTHER_SUBJECTS: &str = "(other subjects)";
+
+impl Flood {
+    /// Counts `event`; returns how many of its key were counted so far,
+    /// and the subject it was counted under.
+    fn count(&mut self, event: &Event) -> (u64, String) {
+        let class = (event.door, event.event, event.verdict);
+        let mut key = (class.0, class.1, class.2, event.subject.clone());
+        if !self.counts.contains_key(&key) {
+            let distinct = self.subjects.entry(class).or_default();
+            if *distinct >= MAX_SUBJECTS {
+                key.3 = OTHER_SUBJECTS.to_string();
+            } else {
+                *distinct += 1;
+            }
+        }
+        let n = self.counts.entry(key.clone()).or_default();
+        *n += 1;
+        (*n, key.3)
+    }
+}
+
+/// The event that says further events like `event` (counted under
+/// `subject`) are no longer logged one by one.
+fn flood_limit(event: &Event, subject: String) -> Event {
+    let mut limit = Event::new(event.door, Kind::Limit, event.verdict, subject);
+    limit.rule.clone_from(&event.rule);
+    limit.source.clone_from(&event.source);
+    let what = match (event.event, event.verdict) {
+        (Kind::Close, _) => "closed",
+        (_, Verdict::Deny) => "refused",
+        (_, Verdict::Allow) => "allowed",
+    };
+    let rest = match event.verdict {
+        Verdict::Deny => {
+            "further refusals of it are counted in the exit summary, not logged one by one"
+        }
+        Verdict::Allow => "further ones are not logged one by one",
+    };
+    limit.reason = Some(format!("{what} {LOGGED_REPEATS} times: {rest}"));
+    limit
 }
 
 struct Inner {
@@ -532,6 +1185,7 @@ struct Inner {
     tx: Mutex<Option<mpsc::Sender<Event>>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     summary: Mutex<Summary>,
+    flood: Mutex<Flood>,
 }
 
 /// The audit sink of one run: cheap to clone, safe to call from async code
@@ -575,6 +1229,7 @@ impl Auditor {
                 tx: Mutex::new(tx),
                 writer: Mutex::new(writer),
                 summary: Mutex::new(Summary::default()),
+                flood: Mutex::new(Flood::default()),
             }),
         })
     }
@@ -589,6 +1244,7 @@ impl Auditor {
                 tx: Mutex::new(None),
                 writer: Mutex::new(None),
                 summary: Mutex::new(Summary::default()),
+                flood: Mutex::new(Flood::default()),
             }),
         }
     }
@@ -599,30 +1255,31 @@ impl Auditor {
     }
 
     /// Records `event` (denied decisions also count for the summary).
+    ///
+    /// A sandbox repeating an attempt must not fill the host's disk, be it
+    /// refused or allowed (a loop of allowed connections writes a decision
+    /// and a close each): past [`LOGGED_REPEATS`] events of one kind about
+    /// one subject, further ones are only counted (the exit summary has
+    /// every refusal), and one [`Kind::Limit`] event says so.
     pub fn record(&self, event: Event) {
         if event.verdict == Verdict::Deny && event.event == Kind::Decision {
-            // A sandbox repeating a refused attempt must not flood the
-            // host's disk: past a few, repeats are only counted (the exit
-            // summary has them all), and one event says so.
-            let seen = self.count_blocked(event.door, &event.subject);
+            self.count_blocked(event.door, &event.subject);
+        }
+        if matches!(event.event, Kind::Decision | Kind::Close) {
+            let (seen, subject) = self
+                .inner
+                .flood
+                .lock()
+                .map(|mut f| f.count(&event))
+                .unwrap_or((0, String::new()));
             if seen > LOGGED_REPEATS {
                 if seen == LOGGED_REPEATS + 1 {
-                    let mut limit = Event::new(
-                        event.door,
-                        Kind::Limit,
-                        Verdict::Deny,
-                        event.subject.clone(),
-                    );
-                    limit.rule = event.rule.clone();
-                    limit.reason = Some(format!(
-                        "refused {LOGGED_REPEATS} times: further refusals of it are counted in the exit summary, not logged one by one"
-                    ));
-                    self.send(limit);
+                    self.send(flood_limit(&event, subject));
                 }
                 return;
             }
         }
-        self.send(event);
+        self.send(event)
     }
 
     fn send(&self, mut event: Event) {
@@ -687,10 +1344,19 @@ fn write_loop(mut log: AuditLog, rx: mpsc::Receiver<Event>) {
             // The run is under way; stopping it would lose the user's work.
             // Say so, once, loudly.
             if !WARNED.swap(true, Ordering::Relaxed) {
-                eprintln!("cordon: WARNING: {e}; audit events of this run are being lost");
+                eprintln!(
+                    "cordon: WARNING: {}; audit events of this run are being lost",
+                    printable(e.to_string())
+                );
             }
         }
         std::thread::sleep(GATHER);
+    }
+    if let Err(e) = log.record_tail() {
+        eprintln!(
+            "cordon: WARNING: {}; `cordon log --verify` cannot tell if this run's last lines are later deleted",
+            printable(e.to_string())
+        );
     }
 }
 
@@ -764,15 +1430,26 @@ mod tests {
         assert!(now.ends_with('Z') && now.starts_with("20"), "{now}");
     }
 
+    /// A key in `dir`'s state directory, made on first use.
+    fn key_in(dir: &Path) -> AuditKey {
+        AuditKey::load_or_create(&key_path(&dir.join("state"))).unwrap()
+    }
+
+    fn open(path: &Path, dir: &Path) -> AuditLog {
+        AuditFile::open(path, false).unwrap().keyed(key_in(dir))
+    }
+
     #[test]
     fn chain_json_shape_and_append_to_existing_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/audit.jsonl");
         assert!(
-            AuditLog::open(&path, false).is_err(),
+            AuditFile::open(&path, false).is_err(),
             "no dir, not asked to create"
         );
-        let mut log = AuditLog::open(&path, true).unwrap();
+        let mut log = AuditFile::open(&path, true)
+            .unwrap()
+            .keyed(key_in(dir.path()));
         use std::os::unix::fs::PermissionsExt;
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&path), 0o600);
@@ -784,16 +1461,14 @@ mod tests {
             event("c.example:80", Verdict::Deny),
         ])
         .unwrap();
+        let key = key_in(dir.path());
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
-        assert_eq!(verify(&text), Ok(3));
+        assert_eq!(verify(&text, &key), Ok(3));
         let first: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
-        assert_eq!(first["prev"], genesis());
-        assert_eq!(
-            genesis(),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-        );
+        assert_eq!(first["prev"], "");
+        assert_eq!(first["seq"], 1);
         assert_eq!(first["door"], "network");
         assert_eq!(first["verdict"], "allow");
         assert_eq!(first["event"], "decision");
@@ -804,82 +1479,260 @@ mod tests {
         assert_eq!(first["rule"], "evil.example");
         assert_eq!(first["source"], "flag --deny-domain");
         assert!(first.get("bytes_up").is_none(), "absent fields are omitted");
+        assert!(lines[0].ends_with(&format!(
+            ",\"mac\":\"{}\"}}",
+            first["mac"].as_str().unwrap()
+        )));
         let second: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
-        assert_eq!(second["prev"], sha256_hex(lines[0].as_bytes()));
+        assert_eq!(second["prev"], first["mac"]);
+        assert_eq!(second["seq"], 2);
         // Round trip.
         let back: Event = serde_json::from_str(lines[2]).unwrap();
         assert_eq!(back.subject, "c.example:80");
 
         // Another run (another handle) appends to the existing file, chaining
         // from its last line; so does the first handle after that.
-        let mut other = AuditLog::open(&path, false).unwrap();
+        let mut other = open(&path, dir.path());
         other
             .append(&mut [event("d.example:443", Verdict::Deny)])
             .unwrap();
         log.append(&mut [event("e.example:443", Verdict::Deny)])
             .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(verify(&text), Ok(5));
+        assert_eq!(verify(&text, &key), Ok(5));
         let lines: Vec<&str> = text.lines().collect();
+        let third: serde_json::Value = serde_json::from_str(lines[2]).unwrap();
         let fourth: serde_json::Value = serde_json::from_str(lines[3]).unwrap();
-        assert_eq!(fourth["prev"], sha256_hex(lines[2].as_bytes()));
+        assert_eq!(fourth["prev"], third["mac"]);
+        assert_eq!(fourth["seq"], 4);
     }
 
     #[test]
-    fn verify_detects_edits_removals_and_insertions() {
+    fn verify_names_edits_deletions_moves_and_foreign_chains() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let mut log = AuditLog::open(&path, false).unwrap();
+        let mut log = open(&path, dir.path());
         for s in ["a:1", "b:2", "c:3", "d:4"] {
             log.append(&mut [event(s, Verdict::Deny)]).unwrap();
         }
+        let key = key_in(dir.path());
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(verify(&text), Ok(4));
+        assert_eq!(verify(&text, &key), Ok(4));
         let lines: Vec<&str> = text.lines().collect();
         let join = |v: Vec<&str>| v.join("\n") + "\n";
         let removed = join(vec![lines[0], lines[2], lines[3]]);
-        assert_eq!(verify(&removed), Err(ChainError::Broken { line: 2 }));
+        assert_eq!(
+            verify(&removed, &key),
+            Err(ChainError::Deleted {
+                line: 2,
+                expected: 2,
+                found: 3
+            })
+        );
         let edited_line = lines[1].replace("b:2", "z:2");
         let edited = join(vec![lines[0], &edited_line, lines[2], lines[3]]);
-        assert_eq!(verify(&edited), Err(ChainError::Broken { line: 3 }));
+        assert_eq!(verify(&edited, &key), Err(ChainError::BadMac { line: 2 }));
         let head_cut = join(lines[1..].to_vec());
-        assert_eq!(verify(&head_cut), Err(ChainError::Broken { line: 1 }));
+        assert_eq!(
+            verify(&head_cut, &key),
+            Err(ChainError::Deleted {
+                line: 1,
+                expected: 1,
+                found: 2
+            })
+        );
+        let repeated = join(vec![lines[0], lines[1], lines[1], lines[2]]);
+        assert_eq!(
+            verify(&repeated, &key),
+            Err(ChainError::Reordered {
+                line: 3,
+                expected: 3,
+                found: 2
+            })
+        );
         let junk = join(vec![lines[0], "not json"]);
-        assert_eq!(verify(&junk), Err(ChainError::Malformed { line: 2 }));
+        assert_eq!(verify(&junk, &key), Err(ChainError::Malformed { line: 2 }));
+
+        // A line of another log under the same key, in its place.
+        let other_path = dir.path().join("other.jsonl");
+        let mut other = open(&other_path, dir.path());
+        for s in ["x:1", "y:2"] {
+            other.append(&mut [event(s, Verdict::Deny)]).unwrap();
+        }
+        let other_text = std::fs::read_to_string(&other_path).unwrap();
+        let other_lines: Vec<&str> = other_text.lines().collect();
+        let spliced = join(vec![lines[0], other_lines[1]]);
+        assert_eq!(verify(&spliced, &key), Err(ChainError::Spliced { line: 2 }));
+
+        // The same log checked with another key, and a chain rebuilt with
+        // the unkeyed SHA-256 scheme.
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(
+            verify(&text, &key_in(elsewhere.path())),
+            Err(ChainError::BadMac { line: 1 })
+        );
+        let unkeyed = "{\"subject\":\"a:1\",\"prev\":\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}\n";
+        assert_eq!(verify(unkeyed, &key), Err(ChainError::Unkeyed { line: 1 }));
     }
 
     #[test]
-    fn torn_last_line_is_terminated_and_chained() {
+    fn lines_hold_no_raw_bidi_or_c1_character() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut log = open(&path, dir.path());
+        let subject = "evil\u{202e}gpj\u{85}\u{200b}\u{1b}[2K\u{e0041}.example:80";
+        log.append(&mut [event(subject, Verdict::Deny)]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            crate::escape::json_printable(text.trim_end()) == text.trim_end(),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("\\u202e") && text.contains("\\udb40\\udc41"),
+            "{text}"
+        );
+        let back: Event = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(back.subject, subject);
+        assert_eq!(verify(&text, &key_in(dir.path())), Ok(1));
+    }
+
+    #[test]
+    fn the_tail_record_catches_lines_cut_off_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut log = open(&path, dir.path());
+        for s in ["a:1", "b:2", "c:3"] {
+            log.append(&mut [event(s, Verdict::Deny)]).unwrap();
+        }
+        let key = key_in(dir.path());
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Before the run ends, nothing is recorded: a cut verifies.
+        let lines: Vec<&str> = text.lines().collect();
+        let cut = lines[..2].join("\n") + "\n";
+        assert_eq!(verify(&cut, &key), Ok(2));
+        log.record_tail().unwrap();
+        assert_eq!(verify(&text, &key), Ok(3));
+        assert!(matches!(
+            verify(&cut, &key),
+            Err(ChainError::Truncated {
+                expected: 3,
+                found: 2,
+                ..
+            })
+        ));
+        // A run that wrote less, finishing later, does not lower the record.
+        let mut earlier = open(&path, dir.path());
+        earlier.wrote = Some(Link {
+            seq: 1,
+            mac: "00".into(),
+        });
+        earlier.chain = log.chain.clone();
+        earlier.record_tail().unwrap();
+        assert!(matches!(
+            verify(&cut, &key),
+            Err(ChainError::Truncated { .. })
+        ));
+        // A record that cannot be read: the end cannot be checked, and
+        // verification says so rather than passing.
+        let chain = log.chain.clone().unwrap();
+        std::fs::write(key.tail_record_path(&chain).unwrap(), "junk").unwrap();
+        assert!(matches!(
+            verify(&text, &key),
+            Err(ChainError::BadTailRecord { .. })
+        ));
+        // The next run's record replaces it.
+        log.record_tail().unwrap();
+        assert_eq!(verify(&text, &key), Ok(3));
+
+        // Cut while a run writes: the run notices, and its record follows
+        // the chain the file now holds.
+        std::fs::write(&path, "").unwrap();
+        log.append(&mut [event("d:4", Verdict::Deny)]).unwrap();
+        assert!(log.cut_reported);
+        log.record_tail().unwrap();
+        let restarted = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(verify(&restarted, &key), Ok(1));
+        assert_ne!(log.chain.as_deref(), Some(chain.as_str()));
+    }
+
+    #[test]
+    fn the_key_is_made_once_private_and_checked() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = key_path(&dir.path().join("state"));
+        assert!(AuditKey::load(&path).is_err(), "load never makes one");
+        let key = AuditKey::load_or_create(&path).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(meta.len(), KEY_LEN as u64);
+        let again = AuditKey::load(&path).unwrap();
+        assert_eq!(key.sign(b"x"), again.sign(b"x"), "the same key");
+        assert!(key.verifies(b"x", &key.sign(b"x")));
+        assert!(!key.verifies(b"y", &key.sign(b"x")));
+
+        let problem = |p: &Path| match AuditKey::load(p) {
+            Err(AuditError::Key { problem, .. }) => problem,
+            other => panic!("{other:?}"),
+        };
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(problem(&path).contains("mode 0640"), "{}", problem(&path));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let short = path.with_file_name("short.key");
+        std::fs::write(&short, b"abc").unwrap();
+        std::fs::set_permissions(&short, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(problem(&short).contains("3 bytes"), "{}", problem(&short));
+        let link = path.with_file_name("link.key");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        assert!(problem(&link).contains("symbolic link"));
+        let dir_of_key = path.parent().unwrap();
+        std::fs::set_permissions(dir_of_key, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(problem(&path).contains("others could replace the key"));
+    }
+
+    #[test]
+    fn torn_last_line_is_terminated_and_starts_a_chain() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         std::fs::write(&path, "{\"prev\":\"x\"").unwrap();
-        let mut log = AuditLog::open(&path, false).unwrap();
+        let file = AuditFile::open(&path, false).unwrap();
+        assert!(file.ends_unkeyed().unwrap());
+        let mut log = file.keyed(key_in(dir.path()));
         log.append(&mut [event("a:1", Verdict::Deny)]).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2);
         let ours: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
-        assert_eq!(ours["prev"], sha256_hex(b"{\"prev\":\"x\""));
+        assert_eq!(ours["prev"], "");
+        assert_eq!(ours["seq"], 1);
+        assert!(!AuditFile::open(&path, false)
+            .unwrap()
+            .ends_unkeyed()
+            .unwrap());
     }
 
     #[test]
     fn long_last_line_is_found() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let long = format!("{{\"prev\":\"{}\"}}", "y".repeat(20_000));
+        let mac = "ab".repeat(32);
+        let long = format!(
+            "{{\"subject\":\"{}\",\"seq\":7,\"mac\":\"{mac}\"}}",
+            "y".repeat(20_000)
+        );
         std::fs::write(&path, format!("first\n{long}\n")).unwrap();
-        let mut log = AuditLog::open(&path, false).unwrap();
+        let mut log = open(&path, dir.path());
         log.append(&mut [event("a:1", Verdict::Deny)]).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
-        assert_eq!(last["prev"], sha256_hex(long.as_bytes()));
+        assert_eq!(last["prev"], mac);
+        assert_eq!(last["seq"], 8);
     }
 
     #[test]
     fn auditor_writes_in_order_and_summarises() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::open(&path, false).unwrap();
+        let log = open(&path, dir.path());
         let auditor = Auditor::start(Some(log), "cordon-9-cd", "python3").unwrap();
         for i in 0..50 {
             auditor.record(event(&format!("h{}.example:443", i % 3), Verdict::Deny));
@@ -888,7 +1741,7 @@ mod tests {
         auditor.count_blocked(Door::Network, "(over the connection cap)");
         let summary = auditor.finish();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(verify(&text), Ok(51));
+        assert_eq!(verify(&text, &key_in(dir.path())), Ok(51));
         let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(first["sandbox"], "cordon-9-cd");
         assert_eq!(first["command"], "python3");
@@ -903,7 +1756,61 @@ mod tests {
         );
         // After finish, events are dropped, not written.
         auditor.record(event("late.example:443", Verdict::Deny));
-        assert_eq!(verify(&std::fs::read_to_string(&path).unwrap()), Ok(51));
+        assert_eq!(
+            verify(
+                &std::fs::read_to_string(&path).unwrap(),
+                &key_in(dir.path())
+            ),
+            Ok(51)
+        );
+    }
+
+    #[test]
+    fn allowed_events_count_toward_the_flood_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl").unwrap();
+        for _ in 0..100 {
+            auditor.record(event("ok.example:443", Verdict::Allow));
+            let mut close = event("ok.example:443", Verdict::Allow);
+            close.event = Kind::Close;
+            auditor.record(close);
+        }
+        // Ever new subjects are bounded too.
+        for i in 0..(MAX_SUBJECTS + 100) {
+            auditor.record(event(&format!("h{i}.example:443"), Verdict::Allow));
+        }
+        let summary = auditor.finish();
+        assert!(summary.is_empty(), "nothing was blocked");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let events: Vec<Event> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let of = |kind: Kind, subject: &str| {
+            events
+                .iter()
+                .filter(|e| e.event == kind && e.subject == subject)
+                .count()
+        };
+        assert_eq!(
+            of(Kind::Decision, "ok.example:443"),
+            LOGGED_REPEATS as usize
+        );
+        assert_eq!(of(Kind::Close, "ok.example:443"), LOGGED_REPEATS as usize);
+        assert_eq!(of(Kind::Limit, "ok.example:443"), 2);
+        assert_eq!(of(Kind::Limit, OTHER_SUBJECTS), 1);
+        // ok.example counts as one of the distinct subjects.
+        let distinct = events
+            .iter()
+            .filter(|e| e.event == Kind::Decision && e.subject.starts_with('h'))
+            .count();
+        assert_eq!(distinct, MAX_SUBJECTS - 1 + LOGGED_REPEATS as usize);
+        let limit = events.iter().find(|e| e.event == Kind::Limit).unwrap();
+        assert_eq!(
+            limit.reason.as_deref(),
+            Some("allowed 20 times: further ones are not logged one by one")
+        );
     }
 
     #[test]

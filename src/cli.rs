@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::escape::{json_printable, printable, printable_lines};
 use crate::policy::load::{self, EnvFacts, FlagOverrides, LoadRequest};
 use crate::policy::{trust, Policy};
 use crate::{doctor, explain, probe, sandbox};
@@ -39,7 +40,7 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Approve a project's cordon.toml so it may widen the sandbox (records its sha256).
     Trust(TrustArgs),
-    /// Show the audit log (every decision of every door), filtered; or check its hash chain.
+    /// Show the audit log (every decision of every door), filtered; or check every line's MAC.
     Log(LogArgs),
     /// Prove the boundary from inside: build the sandbox `run` would build with the same
     /// options, attack it with a battery of probes (files, network, credentials, process),
@@ -124,7 +125,7 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "N")]
     pub max_connections: Option<u64>,
     /// Append one JSON line per decision (allowed and blocked connections, with the rule
-    /// that decided) to FILE, hash-chained; `--audit none` turns the log off
+    /// that decided) to FILE, each line authenticated with your audit key; `--audit none` turns the log off
     /// [default: $XDG_STATE_HOME/cordon/audit.jsonl, else ~/.local/state/cordon/audit.jsonl].
     /// If the log cannot be opened, nothing runs.
     #[arg(long, value_name = "FILE")]
@@ -193,7 +194,7 @@ pub struct LogArgs {
     /// Print the events as JSON lines, as stored.
     #[arg(long)]
     pub json: bool,
-    /// Check the hash chain instead: exits 1 if a line was removed, edited or inserted.
+    /// Check every line's MAC under your audit key instead: exits 1 if a line was edited, deleted, moved or written without the key.
     #[arg(long, conflicts_with_all = ["follow", "json", "sandbox", "door", "denied", "since"])]
     pub verify: bool,
 }
@@ -280,7 +281,7 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
 }
 
 /// The audit log `cordon log` reads by default: the one in force here.
-fn log_in_force() -> Result<PathBuf, Failure> {
+fn log_in_force(env: &EnvFacts) -> Result<PathBuf, Failure> {
     let none = || Failure {
         message: "the audit log is turned off here (audit.file = \"none\"); name one with --file"
             .into(),
@@ -290,26 +291,33 @@ fn log_in_force() -> Result<PathBuf, Failure> {
         Ok((policy, _)) => policy.audit.log.value.ok_or_else(none),
         // A project policy that does not load still has a log elsewhere.
         Err(f) => {
-            let env = EnvFacts::from_process()?;
-            eprintln!("cordon: note: {}; reading the default log", f.message);
-            Ok(load::default_audit_log(&env))
+            eprintln!(
+                "cordon: note: {}; reading the default log",
+                printable_lines(&f.message)
+            );
+            Ok(load::default_audit_log(env))
         }
     }
 }
 
 fn log_command(args: LogArgs) -> Result<i32, Failure> {
+    let env = EnvFacts::from_process()?;
     let path = match args.file {
         Some(f) => f,
-        None => log_in_force()?,
+        None => log_in_force(&env)?,
     };
     if args.verify {
-        return match crate::log::verify(&path) {
+        let key = crate::audit::key_path(&env.xdg_state_home);
+        return match crate::log::verify(&path, &key) {
             Ok(n) => {
-                println!("{}: {n} events, hash chain intact", path.display());
+                println!(
+                    "{}: {n} events, every line authenticated by your audit key and in order",
+                    printable(&path)
+                );
                 Ok(0)
             }
             Err(e @ crate::log::LogError::Chain { .. }) => {
-                println!("{e}");
+                println!("{}", printable_lines(&e.to_string()));
                 Ok(1)
             }
             Err(e) => Err(failed(1)(e)),
@@ -365,10 +373,12 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             if args.json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&explain::render_json(&policy))?
+                    json_printable(&serde_json::to_string_pretty(&explain::render_json(
+                        &policy
+                    ))?)
                 );
             } else {
-                print!("{}", explain::render_text(&policy));
+                print!("{}", printable_lines(&explain::render_text(&policy)));
             }
             Ok(0)
         }
@@ -376,9 +386,12 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             let report = doctor::examine();
             if !args.probe {
                 if args.json {
-                    println!("{}", serde_json::to_string_pretty(&report)?);
+                    println!(
+                        "{}",
+                        json_printable(&serde_json::to_string_pretty(&report)?)
+                    );
                 } else {
-                    print!("{}", doctor::render_text(&report));
+                    print!("{}", printable_lines(&doctor::render_text(&report)));
                 }
                 return Ok(if report.run_would_work { 0 } else { 1 });
             }
@@ -393,12 +406,12 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                     Err(e) => serde_json::json!({ "error": e.to_string() }),
                 };
                 let both = serde_json::json!({ "doctor": report, "probe": probe_json });
-                println!("{}", serde_json::to_string_pretty(&both)?);
+                println!("{}", json_printable(&serde_json::to_string_pretty(&both)?));
             } else {
-                print!("{}", doctor::render_text(&report));
+                print!("{}", printable_lines(&doctor::render_text(&report)));
                 println!();
                 if let Ok(r) = &probed {
-                    print!("{}", probe::render_text(r));
+                    print!("{}", printable_lines(&probe::render_text(r)));
                 }
             }
             match probed {
@@ -410,9 +423,12 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             let (policy, cwd) = load_policy(&args.policy)?;
             let report = probe::run(&policy, cwd)?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                println!(
+                    "{}",
+                    json_printable(&serde_json::to_string_pretty(&report)?)
+                );
             } else {
-                print!("{}", probe::render_text(&report));
+                print!("{}", printable_lines(&probe::render_text(&report)));
             }
             Ok(report.exit_code())
         }
@@ -439,7 +455,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                 let hash = trust::trust(&dir, &file)?;
                 println!(
                     "trusted {} (sha256 {hash}); editing it withdraws the approval",
-                    file.display()
+                    printable(&file)
                 );
             }
             Ok(0)

@@ -248,7 +248,7 @@ pub fn render_text(policy: &Policy) -> String {
     lines.push(Line::Row {
         what: "log".to_string(),
         note: match &view.audit.file {
-            Some(file) => format!("{file} (JSON lines, hash-chained)"),
+            Some(file) => format!("{file} (JSON lines, each authenticated by your audit key)"),
             None => "off (--audit none): decisions are not recorded".to_string(),
         },
         source: view.audit.from.clone(),

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod cli;
 pub mod credentials;
 pub mod doctor;
+pub mod escape;
 pub mod explain;
 pub mod log;
 pub mod net;

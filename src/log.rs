@@ -1,26 +1,29 @@
 //! `cordon log`: reads an audit log, filters it, shows it, follows it and
-//! checks its hash chain.
+//! checks every line's MAC under the user's audit key.
 
 use std::io::{self, BufRead, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::audit::{self, Door, Event, Verdict};
+use crate::escape::printable;
 use crate::policy::load::parse_duration;
 
 /// Why the log could not be read or did not verify.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
-    #[error("cannot read the audit log {path}: {source}")]
+    #[error("cannot read the audit log {}: {source}", printable(path))]
     Read { path: PathBuf, source: io::Error },
-    #[error("{path}: {source}")]
+    #[error("cannot verify: {0}")]
+    Key(#[from] audit::AuditError),
+    #[error("{}: {source}", printable(path))]
     Chain {
         path: PathBuf,
         source: audit::ChainError,
     },
-    #[error("--since {0:?}: expected a duration (30m, 2h, 1d) or a time (2026-11-30T06:00:00Z)")]
+    #[error("--since {}: expected a duration (30m, 2h, 1d) or a time (2026-11-30T06:00:00Z)", printable(.0))]
     Since(String),
-    #[error("--door {0:?}: expected one of network, files, credentials, process")]
+    #[error("--door {}: expected one of network, files, credentials, process", printable(.0))]
     Door(String),
 }
 
@@ -125,7 +128,7 @@ pub fn render(event: &Event) -> String {
     }
     // Everything in an event may come from the sandbox (a socket path, a
     // host name): printed escaped, so it cannot drive the terminal.
-    audit::printable(&line)
+    printable(&line)
 }
 
 /// How `show` prints.
@@ -164,7 +167,9 @@ pub fn show(path: &Path, filter: &Filter, out: Output) -> Result<(), LogError> {
             match serde_json::from_str::<Event>(text) {
                 Ok(event) if filter.keeps(&event) => {
                     let shown = if out.json {
-                        text.to_string()
+                        // As stored; lines of older versions may hold
+                        // characters that act on a terminal.
+                        crate::escape::json_printable(text)
                     } else {
                         render(&event)
                     };
@@ -174,8 +179,9 @@ pub fn show(path: &Path, filter: &Filter, out: Output) -> Result<(), LogError> {
                 }
                 Ok(_) => {}
                 Err(e) => eprintln!(
-                    "cordon: {}:{number}: not an audit event ({e}); skipped",
-                    path.display()
+                    "cordon: {}:{number}: not an audit event ({}); skipped",
+                    printable(path),
+                    printable(e.to_string())
                 ),
             }
         }
@@ -194,13 +200,15 @@ pub fn show(path: &Path, filter: &Filter, out: Output) -> Result<(), LogError> {
     }
 }
 
-/// Checks the hash chain of the whole file; returns the number of events.
-pub fn verify(path: &Path) -> Result<usize, LogError> {
+/// Checks every line of the whole file under the user's audit key at
+/// `key`; returns the number of events.
+pub fn verify(path: &Path, key: &Path) -> Result<usize, LogError> {
+    let key = audit::AuditKey::load(key)?;
     let text = std::fs::read_to_string(path).map_err(|source| LogError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    audit::verify(&text).map_err(|source| LogError::Chain {
+    audit::verify(&text, &key).map_err(|source| LogError::Chain {
         path: path.to_path_buf(),
         source,
     })

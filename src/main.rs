@@ -7,7 +7,11 @@ fn main() {
     let code = match cordon::cli::dispatch(cli) {
         Ok(code) => code,
         Err(failure) => {
-            eprintln!("cordon: {}", failure.message);
+            // Errors name paths and names a project file or the sandbox chose.
+            eprintln!(
+                "cordon: {}",
+                cordon::escape::printable_lines(&failure.message)
+            );
             failure.code
         }
     };

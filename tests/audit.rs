@@ -106,30 +106,71 @@ def socks_get(host, port):
     return recv_all(s)
 "#;
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+fn sha256(bytes: &[u8]) -> Vec<u8> {
+    Sha256::digest(bytes).to_vec()
 }
 
-/// Checks the hash chain independently of cordon's own verifier and
-/// returns the events.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// HMAC-SHA256 (RFC 2104), written out here so the tests check cordon's
+/// log independently of the MAC code cordon uses.
+fn hmac_sha256(key: &[u8], message: &[u8]) -> String {
+    let mut block = [0u8; 64];
+    block[..key.len()].copy_from_slice(key);
+    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
+    let inner = sha256(&[pad(0x36), message.to_vec()].concat());
+    hex(&sha256(&[pad(0x5c), inner].concat()))
+}
+
+/// The audit key of the fixture's user (under the default state home).
+fn key_of(fx: &Fixture) -> std::path::PathBuf {
+    fx.home.join(".local/state/cordon/audit.key")
+}
+
+/// Splits a line into the JSON its MAC covers and the MAC.
+fn unseal(line: &str) -> (String, String) {
+    let at = line
+        .rfind(",\"mac\":\"")
+        .unwrap_or_else(|| panic!("no mac: {line}"));
+    let mac = line[at + 8..].trim_end_matches("\"}").to_string();
+    (format!("{}}}", &line[..at]), mac)
+}
+
+/// Checks every line's MAC, seq and prev under the key file `key`,
+/// independently of cordon's own verifier (and then with it), and returns
+/// the events.
 #[track_caller]
-fn chained_events(path: &Path) -> Vec<serde_json::Value> {
+fn chained_events(path: &Path, key: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("audit log {}: {e}", path.display()));
+    let key_bytes = std::fs::read(key).unwrap_or_else(|e| panic!("key {}: {e}", key.display()));
+    assert_eq!(key_bytes.len(), 32);
     assert!(text.ends_with('\n'), "last line unterminated: {text}");
-    let mut prev = sha256_hex(b"");
+    let mut prev = String::new();
     let mut events = Vec::new();
     for (i, l) in text.lines().enumerate() {
         let v: serde_json::Value =
             serde_json::from_str(l).unwrap_or_else(|e| panic!("line {}: {e}: {l}", i + 1));
+        let (body, mac) = unseal(l);
+        assert_eq!(
+            hmac_sha256(&key_bytes, body.as_bytes()),
+            mac,
+            "line {}: {l}",
+            i + 1
+        );
+        assert_eq!(v["mac"], mac);
         assert_eq!(v["prev"], prev, "chain broken at line {}:\n{text}", i + 1);
-        prev = sha256_hex(l.as_bytes());
+        assert_eq!(v["seq"], i as u64 + 1, "line {}", i + 1);
+        prev = mac;
         events.push(v);
     }
-    assert_eq!(cordon::audit::verify(&text), Ok(events.len()));
+    // cordon's verifier takes only a key of the caller's own.
+    if std::fs::metadata(key).unwrap().uid() == nix::unistd::geteuid().as_raw() {
+        let cordon_key = cordon::audit::AuditKey::load(key).unwrap();
+        assert_eq!(cordon::audit::verify(&text, &cordon_key), Ok(events.len()));
+    }
     events
 }
 
@@ -239,7 +280,7 @@ fn allowed_and_denied_connections_are_logged_and_summarised() {
             "{mode:?}: the log belongs to the caller"
         );
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-        let events = chained_events(&log);
+        let events = chained_events(&log, &key_of(&fx));
         let sandbox = events[0]["sandbox"].as_str().unwrap().to_string();
         assert!(is_sandbox_id(&sandbox), "{sandbox}");
         for e in &events {
@@ -346,7 +387,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
             !out.stderr.contains("cordon: blocked"),
             "{mode:?}: {out:#?}"
         );
-        let first_run = chained_events(&log);
+        let first_run = chained_events(&log, &key_of(&fx));
         assert!(!first_run.is_empty());
 
         // Blocked, but --quiet: no summary, still logged.
@@ -369,7 +410,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
         );
 
         // Three runs, one chain; each run has its own sandbox id.
-        let events = chained_events(&log);
+        let events = chained_events(&log, &key_of(&fx));
         let ids: std::collections::BTreeSet<&str> = events
             .iter()
             .filter_map(|e| e["sandbox"].as_str())
@@ -386,7 +427,8 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
         let text = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         let n = first_run.len();
-        assert_eq!(events[n]["prev"], sha256_hex(lines[n - 1].as_bytes()));
+        let last_of_first: serde_json::Value = serde_json::from_str(lines[n - 1]).unwrap();
+        assert_eq!(events[n]["prev"], last_of_first["mac"]);
     });
 }
 
@@ -405,7 +447,7 @@ fn default_log_location_fail_closed_and_read_only_inside() {
         );
         let dir = fx.home.join(".local/state/cordon");
         let log = dir.join("audit.jsonl");
-        let events = chained_events(&log);
+        let events = chained_events(&log, &key_of(&fx));
         must_find(
             &events,
             &[("verdict", "deny"), ("subject", "nope.example:443")],
@@ -426,9 +468,12 @@ fn default_log_location_fail_closed_and_read_only_inside() {
         let out = fx.sandbox().env("XDG_STATE_HOME", &state).py(&deny);
         out.ok();
         let moved = state.join("cordon/audit.jsonl");
-        must_find(&chained_events(&moved), &[("subject", "nope.example:443")]);
+        must_find(
+            &chained_events(&moved, &state.join("cordon/audit.key")),
+            &[("subject", "nope.example:443")],
+        );
         assert_eq!(
-            chained_events(&log).len(),
+            chained_events(&log, &key_of(&fx)).len(),
             events.len(),
             "written to the old place too"
         );
@@ -476,7 +521,7 @@ fn default_log_location_fail_closed_and_read_only_inside() {
             out.stdout.contains("ERR E"),
             "{mode:?}: the sandbox wrote its log: {out:#?}"
         );
-        let events = chained_events(&inside);
+        let events = chained_events(&inside, &key_of(&fx));
         must_find(&events, &[("subject", "nope.example:443")]);
     });
 }
@@ -536,7 +581,7 @@ fn connection_cap_refuses_with_503_and_is_reported_once() {
                 .contains("cordon: blocked 2 network connections ((over the connection cap) ×2)"),
             "{mode:?}: {out:#?}"
         );
-        let events = chained_events(&log);
+        let events = chained_events(&log, &key_of(&fx));
         let limits: Vec<_> = events.iter().filter(|e| e["event"] == "limit").collect();
         assert_eq!(limits.len(), 1, "{events:#?}");
         assert_eq!(limits[0]["verdict"], "deny");
@@ -561,16 +606,7 @@ fn cordon_log_filters_and_verifies_the_chain() {
     for _ in 0..2 {
         fx.sandbox().arg("--audit").arg(&log).py(denied_try).ok();
     }
-    let cordon_log = |args: &[&str]| {
-        let mut c = std::process::Command::new(cordon_bin());
-        c.arg("log").arg("--file").arg(&log).args(args);
-        let out = c.output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let cordon_log = |args: &[&str]| cordon_log(&fx, &log, args);
     let (code, all, err) = cordon_log(&["--json"]);
     assert_eq!(code, 0, "{err}");
     let events: Vec<serde_json::Value> = all
@@ -594,7 +630,10 @@ fn cordon_log_filters_and_verifies_the_chain() {
 
     let (code, ok, _) = cordon_log(&["--verify"]);
     assert_eq!(code, 0, "{ok}");
-    assert!(ok.contains("2 events, hash chain intact"), "{ok}");
+    assert!(
+        ok.contains("2 events, every line authenticated by your audit key"),
+        "{ok}"
+    );
 
     let text = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -605,7 +644,231 @@ fn cordon_log_filters_and_verifies_the_chain() {
     std::fs::write(&log, format!("{edited}\n{}\n", lines[1])).unwrap();
     let (code, out, _) = cordon_log(&["--verify"]);
     assert_eq!(code, 1, "an edited line verified: {out}");
-    assert!(out.contains("line 2"), "{out}");
+    assert!(
+        out.contains("line 1: its MAC does not match: the line was edited"),
+        "{out}"
+    );
+}
+
+/// Runs `cordon log --file LOG ARGS` on the host as root, with the
+/// fixture's home (so its audit key); returns (code, stdout, stderr).
+fn cordon_log(fx: &Fixture, log: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut c = std::process::Command::new(cordon_bin());
+    c.arg("log")
+        .arg("--file")
+        .arg(log)
+        .args(args)
+        .env("HOME", &fx.home)
+        .env_remove("XDG_STATE_HOME");
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Rewrites every line of `text` as `line` makes it from its event (seq
+/// and prev removed, as `chain` then sets them) and the previous line.
+fn rechain(text: &str, mut seal: impl FnMut(serde_json::Value, &str, u64) -> String) -> String {
+    let mut out = String::new();
+    let mut prev = String::new();
+    for (i, l) in text.lines().enumerate() {
+        let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+        for field in ["seq", "prev", "mac"] {
+            v.as_object_mut().unwrap().remove(field);
+        }
+        let line = seal(v, &prev, i as u64 + 1);
+        prev = line.clone();
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The attack: whoever can write the log file writes a whole new chain,
+/// with the unkeyed SHA-256 scheme, with SHA-256 in place of the MAC, or
+/// with a key of their own; or cuts its last lines off. `--verify` must
+/// reject each and name the line; the honest log passes.
+#[test]
+fn forged_and_truncated_logs_fail_verify() {
+    let fx = Fixture::new(Mode::Root);
+    let log = fx.outside.join("audit.jsonl");
+    let script =
+        format!("{PY_HELPERS}\nfor h in ['a.example', 'b.example', 'c.example']: get(h, 80)\n");
+    fx.sandbox().arg("--audit").arg(&log).py(&script).ok();
+    let honest = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(honest.lines().count(), 3, "{honest}");
+    let (code, out, err) = cordon_log(&fx, &log, &["--verify"]);
+    assert_eq!(code, 0, "the honest log: {out}{err}");
+
+    let forged_subject = |v: &mut serde_json::Value| v["subject"] = "innocent.example:80".into();
+    // The unkeyed scheme of older versions: prev = SHA-256 of the line before.
+    let unkeyed = rechain(&honest, |mut v, prev_line, _| {
+        forged_subject(&mut v);
+        v["prev"] = hex(&sha256(prev_line.as_bytes())).into();
+        v.to_string()
+    });
+    // The keyed layout, with plain SHA-256 where the MAC goes.
+    let plain = |mac: &dyn Fn(&[u8]) -> String| {
+        let mut macs = vec![String::new()];
+        rechain(&honest, |mut v, _, seq| {
+            forged_subject(&mut v);
+            v["seq"] = seq.into();
+            v["prev"] = macs.last().unwrap().clone().into();
+            let body = v.to_string();
+            let m = mac(body.as_bytes());
+            macs.push(m.clone());
+            format!("{},\"mac\":\"{m}\"}}", &body[..body.len() - 1])
+        })
+    };
+    let sha_only = plain(&|b| hex(&sha256(b)));
+    let other_key = [7u8; 32];
+    let with_other_key = plain(&|b| hmac_sha256(&other_key, b));
+    let cases = [
+        (unkeyed, "line 1: no MAC"),
+        (sha_only, "line 1: its MAC does not match"),
+        (with_other_key, "line 1: its MAC does not match"),
+    ];
+    for (forged, why) in cases {
+        std::fs::write(&log, &forged).unwrap();
+        let (code, out, err) = cordon_log(&fx, &log, &["--verify"]);
+        assert_eq!(code, 1, "a forged log verified:\n{forged}\n{out}{err}");
+        assert!(out.contains(why), "{why}: {out}");
+    }
+
+    // The last line cut off: the run's tail record still names it.
+    let lines: Vec<&str> = honest.lines().collect();
+    std::fs::write(&log, lines[..2].join("\n") + "\n").unwrap();
+    let (code, out, _) = cordon_log(&fx, &log, &["--verify"]);
+    assert_eq!(code, 1, "a truncated log verified: {out}");
+    assert!(
+        out.contains("the log ends at seq 2, but cordon wrote up to seq 3"),
+        "{out}"
+    );
+    // A line moved.
+    std::fs::write(&log, format!("{}\n{}\n{}\n", lines[0], lines[2], lines[1])).unwrap();
+    let (code, out, _) = cordon_log(&fx, &log, &["--verify"]);
+    assert_eq!(code, 1, "a reordered log verified: {out}");
+    assert!(out.contains("line 2: seq 3 where 2 was expected"), "{out}");
+    // Control: the honest log, put back, passes.
+    std::fs::write(&log, &honest).unwrap();
+    assert_eq!(cordon_log(&fx, &log, &["--verify"]).0, 0);
+}
+
+/// The attack: a sandbox reads the audit key (to forge lines that verify)
+/// or replaces it, also where the state directory lies in a writable
+/// area; or a rule reads it back in.
+#[test]
+fn the_audit_key_is_out_of_the_sandboxs_reach() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let deny = format!("{PY_HELPERS}\nprint('denied:', status(get('nope.example', 443)))");
+        // The first run makes the key, 0600, the user's.
+        fx.sandbox().py(&deny).ok();
+        let key = key_of(&fx);
+        let meta = std::fs::metadata(&key).expect("the first run makes the key");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(meta.uid(), mode.uid());
+        assert_eq!(meta.len(), 32);
+        let original = std::fs::read(&key).unwrap();
+        let state = key.parent().unwrap().to_path_buf();
+        let attempts = |key: &Path, state: &Path| {
+            py_tries(
+                &[],
+                "",
+                &[
+                    ("read key", format!("open('{}', 'rb').read()", key.display())),
+                    (
+                        "list state",
+                        format!(
+                            "if 'audit.key' not in os.listdir('{}'): raise OSError(errno.ENOENT, 'hidden')",
+                            state.display()
+                        ),
+                    ),
+                    (
+                        "replace key",
+                        format!("open('{}', 'wb').write(b'x' * 32)", key.display()),
+                    ),
+                    (
+                        "move state aside",
+                        format!("os.rename('{0}', '{0}.old')", state.display()),
+                    ),
+                ],
+            )
+        };
+        let out = fx.sandbox().py(&attempts(&key, &state));
+        out.ok();
+        for label in ["read key", "list state", "replace key", "move state aside"] {
+            assert!(
+                line(&out, label).starts_with("ERR"),
+                "{mode:?}: {label}: {out:#?}"
+            );
+        }
+        assert_eq!(std::fs::read(&key).unwrap(), original);
+
+        // The state directory inside the project, a writable area.
+        let inner_state = fx.project.join("state");
+        std::fs::create_dir(&inner_state).unwrap();
+        std::fs::set_permissions(&inner_state, std::fs::Permissions::from_mode(0o700)).unwrap();
+        chown(&inner_state, mode);
+        let run = || fx.sandbox().env("XDG_STATE_HOME", &inner_state);
+        run().py(&deny).ok();
+        let inner_key = inner_state.join("cordon/audit.key");
+        let original = std::fs::read(&inner_key).expect("the key in the project's state dir");
+        let out = run().py(&attempts(&inner_key, inner_key.parent().unwrap()));
+        for label in ["read key", "list state", "replace key", "move state aside"] {
+            assert!(
+                line(&out, label).starts_with("ERR"),
+                "{mode:?}: {label} in a writable area: {out:#?}"
+            );
+        }
+        assert_eq!(std::fs::read(&inner_key).unwrap(), original);
+        assert!(inner_key.parent().unwrap().is_dir());
+
+        // A rule that would read the key back in: nothing runs.
+        let ran = fx.project.join("ran");
+        let out = fx
+            .sandbox()
+            .arg("--allow-read")
+            .arg(&state)
+            .run(&["touch", ran.to_str().unwrap()]);
+        out.expect_code(125);
+        assert!(out.stderr.contains("audit state"), "{mode:?}: {out:#?}");
+        assert!(!ran.exists());
+    });
+}
+
+/// The attack: a loop of allowed connections fills the host's disk
+/// through the log. Past the flood limit they are counted, not logged.
+#[test]
+fn a_loop_of_allowed_connections_does_not_grow_the_log_past_the_limit() {
+    let port = upstream();
+    let fx = Fixture::new(Mode::Root);
+    let log = fx.outside.join("audit.jsonl");
+    let out = fx
+        .sandbox()
+        .arg("--audit")
+        .arg(&log)
+        .arg("--allow-domain")
+        .arg(format!("127.0.0.1:{port}"))
+        .py(&format!(
+            "{PY_HELPERS}\nok = sum(status(get('127.0.0.1', {port})) == 'HTTP/1.1 200 OK' for _ in range(150))\nprint('ok:', ok)\n"
+        ));
+    out.ok();
+    assert_eq!(line(&out, "ok"), "150", "{out:#?}");
+    let events = chained_events(&log, &key_of(&fx));
+    let subject = format!("127.0.0.1:{port}");
+    let count = |kind: &str| {
+        events
+            .iter()
+            .filter(|e| e["subject"] == subject.as_str() && e["event"] == kind)
+            .count()
+    };
+    assert_eq!(count("decision"), 20, "{events:#?}");
+    assert_eq!(count("close"), 20, "{events:#?}");
+    assert_eq!(count("limit"), 2, "{events:#?}");
+    assert!(events.len() <= 42, "{} lines", events.len());
 }
 
 /// The seccomp deny list's refusals are process-door events of the same
@@ -625,7 +888,7 @@ fn seccomp_refusals_are_logged() {
         out.ok();
         assert!(out.stdout.contains("unshare: -1 1\n"), "{mode:?}: {out:#?}");
         assert!(out.stdout.contains("keyctl: -1 1\n"), "{mode:?}: {out:#?}");
-        let events = chained_events(&log);
+        let events = chained_events(&log, &key_of(&fx));
         for syscall in ["unshare", "keyctl"] {
             must_find(
                 &events,
@@ -672,7 +935,7 @@ fn repeated_refusals_are_counted_not_logged_and_print_escaped() {
          except OSError: pass\n\
          os.unlink(name)\n");
     out.ok();
-    let events = chained_events(&log);
+    let events = chained_events(&log, &key_of(&fx));
     let unshares = events
         .iter()
         .filter(|e| e["subject"] == "unshare" && e["event"] == "decision")
@@ -687,5 +950,87 @@ fn repeated_refusals_are_counted_not_logged_and_print_escaped() {
         !out.stderr.contains('\u{1b}'),
         "raw escape printed: {out:#?}"
     );
-    assert!(out.stderr.contains("\\u{1b}"), "{out:#?}");
+    assert!(out.stderr.contains("\\x1b]0;owned\\x07"), "{out:#?}");
+}
+
+/// What a host-side message may not carry raw: C0 controls (but the line
+/// breaks cordon writes), DEL, C1 controls, bidirectional controls and
+/// invisible format characters.
+#[track_caller]
+fn assert_no_raw_controls(what: &str, text: &str) {
+    let bad: Vec<String> = text
+        .chars()
+        .filter(|&c| {
+            let n = u32::from(c);
+            (c.is_control() && c != '\n')
+                || matches!(n, 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2069 | 0x061C | 0xFEFF)
+        })
+        .map(|c| format!("U+{:04X}", u32::from(c)))
+        .collect();
+    assert!(bad.is_empty(), "{what}: raw {bad:?} in {text:?}");
+}
+
+/// The attack: names the sandbox chooses reach the user's terminal raw
+/// through host-side messages. A repository named with an erase-line
+/// sequence, an OSC 52 clipboard write and SGR 8 (hidden text), whose
+/// quarantine warning names it; host names with U+202E, U+2066 and U+200B,
+/// which the exit summary names. Both must print escaped.
+#[test]
+fn host_messages_escape_what_the_sandbox_chose() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "{PY_HELPERS}\n\
+             import subprocess\n\
+             name = 'repo\\x1b[2K\\x1b]52;c;ZWNobyBvd25lZA==\\x07\\x1b[8mhidden'\n\
+             subprocess.run(['git', 'init', '-q', name], check=True)\n\
+             subprocess.run(['git', 'init', '-q', b'bytes\\xff\\xfename'], check=True)\n\
+             for h in ['evil\\u202egpj.example', 'a\\u2066b.example', 'zero\\u200bwidth.example']:\n\
+             \x20   print('denied:', status(get(h, 80)))\n"
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg(&log)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .py(&script);
+        out.ok();
+        assert!(
+            out.stdout.contains("denied: HTTP/1.1 403"),
+            "{mode:?}: {out:#?}"
+        );
+        // Bytes that are not UTF-8, escaped rather than replaced.
+        assert!(
+            out.stderr.contains("bytes\\xff\\xfename"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(!out.stderr.contains('\u{fffd}'), "{mode:?}: {out:#?}");
+        // Controls: the warning and the summary were printed, escaped.
+        assert!(
+            out.stderr
+                .contains("repo\\x1b[2K\\x1b]52;c;ZWNobyBvd25lZA==\\x07\\x1b[8mhidden"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stderr.contains("evil\\u{202e}gpj.example"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stderr.contains("a\\u{2066}b.example"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stderr.contains("zero\\u{200b}width.example"),
+            "{mode:?}: {out:#?}"
+        );
+        assert_no_raw_controls("the supervisor's stderr", &out.stderr);
+        // `cordon log` shows the same subjects escaped.
+        let (code, shown, err) = cordon_log(&fx, &log, &[]);
+        if mode == Mode::Root {
+            assert_eq!(code, 0, "{err}");
+            assert!(shown.contains("evil\\u{202e}gpj.example"), "{shown}");
+            assert_no_raw_controls("cordon log", &shown);
+        }
+    });
 }

@@ -153,7 +153,9 @@ fn nested_cordon_runs_degraded_with_a_warning() {
         let fx = Fixture::new(mode);
         let bin = fx.bin.display().to_string();
         // The default audit log, in the outer sandbox's read-only home,
-        // cannot be opened; the private /tmp can hold one.
+        // cannot be opened; the private /tmp could hold one, but the
+        // user's audit key is out of the outer sandbox's reach (by design),
+        // so a nested run keeps no log.
         let degraded_with = |layers: &str, audit: &str| {
             fx.sandbox().run(&[
                 &bin,
@@ -167,7 +169,7 @@ fn nested_cordon_runs_degraded_with_a_warning() {
                 "echo ran",
             ])
         };
-        let degraded = |layers: &str| degraded_with(layers, "/tmp/inner-audit.jsonl");
+        let degraded = |layers: &str| degraded_with(layers, "none");
         if mode == Mode::Root {
             // Inside, the caller is still kuid 0, which RLIMIT_NPROC does not
             // bind, and the outer sandbox leaves no cgroup to create: the
@@ -198,6 +200,14 @@ fn nested_cordon_runs_degraded_with_a_warning() {
             "{mode:?}: {refused:#?}"
         );
         assert!(!refused.stdout.contains("ran"), "{mode:?}: {refused:#?}");
+        // A log it could write, but no key to authenticate it: refused too.
+        let unkeyed = degraded_with(layers, "/tmp/inner-audit.jsonl");
+        assert_eq!(unkeyed.code, 125, "{mode:?}: {unkeyed:#?}");
+        assert!(
+            unkeyed.stderr.contains("the audit key") && unkeyed.stderr.contains("--audit none"),
+            "{mode:?}: {unkeyed:#?}"
+        );
+        assert!(!unkeyed.stdout.contains("ran"), "{mode:?}: {unkeyed:#?}");
         assert!(out.stdout.contains("ran"), "{mode:?}: {out:#?}");
         assert!(out.stderr.contains("WARNING"), "{mode:?}: {out:#?}");
         assert!(

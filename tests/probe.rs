@@ -6,6 +6,7 @@
 mod common;
 
 use std::net::{TcpListener, UdpSocket};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -21,9 +22,19 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// A git project with a real `.vscode/tasks.json` (so a weakened sandbox
-/// can open it) and a secret-like variable in cordon's environment.
+/// can open it), an audit key made by an earlier run (the probes run with
+/// `--audit none`) and a secret-like variable in cordon's environment.
 fn fixture(mode: Mode) -> Fixture {
     let fx = Fixture::new(mode);
+    let state = fx.home.join(".local/state/cordon");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("audit.key"), [7u8; 32]).unwrap();
+    std::fs::set_permissions(
+        state.join("audit.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    chown_tree(&fx.home, mode);
     git_project(&fx);
     std::fs::create_dir(fx.project.join(".vscode")).unwrap();
     std::fs::write(fx.project.join(".vscode/tasks.json"), "{}\n").unwrap();
@@ -154,6 +165,7 @@ fn full_sandbox_passes_every_probe() {
             "read a denied file via a hardlink in the project",
             "reach the host root via /proc/self/root",
             "reach the host root via /proc/1/root",
+            "read the audit key (to forge the log)",
             "write in the project",
             "write in the temp dir",
             "TCP to a listener on the host's 127.0.0.1",
@@ -269,6 +281,7 @@ fn files_door_probes_fail_without_mount_view_and_landlock() {
             "reach the host root via /proc/self/root",
             "read a host MAC address via /sys",
             "list the firmware tables (/sys/firmware)",
+            "read the audit key (to forge the log)",
         ],
     );
     if mode == Mode::Root {
@@ -481,5 +494,45 @@ fn process_door_probes_fail_without_seccomp_and_namespaces() {
     let module = find(&r, "load a kernel module");
     if Path::new("/proc/modules").exists() && mode == Mode::Root {
         assert_eq!(module.verdict(), Verdict::Open, "{module:?}");
+    }
+}
+
+/// The terminal probes where the caller's terminal is stdin and stderr
+/// but not stdout (`cordon probe > file` from a shell): attempted, not
+/// n/a, and held. On the code before, the command got the caller's
+/// terminal itself on fds 0 and 2, and both probes said OPEN.
+#[test]
+fn terminal_probes_hold_for_a_partly_terminal_caller() {
+    let _g = serial();
+    let fx = fixture(Mode::Root);
+    let report = fx.outside.join("report.json");
+    let line = format!(
+        "'{}' probe --project '{}' --json --audit none > '{}'",
+        fx.bin.display(),
+        fx.project.display(),
+        report.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env_clear()
+        .env("PATH", PATH)
+        .env("HOME", &fx.home)
+        .env("XDG_CONFIG_HOME", &fx.config)
+        .env("LANG", "C.UTF-8")
+        .env("TERM", "dumb")
+        .current_dir(&fx.project)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script(1)");
+    let text =
+        std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("no report ({e}): {out:?}"));
+    let r: Report = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    for name in [
+        "reach the caller's terminal (to change its settings)",
+        "open the caller's terminal (/dev/tty)",
+    ] {
+        let p = find(&r, name);
+        assert_eq!(p.verdict(), Verdict::Ok, "{p:#?}");
+        assert_eq!(p.outcome, Outcome::Refused, "{p:#?}");
     }
 }

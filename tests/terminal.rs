@@ -15,6 +15,8 @@ use common::*;
 /// A pty the test owns: the master side, and cordon running on the slave.
 struct PtyRun {
     master: File,
+    /// The slave, as the test keeps it (to read its settings).
+    slave: OwnedFd,
     run: Option<Running>,
     seen: String,
     pos: usize,
@@ -23,6 +25,13 @@ struct PtyRun {
 /// Starts cordon with stdout/stderr (and stdin if `interactive`) on a new
 /// pty's slave, as its controlling terminal in a new session.
 fn spawn_on_pty(sb: &Sandbox, cmd: &[&str], interactive: bool) -> PtyRun {
+    spawn_on(sb, cmd, [interactive, true, true])
+}
+
+/// Starts cordon with those of stdin, stdout and stderr that `on_tty`
+/// names on a new pty's slave (its controlling terminal, in a new
+/// session); the others are /dev/null (stdin) or pipes.
+fn spawn_on(sb: &Sandbox, cmd: &[&str], on_tty: [bool; 3]) -> PtyRun {
     let ws = nix::pty::Winsize {
         ws_row: 24,
         ws_col: 100,
@@ -33,12 +42,21 @@ fn spawn_on_pty(sb: &Sandbox, cmd: &[&str], interactive: bool) -> PtyRun {
     let slave: OwnedFd = pty.slave;
     let mut c = sb.command(cmd);
     let dup = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
-    c.stdout(dup(&slave)).stderr(dup(&slave));
-    if interactive {
-        c.stdin(dup(&slave));
+    c.stdin(if on_tty[0] {
+        dup(&slave)
     } else {
-        c.stdin(Stdio::null());
-    }
+        Stdio::null()
+    });
+    c.stdout(if on_tty[1] {
+        dup(&slave)
+    } else {
+        Stdio::piped()
+    });
+    c.stderr(if on_tty[2] {
+        dup(&slave)
+    } else {
+        Stdio::piped()
+    });
     let slave_raw = slave.as_raw_fd();
     // SAFETY: only async-signal-safe calls (setsid, ioctl) between fork and exec.
     unsafe {
@@ -53,13 +71,13 @@ fn spawn_on_pty(sb: &Sandbox, cmd: &[&str], interactive: bool) -> PtyRun {
         });
     }
     let run = Running::start(c, None, RUN_TIMEOUT);
-    drop(slave);
     let master = File::from(pty.master);
     let flags = nix::fcntl::fcntl(master.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap();
     let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
     nix::fcntl::fcntl(master.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFL(flags)).unwrap();
     PtyRun {
         master,
+        slave,
         run: Some(run),
         seen: String::new(),
         pos: 0,
@@ -104,6 +122,18 @@ impl PtyRun {
 
     fn send(&mut self, s: &str) {
         self.master.write_all(s.as_bytes()).unwrap();
+    }
+
+    /// The pty's settings, as the caller's terminal has them (read on the
+    /// master: the slave hangs up when cordon's session ends).
+    fn termios(&self) -> nix::sys::termios::Termios {
+        nix::sys::termios::tcgetattr(self.master.as_fd()).unwrap()
+    }
+
+    /// The pty's identity as `stat` gives it: `dev:ino:rdev`.
+    fn identity(&self) -> String {
+        let st = nix::sys::stat::fstat(self.slave.as_raw_fd()).unwrap();
+        format!("{}:{}:{}", st.st_dev, st.st_ino, st.st_rdev)
     }
 
     /// Everything readable right now (up to `limit`), then the exit code.
@@ -166,7 +196,8 @@ fn tiocsti_fails_on_the_callers_terminal() {
         p.expect("END", Duration::from_secs(30));
         let (code, seen) = p.finish(Duration::from_secs(30));
         assert_eq!(code, 0, "{mode:?}: {seen:?}");
-        // Controls: fd 1 is the caller's terminal and other ioctls work.
+        // Controls: fd 1 is a terminal (the sandbox's pty in place of the
+        // caller's) and other ioctls work.
         assert_eq!(line(&seen, "isatty"), "True", "{mode:?}: {seen:?}");
         assert_eq!(line(&seen, "winsz"), "OK", "{mode:?}: {seen:?}");
         assert!(
@@ -255,4 +286,124 @@ fn interactive_bash_ctrl_c_and_job_control() {
         }
         assert_eq!(code, 0, "{mode:?}: {seen:?}");
     });
+}
+
+/// Inside: for each of fds 0-2 that is a terminal, the settings
+/// `stty -echo -icanon -isig` makes; then every descriptor of every process
+/// it can see, as `dev:ino:rdev`, written to the file argv[1].
+const TERMINAL_GRAB_PY: &str = r#"
+import os, sys, termios
+out = []
+for fd in (0, 1, 2):
+    if os.isatty(fd):
+        a = termios.tcgetattr(fd)
+        a[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG)
+        termios.tcsetattr(fd, termios.TCSANOW, a)
+        out.append('changed %d' % fd)
+for pid in os.listdir('/proc'):
+    if not pid.isdigit():
+        continue
+    try:
+        fds = os.listdir('/proc/%s/fd' % pid)
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            st = os.stat('/proc/%s/fd/%s' % (pid, fd))
+        except OSError:
+            continue
+        out.append('fd %s/%s %d:%d:%d' % (pid, fd, st.st_dev, st.st_ino, st.st_rdev))
+open(sys.argv[1], 'w').write('\n'.join(out) + '\nEND\n')
+"#;
+
+/// The attack: with only some of stdin, stdout and stderr on the caller's
+/// terminal (`cordon run -- CMD | cat`), the command got the terminal
+/// itself and changed its settings for good (`stty -echo -icanon -isig`).
+/// Now each terminal fd inside is a pty of the sandbox's own: the
+/// caller's settings are unchanged after exit, and no descriptor inside
+/// refers to the caller's terminal.
+#[test]
+fn a_partly_terminal_caller_keeps_its_terminal_out_of_the_sandbox() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let cases: &[(&str, [bool; 3])] = &[
+            ("stdin only", [true, false, false]),
+            ("stderr only", [false, false, true]),
+            ("stdin and stderr", [true, false, true]),
+            ("stdout only", [false, true, false]),
+            ("all three", [true, true, true]),
+        ];
+        for (name, on_tty) in cases {
+            let report = fx.project.join("report.txt");
+            let _ = std::fs::remove_file(&report);
+            let report_arg = report.to_str().unwrap();
+            let p = spawn_on(
+                &fx.sandbox(),
+                &[PY, "-c", TERMINAL_GRAB_PY, report_arg],
+                *on_tty,
+            );
+            let before = p.termios();
+            let identity = p.identity();
+            let master = p.master.try_clone().unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let (code, seen) = loop {
+                let done = std::fs::read_to_string(&report).is_ok_and(|r| r.ends_with("END\n"));
+                if done || Instant::now() > deadline {
+                    break p.finish(Duration::from_secs(30));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            let text = std::fs::read_to_string(&report)
+                .unwrap_or_else(|e| panic!("{mode:?} {name}: no report ({e}): {seen:?}"));
+            assert_eq!(code, 0, "{mode:?} {name}: {seen:?}");
+            // Control: the command did find a terminal on each such fd.
+            let changed = text.lines().filter(|l| l.starts_with("changed ")).count();
+            let wanted = on_tty.iter().filter(|&&t| t).count();
+            assert_eq!(changed, wanted, "{mode:?} {name}: {text}");
+            // No descriptor inside is the caller's terminal.
+            let leaks: Vec<&str> = text
+                .lines()
+                .filter(|l| l.ends_with(&format!(" {identity}")))
+                .collect();
+            assert!(
+                leaks.is_empty(),
+                "{mode:?} {name}: the caller's terminal {identity} inside: {leaks:?}"
+            );
+            // The caller's terminal is as it was.
+            let after = nix::sys::termios::tcgetattr(master.as_fd()).unwrap();
+            assert_eq!(
+                after, before,
+                "{mode:?} {name}: the caller's settings changed"
+            );
+        }
+    });
+}
+
+/// The caller's terminal settings come back on the other ways out too: the
+/// command killed by `--timeout`, and the command dying of a signal.
+#[test]
+fn the_callers_settings_come_back_after_a_timeout_and_a_signal() {
+    let fx = Fixture::new(Mode::Root);
+    let runs: &[(&str, &[&str], i32)] = &[
+        ("timeout", &["--timeout", "1s", "--", "sleep", "30"], 124),
+        (
+            "signal",
+            &["--", "sh", "-c", "stty -echo -icanon -isig; kill -9 $$"],
+            137,
+        ),
+    ];
+    for (name, args, expected) in runs {
+        let (flags, cmd) = args.split_at(args.iter().position(|a| *a == "--").unwrap());
+        let mut sb = fx.sandbox();
+        for f in flags {
+            sb = sb.arg(*f);
+        }
+        let p = spawn_on(&sb, &cmd[1..], [true, true, true]);
+        let before = p.termios();
+        let master = p.master.try_clone().unwrap();
+        let (code, seen) = p.finish(Duration::from_secs(30));
+        assert_eq!(code, *expected, "{name}: {seen:?}");
+        let after = nix::sys::termios::tcgetattr(master.as_fd()).unwrap();
+        assert_eq!(after, before, "{name}: the caller's settings changed");
+    }
 }

@@ -699,7 +699,11 @@ impl Inspector {
         let leaf = match self.ca.leaf(&target.to_string()) {
             Ok(leaf) => leaf,
             Err(e) => {
-                eprintln!("cordon: TLS inspection of {target}: {e}");
+                eprintln!(
+                    "cordon: TLS inspection of {}: {}",
+                    crate::escape::printable(target.to_string()),
+                    crate::escape::printable(e.to_string())
+                );
                 return;
             }
         };

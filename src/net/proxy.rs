@@ -268,7 +268,8 @@ impl<G: Gate> Proxy<G> {
         let source = &self.limits.max_connections_source;
         if !self.cap_reported.swap(true, Ordering::Relaxed) {
             eprintln!(
-                "cordon: WARNING: the proxy reached its cap of {cap} connections at once ({source}); further connections are refused (HTTP 503, SOCKS5 reply 1) until one closes; raise it with --max-connections N or [network] max_connections = N"
+                "cordon: WARNING: the proxy reached its cap of {cap} connections at once ({}); further connections are refused (HTTP 503, SOCKS5 reply 1) until one closes; raise it with --max-connections N or [network] max_connections = N",
+                crate::escape::printable(source)
             );
             let mut event = Event::new(
                 Door::Network,
@@ -1175,7 +1176,11 @@ mod tests {
         let up = echo_upstream().await;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let log = crate::audit::AuditLog::open(&path, false).unwrap();
+        let key_path = crate::audit::key_path(&dir.path().join("state"));
+        let key = || crate::audit::AuditKey::load_or_create(&key_path).unwrap();
+        let log = crate::audit::AuditFile::open(&path, false)
+            .unwrap()
+            .keyed(key());
         let audit = Auditor::start(Some(log), "cordon-test", "test").unwrap();
         let (stop, stopped) = watch::channel(false);
         let proxy = Proxy::new(LoopbackGate, limits(8), audit.clone(), stopped);
@@ -1201,7 +1206,7 @@ mod tests {
         assert!(TcpStream::connect(addr).await.is_err(), "still accepting");
         audit.finish();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(crate::audit::verify(&text), Ok(5), "{text}");
+        assert_eq!(crate::audit::verify(&text, &key()), Ok(5), "{text}");
         let events: Vec<crate::audit::Event> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())

@@ -528,6 +528,7 @@ fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
         },
         audit: AuditPolicy {
             log: Sourced::new(Some(default_audit_log(env)), Source::Builtin),
+            key: crate::audit::key_path(&env.xdg_state_home),
         },
         inspection: Default::default(),
         allow_degraded: Vec::new(),

@@ -176,6 +176,9 @@ impl Default for NetworkPolicy {
 pub struct AuditPolicy {
     /// The audit log file; `None` when turned off (`--audit none`).
     pub log: Sourced<Option<PathBuf>>,
+    /// The user's audit key, which authenticates the log's lines
+    /// (`$XDG_STATE_HOME/cordon/audit.key`; no policy moves it).
+    pub key: PathBuf,
 }
 
 /// Which of the caller's environment variables the command sees (the

@@ -483,6 +483,11 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
         resolver: host_resolver(),
         proxy: proxy_targets(&policy, tcp_port),
         host: facts,
+        // The run makes the key when it keeps a log; one made earlier
+        // must stay unreadable with the log off too.
+        audit_key: (policy.audit.log.value.is_some() || policy.audit.key.exists())
+            .then(|| policy.audit.key.clone()),
+        caller_terminals: caller_terminals(),
     };
     let spec_json = serde_json::to_string(&spec).map_err(|e| ProbeError::Io {
         what: "writing the probe's spec",
@@ -546,6 +551,18 @@ pub fn run(policy: &Policy, cwd: PathBuf) -> Result<Report, ProbeError> {
     }
     drop(fx);
     Ok(Report::new(probes))
+}
+
+/// The identities of the caller's terminals among stdin, stdout and stderr.
+fn caller_terminals() -> Vec<String> {
+    let mut found: Vec<String> = (0..=2)
+        .filter(|&fd| nix::unistd::isatty(fd).unwrap_or(false))
+        .filter_map(|fd| nix::sys::stat::fstat(fd).ok())
+        .map(|st| super::inside::terminal_identity(&st))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// Runs the sandbox with the command's stdout going into a memory file

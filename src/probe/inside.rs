@@ -803,6 +803,40 @@ fn environ_leaks(raw: &[u8], spec: &Spec) -> Option<String> {
     None
 }
 
+/// A terminal's identity as `stat` gives it: `dev:ino:rdev`.
+pub fn terminal_identity(st: &nix::sys::stat::FileStat) -> String {
+    format!("{}:{}:{}", st.st_dev, st.st_ino, st.st_rdev)
+}
+
+/// Whether any descriptor of this process is one of the caller's
+/// terminals (with one, the sandbox could change its settings for good).
+fn callers_terminal(spec: &Spec) -> Result2 {
+    if spec.caller_terminals.is_empty() {
+        return skipped("the caller has no terminal");
+    }
+    let fds = match fs::read_dir("/proc/self/fd") {
+        Ok(fds) => fds,
+        Err(e) => return skipped(format!("cannot list /proc/self/fd: {}", describe(&e))),
+    };
+    let mut seen = 0;
+    for entry in fds.flatten() {
+        let Ok(st) = nix::sys::stat::stat(&entry.path()) else {
+            continue;
+        };
+        seen += 1;
+        if spec.caller_terminals.contains(&terminal_identity(&st)) {
+            return succeeded(format!(
+                "fd {} is the caller's terminal",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    (
+        Outcome::Refused,
+        format!("none of {seen} descriptors is the caller's terminal"),
+    )
+}
+
 /// Whether the canary variable `name`, whose value hashes to `hash`, or
 /// its value under another name, reached the sandbox.
 fn canary_variable((name, hash): &(String, String)) -> Result2 {
@@ -818,6 +852,18 @@ fn canary_variable((name, hash): &(String, String)) -> Result2 {
 
 fn credentials(b: &mut Battery, spec: &Spec) {
     let c = Door::Credentials;
+    if let Some(key) = &spec.audit_key {
+        let result = match fs::read(key) {
+            Ok(_) => succeeded(format!("read {}", crate::escape::printable(key))),
+            Err(e) => refused(&e),
+        };
+        b.add(
+            c,
+            "read the audit key (to forge the log)",
+            Expect::Blocked,
+            result,
+        );
+    }
     b.add(
         c,
         "canary variable set by cordon",
@@ -981,6 +1027,12 @@ fn tiocsti_own_pty() -> io::Result<()> {
 
 fn process(b: &mut Battery, spec: &Spec) {
     let p = Door::Process;
+    b.add(
+        p,
+        "reach the caller's terminal (to change its settings)",
+        Expect::Blocked,
+        callers_terminal(spec),
+    );
     let canary = spec
         .canary_pid
         .map(|pid| (pid, is_canary(pid, &spec.canary_tag)));
@@ -1022,7 +1074,15 @@ fn process(b: &mut Battery, spec: &Spec) {
     b.add(p, "TIOCSTI into a terminal", Expect::Blocked, result);
     let result = if spec.host.terminal {
         match fs::OpenOptions::new().read(true).open("/dev/tty") {
-            Ok(_) => succeeded("opened the caller's controlling terminal"),
+            // The sandbox's own pty, whose session is inside (a session
+            // outside shows as 0), is harmless; the caller's is not.
+            Ok(tty) => match nix::sys::termios::tcgetsid(&tty) {
+                Ok(sid) if sid.as_raw() > 0 => (
+                    Outcome::Refused,
+                    format!("it is the sandbox's own pty (session {sid} inside)"),
+                ),
+                _ => succeeded("opened the caller's controlling terminal"),
+            },
             Err(e) => refused(&e),
         }
     } else {

@@ -196,6 +196,14 @@ pub struct Spec {
     pub proxy: Vec<ProxyTarget>,
     /// What this host allows without the sandbox.
     pub host: HostFacts,
+    /// The user's audit key, when there is one or the run makes it (the
+    /// sandbox must not read it: whoever holds it can forge the log).
+    #[serde(default)]
+    pub audit_key: Option<PathBuf>,
+    /// The caller's terminal descriptors among stdin, stdout and stderr,
+    /// as `dev:ino:rdev` (no descriptor inside may be one of them).
+    #[serde(default)]
+    pub caller_terminals: Vec<String>,
 }
 
 /// One entry of the credential deny list, as the host sees it.

@@ -3,7 +3,7 @@
 //! starts the command, forwards signals to it, reaps orphans, and exits with
 //! the command's status.
 
-use std::ffi::{CString, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -22,6 +22,7 @@ use super::files::{FileView, KernelMounts};
 use super::limits::LimitPlan;
 use super::sys::{self, Forked};
 use super::{landlock, seccomp, weaken, FORWARDED_SIGNALS};
+use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::net::unix_gate::{Refusal, Reporter, SocketId, UnixGate};
 use crate::policy::Layer;
@@ -145,7 +146,10 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
         .map_err(|e| fail(Layer::Limits, e))?;
 
     let pty = if plan.pty {
-        Some(open_pty().map_err(|e| fail(Layer::Namespaces, format!("pty: {e}")))?)
+        let pty = open_pty()
+            .and_then(|(master, slave)| take_terminal_stdio(&slave).map(|()| (master, slave)))
+            .map_err(|e| fail(Layer::Namespaces, format!("pty: {e}")))?;
+        Some(pty)
     } else {
         None
     };
@@ -292,6 +296,27 @@ fn open_pty() -> nix::Result<(OwnedFd, PathBuf)> {
         sys::own_fd(std::os::fd::IntoRawFd::into_raw_fd(master)),
         slave,
     ))
+}
+
+/// Puts the pty's slave in place of each of init's stdio descriptors that
+/// is a terminal (the caller's): init lives inside the sandbox, so it may
+/// hold no descriptor of the caller's terminal either, and the command
+/// inherits the slave.
+fn take_terminal_stdio(slave: &Path) -> nix::Result<()> {
+    use nix::fcntl::{open, OFlag};
+    use nix::sys::stat::Mode;
+    let fd = open(
+        slave,
+        OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    let fd = sys::own_fd(fd);
+    for target in 0..=2 {
+        if nix::unistd::isatty(target).unwrap_or(false) {
+            nix::unistd::dup2(fd.as_raw_fd(), target)?;
+        }
+    }
+    Ok(())
 }
 
 /// Starts the command and waits for it; returns init's exit code.
@@ -462,7 +487,7 @@ fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, handoff: Handoff)
     let Some(program) = resolve_command(&plan.argv[0], &plan.path_var) else {
         eprintln!(
             "cordon: {}: command not found",
-            String::from_utf8_lossy(plan.argv[0].as_bytes())
+            printable(OsStr::from_bytes(plan.argv[0].as_bytes()))
         );
         std::process::exit(127);
     };
@@ -471,7 +496,10 @@ fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, handoff: Handoff)
         std::process::exit(125);
     }
     let err = nix::unistd::execve(&program, &plan.argv, &plan.env).unwrap_err();
-    eprintln!("cordon: {}: {err}", program.to_string_lossy());
+    eprintln!(
+        "cordon: {}: {err}",
+        printable(OsStr::from_bytes(program.as_bytes()))
+    );
     std::process::exit(if err == nix::errno::Errno::ENOENT {
         127
     } else {
@@ -480,7 +508,8 @@ fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, handoff: Handoff)
 }
 
 /// Makes the pty slave the command's controlling terminal and its stdio
-/// where the caller's stdio was a terminal.
+/// where the caller's stdio was a terminal (init put the slave there
+/// already); the others (a pipe, a file) stay as they are.
 fn attach_terminal(slave: &Path) -> nix::Result<()> {
     use nix::fcntl::{open, OFlag};
     use nix::sys::stat::Mode;
@@ -490,7 +519,7 @@ fn attach_terminal(slave: &Path) -> nix::Result<()> {
     sys::set_controlling_terminal(fd.as_fd())
         .map_err(|e| nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
     for target in 0..=2 {
-        if nix::unistd::isatty(target).unwrap_or(false) || target == 0 {
+        if nix::unistd::isatty(target).unwrap_or(false) {
             nix::unistd::dup2(fd.as_raw_fd(), target)?;
         }
     }

@@ -37,8 +37,9 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use crate::audit::{self, AuditLog, Auditor};
+use crate::audit::{self, AuditFile, AuditKey, AuditLog, Auditor};
 use crate::credentials::env::{EnvFilter, Removal};
+use crate::escape::printable;
 use crate::net::gate::OpenGate;
 use crate::net::inside;
 use crate::net::unix_gate::{root_equivalent, socket_id, SocketId};
@@ -88,7 +89,15 @@ pub enum SandboxError {
     #[error("{0} contains a NUL byte")]
     Nul(&'static str),
     #[error("refusing to run: {0}\n  fix: check that path (its directory must exist and be writable), name another file with --audit FILE, or turn the log off with --audit none")]
-    Audit(#[from] crate::audit::AuditError),
+    Audit(crate::audit::AuditError),
+    #[error("refusing to run: {0}\n  (or turn the log off with --audit none; inside a cordon sandbox the key is out of reach by design, so a cordon run there can keep no log)")]
+    AuditKey(crate::audit::AuditError),
+    #[error("refusing to run: {rule} ({from}) would let the sandbox read cordon's audit state {}, which holds the key that authenticates the log\n  fix: allow reading something narrower", printable(state))]
+    AuditStateReadable {
+        rule: String,
+        from: String,
+        state: PathBuf,
+    },
     #[error("refusing to run: credentials door: {0}")]
     Credentials(#[from] crate::credentials::CredentialsError),
     #[error("{what}: {source}")]
@@ -124,7 +133,8 @@ impl Drop for CgroupCleanup<'_> {
 
 fn warn_degraded(layer: Layer, what: &str) {
     eprintln!(
-        "cordon: WARNING: running WITHOUT the {layer} layer (--allow-degraded={layer}): {what}"
+        "cordon: WARNING: running WITHOUT the {layer} layer (--allow-degraded={layer}): {}",
+        printable(what)
     );
 }
 
@@ -152,8 +162,8 @@ fn allowed_unix_sockets(policy: &Policy) -> Result<Vec<SocketId>, SandboxError> 
             if let Some(why) = root_equivalent(&path) {
                 eprintln!(
                     "cordon: WARNING: {} ({}) is reachable inside: {why}",
-                    path.display(),
-                    rule.source
+                    printable(&path),
+                    printable(rule.source.to_string())
                 );
             }
             ids.push(id);
@@ -168,28 +178,23 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     if req.command.is_empty() {
         return Err(SandboxError::NoCommand);
     }
-    // The audit log is opened before anything runs: a log that cannot be
-    // written is a refusal, not a silent loss (reported after the layers'
-    // own failures, which say more). The sandbox may not edit the log, even
-    // when it lies in a writable area.
-    let mut with_log;
-    let mut policy = req.policy;
-    let audit_log = match &policy.audit.log.value {
-        Some(path) => {
-            let default = policy.audit.log.source == Source::Builtin;
-            let log = AuditLog::open(path, default);
-            if log.is_ok() {
-                with_log = policy.clone();
-                with_log.files.deny_write.push(Sourced::new(
-                    PathPattern::Exact(path.clone()),
-                    Source::Builtin,
-                ));
-                policy = &with_log;
-            }
-            Some(log)
-        }
-        None => None,
-    };
+    // The audit log is opened, and its key made or checked, before
+    // anything runs: a log that cannot be written is a refusal, not a
+    // silent loss (reported after the layers' own failures, which say
+    // more). The key is read for use only once the sandbox is forked (the
+    // check here wipes what it read), so init holds no copy of it.
+    let policy = req.policy;
+    let audit_log = policy.audit.log.value.as_ref().map(|path| {
+        AuditFile::open(path, policy.audit.log.source == Source::Builtin)
+            .map_err(SandboxError::Audit)
+            .and_then(|log| {
+                AuditKey::ensure(&policy.audit.key)
+                    .map(|()| log)
+                    .map_err(SandboxError::AuditKey)
+            })
+    });
+    let with_audit = audit_view(policy)?;
+    let policy = &with_audit;
     let argv = req
         .command
         .iter()
@@ -238,10 +243,18 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             ) {
                 return Err(namespaces_error(&ns));
             }
-            return Err(e.into());
+            return Err(e);
         }
         None => None,
     };
+    if let Some(log) = &audit_log {
+        if log.ends_unkeyed().unwrap_or(false) {
+            eprintln!(
+                "cordon: WARNING: the audit log {} ends with a line without a MAC (written by an older cordon's unkeyed chain, or not by cordon); `cordon log --verify` will report it: move the file aside to start a log that verifies",
+                printable(log.path())
+            );
+        }
+    }
 
     let mut mask = SigSet::empty();
     for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
@@ -252,7 +265,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let flags = SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC;
     let signals = SignalFd::with_flags(&mask, flags).map_err(|e| io_err("signalfd")(e.into()))?;
 
-    let interactive = tty::caller_is_interactive();
+    // Any of stdin, stdout and stderr on a terminal: the command gets a
+    // pty in their place, never the caller's terminal itself.
+    let caller_tty = tty::CallerTerminal::probe();
     let mut plan = init::InitPlan {
         view: &view,
         limits: &limits,
@@ -261,7 +276,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         env,
         path_var,
         tcp_ports: policy.network.local_ports.iter().map(|p| p.value).collect(),
-        pty: interactive,
+        pty: caller_tty.needs_pty(),
         namespaces: true,
         degraded: policy.allow_degraded.iter().map(|l| l.value).collect(),
         unix_sockets,
@@ -358,7 +373,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let code = wait_for_init(
         init_pid,
         signals,
-        started.pty_master.map(tty::Relay::new),
+        started
+            .pty_master
+            .map(|master| tty::Relay::new(master, caller_tty)),
         deadline,
         Some((&ours, &auditor)),
     );
@@ -396,15 +413,50 @@ const SWEEP_FAILED: i32 = 125;
 /// Time the proxy has at exit to end its tunnels and record them.
 const PROXY_GRACE: Duration = Duration::from_secs(2);
 
+/// `policy` with cordon's audit state out of the sandbox's reach: the
+/// user's cordon state directory (the key, the tail records, the default
+/// log and earlier runs' logs) unreadable, and the log file, wherever it
+/// is, unreadable and read-only. A rule that reads the state directory
+/// back in is refused: the key must stay secret for the log to prove
+/// anything.
+fn audit_view(policy: &Policy) -> Result<Policy, SandboxError> {
+    let mut view = policy.clone();
+    let state = policy.audit.key.parent().unwrap_or(&policy.audit.key);
+    let key = std::fs::canonicalize(&policy.audit.key).unwrap_or_else(|_| policy.audit.key.clone());
+    if let Some(rule) = policy
+        .files
+        .allow_read
+        .iter()
+        .find(|r| r.value.covers(&key))
+    {
+        return Err(SandboxError::AuditStateReadable {
+            rule: rule.value.to_string(),
+            from: rule.source.to_string(),
+            state: state.to_path_buf(),
+        });
+    }
+    let hidden = std::iter::once(state.to_path_buf()).chain(policy.audit.log.value.clone());
+    for path in hidden {
+        let rule = || Sourced::new(PathPattern::Exact(path.clone()), Source::Builtin);
+        view.files.deny_read.push(rule());
+        view.files.deny_write.push(rule());
+    }
+    Ok(view)
+}
+
 /// Starts the audit writer and, when the sandbox has listeners, the proxy.
 fn start_proxy(
     policy: &Policy,
     listeners: Vec<OwnedFd>,
-    log: Option<AuditLog>,
+    log: Option<AuditFile>,
     run_name: &str,
     argv0: &OsString,
     inspector: Option<std::sync::Arc<crate::credentials::Inspector>>,
 ) -> Result<(Auditor, Option<crate::net::serve::ProxyHandle>), SandboxError> {
+    let log: Option<AuditLog> = log
+        .map(|log| AuditKey::load_or_create(&policy.audit.key).map(|key| log.keyed(key)))
+        .transpose()
+        .map_err(SandboxError::AuditKey)?;
     let auditor = Auditor::start(log, run_name, &audit::command_name(argv0))
         .map_err(io_err("starting the audit log writer"))?;
     if listeners.is_empty() {
@@ -580,7 +632,7 @@ fn wait_for_init(
                 i += 1;
             }
             if poll_master && ready[i] {
-                r.master_open = tty::pump(r.master.as_fd(), sys::stdio(1));
+                r.master_open = tty::pump(r.master.as_fd(), r.output());
             }
         }
         if !ready[0] {
@@ -593,7 +645,7 @@ fn wait_for_init(
             }
             match (Signal::try_from(signo), relay.as_ref()) {
                 // With a pty, the window size travels through the pty.
-                (Ok(Signal::SIGWINCH), Some(r)) => tty::sync_window_size(r.master.as_fd()),
+                (Ok(Signal::SIGWINCH), Some(r)) => r.sync_window_size(),
                 (Ok(sig), _) => {
                     let _ = kill(init, sig);
                 }

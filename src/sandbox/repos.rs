@@ -298,11 +298,11 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
         match strip_privilege(&path) {
             Ok(()) => swept.neutralised.push(format!(
                 "{}: removed its set-user-ID/set-group-ID bits and file capabilities",
-                crate::audit::printable(&path.to_string_lossy())
+                crate::escape::printable(&path)
             )),
             Err(e) => swept.failures.push(format!(
                 "{}: could not remove its set-user-ID/set-group-ID bits or file capabilities ({e}); delete it or run `chmod ug-s` on it",
-                crate::audit::printable(&path.to_string_lossy())
+                crate::escape::printable(&path)
             )),
         }
     }
@@ -327,7 +327,7 @@ fn strip_privilege(path: &Path) -> io::Result<()> {
 /// user runs git there: hooks other than git's samples, and config keys
 /// that name programs or files (see `gitconfig::neutralise`).
 fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) {
-    let shown = |p: &Path| crate::audit::printable(&p.to_string_lossy());
+    let shown = |p: &Path| crate::escape::printable(p);
     let aside = git_dir.join(QUARANTINE);
     let hooks = git_dir.join("hooks");
     if let Ok(entries) = std::fs::read_dir(&hooks) {
@@ -386,13 +386,13 @@ fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) {
             Ok(()) => swept.neutralised.push(format!(
                 "{}: removed {} (they could run code when you use git there); the original is {}",
                 shown(&file),
-                crate::audit::printable(&keys.join(", ")),
+                crate::escape::printable(&keys.join(", ")),
                 shown(&original)
             )),
             Err(e) => swept.failures.push(format!(
                 "{}: could not remove {} ({e}); edit it before running git in {}",
                 shown(&file),
-                crate::audit::printable(&keys.join(", ")),
+                crate::escape::printable(&keys.join(", ")),
                 shown(git_dir)
             )),
         }
