@@ -386,13 +386,13 @@ fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) {
             Ok(()) => swept.neutralised.push(format!(
                 "{}: removed {} (they could run code when you use git there); the original is {}",
                 shown(&file),
-                crate::escape::printable(&keys.join(", ")),
+                crate::escape::printable(keys.join(", ")),
                 shown(&original)
             )),
             Err(e) => swept.failures.push(format!(
                 "{}: could not remove {} ({e}); edit it before running git in {}",
                 shown(&file),
-                crate::escape::printable(&keys.join(", ")),
+                crate::escape::printable(keys.join(", ")),
                 shown(git_dir)
             )),
         }
