@@ -354,20 +354,22 @@ fn checks_that_cannot_finish_fail_closed() {
         assert_eq!(line(&out, "ran"), "yes", "{mode:?}: {out:#?}");
         assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
         assert!(out.stderr.contains("could not check"), "{mode:?}: {out:#?}");
-        // A directory the caller owns but cannot read hides a new repository.
+        // A directory the caller owns but cannot read hides a new
+        // repository: the sweep makes it readable again and goes on.
         let out = fx.sandbox().sh(
             "mkdir -p hid/r/hooks && printf '#!/bin/sh\\n' > hid/r/hooks/post-checkout \
-             && git init -q --bare hid/r && chmod 0300 hid && echo 'hidden: yes'",
+             && git init -q --bare hid/r && chmod 0000 hid/r/hooks && chmod 0300 hid \
+             && echo 'hidden: yes'",
         );
         assert_eq!(line(&out, "hidden"), "yes", "{mode:?}: {out:#?}");
+        assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
         let hook = fx.project.join("hid/r/hooks/post-checkout");
+        assert!(!hook.exists(), "{mode:?}: {out:#?}");
         if mode == Mode::User {
-            assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
-            assert!(out.stderr.contains("hid"), "{mode:?}: {out:#?}");
-        } else {
-            // Root reads it anyway, and neutralises the hook.
-            assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
-            assert!(!hook.exists(), "{mode:?}: {out:#?}");
+            assert!(
+                out.stderr.contains("made it readable"),
+                "{mode:?}: {out:#?}"
+            );
         }
         std::fs::set_permissions(
             fx.project.join("hid"),
@@ -487,5 +489,131 @@ t('cwd-link', lambda: (os.close(os.open('/proc/self/cwd/via-cwd', os.O_CREAT | o
         let out = fx.sandbox().run(&[PY, "-c", script, "inside-run"]);
         out.ok();
         assert_eq!(out.stdout, host_out, "{mode:?}: {out:#?}");
+    });
+}
+
+/// The sweep after the run handles hostile leftovers as such: it moves
+/// nothing through links the sandbox planted, touches nothing outside the
+/// writable areas, recognises every layout git accepts, never blocks on a
+/// FIFO, and neutralises what it cannot parse.
+#[test]
+fn the_sweep_cannot_be_turned_against_the_host() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        // A repository of the user's outside the project, with a hook of
+        // its own, and a file in another format named `config`.
+        let victim = fx.outside.join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        chown_tree(&fx.outside, mode);
+        fx.host_git(&victim, &["init", "-q"]);
+        std::fs::write(victim.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+        let ssh_like = fx.outside.join("fakessh");
+        std::fs::create_dir(&ssh_like).unwrap();
+        std::fs::write(ssh_like.join("config"), "Host *\n  User me\n").unwrap();
+        chown_tree(&fx.outside, mode);
+        let fsmon = "git config core.fsmonitor 'echo PWNED; false'";
+        let script = [
+            // A planted quarantine link into the victim.
+            "mkdir -p evil/objects evil/refs evil/hooks".to_string(),
+            "printf '#!/bin/sh\\n' > evil/hooks/post-checkout".into(),
+            "echo 'ref: refs/heads/main' > evil/HEAD".into(),
+            format!("ln -s {} evil/cordon-quarantine", victim.join(".git").display()),
+            // Pointers to git dirs (or look-alikes) outside the project.
+            format!("mkdir b && ln -s {} b/.git", ssh_like.display()),
+            format!(
+                "mkdir c && echo 'ref: x' > c/HEAD && echo {} > c/commondir",
+                victim.join(".git").display()
+            ),
+            // Layouts git accepts: a symlinked HEAD, symlinked objects.
+            format!("git init -q s1 && rm s1/.git/HEAD && ln -s refs/heads/master s1/.git/HEAD && (cd s1 && {fsmon})"),
+            format!("git init -q s2 && mv s2/.git/objects s2/.git/objs && ln -s objs s2/.git/objects && (cd s2 && {fsmon})"),
+            // A config that is not UTF-8.
+            "git init -q u1 && printf '# \\377\\n[core]\\n\\tfsmonitor = echo PWNED\\n' >> u1/.git/config".into(),
+            // Hooks made before the repository, and FIFOs where files belong.
+            "mkdir -p z/.git/hooks && printf '#!/bin/sh\\n' > z/.git/hooks/post-checkout && git init -q z".into(),
+            "mkdir a && mkfifo a/.git".into(),
+            "git init -q f && rm f/.git/config && mkfifo f/.git/config".into(),
+            "echo 'done: yes'".into(),
+        ]
+        .join("; ");
+        let out = fx.sandbox().sh(&script);
+        assert_eq!(line(&out, "done"), "yes", "{mode:?}: {out:#?}");
+        assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
+        // Nothing outside the project was moved or rewritten.
+        assert!(
+            victim.join(".git/hooks/pre-commit").exists(),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            !victim.join(".git/hooks/post-checkout").exists(),
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ssh_like.join("config")).unwrap(),
+            "Host *\n  User me\n"
+        );
+        let p = &fx.project;
+        assert!(
+            !p.join("evil/hooks/post-checkout").exists(),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            !p.join("z/.git/hooks/post-checkout").exists(),
+            "{mode:?}: {out:#?}"
+        );
+        for repo in ["s1", "s2"] {
+            let config = std::fs::read_to_string(p.join(repo).join(".git/config")).unwrap();
+            assert!(!config.contains("fsmonitor"), "{mode:?}: {repo}: {config}");
+        }
+        assert!(!p.join("u1/.git/config").exists(), "{mode:?}: {out:#?}");
+        assert!(
+            p.join("f/.git/config").symlink_metadata().is_err(),
+            "{mode:?}: {out:#?}"
+        );
+        // And the next run is not stuck on what is left.
+        fx.sandbox().sh("true").ok();
+    });
+}
+
+#[test]
+fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let config_dir = fx.home.join(".config");
+        std::fs::create_dir_all(&config_dir).unwrap();
+        chown_tree(&fx.home, mode);
+        let bind = |name: &str| {
+            format!("python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"{name}\")'")
+        };
+        let (bad_socket, good_socket) = (bind(".envrc"), bind("ok.sock"));
+        let script = attempts_script(&[
+            (
+                "xdg-config",
+                "mkdir -p ~/.config/git && echo '[core] fsmonitor = x' > ~/.config/git/config",
+            ),
+            ("gitconfig", "echo '[core] fsmonitor = x' > ~/.gitconfig"),
+            (
+                "deep-deny-write",
+                "mkdir -p newdir/sub && echo planted > newdir/sub/never.txt",
+            ),
+            ("socket", &bad_socket),
+            ("socket-ok", &good_socket),
+        ]);
+        let out = fx
+            .sandbox()
+            .arg("--allow-write")
+            .arg(&fx.home)
+            .arg("--deny-write")
+            .arg(fx.project.join("newdir/sub/never.txt"))
+            .sh(&script);
+        assert_eq!(
+            open_lines(&out),
+            vec!["socket-ok: OPEN"],
+            "{mode:?}: {out:#?}"
+        );
+        assert!(!fx.home.join(".gitconfig").exists());
+        assert!(!config_dir.join("git").exists());
+        assert!(!fx.project.join("newdir/sub/never.txt").exists());
+        assert!(fx.project.join(".envrc").symlink_metadata().is_err());
     });
 }

@@ -244,6 +244,19 @@ impl UnixGate {
                 let flags = call.args[3] as libc::c_int;
                 caller.send(&sock, Some(to.bytes()), &[IoSlice::new(&data)], &[], flags)
             }
+            Gated::Bind => {
+                let addr = caller.read(call.args[1], call.args[2] as usize, MAX_ADDR)?;
+                let sock = caller.fd(fd)?;
+                let family = libc::c_int::from(u16::from_ne_bytes(field(&addr, 0)));
+                // A path (not autobind, not abstract) is a new name.
+                if family == libc::AF_UNIX && addr.len() > 2 && addr[2] != 0 {
+                    let path = &addr[2..];
+                    let path = &path[..path.iter().position(|b| *b == 0).unwrap_or(path.len())];
+                    return create_gate::bind_unix(&caller, &sock, path, &self.guard, &self.report);
+                }
+                sys::bind_raw(sock.as_fd(), &addr).map_err(errno)?;
+                Ok(0)
+            }
             Gated::SendMsg => {
                 let sock = caller.fd(fd)?;
                 let flags = call.args[2] as libc::c_int;

@@ -6,7 +6,8 @@
 //! mount over, and an empty placeholder left in the user's project is a
 //! trace (git lists it, tools trip on it). So every system call that can
 //! create a name (`open`/`openat` with `O_CREAT`, `creat`, `mkdir*`,
-//! `mknod*`, `link*`, `symlink*`, `rename*`) stops in the command's
+//! `mknod*`, `link*`, `symlink*`, `rename*`, `bind` of a UNIX socket
+//! path) stops in the command's
 //! seccomp filter and comes here, to the gate's threads in init (see
 //! `crate::net::unix_gate`, which owns the listener).
 //!
@@ -278,6 +279,10 @@ pub(crate) fn serve(
             };
             let flags = if flags { a[4] as u32 } else { 0 };
             let flags = RenameFlags::from_bits(flags).ok_or(libc::EINVAL)?;
+            // A whiteout is a device node left at the source name.
+            if flags.contains(RenameFlags::RENAME_WHITEOUT) {
+                return Err(libc::EPERM);
+            }
             let source = existing_place(caller, old_dir, &caller.read_path(old)?)?;
             let place = new_place(caller, new_dir, &caller.read_path(new)?)?;
             admit(&place, Make::Other, guard, report)?;
@@ -296,6 +301,27 @@ pub(crate) fn serve(
             Ok(Reply::Value(0))
         }
     }
+}
+
+/// `bind` of the caller's UNIX socket `sock` (a copy) to `path`: checked
+/// like any new name, then bound from inside its directory, so the name
+/// made is the one checked.
+pub(crate) fn bind_unix(
+    caller: &Caller,
+    sock: &OwnedFd,
+    path: &[u8],
+    guard: &Guard,
+    report: &Reporter,
+) -> Result<i64, Errno> {
+    let place = new_place(caller, libc::AT_FDCWD, path)?;
+    admit(&place, Make::Other, guard, report)?;
+    // This worker thread has a working directory of its own.
+    nix::unistd::fchdir(place.dir.as_raw_fd()).map_err(|e| e as Errno)?;
+    let mut addr = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+    addr.extend_from_slice(place.name.as_bytes());
+    addr.push(0);
+    sys::bind_raw(std::os::fd::AsFd::as_fd(sock), &addr).map_err(errno)?;
+    Ok(0)
 }
 
 /// `open` with `O_CREAT`, following a final symlink as the kernel would

@@ -308,10 +308,12 @@ impl FileView {
             // rename of its parent could otherwise undo the rule).
             if let PathPattern::Exact(path) = &rule.value {
                 if path.symlink_metadata().is_err() {
-                    let parent = path.parent().map(std::fs::canonicalize);
-                    if let (Some(Ok(parent)), Some(name)) = (parent, path.file_name()) {
-                        marks.guarded.insert(parent.join(name));
-                    }
+                    let real = canonical_beyond(path).ok_or_else(|| FilesError::Path {
+                        what: "cannot resolve the --deny-write path",
+                        path: path.clone(),
+                        source: io::Error::from_raw_os_error(libc::ENOENT),
+                    })?;
+                    marks.guarded.insert(real);
                     continue;
                 }
             }
@@ -347,42 +349,19 @@ impl FileView {
         }
         // Files the repositories' config makes git read or run (hooksPath,
         // includes, fsmonitor, ...), and work trees it names.
+        let mut code_paths = user_git_files();
         for git_dir in &git_dirs {
             let work_tree = work_trees
                 .iter()
                 .find(|w| repos::git_dir_of(w).as_ref() == Some(git_dir))
                 .cloned();
-            for code in config_code_paths(git_dir, work_tree)? {
-                if code.key == "core.worktree" {
-                    work_trees.insert(code.path);
-                    continue;
-                }
-                if let Some(root) = view.writable.iter().find(|w| w.starts_with(&code.path)) {
-                    return Err(FilesError::CodePathIsWritable {
-                        path: code.path.clone(),
-                        root: root.clone(),
-                        key: code.key,
-                        file: code.file,
-                        line: code.line,
-                    });
-                }
-                if !view.is_writable(&code.path) {
-                    continue;
-                }
-                match code.path.symlink_metadata() {
-                    // A directory git only passes through (`..` steps over
-                    // it): kept in place, not read-only.
-                    Ok(meta) if meta.is_dir() && !code.is_dir => {
-                        view.pin_parents(&code.path.join("x"), &mut marks);
-                    }
-                    Ok(_) => {
-                        let real = canonical(&code.path, "path named in git config")?;
-                        view.keep_read_only(real, &mut marks);
-                    }
-                    Err(_) => {
-                        marks.guarded.insert(code.path);
-                    }
-                }
+            code_paths.extend(config_code_paths(git_dir, work_tree)?);
+        }
+        for code in code_paths {
+            if code.key == "core.worktree" {
+                work_trees.insert(code.path);
+            } else {
+                view.protect_code_path(code, &mut marks)?;
             }
         }
         let patterns = protected_patterns()?;
@@ -449,6 +428,42 @@ impl FileView {
             marks.pins.insert(dir.to_path_buf());
             ancestor = dir.parent();
         }
+    }
+
+    /// Protects a file git reads or runs because of its config: read-only
+    /// if it exists, guarded if not; a directory git only steps through
+    /// (`..`) is pinned. One that holds a writable area cannot be kept
+    /// from the sandbox: refused.
+    fn protect_code_path(
+        &self,
+        code: gitconfig::CodePath,
+        marks: &mut Marks,
+    ) -> Result<(), FilesError> {
+        if let Some(root) = self.writable.iter().find(|w| w.starts_with(&code.path)) {
+            return Err(FilesError::CodePathIsWritable {
+                path: code.path.clone(),
+                root: root.clone(),
+                key: code.key,
+                file: code.file,
+                line: code.line,
+            });
+        }
+        if !self.is_writable(&code.path) {
+            return Ok(());
+        }
+        match code.path.symlink_metadata() {
+            Ok(meta) if meta.is_dir() && !code.is_dir => {
+                self.pin_parents(&code.path.join("x"), marks);
+            }
+            Ok(_) => {
+                let real = canonical(&code.path, "path named in git config")?;
+                self.keep_read_only(real, marks);
+            }
+            Err(_) => {
+                marks.guarded.insert(code.path);
+            }
+        }
+        Ok(())
     }
 
     /// Protects `root/name`: read-only if it exists, guarded (refused at
@@ -772,6 +787,20 @@ fn build_sys(ops: &mut dyn MountOps) -> Result<(), FilesError> {
     Ok(())
 }
 
+/// `path` with its longest existing ancestor made canonical and the rest
+/// (which must hold no `..`) appended: where the path would be made.
+fn canonical_beyond(path: &Path) -> Option<PathBuf> {
+    let existing = path.ancestors().find(|a| a.symlink_metadata().is_ok())?;
+    let rest = path.strip_prefix(existing).ok()?;
+    if rest
+        .components()
+        .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return None;
+    }
+    Some(std::fs::canonicalize(existing).ok()?.join(rest))
+}
+
 fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {
     std::fs::canonicalize(path).map_err(|source| FilesError::Path {
         what,
@@ -791,40 +820,53 @@ fn protected_patterns() -> Result<globset::GlobSet, FilesError> {
 
 /// What the config of `git_dir` (the repository's, the user's and the
 /// system's, every file they include, and what the environment passes)
-/// makes git read or run; the config files themselves come first, and
-/// the user's config files where they are missing (a sandbox that may
-/// write the home could otherwise create one).
+/// makes git read or run, the config files themselves first.
 fn config_code_paths(
     git_dir: &Path,
     work_tree: Option<PathBuf>,
 ) -> Result<Vec<gitconfig::CodePath>, FilesError> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
     let repo = gitconfig::Repo {
         git_dir: git_dir.to_path_buf(),
         work_tree,
-        home: home.clone(),
+        home: std::env::var_os("HOME").map(PathBuf::from),
     };
     let (files, paths) = gitconfig::repo_code_paths(&repo)?;
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".config")));
-    let user_files = home
-        .iter()
-        .map(|h| h.join(".gitconfig"))
-        .chain(xdg.map(|x| x.join("git/config")));
-    let as_code = |path: PathBuf| gitconfig::CodePath {
-        file: path.clone(),
-        path,
-        is_dir: false,
-        key: "(a config file git reads)".into(),
-        line: 0,
-    };
     Ok(files
         .into_iter()
-        .chain(user_files)
-        .map(as_code)
+        .map(|f| read_by_git(f, false))
         .chain(paths)
         .collect())
+}
+
+/// The user's git configuration, which git reads in every repository
+/// (`~/.gitconfig`, and `$XDG_CONFIG_HOME/git/`: config, attributes,
+/// ignore), whether or not it exists yet: a sandbox that may write the
+/// home must not create it.
+fn user_git_files() -> Vec<gitconfig::CodePath> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    // Both the variable's and the default place: git on the host may run
+    // with another environment than cordon's.
+    let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from);
+    let default_xdg = home.as_ref().map(|h| h.join(".config"));
+    let mut files: Vec<gitconfig::CodePath> = home
+        .iter()
+        .map(|h| read_by_git(h.join(".gitconfig"), false))
+        .collect();
+    for dir in xdg.into_iter().chain(default_xdg) {
+        files.push(read_by_git(dir.join("git"), true));
+    }
+    files
+}
+
+/// A path git reads on its own account.
+fn read_by_git(path: PathBuf, is_dir: bool) -> gitconfig::CodePath {
+    gitconfig::CodePath {
+        file: path.clone(),
+        path,
+        is_dir,
+        key: "(a file git reads)".into(),
+        line: 0,
+    }
 }
 
 /// [`MountOps`] on the real kernel, for the sandbox's own mount namespace.

@@ -156,11 +156,61 @@ fn config_files_in(
     Ok(files)
 }
 
+/// The most a config file, or another file git reads to find a
+/// repository, may hold before cordon refuses to read it.
+pub const MAX_FILE: u64 = 16 << 20;
+
+/// Whether [`read_regular`] follows a final symlink.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    Yes,
+    No,
+}
+
+/// The bytes of the regular file at `path`. Anything else (a FIFO that
+/// would block the reader for good, a device, a directory, with
+/// [`Follow::No`] a symlink) or a file over [`MAX_FILE`] is an error: a
+/// sandbox may have left it there for cordon to trip on.
+pub fn read_regular(path: &Path, follow: Follow) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
+    if follow == Follow::No {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    if meta.len() > MAX_FILE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {MAX_FILE} bytes"),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.by_ref().take(MAX_FILE + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {MAX_FILE} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// The directory holding the shared `config`: the git dir itself, or
 /// where its `commondir` file points (linked worktrees).
 fn common_dir(git_dir: &Path) -> Result<PathBuf, GitConfigError> {
     let file = git_dir.join("commondir");
-    match std::fs::read_to_string(&file) {
+    match read_regular(&file, Follow::Yes).map(|b| String::from_utf8_lossy(&b).into_owned()) {
         // Git takes the real path and dies if there is none.
         Ok(text) => {
             let common = git_dir.join(text.trim_end_matches(['\n', '\r']));
@@ -404,7 +454,7 @@ fn read_into(
         file: file.to_path_buf(),
         source,
     };
-    let text = std::fs::read(file).map_err(read_error)?;
+    let text = read_regular(file, Follow::Yes).map_err(read_error)?;
     let canonical = std::fs::canonicalize(file).map_err(read_error)?;
     open.push(canonical);
     for parsed in parse(&text, file)? {

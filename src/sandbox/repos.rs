@@ -17,10 +17,18 @@
 //! naming what was not checked: nothing is skipped silently.
 
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+
+use nix::fcntl::{OFlag, RenameFlags};
+use nix::sys::stat::Mode;
+
+use super::gitconfig::{read_regular, Follow};
 
 /// Most directory entries one walk visits before it gives up (and fails).
 pub const SCAN_LIMIT: usize = 2_000_000;
@@ -68,10 +76,13 @@ pub struct Swept {
 /// following symlinked directories.
 pub fn scan(roots: &[PathBuf]) -> Result<Scan, ReposError> {
     let mut scan = Scan::default();
-    walk(roots, |dir, names| {
-        classify(dir, names, &mut scan);
-        Ok(())
-    })?;
+    walk(
+        roots,
+        Unreadable::Fail,
+        &mut Vec::new(),
+        &mut Vec::new(),
+        |dir, names| classify(dir, names, &mut scan),
+    )?;
     Ok(scan)
 }
 
@@ -89,14 +100,37 @@ impl Names {
     fn has_dir(&self, name: &str) -> bool {
         self.dirs.iter().any(|n| n == name)
     }
+    fn has_link(&self, name: &str) -> bool {
+        self.links.iter().any(|n| n == name)
+    }
+    /// An entry of any kind.
+    fn has(&self, name: &str) -> bool {
+        self.has_file(name) || self.has_dir(name) || self.has_link(name)
+    }
+}
+
+/// How a walk meets a directory it cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unreadable {
+    /// Before the run: the user's own tree; fail (nothing runs).
+    Fail,
+    /// After the run: the sandbox may have made it so. A directory the
+    /// caller owns is made readable (and named); the walk goes on past
+    /// any other error, which is recorded.
+    Repair,
 }
 
 /// Visits every directory under `roots` once, depth first, with its
-/// entries; fails past [`SCAN_LIMIT`] entries, and on a directory it
-/// cannot read (what cannot be read cannot be checked).
+/// entries; fails past [`SCAN_LIMIT`] entries. A directory it cannot read
+/// fails the walk ([`Unreadable::Fail`]) or is repaired or recorded
+/// ([`Unreadable::Repair`], into `errors`); what cannot be read cannot be
+/// checked.
 fn walk(
     roots: &[PathBuf],
-    mut visit: impl FnMut(&Path, &Names) -> Result<(), ReposError>,
+    unreadable: Unreadable,
+    errors: &mut Vec<ReposError>,
+    repaired: &mut Vec<PathBuf>,
+    mut visit: impl FnMut(&Path, &Names),
 ) -> Result<(), ReposError> {
     let limit = scan_limit();
     for root in roots {
@@ -107,13 +141,28 @@ fn walk(
                 path: dir.clone(),
                 source,
             };
-            let entries = match std::fs::read_dir(&dir) {
+            let listed = match std::fs::read_dir(&dir) {
+                Err(e)
+                    if e.kind() == io::ErrorKind::PermissionDenied
+                        && unreadable == Unreadable::Repair
+                        && make_readable(&dir) =>
+                {
+                    repaired.push(dir.clone());
+                    std::fs::read_dir(&dir)
+                }
+                other => other,
+            };
+            let entries = match listed {
                 Ok(entries) => entries,
                 Err(e) if dir != *root && e.kind() == io::ErrorKind::NotFound => continue,
                 // A directory the sandbox (the caller's uid, no capabilities)
                 // can neither change back nor write into holds nothing it made.
                 Err(e) if e.kind() == io::ErrorKind::PermissionDenied && out_of_reach(&dir) => {
                     continue
+                }
+                Err(e) if unreadable == Unreadable::Repair => {
+                    errors.push(read(e));
+                    continue;
                 }
                 Err(e) => return Err(read(e)),
             };
@@ -123,7 +172,14 @@ fn walk(
                 links: Vec::new(),
             };
             for entry in entries {
-                let entry = entry.map_err(read)?;
+                let entry = match entry.and_then(|e| e.file_type().map(|t| (e, t))) {
+                    Ok(entry) => entry,
+                    Err(e) if unreadable == Unreadable::Repair => {
+                        errors.push(read(e));
+                        continue;
+                    }
+                    Err(e) => return Err(read(e)),
+                };
                 visited += 1;
                 if visited > limit {
                     return Err(ReposError::TooLarge {
@@ -131,7 +187,7 @@ fn walk(
                         limit,
                     });
                 }
-                let kind = entry.file_type().map_err(read)?;
+                let (entry, kind) = entry;
                 let name = entry.file_name();
                 if kind.is_dir() {
                     stack.push(dir.join(&name));
@@ -142,10 +198,23 @@ fn walk(
                     names.files.push(name);
                 }
             }
-            visit(&dir, &names)?;
+            visit(&dir, &names);
         }
     }
     Ok(())
+}
+
+/// Gives the owner read, write and search on `dir`, a real directory the
+/// caller owns (the sandbox is gone: nothing can swap it meanwhile).
+fn make_readable(dir: &Path) -> bool {
+    let Ok(meta) = dir.symlink_metadata() else {
+        return false;
+    };
+    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() {
+        return false;
+    }
+    let mode = meta.mode() & 0o7777 | 0o700;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).is_ok()
 }
 
 /// Whether the caller (and so the sandbox) neither owns `dir` nor may
@@ -158,26 +227,28 @@ fn out_of_reach(dir: &Path) -> bool {
     !owned && access(dir, AccessFlags::W_OK).is_err()
 }
 
-/// Records what `dir` is to git.
+/// Records what `dir` is to git. Git accepts more than the usual
+/// layout: `HEAD` may be a symlink, `objects` and `refs` symlinks to
+/// directories; so `HEAD` of any kind with `objects` and `refs` of any
+/// kind (or a `commondir`, whose objects and refs are elsewhere) makes a
+/// git dir here, which over-approximates git, the safe side.
 fn classify(dir: &Path, names: &Names, scan: &mut Scan) {
-    // A git dir: HEAD, objects/ and refs/ (bare, a submodule's, `.git`).
-    if names.has_file("HEAD") && names.has_dir("objects") && names.has_dir("refs") {
-        add_git_dir(dir, scan);
-    }
-    // A worktree's git dir (`.git/worktrees/<id>`): HEAD, commondir, gitdir.
-    if names.has_file("HEAD") && names.has_file("commondir") {
+    if names.has("HEAD") && ((names.has("objects") && names.has("refs")) || names.has("commondir"))
+    {
         add_git_dir(dir, scan);
     }
     let dot_git = dir.join(".git");
     if names.has_dir(".git") {
         scan.work_trees.insert(dir.to_path_buf());
+        // Whatever it holds: git may be pointed at it as it is later.
+        add_git_dir(&dot_git, scan);
     } else if names.has_file(".git") {
         scan.work_trees.insert(dir.to_path_buf());
         scan.git_links.insert(dot_git.clone());
         if let Some(target) = gitdir_file_target(&dot_git) {
             add_git_dir(&target, scan);
         }
-    } else if names.links.iter().any(|n| n == ".git") {
+    } else if names.has_link(".git") {
         scan.work_trees.insert(dir.to_path_buf());
         scan.git_links.insert(dot_git.clone());
         if dot_git.is_dir() {
@@ -194,7 +265,8 @@ fn add_git_dir(dir: &Path, scan: &mut Scan) {
     if !scan.git_dirs.insert(dir.clone()) {
         return;
     }
-    if let Ok(common) = std::fs::read_to_string(dir.join("commondir")) {
+    if let Ok(common) = read_regular(&dir.join("commondir"), Follow::No) {
+        let common = String::from_utf8_lossy(&common);
         let common = common.trim_end_matches(['\n', '\r']);
         if !common.is_empty() {
             add_git_dir(&dir.join(common), scan);
@@ -204,7 +276,8 @@ fn add_git_dir(dir: &Path, scan: &mut Scan) {
 
 /// Where a `.git` file's `gitdir:` line points (relative to the file).
 pub fn gitdir_file_target(file: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = read_regular(file, Follow::No).ok()?;
+    let text = String::from_utf8_lossy(&text);
     let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
     (!target.is_empty()).then(|| file.parent().unwrap_or(Path::new("/")).join(target))
 }
@@ -260,54 +333,124 @@ fn listed(dir: &Path, kind: impl Fn(std::fs::FileType) -> bool) -> Vec<std::ffi:
         .collect()
 }
 
-/// After the run: walks `roots` again; neutralises the git dirs that were
-/// not in `before`, and strips privilege bits and file capabilities from
-/// files changed since `since`.
+/// After the run: walks `roots` again; neutralises the git dirs inside
+/// them that were not in `before`, and strips privilege bits and file
+/// capabilities from files changed since `since`. The sandbox is gone by
+/// now, so nothing changes under the sweep; what it left is still
+/// hostile: every file is opened without following links or blocking,
+/// and moved only between descriptors of directories cordon opened.
 pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
+    let shown = |p: &Path| crate::escape::printable(p);
     let mut swept = Swept::default();
     let mut after = Scan::default();
     let mut privileged: Vec<PathBuf> = Vec::new();
+    let (mut errors, mut repaired) = (Vec::new(), Vec::new());
     let since_secs = since
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    let walked = walk(roots, |dir, names| {
-        classify(dir, names, &mut after);
-        for name in &names.files {
-            let path = dir.join(name);
-            let Ok(meta) = path.symlink_metadata() else {
-                continue;
-            };
-            // ctime cannot be set back: anything changed during the run has
-            // a ctime at or after its start (a second's slack either way).
-            if meta.ctime() + 1 < since_secs || !meta.is_file() {
-                continue;
+    let walked = walk(
+        roots,
+        Unreadable::Repair,
+        &mut errors,
+        &mut repaired,
+        |dir, names| {
+            classify(dir, names, &mut after);
+            for name in &names.files {
+                let path = dir.join(name);
+                let Ok(meta) = path.symlink_metadata() else {
+                    continue;
+                };
+                // ctime cannot be set back: anything changed during the run has
+                // a ctime at or after its start (a second's slack either way).
+                if meta.ctime() + 1 < since_secs || !meta.is_file() {
+                    continue;
+                }
+                let bits = meta.mode() & (libc::S_ISUID | libc::S_ISGID);
+                if bits != 0 || super::sys::has_file_capabilities(&path) {
+                    privileged.push(path);
+                }
             }
-            let bits = meta.mode() & (libc::S_ISUID | libc::S_ISGID);
-            if bits != 0 || super::sys::has_file_capabilities(&path) {
-                privileged.push(path);
-            }
-        }
-        Ok(())
-    });
+        },
+    );
     if let Err(e) = walked {
+        errors.push(e);
+    }
+    for e in errors {
         swept.failures.push(format!(
-            "could not check the writable areas after the run: {e}. Inspect them for git repositories (their hooks and config) and for set-user-ID files before using them"
+            "could not check the writable areas after the run: {e}. Inspect what lies there for git repositories (their hooks and config) and for set-user-ID files before using it"
+        ));
+    }
+    for dir in repaired {
+        swept.neutralised.push(format!(
+            "{}: the sandbox left it unreadable to you; made it readable to check it",
+            shown(&dir)
         ));
     }
     for path in privileged {
         match strip_privilege(&path) {
             Ok(()) => swept.neutralised.push(format!(
                 "{}: removed its set-user-ID/set-group-ID bits and file capabilities",
-                crate::escape::printable(&path)
+                shown(&path)
             )),
             Err(e) => swept.failures.push(format!(
                 "{}: could not remove its set-user-ID/set-group-ID bits or file capabilities ({e}); delete it or run `chmod ug-s` on it",
-                crate::escape::printable(&path)
+                shown(&path)
             )),
         }
     }
-    for git_dir in after.git_dirs.difference(&before.git_dirs) {
-        neutralise_git_dir(git_dir, &mut swept);
+    // A new `.git` link or file pointing out of the writable areas leads
+    // git (and cordon's next run) to a directory the sandbox chose: moved
+    // aside beside itself.
+    let inside = |p: &Path| roots.iter().any(|r| p.starts_with(r));
+    for link in after.git_links.difference(&before.git_links) {
+        let target = if link.is_symlink() {
+            std::fs::canonicalize(link).ok()
+        } else {
+            gitdir_file_target(link).and_then(|t| std::fs::canonicalize(t).ok())
+        };
+        if target.as_deref().is_some_and(inside) {
+            continue;
+        }
+        let moved = link
+            .parent()
+            .ok_or_else(|| io::Error::other("no parent"))
+            .and_then(sys_open_dir)
+            .and_then(|dir| {
+                let aside = OsStr::new(".git.cordon-quarantine");
+                with_write_access(&dir, || {
+                    nix::fcntl::renameat2(
+                        Some(dir.as_raw_fd()),
+                        ".git",
+                        Some(dir.as_raw_fd()),
+                        aside,
+                        RenameFlags::RENAME_NOREPLACE,
+                    )
+                })
+            });
+        match moved {
+            Ok(()) => swept.neutralised.push(format!(
+                "{}: points git outside the writable areas; renamed to .git.cordon-quarantine",
+                shown(link)
+            )),
+            Err(e) => swept.failures.push(format!(
+                "{}: points git outside the writable areas and could not be moved aside ({e}); remove it",
+                shown(link)
+            )),
+        }
+    }
+    // Only git dirs inside the writable areas are the sandbox's to have
+    // made; a pointer it left to one elsewhere leads to the user's own.
+    let new = after
+        .git_dirs
+        .difference(&before.git_dirs)
+        .filter(|g| inside(g));
+    for git_dir in new {
+        if let Err(e) = neutralise_git_dir(git_dir, &mut swept) {
+            swept.failures.push(format!(
+                "{}: a repository the sandbox made could not be checked ({e}); delete its hooks and check its config before running git there",
+                shown(git_dir)
+            ));
+        }
     }
     swept
 }
@@ -323,118 +466,252 @@ fn strip_privilege(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Moves aside what in a git dir the sandbox made would run code when the
-/// user runs git there: hooks other than git's samples, and config keys
-/// that name programs or files (see `gitconfig::neutralise`).
-fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) {
-    let shown = |p: &Path| crate::escape::printable(p);
-    let aside = git_dir.join(QUARANTINE);
-    let hooks = git_dir.join("hooks");
-    if let Ok(entries) = std::fs::read_dir(&hooks) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if name.to_string_lossy().ends_with(".sample") {
-                continue;
+/// A directory of cordon's own inside a git dir, made for what the sweep
+/// moves aside: new, so no link planted in advance can redirect a move.
+struct Quarantine<'a> {
+    git_dir: &'a Path,
+    parent: &'a OwnedFd,
+    made: Option<(PathBuf, OwnedFd)>,
+}
+
+impl Quarantine<'_> {
+    /// The directory, made on first use (`cordon-quarantine`, or with a
+    /// number if that name is taken).
+    fn dir(&mut self) -> io::Result<(&Path, &OwnedFd)> {
+        if self.made.is_none() {
+            let mut made = None;
+            for n in 0..100 {
+                let name = match n {
+                    0 => QUARANTINE.to_string(),
+                    n => format!("{QUARANTINE}-{n}"),
+                };
+                let parent = self.parent;
+                let mkdir = || {
+                    nix::sys::stat::mkdirat(
+                        Some(parent.as_raw_fd()),
+                        name.as_str(),
+                        Mode::from_bits_truncate(0o700),
+                    )
+                };
+                match with_write_access(parent, mkdir) {
+                    Ok(()) => {
+                        let fd = open_dir_at(parent, OsStr::new(&name))?;
+                        made = Some((self.git_dir.join(&name), fd));
+                        break;
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+                    Err(e) => return Err(e),
+                }
             }
-            let to = aside.join("hooks").join(&name);
-            match move_aside(&entry.path(), &to) {
-                Ok(()) => swept.neutralised.push(format!(
-                    "{}: a hook in a repository the sandbox made; moved to {}",
-                    shown(&entry.path()),
-                    shown(&to)
-                )),
-                Err(e) => swept.failures.push(format!(
-                    "{}: a hook in a repository the sandbox made could not be moved aside ({e}); delete it before running git in {}",
-                    shown(&entry.path()),
-                    shown(git_dir)
-                )),
+            self.made = Some(made.ok_or_else(|| io::Error::other("no free quarantine name"))?);
+        }
+        let (path, fd) = self
+            .made
+            .as_ref()
+            .ok_or_else(|| io::Error::other("no quarantine"))?;
+        Ok((path.as_path(), fd))
+    }
+
+    /// Moves `name` of `from` (a directory cordon opened) into it.
+    fn take(&mut self, from: &OwnedFd, name: &OsStr) -> io::Result<PathBuf> {
+        let (path, to) = self.dir()?;
+        let path = path.join(name);
+        let to = to.as_raw_fd();
+        with_write_access(from, || {
+            nix::fcntl::renameat2(
+                Some(from.as_raw_fd()),
+                name,
+                Some(to),
+                name,
+                RenameFlags::RENAME_NOREPLACE,
+            )
+        })?;
+        Ok(path)
+    }
+}
+
+/// Runs `op` on directory `dir`; if the sandbox left the directory
+/// unwritable to its owner (the caller), gives the owner write access back
+/// and runs it once more.
+fn with_write_access(dir: &OwnedFd, op: impl Fn() -> nix::Result<()>) -> io::Result<()> {
+    match op() {
+        Err(nix::errno::Errno::EACCES) => {
+            let st = nix::sys::stat::fstat(dir.as_raw_fd())?;
+            if st.st_uid != nix::unistd::geteuid().as_raw() {
+                return Err(nix::errno::Errno::EACCES.into());
+            }
+            let mode = Mode::from_bits_truncate((st.st_mode & 0o7777) | 0o700);
+            nix::sys::stat::fchmod(dir.as_raw_fd(), mode)?;
+            Ok(op()?)
+        }
+        other => Ok(other?),
+    }
+}
+
+/// Opens the directory `name` in `parent`, never through a link.
+fn open_dir_at(parent: &OwnedFd, name: &OsStr) -> io::Result<OwnedFd> {
+    let fd = nix::fcntl::openat(
+        Some(parent.as_raw_fd()),
+        name,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    Ok(super::sys::own_fd(fd))
+}
+
+/// Moves aside what in a git dir the sandbox made would run code when the
+/// user runs git there: hooks other than git's samples (or a `hooks` that
+/// is not a plain directory), and config keys that name programs or files
+/// (see `gitconfig::neutralise`; a config that is not a plain file git
+/// reads, or that cannot be read as one, goes aside whole).
+fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) -> io::Result<()> {
+    let shown = |p: &Path| crate::escape::printable(p);
+    let dir = sys_open_dir(git_dir)?;
+    let mut aside = Quarantine {
+        git_dir,
+        parent: &dir,
+        made: None,
+    };
+    let hooks = git_dir.join("hooks");
+    let opened = match open_dir_at(&dir, OsStr::new("hooks")) {
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) && make_readable(&hooks) => {
+            open_dir_at(&dir, OsStr::new("hooks"))
+        }
+        other => other,
+    };
+    match opened {
+        Ok(hooks_fd) => {
+            let listed = nix::dir::Dir::from_fd(nix::unistd::dup(hooks_fd.as_raw_fd())?)?;
+            let names: Vec<std::ffi::OsString> = listed
+                .into_iter()
+                .filter_map(Result::ok)
+                .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_os_string())
+                .filter(|n| n != "." && n != ".." && !n.as_bytes().ends_with(b".sample"))
+                .collect();
+            for name in names {
+                let moved = aside.dir().and_then(|(qpath, qfd)| {
+                    let sub = ensure_subdir(qfd, "hooks")?;
+                    with_write_access(&hooks_fd, || {
+                        nix::fcntl::renameat2(
+                            Some(hooks_fd.as_raw_fd()),
+                            name.as_os_str(),
+                            Some(sub.as_raw_fd()),
+                            name.as_os_str(),
+                            RenameFlags::RENAME_NOREPLACE,
+                        )
+                    })?;
+                    Ok(qpath.join("hooks").join(&name))
+                });
+                let path = hooks.join(&name);
+                match moved {
+                    Ok(to) => swept.neutralised.push(format!(
+                        "{}: a hook in a repository the sandbox made; moved to {}",
+                        shown(&path),
+                        shown(&to)
+                    )),
+                    Err(e) => swept.failures.push(format!(
+                        "{}: a hook in a repository the sandbox made could not be moved aside ({e}); delete it before running git in {}",
+                        shown(&path),
+                        shown(git_dir)
+                    )),
+                }
             }
         }
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+        // A link or anything else where git looks for hooks: the entry
+        // itself goes aside.
+        Err(_) => match aside.take(&dir, OsStr::new("hooks")) {
+            Ok(to) => swept.neutralised.push(format!(
+                "{}: not a plain directory in a repository the sandbox made; moved to {}",
+                shown(&hooks),
+                shown(&to)
+            )),
+            Err(e) => swept.failures.push(format!(
+                "{}: could not be moved aside ({e}); remove it before running git in {}",
+                shown(&hooks),
+                shown(git_dir)
+            )),
+        },
     }
     for name in ["config", "config.worktree"] {
         let file = git_dir.join(name);
-        let Ok(text) = std::fs::read_to_string(&file) else {
-            if file.exists() {
-                swept.failures.push(format!(
-                    "{}: could not be read to check it; inspect it before running git in {}",
-                    shown(&file),
-                    shown(git_dir)
-                ));
+        let read = match file.symlink_metadata() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            _ => read_regular(&file, Follow::No),
+        };
+        // A config git reads, minus what could run code; one that is not
+        // a plain file, cannot be read, is not text or does not parse
+        // goes aside whole (git may still read it, or a later git may).
+        let neutral = read
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .and_then(|text| super::gitconfig::neutralise(&text, &file).ok());
+        let outcome = match neutral {
+            Some((_, removed)) if removed.is_empty() => continue,
+            Some((clean, removed)) => {
+                let keys: Vec<String> = removed.iter().map(|r| r.key.clone()).collect();
+                aside.take(&dir, OsStr::new(name)).and_then(|to| {
+                    write_new_at(&dir, name, clean.as_bytes())?;
+                    Ok(format!(
+                        "{}: removed {} (they could run code when you use git there); the original is {}",
+                        shown(&file),
+                        crate::escape::printable(keys.join(", ")),
+                        shown(&to)
+                    ))
+                })
             }
-            continue;
+            None => aside.take(&dir, OsStr::new(name)).map(|to| {
+                format!(
+                    "{}: not a config git reads safely (not a plain text file, or it does not parse); moved whole to {}",
+                    shown(&file),
+                    shown(&to)
+                )
+            }),
         };
-        let (clean, removed) = match super::gitconfig::neutralise(&text, &file) {
-            Ok(neutral) => neutral,
-            // Git would refuse it too; it may still be meant for a later,
-            // laxer git: the whole file goes aside.
-            Err(e) => (
-                String::new(),
-                vec![super::gitconfig::Removed {
-                    key: format!("everything ({e})"),
-                    line: 1,
-                }],
-            ),
-        };
-        if removed.is_empty() {
-            continue;
-        }
-        let keys: Vec<String> = removed.iter().map(|r| r.key.clone()).collect();
-        let original = aside.join(name);
-        let rewritten =
-            move_aside(&file, &original).and_then(|()| write_new(&file, clean.as_bytes()));
-        match rewritten {
-            Ok(()) => swept.neutralised.push(format!(
-                "{}: removed {} (they could run code when you use git there); the original is {}",
-                shown(&file),
-                crate::escape::printable(keys.join(", ")),
-                shown(&original)
-            )),
+        match outcome {
+            Ok(line) => swept.neutralised.push(line),
             Err(e) => swept.failures.push(format!(
-                "{}: could not remove {} ({e}); edit it before running git in {}",
+                "{}: could not be neutralised ({e}); remove or edit it before running git in {}",
                 shown(&file),
-                crate::escape::printable(keys.join(", ")),
                 shown(git_dir)
             )),
         }
     }
+    Ok(())
 }
 
-/// Renames `from` to `to` (a free name), making `to`'s directory first;
-/// a directory the sandbox made read-only is made writable for it.
-fn move_aside(from: &Path, to: &Path) -> io::Result<()> {
-    let parent = to.parent().unwrap_or(Path::new("/"));
-    std::fs::create_dir_all(parent)?;
-    let to = free_name(to);
-    match std::fs::rename(from, &to) {
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            if let Some(dir) = from.parent() {
-                let mode = dir.symlink_metadata()?.mode() & 0o7777;
-                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700))?;
-            }
-            std::fs::rename(from, &to)
-        }
-        other => other,
+/// Opens `dir` (canonical) as a directory, never through a final link.
+fn sys_open_dir(dir: &Path) -> io::Result<OwnedFd> {
+    let fd = nix::fcntl::open(
+        dir,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?;
+    Ok(super::sys::own_fd(fd))
+}
+
+/// The directory `name` in `parent` (cordon's own), made if missing.
+fn ensure_subdir(parent: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
+    match nix::sys::stat::mkdirat(
+        Some(parent.as_raw_fd()),
+        name,
+        Mode::from_bits_truncate(0o700),
+    ) {
+        Ok(()) | Err(nix::errno::Errno::EEXIST) => open_dir_at(parent, OsStr::new(name)),
+        Err(e) => Err(e.into()),
     }
 }
 
-/// `path`, or `path.1`, `path.2`, ... whichever does not exist yet.
-fn free_name(path: &Path) -> PathBuf {
-    (0u32..)
-        .map(|n| match n {
-            0 => path.to_path_buf(),
-            n => PathBuf::from(format!("{}.{n}", path.display())),
-        })
-        .find(|p| p.symlink_metadata().is_err())
-        .unwrap_or_else(|| path.to_path_buf())
-}
-
-/// Writes a new file at `path` (which must not exist), then syncs it.
-fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Writes a new file `name` in `dir` (it must not exist), then syncs it.
+fn write_new_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)?;
+    let fd = nix::fcntl::openat(
+        Some(dir.as_raw_fd()),
+        name,
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(0o644),
+    )?;
+    let mut file = std::fs::File::from(super::sys::own_fd(fd));
     file.write_all(bytes)?;
     file.sync_all()
 }

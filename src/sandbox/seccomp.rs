@@ -92,7 +92,9 @@ const DENIED_TO_COMMAND: &[&str] = &["process_vm_readv", "process_vm_writev", "p
 /// Socket calls that may name a UNIX socket path, handed to the gate.
 /// `sendto` only when it carries an address: without one it goes where the
 /// socket is already connected, which the gate checked.
-const GATED: &[&str] = &["connect", "sendmsg", "sendmmsg"];
+/// `bind` too: binding a UNIX socket makes a name in the file system,
+/// which the file creation gate checks like any other.
+const GATED: &[&str] = &["connect", "sendmsg", "sendmmsg", "bind"];
 
 /// Calls that create a name in the file system, handed to the gate
 /// (`crate::sandbox::create_gate`), which refuses the names that run code
@@ -415,6 +417,8 @@ pub enum Gated {
     SendTo,
     SendMsg,
     SendMmsg,
+    /// `bind`: a UNIX socket's path is a new name in the file system.
+    Bind,
     /// A call that creates a name in the file system.
     Create(Creating),
     /// `chmod` and its kin with a set-user-ID or set-group-ID bit: refused.
@@ -462,6 +466,7 @@ pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
         libc::SYS_sendto => Gated::SendTo,
         libc::SYS_sendmsg => Gated::SendMsg,
         libc::SYS_sendmmsg => Gated::SendMmsg,
+        libc::SYS_bind => Gated::Bind,
         libc::SYS_open => create(Creating::Open {
             at: false,
             creat: false,

@@ -297,6 +297,16 @@ pub fn connect_raw(fd: BorrowedFd<'_>, addr: &[u8]) -> io::Result<()> {
     check(ret.into()).map(drop)
 }
 
+/// `bind(2)` to an address given as the raw bytes of a `sockaddr`.
+pub fn bind_raw(fd: BorrowedFd<'_>, addr: &[u8]) -> io::Result<()> {
+    let len = libc::socklen_t::try_from(addr.len())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: `addr` is valid for `len` bytes for the duration of the call;
+    // the kernel copies it and needs no alignment.
+    let ret = unsafe { libc::bind(fd.as_raw_fd(), addr.as_ptr().cast(), len) };
+    check(ret.into()).map(drop)
+}
+
 /// `sendmsg(2)` with the destination and control data as raw bytes.
 pub fn send_raw(
     fd: BorrowedFd<'_>,
