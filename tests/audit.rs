@@ -973,7 +973,7 @@ fn assert_no_raw_controls(what: &str, text: &str) {
 /// The attack: names the sandbox chooses reach the user's terminal raw
 /// through host-side messages. A repository named with an erase-line
 /// sequence, an OSC 52 clipboard write and SGR 8 (hidden text), whose
-/// quarantine warning names it; host names with U+202E, U+2066 and U+200B,
+/// config the sweep after the run neutralises and names; host names with U+202E, U+2066 and U+200B,
 /// which the exit summary names. Both must print escaped.
 #[test]
 fn host_messages_escape_what_the_sandbox_chose() {
@@ -984,8 +984,9 @@ fn host_messages_escape_what_the_sandbox_chose() {
             "{PY_HELPERS}\n\
              import subprocess\n\
              name = 'repo\\x1b[2K\\x1b]52;c;ZWNobyBvd25lZA==\\x07\\x1b[8mhidden'\n\
-             subprocess.run(['git', 'init', '-q', name], check=True)\n\
-             subprocess.run(['git', 'init', '-q', b'bytes\\xff\\xfename'], check=True)\n\
+             for repo in [name, b'bytes\\xff\\xfename']:\n\
+             \x20   subprocess.run(['git', 'init', '-q', repo], check=True)\n\
+             \x20   subprocess.run(['git', '-C', repo, 'config', 'core.fsmonitor', 'x'], check=True)\n\
              for h in ['evil\\u202egpj.example', 'a\\u2066b.example', 'zero\\u200bwidth.example']:\n\
              \x20   print('denied:', status(get(h, 80)))\n"
         );
