@@ -72,6 +72,17 @@ pub struct Swept {
     pub failures: Vec<String>,
 }
 
+impl Swept {
+    /// Records one outcome: what was done, or what failed and what the
+    /// user should do about it.
+    fn note(&mut self, outcome: Result<String, String>) {
+        match outcome {
+            Ok(done) => self.neutralised.push(done),
+            Err(failed) => self.failures.push(failed),
+        }
+    }
+}
+
 /// Walks `roots` (canonical directories) for git repositories, without
 /// following symlinked directories.
 pub fn scan(roots: &[PathBuf]) -> Result<Scan, ReposError> {
@@ -387,16 +398,12 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
         ));
     }
     for path in privileged {
-        match strip_privilege(&path) {
-            Ok(()) => swept.neutralised.push(format!(
-                "{}: removed its set-user-ID/set-group-ID bits and file capabilities",
-                shown(&path)
-            )),
-            Err(e) => swept.failures.push(format!(
-                "{}: could not remove its set-user-ID/set-group-ID bits or file capabilities ({e}); delete it or run `chmod ug-s` on it",
-                shown(&path)
-            )),
-        }
+        let shown = shown(&path);
+        swept.note(
+            strip_privilege(&path)
+                .map(|()| format!("{shown}: removed its set-user-ID/set-group-ID bits and file capabilities"))
+                .map_err(|e| format!("{shown}: could not remove its set-user-ID/set-group-ID bits or file capabilities ({e}); delete it or run `chmod ug-s` on it")),
+        );
     }
     // A new `.git` link or file pointing out of the writable areas leads
     // git (and cordon's next run) to a directory the sandbox chose: moved
@@ -427,16 +434,12 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
                     )
                 })
             });
-        match moved {
-            Ok(()) => swept.neutralised.push(format!(
-                "{}: points git outside the writable areas; renamed to .git.cordon-quarantine",
-                shown(link)
-            )),
-            Err(e) => swept.failures.push(format!(
-                "{}: points git outside the writable areas and could not be moved aside ({e}); remove it",
-                shown(link)
-            )),
-        }
+        let shown = shown(link);
+        swept.note(
+            moved
+                .map(|()| format!("{shown}: points git outside the writable areas; renamed to .git.cordon-quarantine"))
+                .map_err(|e| format!("{shown}: points git outside the writable areas and could not be moved aside ({e}); remove it")),
+        );
     }
     // Only git dirs inside the writable areas are the sandbox's to have
     // made; a pointer it left to one elsewhere leads to the user's own.
@@ -603,35 +606,42 @@ fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) -> io::Result<()> {
                     Ok(qpath.join("hooks").join(&name))
                 });
                 let path = hooks.join(&name);
-                match moved {
-                    Ok(to) => swept.neutralised.push(format!(
+                swept.note(
+                    moved
+                    .map(|to| format!(
                         "{}: a hook in a repository the sandbox made; moved to {}",
                         shown(&path),
                         shown(&to)
-                    )),
-                    Err(e) => swept.failures.push(format!(
+                    ))
+                    .map_err(|e| format!(
                         "{}: a hook in a repository the sandbox made could not be moved aside ({e}); delete it before running git in {}",
                         shown(&path),
                         shown(git_dir)
                     )),
-                }
+                )
             }
         }
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
         // A link or anything else where git looks for hooks: the entry
         // itself goes aside.
-        Err(_) => match aside.take(&dir, OsStr::new("hooks")) {
-            Ok(to) => swept.neutralised.push(format!(
-                "{}: not a plain directory in a repository the sandbox made; moved to {}",
-                shown(&hooks),
-                shown(&to)
-            )),
-            Err(e) => swept.failures.push(format!(
-                "{}: could not be moved aside ({e}); remove it before running git in {}",
-                shown(&hooks),
-                shown(git_dir)
-            )),
-        },
+        Err(_) => swept.note(
+            aside
+                .take(&dir, OsStr::new("hooks"))
+                .map(|to| {
+                    format!(
+                        "{}: not a plain directory in a repository the sandbox made; moved to {}",
+                        shown(&hooks),
+                        shown(&to)
+                    )
+                })
+                .map_err(|e| {
+                    format!(
+                        "{}: could not be moved aside ({e}); remove it before running git in {}",
+                        shown(&hooks),
+                        shown(git_dir)
+                    )
+                }),
+        ),
     }
     for name in ["config", "config.worktree"] {
         let file = git_dir.join(name);
