@@ -1072,3 +1072,71 @@ fn upgraded_connections_are_relayed_through_inspection() {
         assert!(out.stdout.contains("echo: ping-pong"), "{mode:?}: {out:#?}");
     });
 }
+
+#[test]
+fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let authority = format!("127.0.0.1:{}", up.port);
+        let before = up.seen().matches("POST /framing").count();
+        let script = format!(
+            "import socket, ssl\n{}\n\
+             def send(label, data):\n\
+             \x20   try:\n\
+             \x20       s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             \x20       s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             \x20       t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             \x20       t.sendall(data)\n\
+             \x20       head = b''\n\
+             \x20       while b'\\r\\n' not in head:\n\
+             \x20           c = t.recv(1)\n\
+             \x20           if not c: break\n\
+             \x20           head += c\n\
+             \x20       print(label + ':', (head.split(b' ') + [b'none', b'none'])[1].decode(), flush=True)\n\
+             \x20   except OSError as e:\n\
+             \x20       print(label + ': EXC', type(e).__name__, flush=True)\n\
+             send('control', HEAD + b'Content-Length: 5\\r\\n\\r\\nhello')\n\
+             for label, data in CASES:\n\
+             \x20   send(label, data)\n",
+            framing::python_cases("/framing", &authority)
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(&authority)
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert_eq!(line(&out, "control"), "200", "{mode:?}: {out:#?}");
+        let mut passed = 1;
+        for (label, _) in framing::AMBIGUOUS_FRAMING {
+            let status = line(&out, label);
+            if framing::RESOLVED_BY_HYPER.contains(label) && status == "200" {
+                passed += 1;
+                continue;
+            }
+            assert_eq!(status, "400", "{mode:?} {label}: {out:#?}");
+        }
+        // What hyper resolved reached the upstream as one request framed
+        // one way (it re-frames every request it forwards).
+        let seen = up.seen();
+        assert_eq!(
+            seen.matches("POST /framing").count(),
+            before + passed,
+            "{mode:?}: {seen}"
+        );
+        for request in seen.split("\n----\n") {
+            let both =
+                request.contains("content-length:") && request.contains("transfer-encoding:");
+            assert!(!both, "{mode:?}: {request}");
+        }
+    });
+}

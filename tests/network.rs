@@ -1754,3 +1754,36 @@ fn many_tunnels_are_held_at_once_under_a_low_descriptor_limit() {
         assert_eq!(up.finish().len(), N, "{mode:?}");
     });
 }
+
+#[test]
+fn ambiguous_request_framing_is_refused_with_400_and_reaches_no_upstream() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let up = Upstream::start("framing");
+        let p = up.port;
+        let authority = format!("127.0.0.1:{p}");
+        let script = format!(
+            "{}\n\
+             def raw(label, data):\n\
+             \x20   def run():\n\
+             \x20       s = socket.create_connection(PROXY, timeout=30); s.sendall(data)\n\
+             \x20       code, body = split(read_all(s)); out(label, code, body)\n\
+             \x20   guard(label, run)\n\
+             raw('control', HEAD + b'Content-Length: 5\\r\\n\\r\\nhello')\n\
+             for label, data in CASES:\n\
+             \x20   raw(label, data)\n",
+            framing::python_cases(&format!("http://{authority}/framing"), &authority)
+        );
+        let out = client(allowing(&fx, &[&authority]), &script);
+        out.ok();
+        expect_reached(&out, "control", "200", &up);
+        for (label, _) in framing::AMBIGUOUS_FRAMING {
+            let (code, body) = reply(&out, label);
+            assert_eq!(code, "400", "{mode:?} {label}: {body:?}; {out:#?}");
+        }
+        // Only the control request got through, whole.
+        let seen = up.finish();
+        assert_eq!(seen.len(), 1, "{mode:?}: {seen:#?}");
+        assert!(seen[0].ends_with("\r\n\r\nhello"), "{mode:?}: {seen:#?}");
+    });
+}

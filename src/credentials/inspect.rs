@@ -39,6 +39,7 @@ use super::inject::{Exfiltration, Secrets, Swaps, PLACEHOLDER_PREFIX};
 use super::rules::InspectionPolicy;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
 use crate::net::host::{normalize, Target};
+use crate::net::proxy::{body_framing, framing_refusal};
 use crate::net::Counted;
 
 /// Bodies up to this size are swapped whole (and their length fixed);
@@ -1013,6 +1014,19 @@ impl Session {
     ) -> Result<Response<ProxyBody>, Response<ProxyBody>> {
         let inspector = &self.inspector;
         let (mut parts, body) = req.into_parts();
+        // hyper refuses most ambiguous framings itself; these it lets
+        // through (a list ending in chunked, repeated fields, both fields).
+        let fields = parts
+            .headers
+            .iter()
+            .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes()));
+        if let Err(why) = body_framing(fields) {
+            let mut resp = text_response(StatusCode::BAD_REQUEST, framing_refusal(why));
+            // The body's end is unknown: the connection cannot go on.
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Err(resp);
+        }
         self.check_authority(&parts.uri, &parts.headers)?;
         let port = self.tunnel.port;
         let method = parts.method.clone();
