@@ -1140,3 +1140,116 @@ fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
         }
     });
 }
+
+/// Python: `upgrade(label, port, path, send)` opens an inspected tunnel to
+/// 127.0.0.1:port, asks to upgrade `path` to the upstream's echo protocol,
+/// prints `label-status: CODE`, and after a 101 sends `send` and prints
+/// `label-echo: ` and the JSON of what came back within a second.
+const PY_UPGRADE: &str = r#"
+import json, socket, ssl, time
+def upgrade(label, port, path, send=b'ping-pong', headers=b''):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
+    s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n' % port)
+    s.recv(100)
+    t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')
+    t.sendall(b'GET ' + path + b' HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\nUpgrade: echo\r\n' % port + headers + b'\r\n')
+    head = b''
+    while not head.endswith(b'\r\n\r\n'):
+        c = t.recv(1)
+        if not c: break
+        head += c
+    print(label + '-status:', head.split(b' ')[1].decode() if b' ' in head else 'none', flush=True)
+    if b' 101 ' not in head.split(b'\r\n')[0]:
+        rest = b''
+        length = [int(l.split(b':')[1]) for l in head.lower().split(b'\r\n') if l.startswith(b'content-length:')]
+        try:
+            while len(rest) < (length or [0])[0]:
+                c = t.recv(4096)
+                if not c: break
+                rest += c
+        except OSError:
+            pass
+        print(label + '-body:', json.dumps(rest.decode('utf-8', 'replace')), flush=True)
+        return
+    got = b''
+    try:
+        t.sendall(send)
+        t.settimeout(1)
+        end = time.time() + 3
+        while time.time() < end:
+            c = t.recv(65536)
+            if not c: break
+            got += c
+    except OSError:
+        pass
+    print(label + '-echo:', json.dumps(got.decode('utf-8', 'replace')), flush=True)
+"#;
+
+#[test]
+fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let glob = Upstream::start(&ca);
+    let exact = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[[network.rules]]\nhost = \"127.0.0.1:{g}\"\nmethods = [\"GET\"]\npaths = [\"/**\"]\n\n\
+                 [[network.rules]]\nhost = \"127.0.0.1:{e}\"\nmethods = [\"GET\"]\npaths = [\"/ws\"]\n",
+                g = glob.port,
+                e = exact.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "{PY_UPGRADE}\nupgrade('glob', {g}, b'/ws')\nupgrade('exact', {e}, b'/ws')\n",
+            g = glob.port,
+            e = exact.port
+        );
+        let before = glob.seen().matches("GET /ws").count();
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!("{},{}", glob.port, exact.port))
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        // A wildcard admits GETs, not the stream an upgrade leaves behind.
+        assert_eq!(line(&out, "glob-status"), "403", "{mode:?}: {out:#?}");
+        let body = line(&out, "glob-body");
+        assert!(
+            body.contains("upgrade") && body.contains("exactly") && body.contains("/ws"),
+            "{mode:?}: {body}"
+        );
+        assert_eq!(
+            glob.seen().matches("GET /ws").count(),
+            before,
+            "{mode:?}: the upstream saw the upgrade: {}",
+            glob.seen()
+        );
+        // A rule naming GET and /ws exactly admits it.
+        assert_eq!(line(&out, "exact-status"), "101", "{mode:?}: {out:#?}");
+        assert_eq!(
+            line(&out, "exact-echo"),
+            "\"ping-pong\"",
+            "{mode:?}: {out:#?}"
+        );
+        let text = audit_text(&log);
+        assert!(text.contains("an upgrade (WebSocket)"), "{mode:?}: {text}");
+        assert!(
+            !text.contains("/ws"),
+            "{mode:?}: paths are never logged: {text}"
+        );
+    });
+}

@@ -467,6 +467,31 @@ impl Inspector {
         })
     }
 
+    fn upgrade_refusal(
+        &self,
+        target: &Target,
+        port: u16,
+        method: &str,
+        path: &str,
+    ) -> Option<Refusal> {
+        let d = self
+            .policy
+            .check_upgrade(target, port, method, path)
+            .err()?;
+        let shown = target.with_port(port);
+        Some(Refusal {
+            door: Door::Network,
+            rule: d.rules.join("; "),
+            source: d.source.clone(),
+            reason: d.reason.clone(),
+            message: format!(
+                "cordon: blocked an upgrade (WebSocket) of {method} https://{shown}{path}: once upgraded, the stream is no longer HTTP requests the [[network.rules]] for {target} can check (rules: {} from {}).\nTo allow it, add a [[network.rules]] entry for {target} whose methods name {method} and whose paths name {path} exactly (no wildcard), in a trusted policy file.\n",
+                d.rules.join("; "),
+                d.source
+            ),
+        })
+    }
+
     fn exfiltration_refusal(
         &self,
         target: &Target,
@@ -1038,6 +1063,13 @@ impl Session {
             "https",
         ) {
             return Err(self.refuse(r));
+        }
+        if parts.headers.contains_key(header::UPGRADE) {
+            if let Some(r) =
+                inspector.upgrade_refusal(&self.target, port, method.as_str(), parts.uri.path())
+            {
+                return Err(self.refuse(r));
+            }
         }
         let exfil = |ex: &Exfiltration| {
             self.refuse(inspector.exfiltration_refusal(
