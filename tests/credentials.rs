@@ -1253,3 +1253,126 @@ fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
         );
     });
 }
+
+/// A process's memory figure (`VmHWM`, `VmRSS`) from /proc, in bytes.
+fn proc_memory(pid: i32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"));
+    kib * 1024
+}
+
+#[test]
+fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    const CONNECTIONS: usize = 200;
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let (held, done) = (fx.project.join("held"), fx.project.join("done"));
+        // Each connection sends a head announcing 1 MiB (the most the
+        // proxy buffers whole) and all of the body but its last byte, then
+        // waits: the supervisor holds whatever it accepted.
+        let script = format!(
+            "import asyncio, os, ssl\n\
+             BODY = b'a' * (1 << 20)\n\
+             ctx = ssl.create_default_context()\n\
+             keep = []\n\
+             async def answer(r, wait):\n\
+             \x20   try:\n\
+             \x20       return await asyncio.wait_for(r.read(4096), wait)\n\
+             \x20   except asyncio.TimeoutError:\n\
+             \x20       return None\n\
+             async def one():\n\
+             \x20   try:\n\
+             \x20       r, w = await asyncio.open_connection('127.0.0.1', 3128)\n\
+             \x20       w.write(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); await r.readuntil(b'\\r\\n\\r\\n')\n\
+             \x20       await w.start_tls(ctx, server_hostname='127.0.0.1')\n\
+             \x20       keep.append(w)\n\
+             \x20       w.write(b'POST /hold HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(BODY))\n\
+             \x20       resp = await answer(r, 2)\n\
+             \x20       if resp is None:\n\
+             \x20           for at in range(0, len(BODY) - 1, 1 << 16):\n\
+             \x20               w.write(BODY[at:min(at + (1 << 16), len(BODY) - 1)]); await asyncio.wait_for(w.drain(), 60)\n\
+             \x20           resp = await answer(r, 2)\n\
+             \x20       return resp or b'held'\n\
+             \x20   except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:\n\
+             \x20       return ('EXC ' + type(e).__name__).encode()\n\
+             async def main():\n\
+             \x20   got = await asyncio.gather(*[one() for _ in range({CONNECTIONS})])\n\
+             \x20   print('held:', sum(1 for g in got if g == b'held'))\n\
+             \x20   print('refused:', sum(1 for g in got if g.startswith(b'HTTP/1.1 503')))\n\
+             \x20   print('other:', [g[:200] for g in got if g != b'held' and not g.startswith(b'HTTP/1.1 503')][:3])\n\
+             \x20   print('reason:', next((g.split(b'\\r\\n\\r\\n')[1].decode() for g in got if g.startswith(b'HTTP/1.1 503')), '').strip(), flush=True)\n\
+             \x20   open('{held}', 'w').write('x')\n\
+             \x20   for _ in range(1200):\n\
+             \x20       if os.path.exists('{done}'): break\n\
+             \x20       await asyncio.sleep(0.05)\n\
+             asyncio.run(main())\n",
+            port = up.port,
+            held = held.display(),
+            done = done.display(),
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let running = fx
+            .sandbox()
+            .arg("--audit")
+            .arg(&log)
+            .arg("--max-memory")
+            .arg("128M")
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .timeout(std::time::Duration::from_secs(120))
+            .spawn(&[PY, "-c", &script]);
+        let supervisor = running.pid();
+        let ready = wait_until(std::time::Duration::from_secs(90), || {
+            held.exists() || !std::path::Path::new(&format!("/proc/{supervisor}/status")).exists()
+        }) && held.exists();
+        let memory = ready.then(|| {
+            (
+                proc_memory(supervisor, "VmHWM"),
+                proc_memory(supervisor, "VmRSS"),
+            )
+        });
+        std::fs::write(&done, "").unwrap();
+        let out = running.wait();
+        out.ok();
+        let Some((peak, now)) = memory else {
+            panic!("{mode:?}: the clients never settled: {out:#?}");
+        };
+        eprintln!(
+            "{mode:?}: supervisor VmHWM {} MiB, VmRSS {} MiB; {}",
+            peak >> 20,
+            now >> 20,
+            out.stdout
+        );
+        // The budget is a quarter of --max-memory (32 MiB): 32 bodies at
+        // most, where 200 would be 200 MiB and more.
+        let held_count: usize = line(&out, "held").parse().unwrap();
+        let refused: usize = line(&out, "refused").parse().unwrap();
+        assert!(held_count <= 32, "{mode:?}: {out:#?}");
+        assert_eq!(held_count + refused, CONNECTIONS, "{mode:?}: {out:#?}");
+        let reason = line(&out, "reason");
+        assert!(
+            reason.contains("inspection buffer budget") && reason.contains("max_memory"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            peak < 120 << 20,
+            "{mode:?}: the supervisor reached {} MiB holding bodies",
+            peak >> 20
+        );
+        assert!(
+            audit_text(&log).contains("inspection buffer budget"),
+            "{mode:?}"
+        );
+    });
+}

@@ -41,11 +41,18 @@ use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
 use crate::net::host::{normalize, Target};
 use crate::net::proxy::{body_framing, framing_refusal};
 use crate::net::Counted;
+use crate::policy::Sourced;
 
 /// Bodies up to this size are swapped whole (and their length fixed);
 /// longer request bodies are only scanned, longer response bodies are
 /// masked as a stream.
 pub const BODY_CAP: u64 = 1 << 20;
+/// The most the supervisor holds of inspected bodies at once for one
+/// sandbox, summed over every connection: a quarter of `max_memory` when
+/// that is lower (but never less than one whole body, [`BODY_CAP`]). The
+/// supervisor lives outside the sandbox's cgroup, so without a total the
+/// sandbox could make it hold a body per connection.
+pub const BUFFER_BUDGET: u64 = 64 << 20;
 /// Time an HTTP/1.1 upstream connection has to become ready for the next
 /// request (it is busy only while the previous response is read).
 const UPSTREAM_READY: Duration = Duration::from_secs(30);
@@ -99,11 +106,51 @@ pub struct Endpoint<'a> {
     pub proto: Proto,
 }
 
+/// The sandbox's budget of buffered body bytes ([`BUFFER_BUDGET`]),
+/// shared by every connection; a reservation is released when its permit
+/// is dropped, whatever path the request takes.
+struct Buffers {
+    permits: Arc<tokio::sync::Semaphore>,
+    bytes: u64,
+    /// How the size was chosen, for the refusal.
+    why: String,
+}
+
+impl Buffers {
+    fn new(max_memory: Option<&Sourced<u64>>) -> Buffers {
+        let (bytes, why) = match max_memory {
+            Some(m) if m.value / 4 < BUFFER_BUDGET => (
+                (m.value / 4).max(BODY_CAP),
+                format!("a quarter of max_memory ({})", m.source),
+            ),
+            _ => (BUFFER_BUDGET, "built-in".to_string()),
+        };
+        // Reservations are at most BODY_CAP, far below the semaphore's maximum.
+        let permits = usize::try_from(bytes).unwrap_or(tokio::sync::Semaphore::MAX_PERMITS);
+        Buffers {
+            permits: Arc::new(tokio::sync::Semaphore::new(
+                permits.min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+            bytes,
+            why,
+        }
+    }
+
+    /// Reserves `n` bytes (at most [`BODY_CAP`]); `None` when the budget
+    /// has less left.
+    fn reserve(&self, n: u64) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let n = u32::try_from(n).ok()?;
+        self.permits.clone().try_acquire_many_owned(n).ok()
+    }
+}
+
 /// The inspecting half of the proxy: one per sandbox.
 pub struct Inspector {
     policy: InspectionPolicy,
     ca: SandboxCa,
     secrets: Secrets,
+    /// Body bytes held at once, over every connection.
+    buffers: Buffers,
     provider: Arc<rustls::crypto::CryptoProvider>,
     /// Upstream verification: the system roots plus `--upstream-ca`.
     upstream: Arc<rustls::ClientConfig>,
@@ -344,11 +391,14 @@ impl Inspector {
     /// Sets up inspection: the CA (already generated, after the sandbox's
     /// init was forked, so no copy of its key lives there), the secrets,
     /// and the upstream trust (the system bundle, if any, plus `--upstream-ca`).
+    /// `max_memory` (the sandbox's memory limit, if any) sizes the budget
+    /// of buffered bodies ([`BUFFER_BUDGET`]).
     pub fn new(
         policy: InspectionPolicy,
         ca: SandboxCa,
         secrets: Secrets,
         system_bundle: Option<&std::path::Path>,
+        max_memory: Option<&Sourced<u64>>,
     ) -> Result<Inspector, InspectError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = rustls::RootCertStore::empty();
@@ -384,6 +434,7 @@ impl Inspector {
             policy,
             ca,
             secrets,
+            buffers: Buffers::new(max_memory),
             provider,
             upstream: Arc::new(upstream),
         })
@@ -887,15 +938,15 @@ fn mentions(placeholder: &[u8], uri: &Uri, headers: &HeaderMap) -> bool {
         })
 }
 
-/// A whole body of at most [`BODY_CAP`] bytes (trailers dropped); `None`
-/// if it fails or is longer.
-async fn collect_capped(mut body: ProxyBody) -> Option<(Bytes, Option<HeaderMap>)> {
-    let mut out = bytes::BytesMut::new();
+/// A whole body of at most `cap` bytes (the length reserved for it), with
+/// its trailers; `None` if it fails or is longer.
+async fn collect_capped(mut body: ProxyBody, cap: u64) -> Option<(Bytes, Option<HeaderMap>)> {
+    let mut out = bytes::BytesMut::with_capacity(usize::try_from(cap).ok()?);
     let mut trailers = None;
     while let Some(frame) = body.frame().await {
         match frame.ok()?.into_data() {
             Ok(data) => {
-                if (out.len() + data.len()) as u64 > BODY_CAP {
+                if (out.len() + data.len()) as u64 > cap {
                     return None;
                 }
                 out.extend_from_slice(&data);
@@ -906,17 +957,24 @@ async fn collect_capped(mut body: ProxyBody) -> Option<(Bytes, Option<HeaderMap>
     Some((out.freeze(), trailers))
 }
 
-/// A whole body, with the trailers it came with (gRPC needs them).
+/// A whole body, with the trailers it came with (gRPC needs them), and
+/// its share of the sandbox's buffer budget until it is sent or dropped.
 struct Whole {
     data: Option<Bytes>,
     trailers: Option<HeaderMap>,
+    _reserved: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Whole {
-    fn boxed(data: Bytes, trailers: Option<HeaderMap>) -> ProxyBody {
+    fn boxed(
+        data: Bytes,
+        trailers: Option<HeaderMap>,
+        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> ProxyBody {
         Whole {
             data: Some(data).filter(|d| !d.is_empty()),
             trailers,
+            _reserved: reserved,
         }
         .boxed()
     }
@@ -985,6 +1043,38 @@ impl Session {
             Ok(resp) => resp,
             Err(resp) => resp,
         })
+    }
+
+    /// The 503 for a request body the sandbox's buffer budget has no room
+    /// for (recorded as a limit).
+    fn over_budget(&self, n: u64) -> Response<ProxyBody> {
+        let buffers = &self.inspector.buffers;
+        let shown = self.target.with_port(self.tunnel.port);
+        let mut event = Event::new(
+            Door::Credentials,
+            audit::Kind::Limit,
+            Verdict::Deny,
+            subject(&self.target.to_string(), self.tunnel.port),
+        );
+        event.rule = Some(format!(
+            "inspection buffer budget = {} bytes",
+            buffers.bytes
+        ));
+        event.source = Some(buffers.why.clone());
+        event.reason = Some("the proxy already holds as many inspected bodies for this sandbox as its budget allows".into());
+        event.proto = Some(self.tunnel.proto);
+        self.audit.record(event);
+        let mut resp = text_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "cordon: refused a request to {shown}: its body ({n} bytes) would pass the inspection buffer budget, the {} bytes (budget: {}) the proxy may hold of bodies for this sandbox at once, over every connection; retry when fewer requests with bodies are in flight, or raise --max-memory\n",
+                buffers.bytes, buffers.why
+            ),
+        );
+        // The body stays unread: the connection cannot go on.
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        resp
     }
 
     fn refuse(&self, r: Refusal) -> Response<ProxyBody> {
@@ -1128,7 +1218,10 @@ impl Session {
         let caught: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
         let body = match len {
             Some(n) if n <= BODY_CAP => {
-                let (bytes, trailers) = collect_capped(body).await.ok_or_else(|| {
+                let Some(reserved) = inspector.buffers.reserve(n) else {
+                    return Err(self.over_budget(n));
+                };
+                let (bytes, trailers) = collect_capped(body, n).await.ok_or_else(|| {
                     text_response(
                         StatusCode::BAD_REQUEST,
                         "cordon: the request body did not match its length\n".into(),
@@ -1152,7 +1245,7 @@ impl Session {
                         .headers
                         .insert(header::CONTENT_LENGTH, HeaderValue::from(out.len()));
                 }
-                Whole::boxed(out, trailers)
+                Whole::boxed(out, trailers, Some(reserved))
             }
             _ if inspector.secrets.is_empty() => body,
             _ => {
@@ -1322,8 +1415,13 @@ impl Session {
         if bodiless {
             return Response::from_parts(parts, body);
         }
-        let body = match exact_len(&body, &parts.headers) {
-            Some(n) if n <= BODY_CAP => match collect_capped(body).await {
+        // Within the budget, a small body is masked whole (its length
+        // stays exact); past it, it is masked as a stream like a large one.
+        let reserved = exact_len(&body, &parts.headers)
+            .filter(|n| *n <= BODY_CAP)
+            .and_then(|n| Some((n, self.inspector.buffers.reserve(n)?)));
+        let body = match reserved {
+            Some((n, reserved)) => match collect_capped(body, n).await {
                 Some((bytes, trailers)) => {
                     let out = match mask.apply(&bytes) {
                         Ok(Some(out)) => Bytes::from(out),
@@ -1332,7 +1430,7 @@ impl Session {
                     parts
                         .headers
                         .insert(header::CONTENT_LENGTH, HeaderValue::from(out.len()));
-                    Whole::boxed(out, trailers)
+                    Whole::boxed(out, trailers, Some(reserved))
                 }
                 None => {
                     return text_response(
