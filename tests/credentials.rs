@@ -242,6 +242,127 @@ async fn git_backend(
     resp
 }
 
+/// `value` as an echoing server might send it back: base64 (standard and
+/// URL-safe, padded or not, in each alignment, inside JSON), JSON escapes
+/// (`\/`, `\u00XX`), percent-encoding, hex, reversed; one per line.
+fn encodings(value: &[u8]) -> Vec<u8> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    use base64::Engine as _;
+    let text = String::from_utf8_lossy(value).to_string();
+    let mut lines = Vec::new();
+    for prefix in ["", "u:", "user:"] {
+        let data = format!("{prefix}{text}");
+        lines.push(STANDARD.encode(&data));
+        lines.push(URL_SAFE_NO_PAD.encode(&data));
+    }
+    lines.push(STANDARD.encode(format!("{{\"token\":\"{text}\"}}")));
+    lines.push(
+        serde_json::json!({ "token": text })
+            .to_string()
+            .replace('/', "\\/"),
+    );
+    lines.push(
+        text.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("\\u{b:04x}")
+                }
+            })
+            .collect(),
+    );
+    lines.push(text.bytes().map(|b| format!("%{b:02X}")).collect());
+    lines.push(
+        text.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02x}")
+                }
+            })
+            .collect(),
+    );
+    lines.push(text.bytes().map(|b| format!("{b:02x}")).collect());
+    lines.push(text.bytes().map(|b| format!("{b:02X}")).collect());
+    lines.push(text.chars().rev().collect());
+    let mut out = lines.join("\n").into_bytes();
+    out.push(b'\n');
+    out
+}
+
+/// Whether `text` still gives away `secret` in any of the forms
+/// [`encodings`] writes: its middle part (all but two bytes at each end, which
+/// base64 shares with its neighbours) found in the text itself, reversed,
+/// hex- or percent-decoded, JSON-unescaped, or base64-decoded at any offset
+/// of any run of base64 characters.
+fn gives_away(text: &[u8], secret: &str) -> bool {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    use base64::Engine as _;
+    let inner = &secret.as_bytes()[2..secret.len() - 2];
+    let found = |hay: &[u8]| hay.windows(inner.len()).any(|w| w == inner);
+    let reversed: Vec<u8> = text.iter().rev().copied().collect();
+    let unhex = |t: &[u8], skip: usize| -> Vec<u8> {
+        t[skip.min(t.len())..]
+            .chunks(2)
+            .filter_map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+            .collect()
+    };
+    let text_str = String::from_utf8_lossy(text).to_string();
+    let unescaped = text_str.replace("\\/", "/");
+    let unicode = unescaped
+        .split("\\u00")
+        .enumerate()
+        .map(|(i, part)| {
+            if i == 0 || part.len() < 2 {
+                return part.to_string();
+            }
+            match u8::from_str_radix(&part[..2], 16) {
+                Ok(b) => format!("{}{}", b as char, &part[2..]),
+                Err(_) => part.to_string(),
+            }
+        })
+        .collect::<String>();
+    let percent = text_str
+        .split('%')
+        .enumerate()
+        .map(|(i, part)| {
+            if i == 0 || part.len() < 2 {
+                return part.to_string();
+            }
+            match u8::from_str_radix(&part[..2], 16) {
+                Ok(b) => format!("{}{}", b as char, &part[2..]),
+                Err(_) => part.to_string(),
+            }
+        })
+        .collect::<String>();
+    if [text, &reversed[..], unicode.as_bytes(), percent.as_bytes()]
+        .iter()
+        .any(|t| found(t))
+    {
+        return true;
+    }
+    for line in text.split(|b| *b == b'\n') {
+        let hex_line: Vec<u8> = line.iter().copied().filter(u8::is_ascii_hexdigit).collect();
+        if found(&unhex(&hex_line, 0)) || found(&unhex(&hex_line, 1)) {
+            return true;
+        }
+        for run in line.split(|b| !(b.is_ascii_alphanumeric() || b"+/-_".contains(b))) {
+            for skip in 0..4.min(run.len()) {
+                let mut part = run[skip..].to_vec();
+                part.truncate(part.len() / 4 * 4);
+                for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+                    if engine.decode(&part).is_ok_and(|d| found(&d)) {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
 /// A response body sent in the given chunks, without a length.
 struct Chunks(std::collections::VecDeque<Bytes>);
 
@@ -266,13 +387,22 @@ async fn echo(
     h2: bool,
     log: &Mutex<Vec<String>>,
 ) -> Response<TestBody> {
+    let token = req
+        .headers()
+        .get("x-token")
+        .map(|v| v.as_bytes().to_vec())
+        .unwrap_or_default();
     if req.uri().path() == "/ws" {
-        // An upgrade to a toy protocol: after the 101, echo every byte.
+        // An upgrade to a toy protocol: after the 101, the request's
+        // x-token (if any) in its encoded forms, then an echo of every byte.
         let on = hyper::upgrade::on(&mut req);
         tokio::spawn(async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let Ok(upgraded) = on.await else { return };
             let mut io = TokioIo::new(upgraded);
+            if !token.is_empty() && io.write_all(&encodings(&token)).await.is_err() {
+                return;
+            }
             let mut buf = [0u8; 1024];
             while let Ok(n) = io.read(&mut buf).await {
                 if n == 0 || io.write_all(&buf[..n]).await.is_err() {
@@ -298,12 +428,32 @@ async fn echo(
             .insert("content-length", hyper::header::HeaderValue::from(n));
         return resp;
     }
+    if req.uri().path() == "/encoded" {
+        log.lock().unwrap().push(format!(
+            "GET /encoded x-token: {}",
+            String::from_utf8_lossy(&token)
+        ));
+        let body = encodings(&token);
+        return Response::new(Full::new(Bytes::from(body)).boxed());
+    }
+    if req.uri().path() == "/trailers" {
+        // The request's x-token echoed in trailers, after a streamed body.
+        let mut trailers = hyper::HeaderMap::new();
+        trailers.insert(
+            "x-echo",
+            hyper::header::HeaderValue::from_bytes(&token).unwrap(),
+        );
+        let text = Bytes::from_static(b"body, then trailers\n");
+        let body = Chunks(vec![text].into())
+            .with_trailers(async move { Some(Ok(trailers)) })
+            .boxed();
+        let mut resp = Response::new(body);
+        // HTTP/1.1 servers send only the trailers they announce.
+        resp.headers_mut()
+            .insert("trailer", hyper::header::HeaderValue::from_static("x-echo"));
+        return resp;
+    }
     if req.uri().path() == "/big" {
-        let token = req
-            .headers()
-            .get("x-token")
-            .map(|v| v.as_bytes().to_vec())
-            .unwrap_or_default();
         let mut all = Vec::new();
         while all.len() < 3 << 20 {
             all.extend_from_slice(&token);
@@ -1374,5 +1524,124 @@ fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
             audit_text(&log).contains("inspection buffer budget"),
             "{mode:?}"
         );
+    });
+}
+
+#[test]
+fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    let other = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        // Bytes that JSON, percent and base64 encoders each treat their way.
+        let secret = format!("s3cret/{}+x=y~z", fx.token);
+        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
+        let log = fx.outside.join("audit.jsonl");
+        let trailers = format!(
+            "import os, socket, ssl\n\
+             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             t.sendall(b'GET /trailers HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nTE: trailers\\r\\nConnection: close\\r\\nX-Token: ' + os.environ['TEST_TOKEN'].encode() + b'\\r\\n\\r\\n')\n\
+             print(b''.join(iter(lambda: t.recv(65536), b'')).decode('utf-8', 'replace'))\n",
+            port = up.port
+        );
+        let upgrades = format!(
+            "{PY_UPGRADE}\nimport os\nph = os.environ['TEST_TOKEN'].encode()\n\
+             upgrade('ws', {up}, b'/ws', send=b'ping-pong', headers=b'X-Token: ' + ph + b'\\r\\n')\n\
+             upgrade('ws-forbidden', {other}, b'/ws', send=b'stolen: ' + ph)\n",
+            up = up.port,
+            other = other.port
+        );
+        let script = format!(
+            "echo '== encoded'\n{}\n\
+             echo '== encoded-h2'\n{}\n\
+             echo '== trailers-h2'\n{}\n\
+             echo '== trailers-stream'\n{PY} -c \"$TRAILERS\"\n\
+             echo '== upgrades'\n{PY} -c \"$UPGRADES\"\n",
+            curl(up.port, "/encoded", "--http1.1 -H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/encoded", "--http2 -H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/trailers", "--http2 -H \"X-Token: $TEST_TOKEN\""),
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .env("TRAILERS", &trailers)
+            .env("UPGRADES", &upgrades)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!("{},{}", up.port, other.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        out.ok();
+        let part = |name: &str| {
+            out.stdout
+                .split(&format!("== {name}\n"))
+                .nth(1)
+                .and_then(|p| p.split("\n== ").next())
+                .unwrap_or_default()
+                .to_string()
+        };
+        // The upstream got the real value each time.
+        assert!(
+            up.seen().contains(&format!("x-token: {secret}")),
+            "{mode:?}"
+        );
+        assert!(
+            !gives_away(out.stdout.as_bytes(), &secret),
+            "{mode:?}: {}",
+            out.stdout
+        );
+        assert!(!gives_away(out.stderr.as_bytes(), &secret), "{mode:?}");
+        let placeholder_hex = |p: &str| p.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+        for name in ["encoded", "encoded-h2"] {
+            let text = part(name);
+            assert!(text.contains("cordonmasked"), "{mode:?} {name}: {text}");
+            let placeholder = out.stdout.lines().find_map(|l| {
+                l.find("cordon-placeholder-")
+                    .map(|i| l[i..i + 51].to_string())
+            });
+            let placeholder = placeholder.unwrap_or_default();
+            assert!(
+                text.contains(&placeholder_hex(&placeholder)),
+                "{mode:?} {name}: {text}"
+            );
+        }
+        // Trailers: masked, in HTTP/2 and in HTTP/1.1 chunked.
+        for name in ["trailers-h2", "trailers-stream"] {
+            let text = part(name).to_ascii_lowercase();
+            assert!(
+                text.contains("x-echo: cordon-placeholder-"),
+                "{mode:?} {name}: {text}"
+            );
+        }
+        // An upgraded stream: masked down (same length), echoing still.
+        let upgrades = part("upgrades");
+        assert!(upgrades.contains("ws-status: 101"), "{mode:?}: {upgrades}");
+        let echo = line(&out, "ws-echo");
+        assert!(
+            echo.contains("ping-pong") && echo.contains("cordonmasked"),
+            "{mode:?}: {echo}"
+        );
+        // And a placeholder sent up one to a host it may not go to ends it.
+        assert!(
+            upgrades.contains("ws-forbidden-status: 101"),
+            "{mode:?}: {upgrades}"
+        );
+        let echo = line(&out, "ws-forbidden-echo");
+        assert!(!echo.contains("cordon-placeholder-"), "{mode:?}: {echo}");
+        let text = audit_text(&log);
+        assert!(text.contains("upgraded connection"), "{mode:?}: {text}");
+        assert!(!text.contains(&secret), "{mode:?}: {text}");
     });
 }

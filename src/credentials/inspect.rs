@@ -35,7 +35,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::ca::SandboxCa;
-use super::inject::{Exfiltration, Secrets, Swaps, PLACEHOLDER_PREFIX};
+use super::inject::{Exfiltration, Secrets, Swaps};
 use super::rules::InspectionPolicy;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
 use crate::net::host::{normalize, Target};
@@ -284,25 +284,32 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// Applies `swaps` to every header value; the Basic forms it swaps are
-/// added to `learned`.
+/// Applies `swaps` to every header (or trailer) value; the Basic forms it
+/// swaps are added to `learned`.
 fn swap_headers(
     headers: &mut HeaderMap,
     swaps: &Swaps<'_>,
     learned: &mut Swaps<'_>,
-) -> Result<bool, Exfiltration> {
-    let mut changed = false;
+) -> Result<(), Exfiltration> {
+    swap_values(headers, |v| swaps.apply_header(v, learned))
+}
+
+/// Replaces every value of `headers` by what `swap` makes of it (`None`:
+/// unchanged).
+fn swap_values(
+    headers: &mut HeaderMap,
+    mut swap: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, Exfiltration>,
+) -> Result<(), Exfiltration> {
     for value in headers.values_mut() {
-        if let Some(new) = swaps.apply_header(value.as_bytes(), learned)? {
+        if let Some(new) = swap(value.as_bytes())? {
             // A swapped value is still free of CR/LF/NUL: both sides of
-            // every swap are (real values are checked when read).
-            if let Ok(v) = HeaderValue::from_bytes(&new) {
-                *value = v;
-                changed = true;
-            }
+            // every swap are (real values are checked when read). Should
+            // one not be, the value goes as a mask, never as it was.
+            *value = HeaderValue::from_bytes(&new)
+                .unwrap_or_else(|_| HeaderValue::from_static("cordon-masked"));
         }
     }
-    Ok(changed)
+    Ok(())
 }
 
 /// Records a placeholder caught in a streamed body.
@@ -338,9 +345,15 @@ impl Body for SwapBody {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) => this.swap.push(&data),
                     Err(frame) => {
-                        this.trailers = frame.into_trailers().ok();
+                        // Trailers are values of their own: swapped whole.
+                        let mut trailers = frame.into_trailers().ok();
                         this.done = true;
-                        this.swap.finish()
+                        let swapped = match trailers.as_mut() {
+                            Some(t) => swap_values(t, |v| this.swap.apply_whole(v)),
+                            None => Ok(()),
+                        };
+                        this.trailers = trailers;
+                        swapped.and_then(|()| this.swap.finish())
                     }
                 },
                 Some(Err(e)) => return Poll::Ready(Some(Err(e))),
@@ -617,11 +630,10 @@ impl Inspector {
         U: AsyncRead + AsyncWrite + Unpin,
     {
         let Endpoint { host, port, proto } = to;
-        let keep = PLACEHOLDER_PREFIX.len() + 64;
+        let mut scan = self.secrets.scan_all();
         let (mut client_read, mut client_write) = client.split();
         let (mut up_read, mut up_write) = tokio::io::split(upstream);
         let send = async {
-            let mut window: Vec<u8> = Vec::new();
             let mut buf = vec![0u8; 16 * 1024];
             let mut first = Some(prefix);
             loop {
@@ -636,16 +648,10 @@ impl Inspector {
                         &buf[..n]
                     }
                 };
-                window.extend_from_slice(chunk);
-                if let Some(s) = self.secrets.find_placeholder(&window) {
-                    return Ok(Some(Exfiltration {
-                        name: s.name.clone(),
-                        source: s.source.clone(),
-                    }));
+                if let Some(ex) = scan.feed(chunk) {
+                    return Ok(Some(ex));
                 }
                 up_write.write_all(chunk).await?;
-                let cut = window.len().saturating_sub(keep);
-                window.drain(..cut);
             }
         };
         let receive = async {
@@ -916,6 +922,71 @@ where
     }
     shutdown(server.as_mut());
     let _ = server.await;
+}
+
+/// The two directions of an upgraded connection (see `Session::switch`),
+/// until both have ended or the client sent a forbidden placeholder.
+async fn relay_upgraded<C, U>(
+    client: C,
+    upstream: U,
+    mut down: super::inject::StreamSwap,
+    mut up: super::inject::PlaceholderScan,
+    report: impl FnOnce(&Exfiltration),
+) where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut up_read, mut up_write) = tokio::io::split(upstream);
+    let send = async {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = client_read.read(&mut buf).await?;
+            if n == 0 {
+                up_write.shutdown().await?;
+                return Ok::<_, io::Error>(None);
+            }
+            if let Some(ex) = up.feed(&buf[..n]) {
+                return Ok(Some(ex));
+            }
+            up_write.write_all(&buf[..n]).await?;
+        }
+    };
+    let receive = async {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = up_read.read(&mut buf).await?;
+            let out = if n == 0 {
+                down.finish()
+            } else {
+                down.push(&buf[..n])
+            }
+            // Masking has no forbidden list: this never fails.
+            .map_err(|ex| io::Error::other(format!("the placeholder of {}", ex.name)))?;
+            client_write.write_all(&out).await?;
+            if n == 0 {
+                return client_write.shutdown().await;
+            }
+        }
+    };
+    tokio::pin!(send, receive);
+    let mut received = false;
+    loop {
+        tokio::select! {
+            sent = &mut send => {
+                if let Ok(Some(ex)) = sent {
+                    report(&ex);
+                    return; // dropping both halves closes the connection
+                }
+                if received {
+                    return;
+                }
+                let _ = (&mut receive).await;
+                return;
+            }
+            _ = &mut receive, if !received => received = true,
+        }
+    }
 }
 
 /// Whether `placeholder` appears in the request target or a header value
@@ -1221,12 +1292,15 @@ impl Session {
                 let Some(reserved) = inspector.buffers.reserve(n) else {
                     return Err(self.over_budget(n));
                 };
-                let (bytes, trailers) = collect_capped(body, n).await.ok_or_else(|| {
+                let (bytes, mut trailers) = collect_capped(body, n).await.ok_or_else(|| {
                     text_response(
                         StatusCode::BAD_REQUEST,
                         "cordon: the request body did not match its length\n".into(),
                     )
                 })?;
+                if let Some(t) = trailers.as_mut() {
+                    swap_headers(t, &swaps, &mut learned).map_err(|e| exfil(&e))?;
+                }
                 let out = match swaps.apply(&bytes).map_err(|e| exfil(&e))? {
                     Some(out) => {
                         for s in inspector.secrets.iter() {
@@ -1330,22 +1404,47 @@ impl Session {
             .await)
     }
 
-    /// Relays an upgraded connection (after the upstream's 101) byte for
-    /// byte: WebSocket frames from the client are masked by the protocol,
-    /// so there is nothing to swap or scan in them.
+    /// Relays an upgraded connection (after the upstream's 101): what the
+    /// upstream sends has every real value and its encodings masked with
+    /// same-length masks (WebSocket frames count their bytes); what the
+    /// client sends is scanned for placeholders that may not go to this
+    /// host (a find ends the connection and is recorded). Placeholders
+    /// allowed here are not swapped: the stream is no longer HTTP, and
+    /// WebSocket frames from a client are XOR-masked anyway.
     fn switch(
         &self,
         client_side: hyper::upgrade::OnUpgrade,
         resp: &mut Response<Incoming>,
     ) -> Response<ProxyBody> {
         let upstream_side = hyper::upgrade::on(&mut *resp);
+        let secrets = &self.inspector.secrets;
+        let down = secrets.response_swaps().same_length().stream();
+        let up = secrets.scan_forbidden(&self.target, self.tunnel.port);
+        let report = {
+            let (inspector, audit) = (self.inspector.clone(), self.audit.clone());
+            let (target, port, proto) = (self.target.clone(), self.tunnel.port, self.tunnel.proto);
+            move |ex: &Exfiltration| {
+                let r = inspector.exfiltration_refusal(
+                    &target,
+                    port,
+                    ex,
+                    "sent on an upgraded connection to a host its entry does not name",
+                );
+                inspector.record_refusal(&audit, &target, port, proto, &r);
+            }
+        };
         let relayed = tokio::spawn(async move {
             let (Ok(client), Ok(upstream)) = tokio::join!(client_side, upstream_side) else {
                 return;
             };
-            let mut client = TokioIo::new(client);
-            let mut upstream = TokioIo::new(upstream);
-            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+            relay_upgraded(
+                TokioIo::new(client),
+                TokioIo::new(upstream),
+                down,
+                up,
+                report,
+            )
+            .await;
         });
         self.upgraded
             .lock()
@@ -1422,7 +1521,10 @@ impl Session {
             .and_then(|n| Some((n, self.inspector.buffers.reserve(n)?)));
         let body = match reserved {
             Some((n, reserved)) => match collect_capped(body, n).await {
-                Some((bytes, trailers)) => {
+                Some((bytes, mut trailers)) => {
+                    if let Some(t) = trailers.as_mut() {
+                        let _ = swap_headers(t, &mask, &mut ignored);
+                    }
                     let out = match mask.apply(&bytes) {
                         Ok(Some(out)) => Bytes::from(out),
                         _ => bytes,
