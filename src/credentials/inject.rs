@@ -695,33 +695,39 @@ pub fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
     (end > 0).then_some(out)
 }
 
-/// The next match at or after `from`: (start, pair index).
-fn next_match(hay: &[u8], pairs: &[Pair], from: usize) -> Option<(usize, usize)> {
-    let mut best: Option<(usize, usize)> = None;
-    for (i, p) in pairs.iter().enumerate() {
-        if p.from.is_empty() {
-            continue;
-        }
-        if let Some(at) = memmem::find(&hay[from..], &p.from).map(|a| a + from) {
-            let better = match best {
-                None => true,
-                Some((b, j)) => at < b || (at == b && p.from.len() > pairs[j].from.len()),
-            };
-            if better {
-                best = Some((at, i));
-            }
-        }
-    }
-    best
-}
-
 /// Swaps every match in `hay`, and copies the bytes up to `upto` (or to the
 /// end of the last match, if later). Returns the output and the end of the
-/// last match (0 if none).
+/// last match (0 if none). Matches are taken earliest first, the longest
+/// on a tie; each pattern's next occurrence is looked up again only once a
+/// match has passed it, so many patterns cost one scan each, not one per
+/// match.
 fn swap_pass(hay: &[u8], pairs: &[Pair], upto: usize) -> (Vec<u8>, usize) {
+    let find = |p: &Pair, from: usize| -> Option<usize> {
+        if p.from.is_empty() || from > hay.len() {
+            return None;
+        }
+        memmem::find(&hay[from..], &p.from).map(|a| a + from)
+    };
+    let mut next: Vec<Option<usize>> = pairs.iter().map(|p| find(p, 0)).collect();
     let mut out = Vec::with_capacity(hay.len());
     let mut last = 0;
-    while let Some((at, i)) = next_match(hay, pairs, last) {
+    loop {
+        for (i, p) in pairs.iter().enumerate() {
+            if next[i].is_some_and(|at| at < last) {
+                next[i] = find(p, last);
+            }
+        }
+        let best = next
+            .iter()
+            .enumerate()
+            .filter_map(|(i, at)| at.map(|at| (at, i)))
+            .min_by(|(a, i), (b, j)| {
+                a.cmp(b)
+                    .then(pairs[*j].from.len().cmp(&pairs[*i].from.len()))
+            });
+        let Some((at, i)) = best else {
+            break;
+        };
         out.extend_from_slice(&hay[last..at]);
         out.extend_from_slice(&pairs[i].to);
         last = at + pairs[i].from.len();
