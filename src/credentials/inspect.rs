@@ -35,6 +35,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::ca::SandboxCa;
+use super::framing::HeadGuard;
 use super::inject::{Exfiltration, Secrets, Swaps};
 use super::rules::InspectionPolicy;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
@@ -889,7 +890,7 @@ impl Inspector {
             let served = session.clone();
             let service = hyper::service::service_fn(move |req| served.clone().handle(req));
             let server = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(client_tls), service)
+                .serve_connection(TokioIo::new(HeadGuard::new(client_tls)), service)
                 .with_upgrades();
             relay(server, conn.with_upgrades(), |s| s.graceful_shutdown()).await;
             let upgraded = std::mem::take(
@@ -1200,8 +1201,9 @@ impl Session {
     ) -> Result<Response<ProxyBody>, Response<ProxyBody>> {
         let inspector = &self.inspector;
         let (mut parts, body) = req.into_parts();
-        // hyper refuses most ambiguous framings itself; these it lets
-        // through (a list ending in chunked, repeated fields, both fields).
+        // hyper refuses most ambiguous framings itself, and HTTP/1.1
+        // heads were checked raw before it read them (HeadGuard); this is
+        // the same check of the fields for HTTP/2.
         let fields = parts
             .headers
             .iter()

@@ -6,7 +6,8 @@
 //!   `upstream_ca`, `[[network.rules]]`, `[[credentials.inject]]`);
 //! - [`ca`]: the CA, in memory only, and its leaf certificates;
 //! - [`inject`]: placeholders, real values, and the swaps between them;
-//! - [`inspect`]: the proxy's inspecting half.
+//! - [`inspect`]: the proxy's inspecting half;
+//! - [`framing`]: the raw request framing of inspected HTTP/1.1 tunnels.
 //!
 //! The supervisor uses it in two steps. Before the sandbox exists,
 //! [`plan`] makes the placeholders (the command's environment carries them,
@@ -23,6 +24,7 @@
 
 pub mod ca;
 pub mod env;
+pub mod framing;
 pub mod inject;
 pub mod inspect;
 pub mod rules;

@@ -806,7 +806,7 @@ pub(crate) fn framing_refusal(why: &str) -> String {
 /// RFC 9112 asks of a proxy: every line ends with CRLF, no NUL, no folded
 /// header lines, header names are tokens right up to the colon, and the
 /// body's framing is unambiguous ([`body_framing`]).
-fn check_head(head: &[u8]) -> Result<BodyFraming, &'static str> {
+pub(crate) fn check_head(head: &[u8]) -> Result<BodyFraming, &'static str> {
     if head.contains(&0) {
         return Err("the head holds a NUL byte");
     }

@@ -84,20 +84,6 @@ pub const AMBIGUOUS_FRAMING: &[(&str, &str)] = &[
     ),
 ];
 
-/// The cases the inspected path's HTTP/1.1 server (hyper) resolves as
-/// RFC 9112 allows instead of refusing: `Transfer-Encoding` overrides
-/// `Content-Length` (which it drops), identical repeated lengths and the
-/// spaces around a value are one value, a bare LF ends a line. It forwards
-/// what it parsed re-framed, so the upstream cannot read it another way;
-/// cordon never sees the raw head there.
-pub const RESOLVED_BY_HYPER: &[&str] = &[
-    "te-and-cl",
-    "cl-and-te",
-    "cl-twice-same",
-    "cl-spaces",
-    "bare-lf",
-];
-
 /// A Python prelude defining `HEAD` (request line and `Host`), `CHUNKED`
 /// (a chunked body of `hello`) and `CASES` (label, bytes), for the request
 /// target `target` and the `Host` value `authority`.
