@@ -346,90 +346,97 @@ fn mask(len: usize) -> Vec<u8> {
 /// out.
 pub fn encoded_forms(value: &[u8], placeholder: &[u8]) -> Vec<Pair> {
     use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
-    let mut forms: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    // Every buffer that holds (part of) the value is wiped when dropped,
+    // and sized up front so no reallocation leaves a copy behind.
+    let mut forms: Vec<(Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>)> = Vec::new();
     for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
         for shift in 0..3usize {
             // `shift` bytes before the value move its bits by 8 * shift;
             // character i covers bits 6i..6i+6.
-            let mut data = vec![0u8; shift];
+            let mut data = Zeroizing::new(Vec::with_capacity(shift + value.len()));
+            data.resize(shift, 0);
             data.extend_from_slice(value);
-            let encoded = Zeroizing::new(engine.encode(&data).into_bytes());
+            let mut encoded = Zeroizing::new(vec![0u8; (shift + value.len()).div_ceil(3) * 4]);
+            let Ok(written) = engine.encode_slice(data.as_slice(), encoded.as_mut_slice()) else {
+                continue; // cannot happen: the buffer fits any encoding
+            };
             let first = (8 * shift).div_ceil(6);
-            let end = (8 * (shift + value.len())) / 6;
+            let end = ((8 * (shift + value.len())) / 6).min(written);
             if end > first {
-                let middle = encoded[first..end].to_vec();
+                let middle = Zeroizing::new(encoded[first..end].to_vec());
                 let len = middle.len();
-                forms.push((middle, mask(len)));
+                forms.push((middle, Zeroizing::new(mask(len))));
             }
         }
     }
-    let hex = |v: &[u8], upper: bool| -> Vec<u8> {
-        v.iter()
-            .flat_map(|b| {
-                if upper {
-                    format!("{b:02X}")
-                } else {
-                    format!("{b:02x}")
-                }
-                .into_bytes()
-            })
-            .collect()
-    };
-    for upper in [false, true] {
-        forms.push((hex(value, upper), hex(placeholder, upper)));
+    for case in [HexCase::Lower, HexCase::Upper] {
+        forms.push((hex(value, case), hex(placeholder, case)));
     }
-    let reversed = |v: &[u8]| v.iter().rev().copied().collect::<Vec<u8>>();
+    let reversed = |v: &[u8]| Zeroizing::new(v.iter().rev().copied().collect::<Vec<u8>>());
     forms.push((reversed(value), reversed(placeholder)));
-    let unreserved = |b: u8| b.is_ascii_alphanumeric() || b"-._~".contains(&b);
-    for upper in [false, true] {
+    for case in [HexCase::Lower, HexCase::Upper] {
         for all in [true, false] {
-            let percent = |v: &[u8]| -> Vec<u8> {
-                let mut out = Vec::with_capacity(v.len() * 3);
-                for &b in v {
-                    if all || !unreserved(b) {
-                        out.push(b'%');
-                        out.extend(hex(&[b], upper));
-                    } else {
-                        out.push(b);
-                    }
-                }
-                out
-            };
-            forms.push((percent(value), percent(placeholder)));
+            forms.push((percent(value, all, case), percent(placeholder, all, case)));
         }
     }
     for escape in [
         JsonEscape::Quotes,
         JsonEscape::QuotesAndSlash,
-        JsonEscape::Unicode {
-            all: false,
-            upper: false,
-        },
-        JsonEscape::Unicode {
-            all: false,
-            upper: true,
-        },
-        JsonEscape::Unicode {
-            all: true,
-            upper: false,
-        },
-        JsonEscape::Unicode {
-            all: true,
-            upper: true,
-        },
+        JsonEscape::Unicode(false, HexCase::Lower),
+        JsonEscape::Unicode(false, HexCase::Upper),
+        JsonEscape::Unicode(true, HexCase::Lower),
+        JsonEscape::Unicode(true, HexCase::Upper),
     ] {
         forms.push((escape.apply(value), escape.apply(placeholder)));
     }
     let mut out: Vec<Pair> = Vec::new();
     for (from, to) in forms {
-        let known = from.as_slice() == value || out.iter().any(|p| *p.from == from);
+        let known = from.as_slice() == value || out.iter().any(|p| p.from == from);
         if from.len() >= MIN_FORM && !known {
-            out.push(Pair {
-                from: Zeroizing::new(from),
-                to: Zeroizing::new(to),
-            });
+            out.push(Pair { from, to });
+        }
+    }
+    out
+}
+
+/// Which digits hex output uses above 9.
+#[derive(Clone, Copy)]
+enum HexCase {
+    Lower,
+    Upper,
+}
+
+impl HexCase {
+    /// Appends the two hex digits of `b`.
+    fn push(self, out: &mut Vec<u8>, b: u8) {
+        let digits = match self {
+            HexCase::Lower => b"0123456789abcdef",
+            HexCase::Upper => b"0123456789ABCDEF",
+        };
+        out.push(digits[usize::from(b >> 4)]);
+        out.push(digits[usize::from(b & 0xf)]);
+    }
+}
+
+/// `v` in hex.
+fn hex(v: &[u8], case: HexCase) -> Zeroizing<Vec<u8>> {
+    let mut out = Zeroizing::new(Vec::with_capacity(v.len() * 2));
+    for &b in v {
+        case.push(&mut out, b);
+    }
+    out
+}
+
+/// `v` percent-encoded: every byte (`all`), or every byte but the
+/// unreserved ones of RFC 3986.
+fn percent(v: &[u8], all: bool, case: HexCase) -> Zeroizing<Vec<u8>> {
+    let mut out = Zeroizing::new(Vec::with_capacity(v.len() * 3));
+    for &b in v {
+        if all || !(b.is_ascii_alphanumeric() || b"-._~".contains(&b)) {
+            out.push(b'%');
+            case.push(&mut out, b);
         } else {
-            drop(Zeroizing::new(from));
+            out.push(b);
         }
     }
     out
@@ -442,14 +449,14 @@ enum JsonEscape {
     Quotes,
     /// As [`JsonEscape::Quotes`], and `/` as `\/`.
     QuotesAndSlash,
-    /// `\u00XX` for every ASCII byte that is not a letter or digit (or, with
-    /// `all`, for every ASCII byte); bytes above 0x7f stay as they are.
-    Unicode { all: bool, upper: bool },
+    /// `\u00XX` for every ASCII byte that is not a letter or digit (or, when
+    /// the flag is set, for every ASCII byte); bytes above 0x7f as they are.
+    Unicode(bool, HexCase),
 }
 
 impl JsonEscape {
-    fn apply(self, v: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(v.len() * 6);
+    fn apply(self, v: &[u8]) -> Zeroizing<Vec<u8>> {
+        let mut out = Zeroizing::new(Vec::with_capacity(v.len() * 6));
         for &b in v {
             match self {
                 JsonEscape::Quotes | JsonEscape::QuotesAndSlash => {
@@ -459,14 +466,10 @@ impl JsonEscape {
                     }
                     out.push(b);
                 }
-                JsonEscape::Unicode { all, upper } => {
+                JsonEscape::Unicode(all, case) => {
                     if b.is_ascii() && (all || !b.is_ascii_alphanumeric()) {
-                        let code = if upper {
-                            format!("\\u{b:04X}")
-                        } else {
-                            format!("\\u{b:04x}")
-                        };
-                        out.extend_from_slice(code.as_bytes());
+                        out.extend_from_slice(b"\\u00");
+                        case.push(&mut out, b);
                     } else {
                         out.push(b);
                     }
@@ -683,16 +686,6 @@ impl PlaceholderScan {
         self.window.drain(..cut);
         found
     }
-}
-
-/// Replaces every `from` in `hay` with `to`; `None` when there is none.
-pub fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
-    let pair = Pair {
-        from: Zeroizing::new(from.to_vec()),
-        to: Zeroizing::new(to.to_vec()),
-    };
-    let (out, end) = swap_pass(hay, std::slice::from_ref(&pair), hay.len());
-    (end > 0).then_some(out)
 }
 
 /// Swaps every match in `hay`, and copies the bytes up to `upto` (or to the
