@@ -348,7 +348,8 @@ pub fn encoded_forms(value: &[u8], placeholder: &[u8]) -> Vec<Pair> {
     use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
     // Every buffer that holds (part of) the value is wiped when dropped,
     // and sized up front so no reallocation leaves a copy behind.
-    let mut forms: Vec<(Zeroizing<Vec<u8>>, Zeroizing<Vec<u8>>)> = Vec::new();
+    let mut forms: Vec<Pair> = Vec::new();
+    let mut add = |from, to| forms.push(Pair { from, to });
     for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
         for shift in 0..3usize {
             // `shift` bytes before the value move its bits by 8 * shift;
@@ -365,18 +366,18 @@ pub fn encoded_forms(value: &[u8], placeholder: &[u8]) -> Vec<Pair> {
             if end > first {
                 let middle = Zeroizing::new(encoded[first..end].to_vec());
                 let len = middle.len();
-                forms.push((middle, Zeroizing::new(mask(len))));
+                add(middle, Zeroizing::new(mask(len)));
             }
         }
     }
     for case in [HexCase::Lower, HexCase::Upper] {
-        forms.push((hex(value, case), hex(placeholder, case)));
+        add(hex(value, case), hex(placeholder, case));
     }
     let reversed = |v: &[u8]| Zeroizing::new(v.iter().rev().copied().collect::<Vec<u8>>());
-    forms.push((reversed(value), reversed(placeholder)));
+    add(reversed(value), reversed(placeholder));
     for case in [HexCase::Lower, HexCase::Upper] {
         for all in [true, false] {
-            forms.push((percent(value, all, case), percent(placeholder, all, case)));
+            add(percent(value, all, case), percent(placeholder, all, case));
         }
     }
     for escape in [
@@ -387,13 +388,13 @@ pub fn encoded_forms(value: &[u8], placeholder: &[u8]) -> Vec<Pair> {
         JsonEscape::Unicode(true, HexCase::Lower),
         JsonEscape::Unicode(true, HexCase::Upper),
     ] {
-        forms.push((escape.apply(value), escape.apply(placeholder)));
+        add(escape.apply(value), escape.apply(placeholder));
     }
     let mut out: Vec<Pair> = Vec::new();
-    for (from, to) in forms {
-        let known = from.as_slice() == value || out.iter().any(|p| p.from == from);
-        if from.len() >= MIN_FORM && !known {
-            out.push(Pair { from, to });
+    for form in forms {
+        let known = form.from.as_slice() == value || out.iter().any(|p| p.from == form.from);
+        if form.from.len() >= MIN_FORM && !known {
+            out.push(form);
         }
     }
     out
