@@ -1366,6 +1366,48 @@ mod tests {
     }
 
     #[test]
+    fn framing_is_read_one_way_or_refused() {
+        let head = |fields: &str| format!("POST http://h/ HTTP/1.1\r\nHost: h\r\n{fields}\r\n");
+        let framing = |fields: &str| check_head(head(fields).as_bytes());
+        assert_eq!(framing(""), Ok(BodyFraming::Empty));
+        assert_eq!(
+            framing("Content-Length: 49\r\n"),
+            Ok(BodyFraming::Length(49))
+        );
+        assert_eq!(
+            framing("content-length:\t7\r\n"),
+            Ok(BodyFraming::Length(7))
+        );
+        assert_eq!(
+            framing("Transfer-Encoding: Chunked \r\n"),
+            Ok(BodyFraming::Chunked)
+        );
+        assert_eq!(
+            framing(&format!("Content-Length: {}\r\n", u64::MAX)),
+            Err("Content-Length is not plain digits (a sign, spaces, a list, another base, empty, or too large)")
+        );
+        for bad in [
+            "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: gzip, chunked\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+            "Content-Length: 5\r\nContent-Length: 5\r\n",
+            "Content-Length: +5\r\n",
+            "Content-Length: 5 \r\n",
+            "Content-Length: 5,5\r\n",
+            "Content-Length : 5\r\n",
+            "X-A: b\r\n c\r\n",
+            "X-A: b\rc\r\n",
+            "X-A: b\nc\r\n",
+            "X-A: b\0c\r\n",
+            "NoColon\r\n",
+        ] {
+            assert!(framing(bad).is_err(), "{bad:?}");
+        }
+        let bytes = b"POST http://h/ HTTP/1.1\r\nTransfer-Encoding: \xffchunked\r\n\r\n";
+        assert!(check_head(bytes).is_err());
+    }
+
+    #[test]
     fn origin_head_drops_proxy_headers_and_closes() {
         let head = b"GET http://a/b HTTP/1.1\r\nHost: a\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\nX-Y: z\r\n\r\n";
         let req = parse_request(head).unwrap();
