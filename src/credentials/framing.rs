@@ -271,6 +271,34 @@ impl<S: AsyncRead + Unpin> AsyncRead for HeadGuard<S> {
             if this.refused {
                 return Poll::Ready(Ok(())); // end of stream
             }
+            if let State::Length(left) | State::ChunkData(left) = this.state {
+                // Body bytes go straight into hyper's buffer (nothing in
+                // them is judged); whatever follows the body is taken back
+                // out and followed like any other read.
+                let before = buf.filled().len();
+                match Pin::new(&mut this.inner).poll_read(cx, buf) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(())) => {}
+                }
+                let got = buf.filled().len() - before;
+                if got == 0 {
+                    this.state = State::Through;
+                    return Poll::Ready(Ok(()));
+                }
+                let body = got.min(usize::try_from(left).unwrap_or(usize::MAX));
+                let after = buf.filled()[before + body..].to_vec();
+                buf.set_filled(before + body);
+                let left = left - body as u64;
+                this.state = match (&this.state, left) {
+                    (State::Length(_), 0) => State::Head(Vec::new()),
+                    (State::Length(_), _) => State::Length(left),
+                    (_, 0) => State::ChunkEnd(2),
+                    _ => State::ChunkData(left),
+                };
+                this.feed(&after);
+                return Poll::Ready(Ok(()));
+            }
             let mut chunk = [0u8; 16 * 1024];
             let mut read = ReadBuf::new(&mut chunk);
             match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
@@ -357,6 +385,48 @@ mod tests {
         let chunked =
             b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n";
         assert!(passed(chunked, 3).ends_with(REFUSED));
+    }
+
+    #[test]
+    fn reads_through_the_stream_give_hyper_what_feeding_does() {
+        use tokio::io::AsyncReadExt;
+        let input: Vec<u8> = [
+            &b"POST /a HTTP/1.1\r\nContent-Length: 70000\r\n\r\n"[..],
+            &vec![b'x'; 70000],
+            b"POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n",
+            b"GET /c HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
+        ]
+        .concat();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let out = runtime.block_on(async {
+            let (mut client, server) = tokio::io::duplex(4096);
+            let writer = async {
+                use tokio::io::AsyncWriteExt;
+                client.write_all(&input).await.unwrap();
+                client.shutdown().await.unwrap();
+                client
+            };
+            let reader = async {
+                let mut guard = HeadGuard::new(server);
+                let mut out = Vec::new();
+                let mut buf = [0u8; 3000];
+                loop {
+                    let n = guard.read(&mut buf).await.unwrap();
+                    if n == 0 {
+                        return out;
+                    }
+                    out.extend_from_slice(&buf[..n]);
+                }
+            };
+            let (_, out) = tokio::join!(writer, reader);
+            out
+        });
+        let good = input.len()
+            - b"GET /c HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx".len();
+        assert_eq!(&out[..good], &input[..good]);
+        assert_eq!(&out[good..], REFUSED);
     }
 
     #[test]
