@@ -1136,10 +1136,15 @@ impl Session {
         event.reason = Some("the proxy already holds as many inspected bodies for this sandbox as its budget allows".into());
         event.proto = Some(self.tunnel.proto);
         self.audit.record(event);
+        let raise = if buffers.bytes < BUFFER_BUDGET {
+            ", or raise --max-memory"
+        } else {
+            ""
+        };
         let mut resp = text_response(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
-                "cordon: refused a request to {shown}: its body ({n} bytes) would pass the inspection buffer budget, the {} bytes (budget: {}) the proxy may hold of bodies for this sandbox at once, over every connection; retry when fewer requests with bodies are in flight, or raise --max-memory\n",
+                "cordon: refused a request to {shown}: its body ({n} bytes) would pass the inspection buffer budget, the {} bytes (budget: {}) the proxy may hold of bodies for this sandbox at once, over every connection; retry when fewer requests with bodies are in flight{raise}\n",
                 buffers.bytes, buffers.why
             ),
         );
