@@ -242,6 +242,127 @@ async fn git_backend(
     resp
 }
 
+/// `value` as an echoing server might send it back: base64 (standard and
+/// URL-safe, padded or not, in each alignment, inside JSON), JSON escapes
+/// (`\/`, `\u00XX`), percent-encoding, hex, reversed; one per line.
+fn encodings(value: &[u8]) -> Vec<u8> {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    use base64::Engine as _;
+    let text = String::from_utf8_lossy(value).to_string();
+    let mut lines = Vec::new();
+    for prefix in ["", "u:", "user:"] {
+        let data = format!("{prefix}{text}");
+        lines.push(STANDARD.encode(&data));
+        lines.push(URL_SAFE_NO_PAD.encode(&data));
+    }
+    lines.push(STANDARD.encode(format!("{{\"token\":\"{text}\"}}")));
+    lines.push(
+        serde_json::json!({ "token": text })
+            .to_string()
+            .replace('/', "\\/"),
+    );
+    lines.push(
+        text.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("\\u{b:04x}")
+                }
+            })
+            .collect(),
+    );
+    lines.push(text.bytes().map(|b| format!("%{b:02X}")).collect());
+    lines.push(
+        text.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02x}")
+                }
+            })
+            .collect(),
+    );
+    lines.push(text.bytes().map(|b| format!("{b:02x}")).collect());
+    lines.push(text.bytes().map(|b| format!("{b:02X}")).collect());
+    lines.push(text.chars().rev().collect());
+    let mut out = lines.join("\n").into_bytes();
+    out.push(b'\n');
+    out
+}
+
+/// Whether `text` still gives away `secret` in any of the forms
+/// [`encodings`] writes: its middle part (all but two bytes at each end, which
+/// base64 shares with its neighbours) found in the text itself, reversed,
+/// hex- or percent-decoded, JSON-unescaped, or base64-decoded at any offset
+/// of any run of base64 characters.
+fn gives_away(text: &[u8], secret: &str) -> bool {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    use base64::Engine as _;
+    let inner = &secret.as_bytes()[2..secret.len() - 2];
+    let found = |hay: &[u8]| hay.windows(inner.len()).any(|w| w == inner);
+    let reversed: Vec<u8> = text.iter().rev().copied().collect();
+    let unhex = |t: &[u8], skip: usize| -> Vec<u8> {
+        t[skip.min(t.len())..]
+            .chunks(2)
+            .filter_map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+            .collect()
+    };
+    let text_str = String::from_utf8_lossy(text).to_string();
+    let unescaped = text_str.replace("\\/", "/");
+    let unicode = unescaped
+        .split("\\u00")
+        .enumerate()
+        .map(|(i, part)| {
+            if i == 0 || part.len() < 2 {
+                return part.to_string();
+            }
+            match u8::from_str_radix(&part[..2], 16) {
+                Ok(b) => format!("{}{}", b as char, &part[2..]),
+                Err(_) => part.to_string(),
+            }
+        })
+        .collect::<String>();
+    let percent = text_str
+        .split('%')
+        .enumerate()
+        .map(|(i, part)| {
+            if i == 0 || part.len() < 2 {
+                return part.to_string();
+            }
+            match u8::from_str_radix(&part[..2], 16) {
+                Ok(b) => format!("{}{}", b as char, &part[2..]),
+                Err(_) => part.to_string(),
+            }
+        })
+        .collect::<String>();
+    if [text, &reversed[..], unicode.as_bytes(), percent.as_bytes()]
+        .iter()
+        .any(|t| found(t))
+    {
+        return true;
+    }
+    for line in text.split(|b| *b == b'\n') {
+        let hex_line: Vec<u8> = line.iter().copied().filter(u8::is_ascii_hexdigit).collect();
+        if found(&unhex(&hex_line, 0)) || found(&unhex(&hex_line, 1)) {
+            return true;
+        }
+        for run in line.split(|b| !(b.is_ascii_alphanumeric() || b"+/-_".contains(b))) {
+            for skip in 0..4.min(run.len()) {
+                let mut part = run[skip..].to_vec();
+                part.truncate(part.len() / 4 * 4);
+                for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+                    if engine.decode(&part).is_ok_and(|d| found(&d)) {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+    false
+}
+
 /// A response body sent in the given chunks, without a length.
 struct Chunks(std::collections::VecDeque<Bytes>);
 
@@ -266,13 +387,22 @@ async fn echo(
     h2: bool,
     log: &Mutex<Vec<String>>,
 ) -> Response<TestBody> {
+    let token = req
+        .headers()
+        .get("x-token")
+        .map(|v| v.as_bytes().to_vec())
+        .unwrap_or_default();
     if req.uri().path() == "/ws" {
-        // An upgrade to a toy protocol: after the 101, echo every byte.
+        // An upgrade to a toy protocol: after the 101, the request's
+        // x-token (if any) in its encoded forms, then an echo of every byte.
         let on = hyper::upgrade::on(&mut req);
         tokio::spawn(async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let Ok(upgraded) = on.await else { return };
             let mut io = TokioIo::new(upgraded);
+            if !token.is_empty() && io.write_all(&encodings(&token)).await.is_err() {
+                return;
+            }
             let mut buf = [0u8; 1024];
             while let Ok(n) = io.read(&mut buf).await {
                 if n == 0 || io.write_all(&buf[..n]).await.is_err() {
@@ -298,12 +428,32 @@ async fn echo(
             .insert("content-length", hyper::header::HeaderValue::from(n));
         return resp;
     }
+    if req.uri().path() == "/encoded" {
+        log.lock().unwrap().push(format!(
+            "GET /encoded x-token: {}",
+            String::from_utf8_lossy(&token)
+        ));
+        let body = encodings(&token);
+        return Response::new(Full::new(Bytes::from(body)).boxed());
+    }
+    if req.uri().path() == "/trailers" {
+        // The request's x-token echoed in trailers, after a streamed body.
+        let mut trailers = hyper::HeaderMap::new();
+        trailers.insert(
+            "x-echo",
+            hyper::header::HeaderValue::from_bytes(&token).unwrap(),
+        );
+        let text = Bytes::from_static(b"body, then trailers\n");
+        let body = Chunks(vec![text].into())
+            .with_trailers(async move { Some(Ok(trailers)) })
+            .boxed();
+        let mut resp = Response::new(body);
+        // HTTP/1.1 servers send only the trailers they announce.
+        resp.headers_mut()
+            .insert("trailer", hyper::header::HeaderValue::from_static("x-echo"));
+        return resp;
+    }
     if req.uri().path() == "/big" {
-        let token = req
-            .headers()
-            .get("x-token")
-            .map(|v| v.as_bytes().to_vec())
-            .unwrap_or_default();
         let mut all = Vec::new();
         while all.len() < 3 << 20 {
             all.extend_from_slice(&token);
@@ -1070,5 +1220,426 @@ fn upgraded_connections_are_relayed_through_inspection() {
             "{mode:?}: {out:#?}"
         );
         assert!(out.stdout.contains("echo: ping-pong"), "{mode:?}: {out:#?}");
+    });
+}
+
+#[test]
+fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let authority = format!("127.0.0.1:{}", up.port);
+        let before = up.seen().matches("POST /framing").count();
+        let script = format!(
+            "import socket, ssl\n{}\n\
+             def send(label, data):\n\
+             \x20   try:\n\
+             \x20       s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             \x20       s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             \x20       t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             \x20       t.sendall(data)\n\
+             \x20       head = b''\n\
+             \x20       while b'\\r\\n' not in head:\n\
+             \x20           c = t.recv(1)\n\
+             \x20           if not c: break\n\
+             \x20           head += c\n\
+             \x20       print(label + ':', (head.split(b' ') + [b'none', b'none'])[1].decode(), flush=True)\n\
+             \x20   except OSError as e:\n\
+             \x20       print(label + ': EXC', type(e).__name__, flush=True)\n\
+             send('control', HEAD + b'Content-Length: 5\\r\\n\\r\\nhello')\n\
+             send('control-chunked', HEAD + b'Transfer-Encoding: chunked\\r\\n\\r\\n' + CHUNKED)\n\
+             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             t.sendall(HEAD + b'Transfer-Encoding: chunked\\r\\n\\r\\n3;x=y\\r\\nhel\\r\\n2\\r\\nlo\\r\\n0\\r\\nX-T: 1\\r\\n\\r\\n' + HEAD + b'Content-Length: 5\\r\\nConnection: close\\r\\n\\r\\nhello')\n\
+             print('pipelined:', b''.join(iter(lambda: t.recv(65536), b'')).count(b'HTTP/1.1 200 '), flush=True)\n\
+             for label, data in CASES:\n\
+             \x20   send(label, data)\n",
+            framing::python_cases("/framing", &authority)
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(&authority)
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert_eq!(line(&out, "control"), "200", "{mode:?}: {out:#?}");
+        // Chunked bodies (extensions, trailers) pass, and so does the
+        // request after one on the same connection.
+        assert_eq!(line(&out, "control-chunked"), "200", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "pipelined"), "2", "{mode:?}: {out:#?}");
+        for (label, _) in framing::AMBIGUOUS_FRAMING {
+            assert_eq!(line(&out, label), "400", "{mode:?} {label}: {out:#?}");
+        }
+        // Only the control requests reached the upstream.
+        let seen = up.seen();
+        assert_eq!(
+            seen.matches("POST /framing").count(),
+            before + 4,
+            "{mode:?}: {seen}"
+        );
+    });
+}
+
+/// Python: `upgrade(label, port, path, send)` opens an inspected tunnel to
+/// 127.0.0.1:port, asks to upgrade `path` to the upstream's echo protocol,
+/// prints `label-status: CODE`, and after a 101 sends `send` and prints
+/// `label-echo: ` and the JSON of what came back within a second.
+const PY_UPGRADE: &str = r#"
+import json, socket, ssl, time
+def upgrade(label, port, path, send=b'ping-pong', headers=b''):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
+    s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n' % port)
+    s.recv(100)
+    t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')
+    t.sendall(b'GET ' + path + b' HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\nUpgrade: echo\r\n' % port + headers + b'\r\n')
+    head = b''
+    while not head.endswith(b'\r\n\r\n'):
+        c = t.recv(1)
+        if not c: break
+        head += c
+    print(label + '-status:', head.split(b' ')[1].decode() if b' ' in head else 'none', flush=True)
+    if b' 101 ' not in head.split(b'\r\n')[0]:
+        rest = b''
+        length = [int(l.split(b':')[1]) for l in head.lower().split(b'\r\n') if l.startswith(b'content-length:')]
+        try:
+            while len(rest) < (length or [0])[0]:
+                c = t.recv(4096)
+                if not c: break
+                rest += c
+        except OSError:
+            pass
+        print(label + '-body:', json.dumps(rest.decode('utf-8', 'replace')), flush=True)
+        return
+    got = b''
+    try:
+        t.sendall(send)
+        t.settimeout(1)
+        end = time.time() + 3
+        while time.time() < end:
+            c = t.recv(65536)
+            if not c: break
+            got += c
+    except OSError:
+        pass
+    print(label + '-echo:', json.dumps(got.decode('utf-8', 'replace')), flush=True)
+"#;
+
+#[test]
+fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let glob = Upstream::start(&ca);
+    let exact = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let policy = fx.outside.join("policy.toml");
+        write(
+            &policy,
+            &format!(
+                "[[network.rules]]\nhost = \"127.0.0.1:{g}\"\nmethods = [\"GET\"]\npaths = [\"/**\"]\n\n\
+                 [[network.rules]]\nhost = \"127.0.0.1:{e}\"\nmethods = [\"GET\"]\npaths = [\"/ws\"]\n",
+                g = glob.port,
+                e = exact.port
+            ),
+            mode,
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "{PY_UPGRADE}\nupgrade('glob', {g}, b'/ws')\nupgrade('exact', {e}, b'/ws')\n",
+            g = glob.port,
+            e = exact.port
+        );
+        let before = glob.seen().matches("GET /ws").count();
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!("{},{}", glob.port, exact.port))
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        // A wildcard admits GETs, not the stream an upgrade leaves behind.
+        assert_eq!(line(&out, "glob-status"), "403", "{mode:?}: {out:#?}");
+        let body = line(&out, "glob-body");
+        assert!(
+            body.contains("upgrade") && body.contains("exactly") && body.contains("/ws"),
+            "{mode:?}: {body}"
+        );
+        assert_eq!(
+            glob.seen().matches("GET /ws").count(),
+            before,
+            "{mode:?}: the upstream saw the upgrade: {}",
+            glob.seen()
+        );
+        // A rule naming GET and /ws exactly admits it.
+        assert_eq!(line(&out, "exact-status"), "101", "{mode:?}: {out:#?}");
+        assert_eq!(
+            line(&out, "exact-echo"),
+            "\"ping-pong\"",
+            "{mode:?}: {out:#?}"
+        );
+        let text = audit_text(&log);
+        assert!(text.contains("an upgrade (WebSocket)"), "{mode:?}: {text}");
+        assert!(
+            !text.contains("/ws"),
+            "{mode:?}: paths are never logged: {text}"
+        );
+    });
+}
+
+/// A process's memory figure (`VmHWM`, `VmRSS`) from /proc, in bytes.
+fn proc_memory(pid: i32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"));
+    kib * 1024
+}
+
+#[test]
+fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    const CONNECTIONS: usize = 200;
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let (held, done) = (fx.project.join("held"), fx.project.join("done"));
+        // Each connection sends a head announcing 1 MiB (the most the
+        // proxy buffers whole) and all of the body but its last byte, then
+        // waits: the supervisor holds whatever it accepted.
+        let script = format!(
+            "import asyncio, os, ssl\n\
+             BODY = b'a' * (1 << 20)\n\
+             ctx = ssl.create_default_context()\n\
+             keep = []\n\
+             async def answer(r, wait):\n\
+             \x20   try:\n\
+             \x20       return await asyncio.wait_for(r.read(4096), wait)\n\
+             \x20   except asyncio.TimeoutError:\n\
+             \x20       return None\n\
+             async def one():\n\
+             \x20   try:\n\
+             \x20       r, w = await asyncio.open_connection('127.0.0.1', 3128)\n\
+             \x20       w.write(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); await r.readuntil(b'\\r\\n\\r\\n')\n\
+             \x20       await w.start_tls(ctx, server_hostname='127.0.0.1')\n\
+             \x20       keep.append(w)\n\
+             \x20       w.write(b'POST /hold HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(BODY))\n\
+             \x20       resp = await answer(r, 2)\n\
+             \x20       if resp is None:\n\
+             \x20           for at in range(0, len(BODY) - 1, 1 << 16):\n\
+             \x20               w.write(BODY[at:min(at + (1 << 16), len(BODY) - 1)]); await asyncio.wait_for(w.drain(), 60)\n\
+             \x20           resp = await answer(r, 2)\n\
+             \x20       return resp or b'held'\n\
+             \x20   except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:\n\
+             \x20       return ('EXC ' + type(e).__name__).encode()\n\
+             async def main():\n\
+             \x20   got = await asyncio.gather(*[one() for _ in range({CONNECTIONS})])\n\
+             \x20   print('held:', sum(1 for g in got if g == b'held'))\n\
+             \x20   print('refused:', sum(1 for g in got if g.startswith(b'HTTP/1.1 503')))\n\
+             \x20   print('other:', [g[:200] for g in got if g != b'held' and not g.startswith(b'HTTP/1.1 503')][:3])\n\
+             \x20   print('reason:', next((g.split(b'\\r\\n\\r\\n')[1].decode() for g in got if g.startswith(b'HTTP/1.1 503')), '').strip(), flush=True)\n\
+             \x20   open('{held}', 'w').write('x')\n\
+             \x20   for _ in range(1200):\n\
+             \x20       if os.path.exists('{done}'): break\n\
+             \x20       await asyncio.sleep(0.05)\n\
+             asyncio.run(main())\n",
+            port = up.port,
+            held = held.display(),
+            done = done.display(),
+        );
+        let log = fx.outside.join("audit.jsonl");
+        let running = fx
+            .sandbox()
+            .arg("--audit")
+            .arg(&log)
+            .arg("--max-memory")
+            .arg("128M")
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .timeout(std::time::Duration::from_secs(120))
+            .spawn(&[PY, "-c", &script]);
+        let supervisor = running.pid();
+        let ready = wait_until(std::time::Duration::from_secs(90), || {
+            held.exists() || !std::path::Path::new(&format!("/proc/{supervisor}/status")).exists()
+        }) && held.exists();
+        let memory = ready.then(|| {
+            (
+                proc_memory(supervisor, "VmHWM"),
+                proc_memory(supervisor, "VmRSS"),
+            )
+        });
+        std::fs::write(&done, "").unwrap();
+        let out = running.wait();
+        out.ok();
+        let Some((peak, now)) = memory else {
+            panic!("{mode:?}: the clients never settled: {out:#?}");
+        };
+        eprintln!(
+            "{mode:?}: supervisor VmHWM {} MiB, VmRSS {} MiB; {}",
+            peak >> 20,
+            now >> 20,
+            out.stdout
+        );
+        // The budget is a quarter of --max-memory (32 MiB): 32 bodies at
+        // most, where 200 would be 200 MiB and more.
+        let held_count: usize = line(&out, "held").parse().unwrap();
+        let refused: usize = line(&out, "refused").parse().unwrap();
+        assert!(held_count <= 32, "{mode:?}: {out:#?}");
+        assert_eq!(held_count + refused, CONNECTIONS, "{mode:?}: {out:#?}");
+        let reason = line(&out, "reason");
+        assert!(
+            reason.contains("inspection buffer budget") && reason.contains("max_memory"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            peak < 120 << 20,
+            "{mode:?}: the supervisor reached {} MiB holding bodies",
+            peak >> 20
+        );
+        assert!(
+            audit_text(&log).contains("inspection buffer budget"),
+            "{mode:?}"
+        );
+    });
+}
+
+#[test]
+fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    let other = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        // Bytes that JSON, percent and base64 encoders each treat their way.
+        let secret = format!("s3cret/{}+x=y~z", fx.token);
+        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
+        let log = fx.outside.join("audit.jsonl");
+        let trailers = format!(
+            "import os, socket, ssl\n\
+             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             t.sendall(b'GET /trailers HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nTE: trailers\\r\\nConnection: close\\r\\nX-Token: ' + os.environ['TEST_TOKEN'].encode() + b'\\r\\n\\r\\n')\n\
+             print(b''.join(iter(lambda: t.recv(65536), b'')).decode('utf-8', 'replace'))\n",
+            port = up.port
+        );
+        let upgrades = format!(
+            "{PY_UPGRADE}\nimport os\nph = os.environ['TEST_TOKEN'].encode()\n\
+             upgrade('ws', {up}, b'/ws', send=b'ping-pong', headers=b'X-Token: ' + ph + b'\\r\\n')\n\
+             upgrade('ws-forbidden', {other}, b'/ws', send=b'stolen: ' + ph)\n",
+            up = up.port,
+            other = other.port
+        );
+        let script = format!(
+            "echo '== encoded'\n{}\n\
+             echo '== encoded-h2'\n{}\n\
+             echo '== trailers-h2'\n{}\n\
+             echo '== trailers-stream'\n{PY} -c \"$TRAILERS\"\n\
+             echo '== upgrades'\n{PY} -c \"$UPGRADES\"\n",
+            curl(up.port, "/encoded", "--http1.1 -H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/encoded", "--http2 -H \"X-Token: $TEST_TOKEN\""),
+            curl(up.port, "/trailers", "--http2 -H \"X-Token: $TEST_TOKEN\""),
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .env("TRAILERS", &trailers)
+            .env("UPGRADES", &upgrades)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!("{},{}", up.port, other.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .sh(&script);
+        out.ok();
+        let part = |name: &str| {
+            out.stdout
+                .split(&format!("== {name}\n"))
+                .nth(1)
+                .and_then(|p| p.split("\n== ").next())
+                .unwrap_or_default()
+                .to_string()
+        };
+        // The upstream got the real value each time.
+        assert!(
+            up.seen().contains(&format!("x-token: {secret}")),
+            "{mode:?}"
+        );
+        assert!(
+            !gives_away(out.stdout.as_bytes(), &secret),
+            "{mode:?}: {}",
+            out.stdout
+        );
+        assert!(!gives_away(out.stderr.as_bytes(), &secret), "{mode:?}");
+        let placeholder_hex = |p: &str| p.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+        for name in ["encoded", "encoded-h2"] {
+            let text = part(name);
+            assert!(text.contains("cordonmasked"), "{mode:?} {name}: {text}");
+            let placeholder = out.stdout.lines().find_map(|l| {
+                l.find("cordon-placeholder-")
+                    .map(|i| l[i..i + 51].to_string())
+            });
+            let placeholder = placeholder.unwrap_or_default();
+            assert!(
+                text.contains(&placeholder_hex(&placeholder)),
+                "{mode:?} {name}: {text}"
+            );
+        }
+        // Trailers: masked, in HTTP/2 and in HTTP/1.1 chunked.
+        for name in ["trailers-h2", "trailers-stream"] {
+            let text = part(name).to_ascii_lowercase();
+            assert!(
+                text.contains("x-echo: cordon-placeholder-"),
+                "{mode:?} {name}: {text}"
+            );
+        }
+        // An upgraded stream: masked down (same length), echoing still.
+        let upgrades = part("upgrades");
+        assert!(upgrades.contains("ws-status: 101"), "{mode:?}: {upgrades}");
+        let echo = line(&out, "ws-echo");
+        assert!(
+            echo.contains("ping-pong") && echo.contains("cordonmasked"),
+            "{mode:?}: {echo}"
+        );
+        // And a placeholder sent up one to a host it may not go to ends it.
+        assert!(
+            upgrades.contains("ws-forbidden-status: 101"),
+            "{mode:?}: {upgrades}"
+        );
+        let echo = line(&out, "ws-forbidden-echo");
+        assert!(!echo.contains("cordon-placeholder-"), "{mode:?}: {echo}");
+        let text = audit_text(&log);
+        assert!(text.contains("upgraded connection"), "{mode:?}: {text}");
+        assert!(!text.contains(&secret), "{mode:?}: {text}");
     });
 }

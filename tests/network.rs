@@ -1754,3 +1754,81 @@ fn many_tunnels_are_held_at_once_under_a_low_descriptor_limit() {
         assert_eq!(up.finish().len(), N, "{mode:?}");
     });
 }
+
+/// Sends a valid request and then the ambiguous one `label` (from
+/// [`framing::AMBIGUOUS_FRAMING`]) to the HTTP proxy from inside a sandbox:
+/// the valid one reaches the loopback upstream, the ambiguous one gets a
+/// 400 and reaches nothing.
+fn refuses_ambiguous_framing(label: &str) {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let up = Upstream::start("framing");
+        let p = up.port;
+        let authority = format!("127.0.0.1:{p}");
+        let script = format!(
+            "{}\n\
+             def raw(label, data):\n\
+             \x20   def run():\n\
+             \x20       s = socket.create_connection(PROXY, timeout=30); s.sendall(data)\n\
+             \x20       code, body = split(read_all(s)); out(label, code, body)\n\
+             \x20   guard(label, run)\n\
+             raw('control', HEAD + b'Content-Length: 5\\r\\n\\r\\nhello')\n\
+             raw('{label}', dict(CASES)['{label}'])\n",
+            framing::python_cases(&format!("http://{authority}/framing"), &authority)
+        );
+        let out = client(allowing(&fx, &[&authority]), &script);
+        out.ok();
+        expect_reached(&out, "control", "200", &up);
+        let (code, body) = reply(&out, label);
+        assert_eq!(code, "400", "{mode:?} {label}: {body:?}; {out:#?}");
+        // Only the control request got through, whole.
+        let seen = up.finish();
+        assert_eq!(seen.len(), 1, "{mode:?}: {seen:#?}");
+        assert!(seen[0].ends_with("\r\n\r\nhello"), "{mode:?}: {seen:#?}");
+    });
+}
+
+/// One test per ambiguous framing.
+macro_rules! ambiguous_framing_tests {
+    ($($name:ident => $label:literal,)*) => {
+        $(
+            #[test]
+            fn $name() {
+                refuses_ambiguous_framing($label);
+            }
+        )*
+
+        #[test]
+        fn every_ambiguous_framing_has_its_test() {
+            let tested = [$($label),*];
+            let cases: Vec<&str> = framing::AMBIGUOUS_FRAMING.iter().map(|(l, _)| *l).collect();
+            assert_eq!(tested.to_vec(), cases);
+        }
+    };
+}
+
+ambiguous_framing_tests! {
+    framing_te_and_cl => "te-and-cl",
+    framing_cl_and_te => "cl-and-te",
+    framing_te_not_utf8_then_chunked => "te-not-utf8-then-chunked",
+    framing_te_not_utf8 => "te-not-utf8",
+    framing_te_chunked_not_last => "te-chunked-not-last",
+    framing_te_list => "te-list",
+    framing_te_twice => "te-twice",
+    framing_te_identity => "te-identity",
+    framing_te_obs_fold => "te-obs-fold",
+    framing_cl_twice_same => "cl-twice-same",
+    framing_cl_twice_differing => "cl-twice-differing",
+    framing_cl_list => "cl-list",
+    framing_cl_plus => "cl-plus",
+    framing_cl_minus => "cl-minus",
+    framing_cl_spaces => "cl-spaces",
+    framing_cl_hex => "cl-hex",
+    framing_cl_empty => "cl-empty",
+    framing_cl_too_large => "cl-too-large",
+    framing_space_before_colon => "space-before-colon",
+    framing_tab_before_colon => "tab-before-colon",
+    framing_bare_lf => "bare-lf",
+    framing_bare_cr => "bare-cr",
+    framing_nul => "nul",
+}

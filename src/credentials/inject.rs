@@ -91,6 +91,9 @@ pub struct Secret {
     pub hosts: Vec<HostMatch>,
     /// Where the inject entry came from (for audit events).
     pub source: String,
+    /// The real value as servers commonly re-encode it, each with what
+    /// masks it ([`encoded_forms`]).
+    forms: Vec<Pair>,
 }
 
 impl std::fmt::Debug for Secret {
@@ -107,12 +110,29 @@ impl std::fmt::Debug for Secret {
 impl Secret {
     /// A secret with a known value (tests, and [`Secrets::resolve`]).
     pub fn new(name: &str, placeholder: &str, value: Vec<u8>, hosts: Vec<HostMatch>) -> Secret {
+        Secret::with_source(
+            name,
+            placeholder,
+            Zeroizing::new(value),
+            hosts,
+            String::new(),
+        )
+    }
+
+    fn with_source(
+        name: &str,
+        placeholder: &str,
+        value: Zeroizing<Vec<u8>>,
+        hosts: Vec<HostMatch>,
+        source: String,
+    ) -> Secret {
         Secret {
             name: name.to_string(),
             placeholder: placeholder.to_string(),
-            value: Zeroizing::new(value),
+            forms: encoded_forms(&value, placeholder.as_bytes()),
+            value,
             hosts,
-            source: String::new(),
+            source,
         }
     }
 
@@ -203,13 +223,13 @@ impl Secrets {
                 .find(|(n, _)| *n == spec.value.env)
                 .map(|(_, p)| p.clone())
                 .map_or_else(new_placeholder, Ok)?;
-            list.push(Secret {
-                name: spec.value.env.clone(),
-                placeholder,
+            list.push(Secret::with_source(
+                &spec.value.env,
+                &placeholder,
                 value,
-                hosts: spec.value.hosts.clone(),
+                spec.value.hosts.clone(),
                 source,
-            });
+            ));
         }
         Ok(Secrets { list })
     }
@@ -232,6 +252,18 @@ impl Secrets {
     /// Whether any secret's real value may go to this host.
     pub fn targets(&self, target: &Target, port: u16) -> bool {
         self.list.iter().any(|s| s.allowed_for(target, port))
+    }
+
+    /// A scan for the placeholders of every secret (an opaque tunnel may
+    /// carry none of them).
+    pub fn scan_all(&self) -> PlaceholderScan {
+        PlaceholderScan::of(self.list.iter())
+    }
+
+    /// A scan for the placeholders whose real values may not go to
+    /// `target:port`.
+    pub fn scan_forbidden(&self, target: &Target, port: u16) -> PlaceholderScan {
+        PlaceholderScan::of(self.list.iter().filter(|s| !s.allowed_for(target, port)))
     }
 
     /// The first secret whose placeholder appears in `bytes`.
@@ -259,20 +291,193 @@ impl Secrets {
         swaps
     }
 
-    /// The swaps for a response: every real value → its placeholder
-    /// (nothing is forbidden coming back, only masked).
+    /// The swaps for a response: every real value → its placeholder, and
+    /// every encoded form of it → its mask ([`encoded_forms`]); nothing is
+    /// forbidden coming back, only masked.
     pub fn response_swaps(&self) -> Swaps<'_> {
+        let mut pairs = Vec::new();
+        for s in &self.list {
+            pairs.push(Pair {
+                from: s.value.clone(),
+                to: s.placeholder.as_bytes().to_vec().into(),
+            });
+            pairs.extend(s.forms.iter().cloned());
+        }
         Swaps {
-            pairs: self
-                .list
-                .iter()
-                .map(|s| Pair {
-                    from: s.value.clone(),
-                    to: s.placeholder.as_bytes().to_vec().into(),
-                })
-                .collect(),
+            pairs,
             forbidden: Vec::new(),
         }
+    }
+}
+
+/// An encoded form shorter than this is not masked: it would match
+/// ordinary text too often (a secret that short is not one).
+const MIN_FORM: usize = 8;
+
+/// What masks a form that cannot be replaced by the placeholder's own
+/// encoding (a base64 run the value shares with its neighbours): letters
+/// only, valid in base64, hex-free text, JSON strings, URLs and headers.
+const MASK: &[u8] = b"cordonmasked";
+
+/// `len` bytes of [`MASK`], repeated.
+fn mask(len: usize) -> Vec<u8> {
+    MASK.iter().copied().cycle().take(len).collect()
+}
+
+/// The forms a server commonly turns an echoed or stored value into, each
+/// paired with its replacement: the same encoding of the placeholder where
+/// the form stands alone (hex, reversed, percent and JSON escapes), a fixed
+/// mask of the same length where it does not (base64, whose first and last
+/// characters mix the value with its neighbours).
+///
+/// - base64, standard and URL-safe alphabets, in each of the 3 alignments
+///   the value can have in the encoded data: the characters that depend on
+///   the value's bits alone (padding only ever follows these, so padded
+///   and unpadded data match alike);
+/// - hex, lower and upper case;
+/// - the bytes reversed;
+/// - percent-encoding of every byte, and of every byte but the unreserved
+///   ones (RFC 3986), each with upper- and lower-case hex;
+/// - JSON string escapes: `\"` and `\\` (with and without `\/`), and
+///   `\u00XX` for every byte that is not a letter or digit, or for every
+///   byte, with upper- or lower-case hex.
+///
+/// Forms equal to the value itself, or shorter than [`MIN_FORM`], are left
+/// out.
+pub fn encoded_forms(value: &[u8], placeholder: &[u8]) -> Vec<Pair> {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    // Every buffer that holds (part of) the value is wiped when dropped,
+    // and sized up front so no reallocation leaves a copy behind.
+    let mut forms: Vec<Pair> = Vec::new();
+    let mut add = |from, to| forms.push(Pair { from, to });
+    for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+        for shift in 0..3usize {
+            // `shift` bytes before the value move its bits by 8 * shift;
+            // character i covers bits 6i..6i+6.
+            let mut data = Zeroizing::new(Vec::with_capacity(shift + value.len()));
+            data.resize(shift, 0);
+            data.extend_from_slice(value);
+            let mut encoded = Zeroizing::new(vec![0u8; (shift + value.len()).div_ceil(3) * 4]);
+            let Ok(written) = engine.encode_slice(data.as_slice(), encoded.as_mut_slice()) else {
+                continue; // cannot happen: the buffer fits any encoding
+            };
+            let first = (8 * shift).div_ceil(6);
+            let end = ((8 * (shift + value.len())) / 6).min(written);
+            if end > first {
+                let middle = Zeroizing::new(encoded[first..end].to_vec());
+                let len = middle.len();
+                add(middle, Zeroizing::new(mask(len)));
+            }
+        }
+    }
+    for case in [HexCase::Lower, HexCase::Upper] {
+        add(hex(value, case), hex(placeholder, case));
+    }
+    let reversed = |v: &[u8]| Zeroizing::new(v.iter().rev().copied().collect::<Vec<u8>>());
+    add(reversed(value), reversed(placeholder));
+    for case in [HexCase::Lower, HexCase::Upper] {
+        for all in [true, false] {
+            add(percent(value, all, case), percent(placeholder, all, case));
+        }
+    }
+    for escape in [
+        JsonEscape::Quotes,
+        JsonEscape::QuotesAndSlash,
+        JsonEscape::Unicode(false, HexCase::Lower),
+        JsonEscape::Unicode(false, HexCase::Upper),
+        JsonEscape::Unicode(true, HexCase::Lower),
+        JsonEscape::Unicode(true, HexCase::Upper),
+    ] {
+        add(escape.apply(value), escape.apply(placeholder));
+    }
+    let mut out: Vec<Pair> = Vec::new();
+    for form in forms {
+        let known = form.from.as_slice() == value || out.iter().any(|p| p.from == form.from);
+        if form.from.len() >= MIN_FORM && !known {
+            out.push(form);
+        }
+    }
+    out
+}
+
+/// Which digits hex output uses above 9.
+#[derive(Clone, Copy)]
+enum HexCase {
+    Lower,
+    Upper,
+}
+
+impl HexCase {
+    /// Appends the two hex digits of `b`.
+    fn push(self, out: &mut Vec<u8>, b: u8) {
+        let digits = match self {
+            HexCase::Lower => b"0123456789abcdef",
+            HexCase::Upper => b"0123456789ABCDEF",
+        };
+        out.push(digits[usize::from(b >> 4)]);
+        out.push(digits[usize::from(b & 0xf)]);
+    }
+}
+
+/// `v` in hex.
+fn hex(v: &[u8], case: HexCase) -> Zeroizing<Vec<u8>> {
+    let mut out = Zeroizing::new(Vec::with_capacity(v.len() * 2));
+    for &b in v {
+        case.push(&mut out, b);
+    }
+    out
+}
+
+/// `v` percent-encoded: every byte (`all`), or every byte but the
+/// unreserved ones of RFC 3986.
+fn percent(v: &[u8], all: bool, case: HexCase) -> Zeroizing<Vec<u8>> {
+    let mut out = Zeroizing::new(Vec::with_capacity(v.len() * 3));
+    for &b in v {
+        if all || !(b.is_ascii_alphanumeric() || b"-._~".contains(&b)) {
+            out.push(b'%');
+            case.push(&mut out, b);
+        } else {
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// A way a JSON encoder writes a string's bytes.
+#[derive(Clone, Copy)]
+enum JsonEscape {
+    /// `"` and `\` escaped, the rest as is.
+    Quotes,
+    /// As [`JsonEscape::Quotes`], and `/` as `\/`.
+    QuotesAndSlash,
+    /// `\u00XX` for every ASCII byte that is not a letter or digit (or, when
+    /// the flag is set, for every ASCII byte); bytes above 0x7f as they are.
+    Unicode(bool, HexCase),
+}
+
+impl JsonEscape {
+    fn apply(self, v: &[u8]) -> Zeroizing<Vec<u8>> {
+        let mut out = Zeroizing::new(Vec::with_capacity(v.len() * 6));
+        for &b in v {
+            match self {
+                JsonEscape::Quotes | JsonEscape::QuotesAndSlash => {
+                    let slash = matches!(self, JsonEscape::QuotesAndSlash) && b == b'/';
+                    if b == b'"' || b == b'\\' || slash {
+                        out.push(b'\\');
+                    }
+                    out.push(b);
+                }
+                JsonEscape::Unicode(all, case) => {
+                    if b.is_ascii() && (all || !b.is_ascii_alphanumeric()) {
+                        out.extend_from_slice(b"\\u00");
+                        case.push(&mut out, b);
+                    } else {
+                        out.push(b);
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -332,6 +537,23 @@ impl Swaps<'_> {
                 .map(|p| Pair {
                     from: p.to.clone(),
                     to: p.from.clone(),
+                })
+                .collect(),
+            forbidden: Vec::new(),
+        }
+    }
+
+    /// The swaps with every replacement a mask of the same length as what
+    /// it replaces: for streams whose framing counts bytes (an upgraded
+    /// connection's WebSocket frames).
+    pub fn same_length(&self) -> Swaps<'static> {
+        Swaps {
+            pairs: self
+                .pairs
+                .iter()
+                .map(|p| Pair {
+                    from: p.from.clone(),
+                    to: Zeroizing::new(mask(p.from.len())),
                 })
                 .collect(),
             forbidden: Vec::new(),
@@ -420,43 +642,86 @@ impl Swaps<'_> {
     }
 }
 
-/// Replaces every `from` in `hay` with `to`; `None` when there is none.
-pub fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
-    let pair = Pair {
-        from: Zeroizing::new(from.to_vec()),
-        to: Zeroizing::new(to.to_vec()),
-    };
-    let (out, end) = swap_pass(hay, std::slice::from_ref(&pair), hay.len());
-    (end > 0).then_some(out)
+/// Finds placeholders in a stream that is passed on as it comes (nothing
+/// held back): the last bytes seen stay in a window, so a placeholder
+/// split across chunks is found when its last byte arrives.
+pub struct PlaceholderScan {
+    /// `(placeholder, what finding it means)`.
+    watched: Vec<(String, Exfiltration)>,
+    window: Vec<u8>,
 }
 
-/// The next match at or after `from`: (start, pair index).
-fn next_match(hay: &[u8], pairs: &[Pair], from: usize) -> Option<(usize, usize)> {
-    let mut best: Option<(usize, usize)> = None;
-    for (i, p) in pairs.iter().enumerate() {
-        if p.from.is_empty() {
-            continue;
-        }
-        if let Some(at) = memmem::find(&hay[from..], &p.from).map(|a| a + from) {
-            let better = match best {
-                None => true,
-                Some((b, j)) => at < b || (at == b && p.from.len() > pairs[j].from.len()),
-            };
-            if better {
-                best = Some((at, i));
-            }
+impl PlaceholderScan {
+    fn of<'a>(secrets: impl Iterator<Item = &'a Secret>) -> PlaceholderScan {
+        PlaceholderScan {
+            watched: secrets
+                .map(|s| {
+                    (
+                        s.placeholder.clone(),
+                        Exfiltration {
+                            name: s.name.clone(),
+                            source: s.source.clone(),
+                        },
+                    )
+                })
+                .collect(),
+            window: Vec::new(),
         }
     }
-    best
+
+    /// Takes the next chunk: the secret whose placeholder now appears, if any.
+    pub fn feed(&mut self, chunk: &[u8]) -> Option<Exfiltration> {
+        if self.watched.is_empty() {
+            return None;
+        }
+        self.window.extend_from_slice(chunk);
+        let found = memmem::find(&self.window, PLACEHOLDER_PREFIX.as_bytes())
+            .and_then(|_| {
+                self.watched
+                    .iter()
+                    .find(|(p, _)| memmem::find(&self.window, p.as_bytes()).is_some())
+            })
+            .map(|(_, ex)| ex.clone());
+        let longest = self.watched.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
+        let cut = self.window.len().saturating_sub(longest.saturating_sub(1));
+        self.window.drain(..cut);
+        found
+    }
 }
 
 /// Swaps every match in `hay`, and copies the bytes up to `upto` (or to the
 /// end of the last match, if later). Returns the output and the end of the
-/// last match (0 if none).
+/// last match (0 if none). Matches are taken earliest first, the longest
+/// on a tie; each pattern's next occurrence is looked up again only once a
+/// match has passed it, so many patterns cost one scan each, not one per
+/// match.
 fn swap_pass(hay: &[u8], pairs: &[Pair], upto: usize) -> (Vec<u8>, usize) {
+    let find = |p: &Pair, from: usize| -> Option<usize> {
+        if p.from.is_empty() || from > hay.len() {
+            return None;
+        }
+        memmem::find(&hay[from..], &p.from).map(|a| a + from)
+    };
+    let mut next: Vec<Option<usize>> = pairs.iter().map(|p| find(p, 0)).collect();
     let mut out = Vec::with_capacity(hay.len());
     let mut last = 0;
-    while let Some((at, i)) = next_match(hay, pairs, last) {
+    loop {
+        for (i, p) in pairs.iter().enumerate() {
+            if next[i].is_some_and(|at| at < last) {
+                next[i] = find(p, last);
+            }
+        }
+        let best = next
+            .iter()
+            .enumerate()
+            .filter_map(|(i, at)| at.map(|at| (at, i)))
+            .min_by(|(a, i), (b, j)| {
+                a.cmp(b)
+                    .then(pairs[*j].from.len().cmp(&pairs[*i].from.len()))
+            });
+        let Some((at, i)) = best else {
+            break;
+        };
         out.extend_from_slice(&hay[last..at]);
         out.extend_from_slice(&pairs[i].to);
         last = at + pairs[i].from.len();
@@ -491,14 +756,43 @@ impl StreamSwap {
         }
     }
 
+    /// Where the bytes that could still begin a pattern start: the first
+    /// position of the last `keep` bytes from which the rest of the data
+    /// is a prefix of some pattern (or of a forbidden placeholder), or the
+    /// end. Bytes before it can go on now, so an interactive stream is
+    /// held back only by a tail that looks like the start of a secret.
+    fn undecided(&self) -> usize {
+        let carry = self.carry.as_slice();
+        let begins = |tail: &[u8]| {
+            self.swaps.pairs.iter().any(|p| p.from.starts_with(tail))
+                || self
+                    .forbidden
+                    .iter()
+                    .any(|(f, _, _)| f.as_bytes().starts_with(tail))
+        };
+        let from = carry.len().saturating_sub(self.keep);
+        (from..carry.len())
+            .find(|&i| begins(&carry[i..]))
+            .unwrap_or(carry.len())
+    }
+
+    /// Swaps `bytes` whole, with the forbidden check: for trailers, which
+    /// come as values of their own rather than as part of the stream.
+    pub fn apply_whole(&self, bytes: &[u8]) -> Result<Option<Vec<u8>>, Exfiltration> {
+        self.check(bytes)?;
+        let (out, end) = swap_pass(bytes, &self.swaps.pairs, bytes.len());
+        Ok((end > 0).then_some(out))
+    }
+
     /// Takes the next chunk; returns what can be passed on now.
     pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<u8>, Exfiltration> {
         self.carry.extend_from_slice(chunk);
         self.check(&self.carry)?;
         // Bytes before `safe` cannot begin a pattern that ends beyond the
-        // data so far (every pattern is at most keep + 1 bytes long); a
-        // match that does end in the tail moves `safe` to its end.
-        let safe = self.carry.len().saturating_sub(self.keep);
+        // data so far (every pattern is at most keep + 1 bytes long, and
+        // from `safe` on the data is no pattern's beginning); a match that
+        // does end in the tail moves `safe` to its end.
+        let safe = self.undecided();
         let (out, end) = swap_pass(&self.carry, &self.swaps.pairs, safe);
         let rest = self.carry[safe.max(end)..].to_vec();
         self.carry.clear();
@@ -628,6 +922,173 @@ mod tests {
             let caught = body.chunks(size).any(|c| st.push(c).is_err()) || st.finish().is_err();
             assert!(caught, "chunk size {size}");
         }
+    }
+
+    /// A secret whose value holds bytes every encoding treats specially.
+    fn awkward() -> (Secrets, Vec<u8>, String) {
+        let value = b"tok/en+\"x\\y=z~a b%c-REAL-0123456789".to_vec();
+        let placeholder = "cordon-placeholder-cccc".to_string();
+        let s = Secrets::from_list(vec![Secret::new(
+            "AWK",
+            &placeholder,
+            value.clone(),
+            vec![],
+        )]);
+        (s, value, placeholder)
+    }
+
+    #[test]
+    fn base64_in_every_alignment_is_masked() {
+        use base64::engine::general_purpose::{
+            STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD,
+        };
+        let (s, value, _) = awkward();
+        let mask = s.response_swaps();
+        let engines: [(
+            &base64::engine::GeneralPurpose,
+            &base64::engine::GeneralPurpose,
+        ); 2] = [(&STANDARD, &STANDARD_NO_PAD), (&URL_SAFE, &URL_SAFE_NO_PAD)];
+        for (padded, lenient) in engines {
+            for before in 0..3 {
+                for after in 0..3 {
+                    let mut data = b"{\"k\":".repeat(before);
+                    data.truncate(before);
+                    data.extend_from_slice(&value);
+                    data.extend_from_slice(&b"}]"[..after.min(2)]);
+                    let encoded = padded.encode(&data);
+                    let text = format!("data: {encoded}\n");
+                    let out = mask.apply(text.as_bytes()).unwrap().expect("masked");
+                    let out = String::from_utf8(out).unwrap();
+                    let run = out.trim_start_matches("data: ").trim_end();
+                    assert_eq!(run.len(), encoded.len(), "{text} -> {out}");
+                    // Whatever decodes from the masked run holds at most the
+                    // value's outermost bytes.
+                    let decoded = lenient.decode(run.trim_end_matches('=')).unwrap();
+                    let inner = &value[2..value.len() - 2];
+                    assert!(
+                        memmem::find(&decoded, inner).is_none(),
+                        "{before}/{after}: {out}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hex_percent_json_and_reversed_forms_are_masked_to_the_placeholders() {
+        let (s, value, placeholder) = awkward();
+        let mask = s.response_swaps();
+        let hex: String = value.iter().map(|b| format!("{b:02x}")).collect();
+        let hex_ph: String = placeholder.bytes().map(|b| format!("{b:02x}")).collect();
+        let upper: String = value.iter().map(|b| format!("{b:02X}")).collect();
+        let reversed: Vec<u8> = value.iter().rev().copied().collect();
+        let all_pct: String = value.iter().map(|b| format!("%{b:02X}")).collect();
+        let some_pct: String = value
+            .iter()
+            .map(|&b| {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02x}")
+                }
+            })
+            .collect();
+        let json = serde_json::to_string(std::str::from_utf8(&value).unwrap()).unwrap();
+        let slashed = json.replace('/', "\\/");
+        let unicode: String = value
+            .iter()
+            .map(|&b| {
+                if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("\\u{b:04x}")
+                }
+            })
+            .collect();
+        let all_unicode: String = value.iter().map(|b| format!("\\u{b:04X}")).collect();
+        let mut text = Vec::new();
+        for form in [
+            &hex,
+            &upper,
+            &all_pct,
+            &some_pct,
+            &json,
+            &slashed,
+            &unicode,
+            &all_unicode,
+        ] {
+            text.extend_from_slice(form.as_bytes());
+            text.push(b'\n');
+        }
+        text.extend_from_slice(&reversed);
+        let out = mask.apply(&text).unwrap().expect("masked");
+        let out_text = String::from_utf8_lossy(&out).to_string();
+        for form in [
+            &hex,
+            &upper,
+            &all_pct,
+            &some_pct,
+            &slashed,
+            &unicode,
+            &all_unicode,
+        ] {
+            assert!(!out_text.contains(form.as_str()), "{form} in {out_text}");
+        }
+        assert!(!out_text.contains(&json[1..json.len() - 1]), "{out_text}");
+        assert!(memmem::find(&out, &reversed).is_none(), "{out_text}");
+        assert!(out_text.contains(&hex_ph), "{out_text}");
+        let reversed_ph: String = placeholder.chars().rev().collect();
+        assert!(out_text.contains(&reversed_ph), "{out_text}");
+        assert!(out_text.contains(&placeholder), "{out_text}");
+    }
+
+    #[test]
+    fn streams_mask_forms_across_chunks_and_hold_back_only_what_could_begin_one() {
+        let (s, value, _) = awkward();
+        let hex: String = value.iter().map(|b| format!("{b:02x}")).collect();
+        let b64 = BASE64.encode(&value);
+        let mut text = b"start ".to_vec();
+        for _ in 0..3 {
+            text.extend_from_slice(&value);
+            text.extend_from_slice(b" | ");
+            text.extend_from_slice(hex.as_bytes());
+            text.extend_from_slice(b" | ");
+            text.extend_from_slice(b64.as_bytes());
+        }
+        let mask = s.response_swaps();
+        let expected = mask.apply(&text).unwrap().unwrap();
+        for size in [1, 2, 3, 7, 16, 61, 100] {
+            let mut st = mask.stream();
+            let mut out = Vec::new();
+            for chunk in text.chunks(size) {
+                out.extend(st.push(chunk).unwrap());
+            }
+            out.extend(st.finish().unwrap());
+            assert_eq!(out, expected, "chunk size {size}");
+        }
+        // Same-length masks keep a stream's length.
+        let same = mask.same_length();
+        let out = same.apply(&text).unwrap().unwrap();
+        assert_eq!(out.len(), text.len());
+        assert!(memmem::find(&out, &value).is_none());
+        // An interactive stream is not held back unless its tail could
+        // begin a form.
+        let mut st = same.stream();
+        assert_eq!(st.push(b"hello, world!\n").unwrap(), b"hello, world!\n");
+        assert_eq!(st.push(&value[..5]).unwrap(), b"");
+        assert_eq!(st.finish().unwrap(), &value[..5]);
+    }
+
+    #[test]
+    fn placeholder_scans_find_splits_and_pass_everything_else() {
+        let s = secrets();
+        let gh = normalize("api.github.com").unwrap();
+        let mut scan = s.scan_forbidden(&gh, 443);
+        assert!(scan.feed(b"cordon-placeholder-aa").is_none());
+        assert!(scan
+            .feed(b"aa is allowed here; cordon-placeholder-bb")
+            .is_none());
+        assert_eq!(scan.feed(b"bb").unwrap().name, "OTHER");
     }
 
     #[test]

@@ -35,16 +35,25 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::ca::SandboxCa;
-use super::inject::{Exfiltration, Secrets, Swaps, PLACEHOLDER_PREFIX};
+use super::framing::HeadGuard;
+use super::inject::{Exfiltration, Secrets, Swaps};
 use super::rules::InspectionPolicy;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
 use crate::net::host::{normalize, Target};
+use crate::net::proxy::{body_framing, framing_refusal};
 use crate::net::Counted;
+use crate::policy::Sourced;
 
 /// Bodies up to this size are swapped whole (and their length fixed);
 /// longer request bodies are only scanned, longer response bodies are
 /// masked as a stream.
 pub const BODY_CAP: u64 = 1 << 20;
+/// The most the supervisor holds of inspected bodies at once for one
+/// sandbox, summed over every connection: a quarter of `max_memory` when
+/// that is lower (but never less than one whole body, [`BODY_CAP`]). The
+/// supervisor lives outside the sandbox's cgroup, so without a total the
+/// sandbox could make it hold a body per connection.
+pub const BUFFER_BUDGET: u64 = 64 << 20;
 /// Time an HTTP/1.1 upstream connection has to become ready for the next
 /// request (it is busy only while the previous response is read).
 const UPSTREAM_READY: Duration = Duration::from_secs(30);
@@ -98,11 +107,51 @@ pub struct Endpoint<'a> {
     pub proto: Proto,
 }
 
+/// The sandbox's budget of buffered body bytes ([`BUFFER_BUDGET`]),
+/// shared by every connection; a reservation is released when its permit
+/// is dropped, whatever path the request takes.
+struct Buffers {
+    permits: Arc<tokio::sync::Semaphore>,
+    bytes: u64,
+    /// How the size was chosen, for the refusal.
+    why: String,
+}
+
+impl Buffers {
+    fn new(max_memory: Option<&Sourced<u64>>) -> Buffers {
+        let (bytes, why) = match max_memory {
+            Some(m) if m.value / 4 < BUFFER_BUDGET => (
+                (m.value / 4).max(BODY_CAP),
+                format!("a quarter of max_memory ({})", m.source),
+            ),
+            _ => (BUFFER_BUDGET, "built-in".to_string()),
+        };
+        // Reservations are at most BODY_CAP, far below the semaphore's maximum.
+        let permits = usize::try_from(bytes).unwrap_or(tokio::sync::Semaphore::MAX_PERMITS);
+        Buffers {
+            permits: Arc::new(tokio::sync::Semaphore::new(
+                permits.min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+            bytes,
+            why,
+        }
+    }
+
+    /// Reserves `n` bytes (at most [`BODY_CAP`]); `None` when the budget
+    /// has less left.
+    fn reserve(&self, n: u64) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let n = u32::try_from(n).ok()?;
+        self.permits.clone().try_acquire_many_owned(n).ok()
+    }
+}
+
 /// The inspecting half of the proxy: one per sandbox.
 pub struct Inspector {
     policy: InspectionPolicy,
     ca: SandboxCa,
     secrets: Secrets,
+    /// Body bytes held at once, over every connection.
+    buffers: Buffers,
     provider: Arc<rustls::crypto::CryptoProvider>,
     /// Upstream verification: the system roots plus `--upstream-ca`.
     upstream: Arc<rustls::ClientConfig>,
@@ -236,25 +285,32 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// Applies `swaps` to every header value; the Basic forms it swaps are
-/// added to `learned`.
+/// Applies `swaps` to every header (or trailer) value; the Basic forms it
+/// swaps are added to `learned`.
 fn swap_headers(
     headers: &mut HeaderMap,
     swaps: &Swaps<'_>,
     learned: &mut Swaps<'_>,
-) -> Result<bool, Exfiltration> {
-    let mut changed = false;
+) -> Result<(), Exfiltration> {
+    swap_values(headers, |v| swaps.apply_header(v, learned))
+}
+
+/// Replaces every value of `headers` by what `swap` makes of it (`None`:
+/// unchanged).
+fn swap_values(
+    headers: &mut HeaderMap,
+    mut swap: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, Exfiltration>,
+) -> Result<(), Exfiltration> {
     for value in headers.values_mut() {
-        if let Some(new) = swaps.apply_header(value.as_bytes(), learned)? {
+        if let Some(new) = swap(value.as_bytes())? {
             // A swapped value is still free of CR/LF/NUL: both sides of
-            // every swap are (real values are checked when read).
-            if let Ok(v) = HeaderValue::from_bytes(&new) {
-                *value = v;
-                changed = true;
-            }
+            // every swap are (real values are checked when read). Should
+            // one not be, the value goes as a mask, never as it was.
+            *value = HeaderValue::from_bytes(&new)
+                .unwrap_or_else(|_| HeaderValue::from_static("cordon-masked"));
         }
     }
-    Ok(changed)
+    Ok(())
 }
 
 /// Records a placeholder caught in a streamed body.
@@ -290,9 +346,15 @@ impl Body for SwapBody {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) => this.swap.push(&data),
                     Err(frame) => {
-                        this.trailers = frame.into_trailers().ok();
+                        // Trailers are values of their own: swapped whole.
+                        let mut trailers = frame.into_trailers().ok();
                         this.done = true;
-                        this.swap.finish()
+                        let swapped = match trailers.as_mut() {
+                            Some(t) => swap_values(t, |v| this.swap.apply_whole(v)),
+                            None => Ok(()),
+                        };
+                        this.trailers = trailers;
+                        swapped.and_then(|()| this.swap.finish())
                     }
                 },
                 Some(Err(e)) => return Poll::Ready(Some(Err(e))),
@@ -343,11 +405,14 @@ impl Inspector {
     /// Sets up inspection: the CA (already generated, after the sandbox's
     /// init was forked, so no copy of its key lives there), the secrets,
     /// and the upstream trust (the system bundle, if any, plus `--upstream-ca`).
+    /// `max_memory` (the sandbox's memory limit, if any) sizes the budget
+    /// of buffered bodies ([`BUFFER_BUDGET`]).
     pub fn new(
         policy: InspectionPolicy,
         ca: SandboxCa,
         secrets: Secrets,
         system_bundle: Option<&std::path::Path>,
+        max_memory: Option<&Sourced<u64>>,
     ) -> Result<Inspector, InspectError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = rustls::RootCertStore::empty();
@@ -383,6 +448,7 @@ impl Inspector {
             policy,
             ca,
             secrets,
+            buffers: Buffers::new(max_memory),
             provider,
             upstream: Arc::new(upstream),
         })
@@ -466,6 +532,31 @@ impl Inspector {
         })
     }
 
+    fn upgrade_refusal(
+        &self,
+        target: &Target,
+        port: u16,
+        method: &str,
+        path: &str,
+    ) -> Option<Refusal> {
+        let d = self
+            .policy
+            .check_upgrade(target, port, method, path)
+            .err()?;
+        let shown = target.with_port(port);
+        Some(Refusal {
+            door: Door::Network,
+            rule: d.rules.join("; "),
+            source: d.source.clone(),
+            reason: d.reason.clone(),
+            message: format!(
+                "cordon: blocked an upgrade (WebSocket) of {method} https://{shown}{path}: once upgraded, the stream is no longer HTTP requests the [[network.rules]] for {target} can check (rules: {} from {}).\nTo allow it, add a [[network.rules]] entry for {target} whose methods name {method} and whose paths name {path} exactly (no wildcard), in a trusted policy file.\n",
+                d.rules.join("; "),
+                d.source
+            ),
+        })
+    }
+
     fn exfiltration_refusal(
         &self,
         target: &Target,
@@ -540,11 +631,10 @@ impl Inspector {
         U: AsyncRead + AsyncWrite + Unpin,
     {
         let Endpoint { host, port, proto } = to;
-        let keep = PLACEHOLDER_PREFIX.len() + 64;
+        let mut scan = self.secrets.scan_all();
         let (mut client_read, mut client_write) = client.split();
         let (mut up_read, mut up_write) = tokio::io::split(upstream);
         let send = async {
-            let mut window: Vec<u8> = Vec::new();
             let mut buf = vec![0u8; 16 * 1024];
             let mut first = Some(prefix);
             loop {
@@ -559,16 +649,10 @@ impl Inspector {
                         &buf[..n]
                     }
                 };
-                window.extend_from_slice(chunk);
-                if let Some(s) = self.secrets.find_placeholder(&window) {
-                    return Ok(Some(Exfiltration {
-                        name: s.name.clone(),
-                        source: s.source.clone(),
-                    }));
+                if let Some(ex) = scan.feed(chunk) {
+                    return Ok(Some(ex));
                 }
                 up_write.write_all(chunk).await?;
-                let cut = window.len().saturating_sub(keep);
-                window.drain(..cut);
             }
         };
         let receive = async {
@@ -810,7 +894,7 @@ impl Inspector {
             let served = session.clone();
             let service = hyper::service::service_fn(move |req| served.clone().handle(req));
             let server = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(client_tls), service)
+                .serve_connection(TokioIo::new(HeadGuard::new(client_tls)), service)
                 .with_upgrades();
             relay(server, conn.with_upgrades(), |s| s.graceful_shutdown()).await;
             let upgraded = std::mem::take(
@@ -845,6 +929,71 @@ where
     let _ = server.await;
 }
 
+/// The two directions of an upgraded connection (see `Session::switch`),
+/// until both have ended or the client sent a forbidden placeholder.
+async fn relay_upgraded<C, U>(
+    client: C,
+    upstream: U,
+    mut down: super::inject::StreamSwap,
+    mut up: super::inject::PlaceholderScan,
+    report: impl FnOnce(&Exfiltration),
+) where
+    C: AsyncRead + AsyncWrite + Unpin,
+    U: AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut up_read, mut up_write) = tokio::io::split(upstream);
+    let send = async {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = client_read.read(&mut buf).await?;
+            if n == 0 {
+                up_write.shutdown().await?;
+                return Ok::<_, io::Error>(None);
+            }
+            if let Some(ex) = up.feed(&buf[..n]) {
+                return Ok(Some(ex));
+            }
+            up_write.write_all(&buf[..n]).await?;
+        }
+    };
+    let receive = async {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = up_read.read(&mut buf).await?;
+            let out = if n == 0 {
+                down.finish()
+            } else {
+                down.push(&buf[..n])
+            }
+            // Masking has no forbidden list: this never fails.
+            .map_err(|ex| io::Error::other(format!("the placeholder of {}", ex.name)))?;
+            client_write.write_all(&out).await?;
+            if n == 0 {
+                return client_write.shutdown().await;
+            }
+        }
+    };
+    tokio::pin!(send, receive);
+    let mut received = false;
+    loop {
+        tokio::select! {
+            sent = &mut send => {
+                if let Ok(Some(ex)) = sent {
+                    report(&ex);
+                    return; // dropping both halves closes the connection
+                }
+                if received {
+                    return;
+                }
+                let _ = (&mut receive).await;
+                return;
+            }
+            _ = &mut receive, if !received => received = true,
+        }
+    }
+}
+
 /// Whether `placeholder` appears in the request target or a header value
 /// (inside `Basic` credentials too).
 fn mentions(placeholder: &[u8], uri: &Uri, headers: &HeaderMap) -> bool {
@@ -865,15 +1014,15 @@ fn mentions(placeholder: &[u8], uri: &Uri, headers: &HeaderMap) -> bool {
         })
 }
 
-/// A whole body of at most [`BODY_CAP`] bytes (trailers dropped); `None`
-/// if it fails or is longer.
-async fn collect_capped(mut body: ProxyBody) -> Option<(Bytes, Option<HeaderMap>)> {
-    let mut out = bytes::BytesMut::new();
+/// A whole body of at most `cap` bytes (the length reserved for it), with
+/// its trailers; `None` if it fails or is longer.
+async fn collect_capped(mut body: ProxyBody, cap: u64) -> Option<(Bytes, Option<HeaderMap>)> {
+    let mut out = bytes::BytesMut::with_capacity(usize::try_from(cap).ok()?);
     let mut trailers = None;
     while let Some(frame) = body.frame().await {
         match frame.ok()?.into_data() {
             Ok(data) => {
-                if (out.len() + data.len()) as u64 > BODY_CAP {
+                if (out.len() + data.len()) as u64 > cap {
                     return None;
                 }
                 out.extend_from_slice(&data);
@@ -884,17 +1033,24 @@ async fn collect_capped(mut body: ProxyBody) -> Option<(Bytes, Option<HeaderMap>
     Some((out.freeze(), trailers))
 }
 
-/// A whole body, with the trailers it came with (gRPC needs them).
+/// A whole body, with the trailers it came with (gRPC needs them), and
+/// its share of the sandbox's buffer budget until it is sent or dropped.
 struct Whole {
     data: Option<Bytes>,
     trailers: Option<HeaderMap>,
+    _reserved: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Whole {
-    fn boxed(data: Bytes, trailers: Option<HeaderMap>) -> ProxyBody {
+    fn boxed(
+        data: Bytes,
+        trailers: Option<HeaderMap>,
+        reserved: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> ProxyBody {
         Whole {
             data: Some(data).filter(|d| !d.is_empty()),
             trailers,
+            _reserved: reserved,
         }
         .boxed()
     }
@@ -965,6 +1121,43 @@ impl Session {
         })
     }
 
+    /// The 503 for a request body the sandbox's buffer budget has no room
+    /// for (recorded as a limit).
+    fn over_budget(&self, n: u64) -> Response<ProxyBody> {
+        let buffers = &self.inspector.buffers;
+        let shown = self.target.with_port(self.tunnel.port);
+        let mut event = Event::new(
+            Door::Credentials,
+            audit::Kind::Limit,
+            Verdict::Deny,
+            subject(&self.target.to_string(), self.tunnel.port),
+        );
+        event.rule = Some(format!(
+            "inspection buffer budget = {} bytes",
+            buffers.bytes
+        ));
+        event.source = Some(buffers.why.clone());
+        event.reason = Some("the proxy already holds as many inspected bodies for this sandbox as its budget allows".into());
+        event.proto = Some(self.tunnel.proto);
+        self.audit.record(event);
+        let raise = if buffers.bytes < BUFFER_BUDGET {
+            ", or raise --max-memory"
+        } else {
+            ""
+        };
+        let mut resp = text_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "cordon: refused a request to {shown}: its body ({n} bytes) would pass the inspection buffer budget, the {} bytes (budget: {}) the proxy may hold of bodies for this sandbox at once, over every connection; retry when fewer requests with bodies are in flight{raise}\n",
+                buffers.bytes, buffers.why
+            ),
+        );
+        // The body stays unread: the connection cannot go on.
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        resp
+    }
+
     fn refuse(&self, r: Refusal) -> Response<ProxyBody> {
         self.inspector.record_refusal(
             &self.audit,
@@ -1017,6 +1210,20 @@ impl Session {
     ) -> Result<Response<ProxyBody>, Response<ProxyBody>> {
         let inspector = &self.inspector;
         let (mut parts, body) = req.into_parts();
+        // hyper refuses most ambiguous framings itself, and HTTP/1.1
+        // heads were checked raw before it read them (HeadGuard); this is
+        // the same check of the fields for HTTP/2.
+        let fields = parts
+            .headers
+            .iter()
+            .map(|(name, value)| (name.as_str().as_bytes(), value.as_bytes()));
+        if let Err(why) = body_framing(fields) {
+            let mut resp = text_response(StatusCode::BAD_REQUEST, framing_refusal(why));
+            // The body's end is unknown: the connection cannot go on.
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return Err(resp);
+        }
         self.check_authority(&parts.uri, &parts.headers)?;
         let port = self.tunnel.port;
         let method = parts.method.clone();
@@ -1028,6 +1235,13 @@ impl Session {
             "https",
         ) {
             return Err(self.refuse(r));
+        }
+        if parts.headers.contains_key(header::UPGRADE) {
+            if let Some(r) =
+                inspector.upgrade_refusal(&self.target, port, method.as_str(), parts.uri.path())
+            {
+                return Err(self.refuse(r));
+            }
         }
         let exfil = |ex: &Exfiltration| {
             self.refuse(inspector.exfiltration_refusal(
@@ -1086,12 +1300,18 @@ impl Session {
         let caught: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
         let body = match len {
             Some(n) if n <= BODY_CAP => {
-                let (bytes, trailers) = collect_capped(body).await.ok_or_else(|| {
+                let Some(reserved) = inspector.buffers.reserve(n) else {
+                    return Err(self.over_budget(n));
+                };
+                let (bytes, mut trailers) = collect_capped(body, n).await.ok_or_else(|| {
                     text_response(
                         StatusCode::BAD_REQUEST,
                         "cordon: the request body did not match its length\n".into(),
                     )
                 })?;
+                if let Some(t) = trailers.as_mut() {
+                    swap_headers(t, &swaps, &mut learned).map_err(|e| exfil(&e))?;
+                }
                 let out = match swaps.apply(&bytes).map_err(|e| exfil(&e))? {
                     Some(out) => {
                         for s in inspector.secrets.iter() {
@@ -1110,7 +1330,7 @@ impl Session {
                         .headers
                         .insert(header::CONTENT_LENGTH, HeaderValue::from(out.len()));
                 }
-                Whole::boxed(out, trailers)
+                Whole::boxed(out, trailers, Some(reserved))
             }
             _ if inspector.secrets.is_empty() => body,
             _ => {
@@ -1195,22 +1415,47 @@ impl Session {
             .await)
     }
 
-    /// Relays an upgraded connection (after the upstream's 101) byte for
-    /// byte: WebSocket frames from the client are masked by the protocol,
-    /// so there is nothing to swap or scan in them.
+    /// Relays an upgraded connection (after the upstream's 101): what the
+    /// upstream sends has every real value and its encodings masked with
+    /// same-length masks (WebSocket frames count their bytes); what the
+    /// client sends is scanned for placeholders that may not go to this
+    /// host (a find ends the connection and is recorded). Placeholders
+    /// allowed here are not swapped: the stream is no longer HTTP, and
+    /// WebSocket frames from a client are XOR-masked anyway.
     fn switch(
         &self,
         client_side: hyper::upgrade::OnUpgrade,
         resp: &mut Response<Incoming>,
     ) -> Response<ProxyBody> {
         let upstream_side = hyper::upgrade::on(&mut *resp);
+        let secrets = &self.inspector.secrets;
+        let down = secrets.response_swaps().same_length().stream();
+        let up = secrets.scan_forbidden(&self.target, self.tunnel.port);
+        let report = {
+            let (inspector, audit) = (self.inspector.clone(), self.audit.clone());
+            let (target, port, proto) = (self.target.clone(), self.tunnel.port, self.tunnel.proto);
+            move |ex: &Exfiltration| {
+                let r = inspector.exfiltration_refusal(
+                    &target,
+                    port,
+                    ex,
+                    "sent on an upgraded connection to a host its entry does not name",
+                );
+                inspector.record_refusal(&audit, &target, port, proto, &r);
+            }
+        };
         let relayed = tokio::spawn(async move {
             let (Ok(client), Ok(upstream)) = tokio::join!(client_side, upstream_side) else {
                 return;
             };
-            let mut client = TokioIo::new(client);
-            let mut upstream = TokioIo::new(upstream);
-            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+            relay_upgraded(
+                TokioIo::new(client),
+                TokioIo::new(upstream),
+                down,
+                up,
+                report,
+            )
+            .await;
         });
         self.upgraded
             .lock()
@@ -1280,9 +1525,17 @@ impl Session {
         if bodiless {
             return Response::from_parts(parts, body);
         }
-        let body = match exact_len(&body, &parts.headers) {
-            Some(n) if n <= BODY_CAP => match collect_capped(body).await {
-                Some((bytes, trailers)) => {
+        // Within the budget, a small body is masked whole (its length
+        // stays exact); past it, it is masked as a stream like a large one.
+        let reserved = exact_len(&body, &parts.headers)
+            .filter(|n| *n <= BODY_CAP)
+            .and_then(|n| Some((n, self.inspector.buffers.reserve(n)?)));
+        let body = match reserved {
+            Some((n, reserved)) => match collect_capped(body, n).await {
+                Some((bytes, mut trailers)) => {
+                    if let Some(t) = trailers.as_mut() {
+                        let _ = swap_headers(t, &mask, &mut ignored);
+                    }
                     let out = match mask.apply(&bytes) {
                         Ok(Some(out)) => Bytes::from(out),
                         _ => bytes,
@@ -1290,7 +1543,7 @@ impl Session {
                     parts
                         .headers
                         .insert(header::CONTENT_LENGTH, HeaderValue::from(out.len()));
-                    Whole::boxed(out, trailers)
+                    Whole::boxed(out, trailers, Some(reserved))
                 }
                 None => {
                     return text_response(
@@ -1312,5 +1565,28 @@ impl Session {
             }
         };
         Response::from_parts(parts, body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Source;
+
+    #[test]
+    fn the_buffer_budget_follows_max_memory_and_is_released_on_drop() {
+        assert_eq!(Buffers::new(None).bytes, BUFFER_BUDGET);
+        let limit = |bytes| Sourced::new(bytes, Source::Flag("--max-memory".into()));
+        let small = Buffers::new(Some(&limit(128 << 20)));
+        assert_eq!(small.bytes, 32 << 20);
+        assert!(small.why.contains("max_memory") && small.why.contains("--max-memory"));
+        assert_eq!(Buffers::new(Some(&limit(8 << 30))).bytes, BUFFER_BUDGET);
+        // Never less than one whole body.
+        assert_eq!(Buffers::new(Some(&limit(1 << 20))).bytes, BODY_CAP);
+        let one = Buffers::new(Some(&limit(1 << 20)));
+        let held = one.reserve(BODY_CAP).expect("the budget fits one body");
+        assert!(one.reserve(1).is_none());
+        drop(held);
+        assert!(one.reserve(BODY_CAP).is_some());
     }
 }

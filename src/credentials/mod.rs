@@ -6,7 +6,8 @@
 //!   `upstream_ca`, `[[network.rules]]`, `[[credentials.inject]]`);
 //! - [`ca`]: the CA, in memory only, and its leaf certificates;
 //! - [`inject`]: placeholders, real values, and the swaps between them;
-//! - [`inspect`]: the proxy's inspecting half.
+//! - [`inspect`]: the proxy's inspecting half;
+//! - [`framing`]: the raw request framing of inspected HTTP/1.1 tunnels.
 //!
 //! The supervisor uses it in two steps. Before the sandbox exists,
 //! [`plan`] makes the placeholders (the command's environment carries them,
@@ -23,6 +24,7 @@
 
 pub mod ca;
 pub mod env;
+pub mod framing;
 pub mod inject;
 pub mod inspect;
 pub mod rules;
@@ -180,12 +182,24 @@ impl Plan {
 
     /// After init is forked: generates the CA, writes the bundle, resolves
     /// the real values, and returns the proxy's inspector.
-    pub fn start(&self, sandbox: &str) -> Result<Arc<Inspector>, CredentialsError> {
+    /// `max_memory` is the sandbox's memory limit, which bounds what the
+    /// proxy buffers for it ([`inspect::BUFFER_BUDGET`]).
+    pub fn start(
+        &self,
+        sandbox: &str,
+        max_memory: Option<&crate::policy::Sourced<u64>>,
+    ) -> Result<Arc<Inspector>, CredentialsError> {
         let ca = ca::SandboxCa::generate(sandbox)?;
         let text = ca::bundle_text(self.system.as_deref(), &ca.cert_pem())?;
         write_bundle(&self.host_file, &text)?;
         let secrets = inject::Secrets::resolve(&self.policy.inject, &self.placeholders)?;
-        let inspector = Inspector::new(self.policy.clone(), ca, secrets, self.system.as_deref())?;
+        let inspector = Inspector::new(
+            self.policy.clone(),
+            ca,
+            secrets,
+            self.system.as_deref(),
+            max_memory,
+        )?;
         Ok(Arc::new(inspector))
     }
 }

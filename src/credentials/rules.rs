@@ -168,6 +168,17 @@ impl HttpRule {
         })
     }
 
+    /// Whether this rule names `method` and `path` (already normalised)
+    /// explicitly: its methods list `method` (not "any"), and one of its
+    /// paths is `path` itself, written without any glob character. Only
+    /// such a rule admits an upgrade (WebSocket), whose traffic after the
+    /// `101` the rules can no longer follow.
+    pub fn names_exactly(&self, method: &str, path: &str) -> bool {
+        let literal = |p: &String| !p.contains(['*', '?', '[', ']', '{', '}', '\\']);
+        self.methods.iter().any(|m| m.eq_ignore_ascii_case(method))
+            && self.paths.iter().any(|p| literal(p) && p == path)
+    }
+
     /// Whether `method` on `path` (already normalised) is inside this rule.
     pub fn admits(&self, method: &str, path: &str) -> bool {
         let method_ok =
@@ -345,6 +356,39 @@ impl InspectionPolicy {
             ))
         }
     }
+
+    /// Checks a request that asks to upgrade the connection (an `Upgrade`
+    /// header: WebSocket and the like). After the `101` the stream is no
+    /// longer HTTP requests the rules can judge, so on a host with rules
+    /// only a rule that names the method and the exact path
+    /// ([`HttpRule::names_exactly`]) admits it. A host without rules
+    /// admits every upgrade.
+    pub fn check_upgrade(
+        &self,
+        target: &Target,
+        port: u16,
+        method: &str,
+        path: &str,
+    ) -> Result<(), RuleDenial> {
+        let rules: Vec<&Sourced<HttpRule>> = self
+            .rules
+            .iter()
+            .filter(|r| r.value.host.matches(target, port))
+            .collect();
+        let Some(first) = rules.first() else {
+            return Ok(());
+        };
+        let named = normalize_path(path)
+            .is_some_and(|path| rules.iter().any(|r| r.value.names_exactly(method, &path)));
+        if named {
+            return Ok(());
+        }
+        Err(RuleDenial {
+            rules: rules.iter().map(|r| r.value.to_string()).collect(),
+            source: first.source.to_string(),
+            reason: "an upgrade (WebSocket) the HTTP rules do not name exactly: after the 101 the rules cannot follow the stream".into(),
+        })
+    }
 }
 
 /// The path a server will see: `%XX` of unreserved characters decoded.
@@ -392,6 +436,39 @@ mod tests {
             HttpRule::new(HostMatch::parse(host).unwrap(), &m, &p).unwrap(),
             Source::Flag("test".into()),
         )
+    }
+
+    #[test]
+    fn upgrades_need_a_rule_naming_method_and_exact_path() {
+        let policy = InspectionPolicy {
+            rules: vec![
+                rule("api.example", &["GET"], &["/socket", "/live/*"]),
+                rule("api.example", &[], &["/any-method"]),
+                rule("glob.example", &["GET"], &["/**"]),
+            ],
+            ..Default::default()
+        };
+        let api = normalize("api.example").unwrap();
+        let glob = normalize("glob.example").unwrap();
+        let free = normalize("free.example").unwrap();
+        assert!(policy.check_upgrade(&api, 443, "GET", "/socket").is_ok());
+        assert!(policy.check_upgrade(&api, 443, "get", "/%73ocket").is_ok());
+        // A wildcard, "any method", another method or path: not explicit.
+        assert!(policy.check_upgrade(&api, 443, "GET", "/live/x").is_err());
+        assert!(policy
+            .check_upgrade(&api, 443, "GET", "/any-method")
+            .is_err());
+        assert!(policy.check_upgrade(&api, 443, "POST", "/socket").is_err());
+        assert!(policy.check_upgrade(&api, 443, "GET", "/socket/").is_err());
+        assert!(policy
+            .check_upgrade(&api, 443, "GET", "/x/../socket")
+            .is_err());
+        let d = policy.check_upgrade(&glob, 443, "GET", "/ws").unwrap_err();
+        assert!(d.reason.contains("upgrade"), "{d:?}");
+        // The plain rules still admit what they admit.
+        assert!(policy.check_request(&glob, 443, "GET", "/ws").is_ok());
+        // Hosts without rules: every upgrade.
+        assert!(policy.check_upgrade(&free, 443, "GET", "/ws").is_ok());
     }
 
     #[test]

@@ -450,7 +450,20 @@ impl<G: Gate> Proxy<G> {
 
     async fn http_client(&self, mut client: TcpStream, conn: &Conn) -> Result<(), ClientError> {
         let (head, extra) = self.timed(read_head(&mut client)).await?;
-        let request = parse_request(&head)?;
+        // Framing first: a head two parsers could read two ways is never
+        // forwarded (RFC 9112 asks a proxy to refuse it).
+        let framing = match check_head(&head) {
+            Ok(framing) => framing,
+            Err(why) => return respond(&mut client, 400, &framing_refusal(why)).await,
+        };
+        let Ok(request) = parse_request(&head) else {
+            return respond(
+                &mut client,
+                400,
+                "cordon: the proxy could not parse the request head\n",
+            )
+            .await;
+        };
         let (target, proto) = match request.method.as_str() {
             "CONNECT" => (split_host_port(&request.target, None), Proto::Connect),
             _ => (absolute_form(&request.target), Proto::Http),
@@ -488,7 +501,7 @@ impl<G: Gate> Proxy<G> {
                 self.denied(proto, &host, port, None, &denial);
                 return respond(&mut client, 400, &denial.message).await;
             }
-            if request.header("transfer-encoding").is_some() {
+            if framing == BodyFraming::Chunked {
                 return respond(&mut client, 501, "cordon: chunked request bodies are not supported through the plain-HTTP proxy; use https (CONNECT)\n").await;
             }
         }
@@ -533,10 +546,9 @@ impl<G: Gate> Proxy<G> {
         let mut upstream = Counted::new(upstream, conn.down.clone(), conn.up.clone());
         // One request per connection: a pipelined second request is never
         // forwarded, so it cannot slip past the check of the first.
-        let body_len: u64 = match request.header("content-length").map(|v| v.trim().parse()) {
-            Some(Ok(n)) => n,
-            Some(Err(_)) => return respond(&mut client, 400, "cordon: bad Content-Length\n").await,
-            None => 0,
+        let body_len = match framing {
+            BodyFraming::Length(n) => n,
+            BodyFraming::Empty | BodyFraming::Chunked => 0,
         };
         upstream.write_all(&request.origin_form_head()).await?;
         let first = usize::try_from(body_len)
@@ -772,6 +784,116 @@ async fn read_head<S: AsyncRead + Unpin>(
             ));
         }
         buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// How a request's body is delimited, once its framing is unambiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyFraming {
+    /// Neither `Content-Length` nor `Transfer-Encoding`: no body.
+    Empty,
+    /// `Content-Length`, exactly once, plain digits.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`, exactly once, and no `Content-Length`.
+    Chunked,
+}
+
+/// The 400 body for a request whose framing is ambiguous.
+pub(crate) fn framing_refusal(why: &str) -> String {
+    format!("cordon: refused a request whose framing is ambiguous: {why}. RFC 9112 asks a proxy to reject such a request, since the upstream could read its end differently; send one Content-Length of plain digits or Transfer-Encoding: chunked alone, in a head whose lines end with CRLF\n")
+}
+
+/// Checks a raw request head (up to and including the blank line) the way
+/// RFC 9112 asks of a proxy: every line ends with CRLF, no NUL, no folded
+/// header lines, header names are tokens right up to the colon, and the
+/// body's framing is unambiguous ([`body_framing`]).
+pub(crate) fn check_head(head: &[u8]) -> Result<BodyFraming, &'static str> {
+    if head.contains(&0) {
+        return Err("the head holds a NUL byte");
+    }
+    for (i, b) in head.iter().enumerate() {
+        let bare = match b {
+            b'\r' => head.get(i + 1) != Some(&b'\n'),
+            b'\n' => i == 0 || head[i - 1] != b'\r',
+            _ => false,
+        };
+        if bare {
+            return Err("a line of the head ends with a bare CR or LF, not CRLF");
+        }
+    }
+    let body = head.strip_suffix(b"\r\n\r\n").unwrap_or(head);
+    let mut fields = Vec::new();
+    // Every LF is now the end of a CRLF: splitting on it and dropping the
+    // CR splits on CRLF.
+    let lines = body
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    for line in lines.skip(1) {
+        if line.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
+            return Err("a header line is folded onto the one before it (obs-fold)");
+        }
+        let Some(colon) = memchr::memchr(b':', line) else {
+            return Err("a header line has no colon");
+        };
+        let name = &line[..colon];
+        if name.is_empty() || !name.iter().all(|b| is_token_byte(*b)) {
+            return Err("a header name is empty or holds whitespace or another byte a name may not (before the colon)");
+        }
+        fields.push((name, &line[colon + 1..]));
+    }
+    body_framing(fields)
+}
+
+/// Whether `b` may appear in an HTTP token (a header name, a method).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// The body's framing from a request's header fields (`(name, value)`,
+/// values as sent after the colon): refused when two parsers could read it
+/// differently. `Transfer-Encoding` must be exactly `chunked`, once, and
+/// never with `Content-Length`; `Content-Length` must appear once and be
+/// plain digits (no sign, no spaces after it, no list, not too large).
+pub(crate) fn body_framing<'a>(
+    fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+) -> Result<BodyFraming, &'static str> {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let mut length = None;
+    let mut chunked = false;
+    for (name, value) in fields {
+        let start = value.iter().position(|b| !ows(b)).unwrap_or(value.len());
+        let value = &value[start..];
+        if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            let end = value.iter().rposition(|b| !ows(b)).map_or(0, |e| e + 1);
+            if chunked {
+                return Err("Transfer-Encoding appears more than once");
+            }
+            if !value[..end].eq_ignore_ascii_case(b"chunked") {
+                return Err("Transfer-Encoding is not exactly `chunked` (another coding, a list, or bytes that are not text)");
+            }
+            chunked = true;
+        } else if name.eq_ignore_ascii_case(b"content-length") {
+            if length.is_some() {
+                return Err("Content-Length appears more than once");
+            }
+            // At most 19 digits: always fits a u64.
+            let digits =
+                !value.is_empty() && value.len() <= 19 && value.iter().all(u8::is_ascii_digit);
+            let parsed = std::str::from_utf8(value)
+                .ok()
+                .filter(|_| digits)
+                .and_then(|v| v.parse::<u64>().ok());
+            let Some(n) = parsed else {
+                return Err("Content-Length is not plain digits (a sign, spaces, a list, another base, empty, or too large)");
+            };
+            length = Some(n);
+        }
+    }
+    match (chunked, length) {
+        (true, Some(_)) => Err("Transfer-Encoding and Content-Length are both present"),
+        (true, None) => Ok(BodyFraming::Chunked),
+        (false, Some(n)) => Ok(BodyFraming::Length(n)),
+        (false, None) => Ok(BodyFraming::Empty),
     }
 }
 
@@ -1246,6 +1368,48 @@ mod tests {
         assert_eq!(origin_form("http://a/b?c"), "/b?c");
         assert_eq!(origin_form("http://a?c"), "/?c");
         assert_eq!(origin_form("http://a"), "/");
+    }
+
+    #[test]
+    fn framing_is_read_one_way_or_refused() {
+        let head = |fields: &str| format!("POST http://h/ HTTP/1.1\r\nHost: h\r\n{fields}\r\n");
+        let framing = |fields: &str| check_head(head(fields).as_bytes());
+        assert_eq!(framing(""), Ok(BodyFraming::Empty));
+        assert_eq!(
+            framing("Content-Length: 49\r\n"),
+            Ok(BodyFraming::Length(49))
+        );
+        assert_eq!(
+            framing("content-length:\t7\r\n"),
+            Ok(BodyFraming::Length(7))
+        );
+        assert_eq!(
+            framing("Transfer-Encoding: Chunked \r\n"),
+            Ok(BodyFraming::Chunked)
+        );
+        assert_eq!(
+            framing(&format!("Content-Length: {}\r\n", u64::MAX)),
+            Err("Content-Length is not plain digits (a sign, spaces, a list, another base, empty, or too large)")
+        );
+        for bad in [
+            "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: gzip, chunked\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+            "Content-Length: 5\r\nContent-Length: 5\r\n",
+            "Content-Length: +5\r\n",
+            "Content-Length: 5 \r\n",
+            "Content-Length: 5,5\r\n",
+            "Content-Length : 5\r\n",
+            "X-A: b\r\n c\r\n",
+            "X-A: b\rc\r\n",
+            "X-A: b\nc\r\n",
+            "X-A: b\0c\r\n",
+            "NoColon\r\n",
+        ] {
+            assert!(framing(bad).is_err(), "{bad:?}");
+        }
+        let bytes = b"POST http://h/ HTTP/1.1\r\nTransfer-Encoding: \xffchunked\r\n\r\n";
+        assert!(check_head(bytes).is_err());
     }
 
     #[test]

@@ -319,7 +319,11 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     // From here on, a failure must not leave init behind.
     // cordon: credentials door. Before init builds its view (it waits for
     // Go): the bundle must be written by then.
-    let inspector = match credentials.as_ref().map(|c| c.start(&run_name)).transpose() {
+    let inspector = match credentials
+        .as_ref()
+        .map(|c| c.start(&run_name, policy.limits.max_memory.as_ref()))
+        .transpose()
+    {
         Ok(inspector) => inspector,
         Err(e) => {
             let _ = kill(init_pid, Signal::SIGKILL);

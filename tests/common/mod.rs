@@ -7,6 +7,8 @@
 //! root; as a non-root user only Mode::User runs (as that user).
 #![allow(dead_code)]
 
+pub mod framing;
+
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
