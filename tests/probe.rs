@@ -173,6 +173,7 @@ fn full_sandbox_passes_every_probe() {
             "proxy with an IP literal",
             "proxy to the metadata address",
             "proxy to an allowed host",
+            "smuggle a request past the proxy (Transfer-Encoding and Content-Length)",
             "canary variable set by cordon",
             "a secret-valued variable with an innocent name",
             "the caller's secret-like variables",

@@ -582,6 +582,40 @@ fn connect_via_proxy(target: &str) -> io::Result<(u16, String)> {
     Ok((code, reason))
 }
 
+/// Sends the proxy a request whose length two readers would read apart
+/// (`Transfer-Encoding: chunked` and `Content-Length`): a proxy that
+/// forwards it lets a second request ride past its checks. The proxy must
+/// answer 400 before it looks at the host (which is not allowed anyway).
+fn ambiguous_framing() -> Result2 {
+    let attempt = || -> io::Result<String> {
+        let addr = proxy_addr()
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::other("no proxy address"))?;
+        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        s.write_all(
+            b"POST http://example.com/ HTTP/1.1\r\nHost: example.com\r\nContent-Length: 5\r\n\
+              Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        )?;
+        let mut head = [0u8; 64];
+        let n = s.read(&mut head)?;
+        Ok(String::from_utf8_lossy(&head[..n])
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string())
+    };
+    match attempt() {
+        Ok(status) if status.split_whitespace().nth(1) == Some("400") => (Outcome::Refused, status),
+        Ok(status) => succeeded(format!("the proxy answered {status:?}, not 400")),
+        Err(e) => (
+            Outcome::Refused,
+            format!("proxy unreachable: {}", describe(&e)),
+        ),
+    }
+}
+
 fn proxy(target: &str) -> Result2 {
     match connect_via_proxy(target) {
         Ok((200, _)) => succeeded("200: tunnel opened (closed unused)"),
@@ -673,6 +707,12 @@ fn network(b: &mut Battery, spec: &Spec) {
         };
         b.add(n, t.name.clone(), t.expected, result);
     }
+    b.add(
+        n,
+        "smuggle a request past the proxy (Transfer-Encoding and Content-Length)",
+        Expect::Blocked,
+        ambiguous_framing(),
+    );
     let result = match "example.com:443".to_socket_addrs() {
         Ok(mut addrs) => succeeded(format!(
             "resolved to {}",
