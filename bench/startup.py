@@ -5,12 +5,17 @@ bubblewrap, measured in the same run, in interleaved rounds.
 Prints medians, p90s, the added start-up over bare exec, the ratio to
 bubblewrap, and the peak RSS of cordon's supervisor and init.
 
-usage: bench/startup.py [--runs N] [--cordon PATH]
+usage: bench/startup.py [--runs N] [--cordon PATH] [--git] [--also NAME=PATH ...]
+
+--git makes the project a git repository (the usual case for an agent;
+cordon then protects its hooks and config). --also adds another cordon
+binary (e.g. an earlier build) to the same interleaved rounds.
 """
 import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,6 +70,8 @@ def main():
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--cordon", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "cordon"))
+    parser.add_argument("--git", action="store_true")
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=PATH")
     args = parser.parse_args()
 
     cordon = os.path.abspath(args.cordon)
@@ -72,10 +79,15 @@ def main():
     bwrap = shutil.which("bwrap")
     project = tempfile.mkdtemp(prefix="cordon-bench-")
     os.chdir(project)
+    if args.git:
+        subprocess.run(["git", "init", "-q", "."], check=True)
     cases = {
         "bare": [true],
         "cordon": [cordon, "run", "--", true],
     }
+    for extra in args.also:
+        name, _, path = extra.partition("=")
+        cases[name] = [os.path.abspath(path), "run", "--", true]
     if bwrap:
         cases["bwrap"] = [bwrap, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", true]
     else:
@@ -98,6 +110,10 @@ def main():
     print(f"{'case':<8} {'median':>10} {'p90':>10}")
     for name in cases:
         print(f"{name:<8} {statistics.median(times[name]) * 1e3:>8.3f}ms {q(times[name], 0.9) * 1e3:>8.3f}ms")
+    for name in cases:
+        if name not in ("bare", "cordon", "bwrap"):
+            ratio = statistics.median(times["cordon"]) / statistics.median(times[name])
+            print(f"cordon / {name} (median wall time): {ratio:.2f}x")
     bare = statistics.median(times["bare"])
     cordon_med = statistics.median(times["cordon"])
     print(f"cordon added start-up over bare exec: {(cordon_med - bare) * 1e3:.3f} ms (target < 5 ms)")
@@ -109,7 +125,7 @@ def main():
     supervisor, init = cordon_peak_rss(cordon, shutil.which("sleep") or "/bin/sleep")
     print(f"cordon peak RSS: supervisor {supervisor / 1024:.2f} MiB, init {init / 1024:.2f} MiB (target < 10 MiB)")
     os.chdir("/")
-    os.rmdir(project)
+    shutil.rmtree(project)
 
 
 if __name__ == "__main__":

@@ -579,19 +579,16 @@ fn the_sweep_cannot_be_turned_against_the_host() {
 fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let config_dir = fx.home.join(".config");
-        std::fs::create_dir_all(&config_dir).unwrap();
-        chown_tree(&fx.home, mode);
         let bind = |name: &str| {
             format!("python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"{name}\")'")
         };
         let (bad_socket, good_socket) = (bind(".envrc"), bind("ok.sock"));
+        // $XDG_CONFIG_HOME is writable here: git reads its git/ there.
         let script = attempts_script(&[
             (
                 "xdg-config",
-                "mkdir -p ~/.config/git && echo '[core] fsmonitor = x' > ~/.config/git/config",
+                "mkdir -p \"$XDG_CONFIG_HOME/git\" && echo '[core] fsmonitor = x' > \"$XDG_CONFIG_HOME/git/config\"",
             ),
-            ("gitconfig", "echo '[core] fsmonitor = x' > ~/.gitconfig"),
             (
                 "deep-deny-write",
                 "mkdir -p newdir/sub && echo planted > newdir/sub/never.txt",
@@ -602,7 +599,7 @@ fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() 
         let out = fx
             .sandbox()
             .arg("--allow-write")
-            .arg(&fx.home)
+            .arg(&fx.config)
             .arg("--deny-write")
             .arg(fx.project.join("newdir/sub/never.txt"))
             .sh(&script);
@@ -611,9 +608,113 @@ fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() 
             vec!["socket-ok: OPEN"],
             "{mode:?}: {out:#?}"
         );
-        assert!(!fx.home.join(".gitconfig").exists());
-        assert!(!config_dir.join("git").exists());
+        assert!(!fx.config.join("git").exists());
         assert!(!fx.project.join("newdir/sub/never.txt").exists());
         assert!(fx.project.join(".envrc").symlink_metadata().is_err());
+        // A writable home (or a startup place in it) is refused outright:
+        // dotfiles, ~/.config, programs on PATH would all be open.
+        std::fs::create_dir_all(fx.home.join(".local/bin")).unwrap();
+        chown_tree(&fx.home, mode);
+        for writable in [fx.home.clone(), fx.home.join(".local/bin")] {
+            let out = fx
+                .sandbox()
+                .arg("--allow-write")
+                .arg(&writable)
+                .sh("echo 'ran: yes'");
+            assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
+            assert_eq!(line(&out, "ran"), "<missing>", "{mode:?}: {out:#?}");
+            assert!(out.stderr.contains("startup file"), "{mode:?}: {out:#?}");
+        }
+        assert!(!fx.home.join(".gitconfig").exists());
+    });
+}
+
+/// Round two of the review: a common dir reached through `commondir`,
+/// names tools look for from any depth, quarantine names used up, /proc
+/// of init through the gate, a planted link for --allow-read.
+#[test]
+fn the_reviews_second_round_of_persistence_escapes_is_closed() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let p = &fx.project;
+        std::fs::create_dir_all(p.join("crates/foo/.cargo")).unwrap();
+        std::fs::write(p.join("crates/foo/.cargo/config.toml"), "[build]\n").unwrap();
+        std::fs::create_dir_all(p.join("pkg/a")).unwrap();
+        std::fs::write(p.join("pkg/a/package.json"), "{}\n").unwrap();
+        chown_tree(p, mode);
+        let pwned = fx.outside.join("PWNED");
+        let fsmon = format!("[core]\n\tfsmonitor = touch {}; false\n", pwned.display());
+        std::fs::write(fx.outside.join("evil.cfg"), &fsmon).unwrap();
+        chown_tree(&fx.outside, mode);
+        let script = [
+            // A common dir with no HEAD, through a linked commondir.
+            "git init -q x && mkdir evilc && mv x/.git/objects x/.git/refs evilc/".to_string(),
+            format!("cp {} evilc/config", fx.outside.join("evil.cfg").display()),
+            "printf '../../evilc\\n' > ptr && ln -s ../../ptr x/.git/commondir".into(),
+            // ... and through a commondir with a NUL and junk after it.
+            "git init -q y && mkdir evild && mv y/.git/objects y/.git/refs evild/".into(),
+            format!("cp {} evild/config", fx.outside.join("evil.cfg").display()),
+            "printf '../../evild\\000junk' > y/.git/commondir".into(),
+            // Every quarantine name the sandbox can guess, taken.
+            "git init -q q && for i in '' $(seq 1 99 | sed 's/^/-/'); do mkdir q/.git/cordon-quarantine$i; done".into(),
+            format!("cat {} >> q/.git/config", fx.outside.join("evil.cfg").display()),
+            "echo 'done: yes'".into(),
+        ]
+        .join("; ");
+        let out = fx.sandbox().sh(&script);
+        assert_eq!(line(&out, "done"), "yes", "{mode:?}: {out:#?}");
+        assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
+        for repo in ["x", "y", "q"] {
+            let _ = fx
+                .host_cmd("git")
+                .arg("status")
+                .current_dir(p.join(repo))
+                .output();
+            assert!(
+                !pwned.exists(),
+                "{mode:?}: git status in {repo} ran the sandbox's code: {out:#?}"
+            );
+        }
+        // Names tools look for from any depth, refused at any depth.
+        let script = attempts_script(&[
+            (
+                "cargo-existing",
+                "echo '[build]\nrustc-wrapper = \"/p/w.sh\"' > crates/foo/.cargo/config.toml",
+            ),
+            (
+                "cargo-new",
+                "mkdir -p crates/bar/.cargo && echo x > crates/bar/.cargo/config.toml",
+            ),
+            (
+                "cargo-link",
+                "ln -s /tmp crates/bar2-.cargo && mv crates/bar2-.cargo crates/.cargo",
+            ),
+            (
+                "npmrc",
+                "echo 'node-options=--require ./e.js' > pkg/a/.npmrc",
+            ),
+            ("toolchain", "echo x > crates/foo/rust-toolchain.toml"),
+            ("envrc", "mkdir -p deep/er && echo x > deep/er/.envrc"),
+            (
+                "proc-init",
+                "python3 -c 'import os; os.open(\"/proc/1/maps\", os.O_CREAT | os.O_RDONLY)'",
+            ),
+            ("work", "echo ok > pkg/a/index.js"),
+        ]);
+        let out = fx.sandbox().sh(&script);
+        assert_eq!(open_lines(&out), vec!["work: OPEN"], "{mode:?}: {out:#?}");
+        // A planted link an --allow-read rule would follow into a denied file.
+        let denied = fx.home.join(DENIED_CANARIES[0]);
+        std::os::unix::fs::symlink(&denied, p.join("cert.pem")).unwrap();
+        let out = fx
+            .sandbox()
+            .arg("--allow-read")
+            .arg(p.join("cert.pem"))
+            .sh("cat cert.pem; echo 'ran: yes'");
+        assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
+        assert!(
+            !out.stdout.contains(&fx.canary(DENIED_CANARIES[0])),
+            "{mode:?}: {out:#?}"
+        );
     });
 }

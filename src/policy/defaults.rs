@@ -439,6 +439,36 @@ pub const PROTECTED_NAMES: &[&str] = &[
     ".gitlab-ci.yml",
 ];
 
+/// Names that tools look for in the directory they run in and in every
+/// directory above it, so they run code from any depth of a tree, not
+/// only from its top (cargo's `.cargo/config.toml` and rustup's
+/// `rust-toolchain` from a crate's directory, npm's `.npmrc` from a
+/// package's, direnv's `.envrc` on `cd`, mise and asdf tool versions, an
+/// agent's project MCP and settings files where it is started). Protected
+/// in every directory of the writable areas: read-only where they exist,
+/// refused at creation where not. A name with a `/` is a file in a
+/// directory of that name.
+pub const PROTECTED_ANYWHERE: &[&str] = &[
+    ".envrc",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
+    "bunfig.toml",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".cargo/config",
+    ".cargo/config.toml",
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    ".tool-versions",
+    ".mcp.json",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+];
+
 /// Glob patterns of names that run code later, like [`PROTECTED_NAMES`],
 /// for names a fixed list cannot spell. Matched against a file's name (its
 /// last component) anywhere a protected name applies: those that exist are

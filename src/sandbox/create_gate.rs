@@ -63,6 +63,11 @@ pub struct Guard {
     pattern_dirs: HashSet<PathBuf>,
     /// Protected name patterns (`*.code-workspace`).
     patterns: globset::GlobSet,
+    /// Names refused in every directory of the writable areas: a final
+    /// name, with the name its directory must have (`.cargo/config.toml`).
+    anywhere: Vec<(Option<String>, String)>,
+    /// The writable areas, where [`Guard::anywhere`] applies.
+    roots: Vec<PathBuf>,
 }
 
 /// What kind of name a call makes, as the guard tells them apart.
@@ -103,6 +108,21 @@ impl Guard {
         self
     }
 
+    /// Also refuses, in every directory of the writable areas, the names
+    /// `names` (`name` or `dir/name`); and, for a `dir/name`, anything but
+    /// a directory named `dir` (a link there would move the name).
+    pub fn anywhere(mut self, names: &[&str], writable: &[PathBuf]) -> Guard {
+        self.anywhere = names
+            .iter()
+            .map(|n| match n.split_once('/') {
+                Some((dir, name)) => (Some(dir.to_string()), name.to_string()),
+                None => (None, n.to_string()),
+            })
+            .collect();
+        self.roots = writable.to_vec();
+        self
+    }
+
     /// Whether nothing is guarded.
     pub fn is_empty(&self) -> bool {
         self.guarded.is_empty() && self.pattern_dirs.is_empty()
@@ -122,6 +142,25 @@ impl Guard {
         }
         if make == Make::Other && self.on_the_way.contains(path) {
             return Some(path.to_path_buf());
+        }
+        if self
+            .roots
+            .iter()
+            .any(|r| path.starts_with(r) && path != r.as_path())
+        {
+            let name = path.file_name().and_then(OsStr::to_str);
+            let dir = path
+                .parent()
+                .and_then(Path::file_name)
+                .and_then(OsStr::to_str);
+            for (want_dir, want) in &self.anywhere {
+                let named = Some(want.as_str()) == name
+                    && want_dir.as_deref().is_none_or(|d| Some(d) == dir);
+                let its_dir = make == Make::Other && want_dir.as_deref() == name && name.is_some();
+                if named || its_dir {
+                    return Some(path.to_path_buf());
+                }
+            }
         }
         let in_pattern_dir = path.parent().is_some_and(|p| self.pattern_dirs.contains(p));
         if in_pattern_dir && path.file_name().is_some_and(|n| self.patterns.is_match(n)) {
@@ -342,10 +381,21 @@ fn open(
             return Err(libc::EISDIR);
         }
         admit(&place, Make::Other, guard, report)?;
+        // `/dev/tty` names the opener's controlling terminal: init's would
+        // be the wrong one (it has none), so open the caller's instead.
+        if place.path == Path::new("/dev/tty") {
+            return open_controlling_terminal(caller, flags, mode);
+        }
+        // /proc through the gate: only the caller's own entries (init's are
+        // closed to the command, and the gate must not open them for it).
+        let on_proc = is_procfs(&place.dir);
+        if on_proc && !is_callers_proc(caller, &place.path) {
+            return Err(libc::EACCES);
+        }
         // No controlling terminal for init from a caller's open. A final
         // name in /proc is one of its links (`fd/1`): the kernel follows
         // it to what is open already, which makes no name.
-        let follow_here = follows && is_procfs(&place.dir);
+        let follow_here = follows && on_proc;
         let nofollow = if follow_here {
             OFlag::empty()
         } else {
@@ -469,11 +519,15 @@ fn place_from(caller: &Caller, base: Option<&OwnedFd>, path: &[u8]) -> Result<Pl
     };
     let mut hops = 0;
     let dir = open_dir(caller, base, dir_part, &mut hops)?;
-    let seen = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd()))
-        .map_err(|_| libc::ENOENT)?;
-    // A directory removed meanwhile, or one outside the view: nothing to
-    // decide on, and nothing could be made there either.
-    if !seen.is_absolute() || seen.as_os_str().as_bytes().ends_with(b" (deleted)") {
+    let seen = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).map_err(|e| {
+        // A path past PATH_MAX cannot be named, so not decided on.
+        errno(e)
+    })?;
+    // A directory removed meanwhile (no links left), or one outside the
+    // view: nothing to decide on, and nothing could be made there either.
+    // (A live directory may be named "x (deleted)": its links count.)
+    let removed = || nix::sys::stat::fstat(dir.as_raw_fd()).map_or(true, |st| st.st_nlink == 0);
+    if !seen.is_absolute() || (seen.as_os_str().as_bytes().ends_with(b" (deleted)") && removed()) {
         return Err(libc::ENOENT);
     }
     let name = OsString::from_vec(name.to_vec());
@@ -568,6 +622,51 @@ fn open_dir(
         };
     }
     Ok(cur)
+}
+
+/// Opens the caller's controlling terminal (a pty of the sandbox's own
+/// devpts), as `open("/dev/tty")` in the caller would; `ENXIO` if it has
+/// none.
+fn open_controlling_terminal(caller: &Caller, flags: i32, mode: u64) -> Result<Reply, Errno> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", caller.tid())).map_err(errno)?;
+    // Fields after the command name, which is in parentheses and may
+    // hold anything: state, ppid, pgrp, session, tty_nr.
+    let tty_nr: u64 = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(4))
+        .and_then(|f| f.parse().ok())
+        .ok_or(libc::EIO)?;
+    let major = (tty_nr >> 8) & 0xfff;
+    let minor = (tty_nr & 0xff) | ((tty_nr >> 12) & 0xfff00);
+    // Unix98 ptys: majors 136-143.
+    if !(136..=143).contains(&major) {
+        return Err(libc::ENXIO);
+    }
+    let pts = format!("/dev/pts/{}", (major - 136) * 256 + minor);
+    let oflag = OFlag::from_bits_retain(flags & !libc::O_CREAT) | OFlag::O_NOCTTY;
+    let fd = nix::fcntl::open(pts.as_str(), oflag, Mode::from_bits_truncate(mode as u32))
+        .map_err(|e| e as Errno)?;
+    Ok(Reply::Fd {
+        fd: sys::own_fd(fd),
+        cloexec: flags & libc::O_CLOEXEC != 0,
+    })
+}
+
+/// Whether `path` (on /proc) is the caller's own: under `/proc/<tid>` or
+/// `/proc/<its process>`.
+fn is_callers_proc(caller: &Caller, path: &Path) -> bool {
+    let tid = caller.tid().as_raw();
+    let tgid = std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))
+                .and_then(|v| v.trim().parse::<i32>().ok())
+        });
+    [Some(tid), tgid]
+        .into_iter()
+        .flatten()
+        .any(|id| path.starts_with(format!("/proc/{id}")))
 }
 
 /// Whether `fd` is on a procfs.

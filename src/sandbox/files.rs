@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use super::create_gate::Guard;
 use super::gitconfig;
 use super::repos;
-use crate::policy::defaults::{GIT_DIR_PROTECTED, PROTECTED_NAME_PATTERNS, WORKTREE_PROTECTED};
+use crate::policy::defaults::{
+    GIT_DIR_PROTECTED, PROTECTED_ANYWHERE, PROTECTED_NAME_PATTERNS, WORKTREE_PROTECTED,
+};
 use crate::policy::{PathPattern, Policy};
 
 /// Why the file view could not be planned or built.
@@ -34,6 +36,14 @@ pub enum FilesError {
     ProtectedSymlink(PathBuf),
     #[error("refusing to make {0} writable")]
     WritableRoot(PathBuf),
+    #[error("{path} (from {from}) leads through a link to {target}; a link in a writable area may have been left by a sandbox to re-allow something denied. Name the real path instead")]
+    ReallowThroughLink {
+        path: PathBuf,
+        target: PathBuf,
+        from: String,
+    },
+    #[error("refusing to make {root} writable: it holds {place}, where the sandbox could leave a program or a startup file that runs later on the host (outside any repository cordon could check). Choose a --project or --allow-write path below it, such as a project directory")]
+    StartupPlace { root: PathBuf, place: PathBuf },
     #[error(transparent)]
     Repos(#[from] repos::ReposError),
     #[error("a built-in protected name pattern: {0}")]
@@ -239,6 +249,9 @@ impl FileView {
         if let Some(root) = view.writable.iter().find(|p| p.parent().is_none()) {
             return Err(FilesError::WritableRoot(root.clone()));
         }
+        if let Some((root, place)) = view.writable.iter().find_map(|w| startup_place_in(w)) {
+            return Err(FilesError::StartupPlace { root, place });
+        }
 
         let allow_read: Vec<&PathPattern> =
             policy.files.allow_read.iter().map(|r| &r.value).collect();
@@ -289,8 +302,22 @@ impl FileView {
             .iter()
             .chain(&policy.network.unix_sockets);
         for rule in shown {
-            for path in rule.value.expand() {
-                if let Ok(path) = std::fs::canonicalize(&path) {
+            for literal in rule.value.expand() {
+                let Ok(path) = std::fs::canonicalize(&literal) else {
+                    continue;
+                };
+                // A link in a writable area may have been planted by an
+                // earlier sandbox to make this rule re-allow something else
+                // (a denied file, the audit key): only the path as named.
+                let under_hidden = view.hidden.iter().any(|(h, _)| path.starts_with(h));
+                if path != literal && under_hidden && view.is_writable(&literal) {
+                    return Err(FilesError::ReallowThroughLink {
+                        path: literal,
+                        target: path,
+                        from: rule.source.to_string(),
+                    });
+                }
+                {
                     if view
                         .hidden
                         .iter()
@@ -331,7 +358,27 @@ impl FileView {
             .collect();
         // Every repository git would see in the writable areas, and the
         // ones that hold them (their config may point into them).
-        let scan = repos::scan(&view.writable)?;
+        let wanted: Vec<&str> = PROTECTED_ANYWHERE
+            .iter()
+            .map(|n| n.split_once('/').map_or(*n, |(dir, _)| dir))
+            .collect();
+        let scan = repos::scan(&view.writable, &wanted)?;
+        // Names tools look for from any depth: those there now are kept.
+        for found in &scan.named {
+            let name = found
+                .file_name()
+                .and_then(std::ffi::OsStr::to_str)
+                .unwrap_or_default();
+            for protected in PROTECTED_ANYWHERE {
+                match protected.split_once('/') {
+                    Some((dir, file)) if dir == name => {
+                        view.protect_anywhere(&found.join(file), &mut marks)?
+                    }
+                    None if *protected == name => view.protect_anywhere(found, &mut marks)?,
+                    _ => {}
+                }
+            }
+        }
         let mut work_trees: BTreeSet<PathBuf> = view.writable.iter().cloned().collect();
         work_trees.extend(scan.work_trees.iter().cloned());
         let mut git_dirs: BTreeSet<PathBuf> = scan.git_dirs.clone();
@@ -393,7 +440,9 @@ impl FileView {
         view.read_only = read_only.into_iter().collect();
         view.pinned = pins.into_iter().collect();
         let pattern_dirs = work_trees.into_iter().filter(|w| view.is_writable(w));
-        view.guard = Guard::new(guarded, &view.writable).with_patterns(pattern_dirs, patterns);
+        view.guard = Guard::new(guarded, &view.writable)
+            .with_patterns(pattern_dirs, patterns)
+            .anywhere(PROTECTED_ANYWHERE, &view.writable);
         Ok(view)
     }
 
@@ -428,6 +477,34 @@ impl FileView {
             marks.pins.insert(dir.to_path_buf());
             ancestor = dir.parent();
         }
+    }
+
+    /// Protects one instance of a name tools look for from any depth
+    /// (`PROTECTED_ANYWHERE`): read-only where it exists; a link stays a
+    /// link (it may not be made anew once removed) and what it leads to in
+    /// a writable area is read-only; where the name would land through a
+    /// linked directory, that place is guarded too.
+    fn protect_anywhere(&self, path: &Path, marks: &mut Marks) -> Result<(), FilesError> {
+        match path.symlink_metadata() {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                marks.guarded.insert(path.to_path_buf());
+                if let Ok(real) = std::fs::canonicalize(path) {
+                    if self.is_writable(&real) {
+                        self.keep_read_only(real, marks);
+                    }
+                }
+            }
+            Ok(_) => {
+                let real = canonical(path, "protected name")?;
+                self.keep_read_only(real, marks);
+            }
+            Err(_) => {
+                if let Some(real) = canonical_beyond(path).filter(|r| r != path) {
+                    marks.guarded.insert(real);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Protects a file git reads or runs because of its config: read-only
@@ -807,6 +884,50 @@ fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// Directories of the user's (relative to the home) where what is left
+/// runs later without being asked: the home's own dotfiles, the user's
+/// config and data trees (systemd user units, autostart entries, shell
+/// and editor startup files), and the programs on the usual `PATH`.
+const STARTUP_PLACES: &[&str] = &[
+    "",
+    ".config",
+    ".local",
+    ".local/bin",
+    ".local/share",
+    "bin",
+    ".cargo/bin",
+    ".config/systemd",
+    ".config/autostart",
+];
+
+/// A startup place ([`STARTUP_PLACES`], in the caller's homes) that the
+/// writable area `root` holds or is.
+fn startup_place_in(root: &Path) -> Option<(PathBuf, PathBuf)> {
+    let homes = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(
+            nix::unistd::User::from_uid(nix::unistd::geteuid())
+                .ok()
+                .flatten()
+                .map(|u| u.dir),
+        )
+        .filter_map(|h| std::fs::canonicalize(h).ok());
+    for home in homes {
+        for rel in STARTUP_PLACES {
+            let place = if rel.is_empty() {
+                home.clone()
+            } else {
+                home.join(rel)
+            };
+            if place.starts_with(root) {
+                return Some((root.to_path_buf(), place));
+            }
+        }
+    }
+    None
 }
 
 /// The protected name patterns, compiled.

@@ -210,7 +210,12 @@ pub fn read_regular(path: &Path, follow: Follow) -> io::Result<Vec<u8>> {
 /// where its `commondir` file points (linked worktrees).
 fn common_dir(git_dir: &Path) -> Result<PathBuf, GitConfigError> {
     let file = git_dir.join("commondir");
-    match read_regular(&file, Follow::Yes).map(|b| String::from_utf8_lossy(&b).into_owned()) {
+    // Read as git reads it: up to a NUL byte.
+    let read = read_regular(&file, Follow::Yes).map(|b| {
+        let text = b.split(|c| *c == 0).next().unwrap_or_default();
+        String::from_utf8_lossy(text).into_owned()
+    });
+    match read {
         // Git takes the real path and dies if there is none.
         Ok(text) => {
             let common = git_dir.join(text.trim_end_matches(['\n', '\r']));

@@ -60,6 +60,8 @@ pub struct Scan {
     pub git_dirs: BTreeSet<PathBuf>,
     /// `.git` files and symlinks: rewriting one redirects git elsewhere.
     pub git_links: BTreeSet<PathBuf>,
+    /// Entries of any kind whose name was asked for ([`scan`]'s `wanted`).
+    pub named: BTreeSet<PathBuf>,
 }
 
 /// What [`sweep`] did and could not do.
@@ -84,15 +86,22 @@ impl Swept {
 }
 
 /// Walks `roots` (canonical directories) for git repositories, without
-/// following symlinked directories.
-pub fn scan(roots: &[PathBuf]) -> Result<Scan, ReposError> {
+/// following symlinked directories, and notes every entry named in
+/// `wanted`.
+pub fn scan(roots: &[PathBuf], wanted: &[&str]) -> Result<Scan, ReposError> {
     let mut scan = Scan::default();
     walk(
         roots,
         Unreadable::Fail,
         &mut Vec::new(),
         &mut Vec::new(),
-        |dir, names| classify(dir, names, &mut scan),
+        |dir, names| {
+            classify(dir, names, &mut scan);
+            let all = names.files.iter().chain(&names.dirs).chain(&names.links);
+            for name in all.filter(|n| wanted.iter().any(|w| *n == *w)) {
+                scan.named.insert(dir.join(name));
+            }
+        },
     )?;
     Ok(scan)
 }
@@ -156,7 +165,7 @@ fn walk(
                 Err(e)
                     if e.kind() == io::ErrorKind::PermissionDenied
                         && unreadable == Unreadable::Repair
-                        && make_readable(&dir) =>
+                        && make_readable(&dir, roots) =>
                 {
                     repaired.push(dir.clone());
                     std::fs::read_dir(&dir)
@@ -215,17 +224,50 @@ fn walk(
     Ok(())
 }
 
-/// Gives the owner read, write and search on `dir`, a real directory the
-/// caller owns (the sandbox is gone: nothing can swap it meanwhile).
-fn make_readable(dir: &Path) -> bool {
-    let Ok(meta) = dir.symlink_metadata() else {
+/// Gives the owner read, write and search on `dir`, a real directory
+/// inside `roots` that the caller owns. Done on a descriptor: another
+/// sandbox sharing the area may still be running and swapping names.
+fn make_readable(dir: &Path, roots: &[PathBuf]) -> bool {
+    let Ok(fd) = open_inside(
+        dir,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW,
+        roots,
+    ) else {
         return false;
     };
-    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() {
+    let Ok(st) = nix::sys::stat::fstat(fd.as_raw_fd()) else {
+        return false;
+    };
+    if st.st_uid != nix::unistd::geteuid().as_raw() {
         return false;
     }
-    let mode = meta.mode() & 0o7777 | 0o700;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).is_ok()
+    let mode = st.st_mode & 0o7777 | 0o700;
+    std::fs::set_permissions(fd_path(&fd), std::fs::Permissions::from_mode(mode)).is_ok()
+}
+
+/// Opens `path` with `flags` and checks, on the descriptor, that what was
+/// opened lies inside `roots`: a path walked earlier may lead elsewhere
+/// by now if another sandbox sharing the area swapped a directory for a
+/// link.
+fn open_inside(path: &Path, flags: OFlag, roots: &[PathBuf]) -> io::Result<OwnedFd> {
+    let fd = super::sys::own_fd(nix::fcntl::open(
+        path,
+        flags | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?);
+    let real = std::fs::read_link(fd_path(&fd))?;
+    if !roots.iter().any(|r| real.starts_with(r)) {
+        return Err(io::Error::other(format!(
+            "it now leads outside the writable areas, to {}",
+            crate::escape::printable(&real)
+        )));
+    }
+    Ok(fd)
+}
+
+/// The `/proc` name of a descriptor of ours: reaches its file itself.
+fn fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 /// Whether the caller (and so the sandbox) neither owns `dir` nor may
@@ -264,6 +306,9 @@ fn classify(dir: &Path, names: &Names, scan: &mut Scan) {
         scan.git_links.insert(dot_git.clone());
         if dot_git.is_dir() {
             add_git_dir(&dot_git, scan);
+        } else if let Some(target) = gitdir_file_target(&dot_git) {
+            // A link to a `.git` file: git reads the file it leads to.
+            add_git_dir(&target, scan);
         }
     }
 }
@@ -276,18 +321,24 @@ fn add_git_dir(dir: &Path, scan: &mut Scan) {
     if !scan.git_dirs.insert(dir.clone()) {
         return;
     }
-    if let Ok(common) = read_regular(&dir.join("commondir"), Follow::No) {
-        let common = String::from_utf8_lossy(&common);
-        let common = common.trim_end_matches(['\n', '\r']);
-        if !common.is_empty() {
-            add_git_dir(&dir.join(common), scan);
-        }
+    if let Some(common) = common_dir_of(&dir) {
+        add_git_dir(&common, scan);
     }
+}
+
+/// Where a git dir's `commondir` points, read as git reads it: through a
+/// link, up to a NUL byte, without the line end; relative to the git dir.
+fn common_dir_of(git_dir: &Path) -> Option<PathBuf> {
+    let bytes = read_regular(&git_dir.join("commondir"), Follow::Yes).ok()?;
+    let text = bytes.split(|b| *b == 0).next().unwrap_or_default();
+    let text = String::from_utf8_lossy(text);
+    let common = text.trim_end_matches(['\n', '\r']);
+    (!common.is_empty()).then(|| git_dir.join(common))
 }
 
 /// Where a `.git` file's `gitdir:` line points (relative to the file).
 pub fn gitdir_file_target(file: &Path) -> Option<PathBuf> {
-    let text = read_regular(file, Follow::No).ok()?;
+    let text = read_regular(file, Follow::Yes).ok()?;
     let text = String::from_utf8_lossy(&text);
     let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
     (!target.is_empty()).then(|| file.parent().unwrap_or(Path::new("/")).join(target))
@@ -400,7 +451,7 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
     for path in privileged {
         let shown = shown(&path);
         swept.note(
-            strip_privilege(&path)
+            strip_privilege(&path, roots)
                 .map(|()| format!("{shown}: removed its set-user-ID/set-group-ID bits and file capabilities"))
                 .map_err(|e| format!("{shown}: could not remove its set-user-ID/set-group-ID bits or file capabilities ({e}); delete it or run `chmod ug-s` on it")),
         );
@@ -421,7 +472,13 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
         let moved = link
             .parent()
             .ok_or_else(|| io::Error::other("no parent"))
-            .and_then(sys_open_dir)
+            .and_then(|parent| {
+                open_inside(
+                    parent,
+                    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW,
+                    roots,
+                )
+            })
             .and_then(|dir| {
                 let aside = OsStr::new(".git.cordon-quarantine");
                 with_write_access(&dir, || {
@@ -448,7 +505,7 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
         .difference(&before.git_dirs)
         .filter(|g| inside(g));
     for git_dir in new {
-        if let Err(e) = neutralise_git_dir(git_dir, &mut swept) {
+        if let Err(e) = neutralise_git_dir(git_dir, roots, &mut swept) {
             swept.failures.push(format!(
                 "{}: a repository the sandbox made could not be checked ({e}); delete its hooks and check its config before running git there",
                 shown(git_dir)
@@ -458,10 +515,14 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
     swept
 }
 
-fn strip_privilege(path: &Path) -> io::Result<()> {
-    let meta = path.symlink_metadata()?;
-    let mode = meta.mode() & 0o7777 & !(libc::S_ISUID | libc::S_ISGID);
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+fn strip_privilege(path: &Path, roots: &[PathBuf]) -> io::Result<()> {
+    let fd = open_inside(path, OFlag::O_PATH | OFlag::O_NOFOLLOW, roots)?;
+    let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(io::Error::other("no longer a regular file"));
+    }
+    let mode = st.st_mode & 0o7777 & !(libc::S_ISUID | libc::S_ISGID);
+    std::fs::set_permissions(fd_path(&fd), std::fs::Permissions::from_mode(mode))?;
     // Removing the attribute needs CAP_SETFCAP even where there is none.
     if super::sys::has_file_capabilities(path) {
         super::sys::remove_file_capabilities(path)?;
@@ -484,9 +545,11 @@ impl Quarantine<'_> {
         if self.made.is_none() {
             let mut made = None;
             for n in 0..100 {
+                // The plain name, else a random one: the sandbox may have
+                // taken every name it could guess.
                 let name = match n {
                     0 => QUARANTINE.to_string(),
-                    n => format!("{QUARANTINE}-{n}"),
+                    _ => format!("{QUARANTINE}-{}", random_suffix()?),
                 };
                 let parent = self.parent;
                 let mkdir = || {
@@ -533,6 +596,14 @@ impl Quarantine<'_> {
     }
 }
 
+/// Eight random hex digits.
+fn random_suffix() -> io::Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 4];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Runs `op` on directory `dir`; if the sandbox left the directory
 /// unwritable to its owner (the caller), gives the owner write access back
 /// and runs it once more.
@@ -567,9 +638,13 @@ fn open_dir_at(parent: &OwnedFd, name: &OsStr) -> io::Result<OwnedFd> {
 /// is not a plain directory), and config keys that name programs or files
 /// (see `gitconfig::neutralise`; a config that is not a plain file git
 /// reads, or that cannot be read as one, goes aside whole).
-fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) -> io::Result<()> {
+fn neutralise_git_dir(git_dir: &Path, roots: &[PathBuf], swept: &mut Swept) -> io::Result<()> {
     let shown = |p: &Path| crate::escape::printable(p);
-    let dir = sys_open_dir(git_dir)?;
+    let dir = open_inside(
+        git_dir,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW,
+        roots,
+    )?;
     let mut aside = Quarantine {
         git_dir,
         parent: &dir,
@@ -577,7 +652,7 @@ fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) -> io::Result<()> {
     };
     let hooks = git_dir.join("hooks");
     let opened = match open_dir_at(&dir, OsStr::new("hooks")) {
-        Err(e) if e.raw_os_error() == Some(libc::EACCES) && make_readable(&hooks) => {
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) && make_readable(&hooks, roots) => {
             open_dir_at(&dir, OsStr::new("hooks"))
         }
         other => other,
@@ -643,6 +718,21 @@ fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) -> io::Result<()> {
                 }),
         ),
     }
+    // A `commondir` that leads nowhere git can use is the sandbox's doing
+    // (one that leads somewhere was followed: that directory is swept too).
+    // A linked one too: cordon's next run could not keep it in place.
+    let commondir = git_dir.join("commondir");
+    let meta = commondir.symlink_metadata();
+    let linked = meta.as_ref().is_ok_and(|m| m.file_type().is_symlink());
+    if meta.is_ok() && (linked || !common_dir_of(git_dir).is_some_and(|c| c.is_dir())) {
+        let shown = shown(&commondir);
+        swept.note(
+            aside
+                .take(&dir, OsStr::new("commondir"))
+                .map(|to| format!("{shown}: a link, or points nowhere git can use; moved to {}", crate::escape::printable(&to)))
+                .map_err(|e| format!("{shown}: could not be moved aside ({e}); remove it before running git there")),
+        );
+    }
     for name in ["config", "config.worktree"] {
         let file = git_dir.join(name);
         let read = match file.symlink_metadata() {
@@ -688,16 +778,6 @@ fn neutralise_git_dir(git_dir: &Path, swept: &mut Swept) -> io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Opens `dir` (canonical) as a directory, never through a final link.
-fn sys_open_dir(dir: &Path) -> io::Result<OwnedFd> {
-    let fd = nix::fcntl::open(
-        dir,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )?;
-    Ok(super::sys::own_fd(fd))
 }
 
 /// The directory `name` in `parent` (cordon's own), made if missing.
