@@ -24,25 +24,29 @@ use crate::policy::{PathPattern, Policy};
 /// Why the file view could not be planned or built.
 #[derive(Debug, thiserror::Error)]
 pub enum FilesError {
-    #[error("{what} {path}: {source}")]
+    #[error("{} {}: {}", what, crate::escape::printable(path), source)]
     Path {
         what: &'static str,
         path: PathBuf,
         source: io::Error,
     },
-    #[error("writable path {path} (from {from}) does not exist")]
+    #[error(
+        "writable path {} (from {}) does not exist",
+        crate::escape::printable(path),
+        from
+    )]
     MissingWritable { path: PathBuf, from: String },
-    #[error("{0} is a symlink on the way to a protected path (hooks, config, dotfiles that run code): the sandbox could replace it, and cordon cannot mount over a symlink. Replace the link with what it points to, or choose a --project without it")]
+    #[error("{} is a symlink on the way to a protected path (hooks, config, dotfiles that run code): the sandbox could replace it, and cordon cannot mount over a symlink. Replace the link with what it points to, or choose a --project without it", crate::escape::printable(_0))]
     ProtectedSymlink(PathBuf),
-    #[error("refusing to make {0} writable")]
+    #[error("refusing to make {} writable", crate::escape::printable(_0))]
     WritableRoot(PathBuf),
-    #[error("{path} (from {from}) leads through a link to {target}; a link in a writable area may have been left by a sandbox to re-allow something denied. Name the real path instead")]
+    #[error("{} (from {}) leads through a link to {}; a link in a writable area may have been left by a sandbox to re-allow something denied. Name the real path instead", crate::escape::printable(path), from, crate::escape::printable(target))]
     ReallowThroughLink {
         path: PathBuf,
         target: PathBuf,
         from: String,
     },
-    #[error("refusing to make {root} writable: it holds {place}, where the sandbox could leave a program or a startup file that runs later on the host (outside any repository cordon could check). Choose a --project or --allow-write path below it, such as a project directory")]
+    #[error("refusing to make {} writable: it holds {}, where the sandbox could leave a program or a startup file that runs later on the host (outside any repository cordon could check). Choose a --project or --allow-write path below it, such as a project directory", crate::escape::printable(root), crate::escape::printable(place))]
     StartupPlace { root: PathBuf, place: PathBuf },
     #[error(transparent)]
     Repos(#[from] repos::ReposError),
@@ -50,7 +54,7 @@ pub enum FilesError {
     Pattern(globset::Error),
     #[error(transparent)]
     GitConfig(#[from] gitconfig::GitConfigError),
-    #[error("{file}:{line}: {key} names {path}, which holds the writable area {root}: cordon cannot keep what git runs from there read-only. Change that setting, or choose a --project outside it")]
+    #[error("{}:{}: {} names {}, which holds the writable area {}: cordon cannot keep what git runs from there read-only. Change that setting, or choose a --project outside it", crate::escape::printable(file), line, key, crate::escape::printable(path), crate::escape::printable(root))]
     CodePathIsWritable {
         path: PathBuf,
         root: PathBuf,
@@ -58,7 +62,12 @@ pub enum FilesError {
         file: PathBuf,
         line: usize,
     },
-    #[error("mount step `{step}` on {path} failed: {source}")]
+    #[error(
+        "mount step `{}` on {} failed: {}",
+        step,
+        crate::escape::printable(path),
+        source
+    )]
     Mount {
         step: &'static str,
         path: PathBuf,

@@ -24,10 +24,13 @@ use std::path::{Component, Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum GitConfigError {
     /// The file exists but could not be read (or is not a regular file).
-    #[error("git config {}: {source}", file.display())]
+    #[error("git config {}: {source}", crate::escape::printable(file))]
     Read { file: PathBuf, source: io::Error },
     /// Bad syntax: git refuses the whole file, so does this.
-    #[error("git config {}:{line}: {what} (git refuses this file too)", file.display())]
+    #[error(
+        "git config {}:{line}: {what} (git refuses this file too)",
+        crate::escape::printable(file)
+    )]
     Syntax {
         file: PathBuf,
         line: usize,
@@ -35,7 +38,12 @@ pub enum GitConfigError {
     },
     /// A value whose meaning cannot be worked out, so the file or program
     /// it names cannot be protected.
-    #[error("git config {}:{line}: {key}: {what}", file.display())]
+    #[error(
+        "git config {}:{line}: {}: {}",
+        crate::escape::printable(file),
+        crate::escape::printable(key),
+        crate::escape::printable(what)
+    )]
     Value {
         file: PathBuf,
         line: usize,

@@ -44,9 +44,9 @@ pub const QUARANTINE: &str = "cordon-quarantine";
 /// Why a walk or a sweep could not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum ReposError {
-    #[error("{root} has more than {limit} entries; cordon walks it for git repositories (and, after the run, for privileged files). Narrow the project with --project, or the writable paths")]
+    #[error("{} has more than {} entries; cordon walks it for git repositories (and, after the run, for privileged files). Narrow the project with --project, or the writable paths", crate::escape::printable(root), limit)]
     TooLarge { root: PathBuf, limit: usize },
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {}: {}", crate::escape::printable(path), source)]
     Read { path: PathBuf, source: io::Error },
 }
 
