@@ -592,11 +592,19 @@ fn passwd_homes(text: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// System directories some system accounts name as their home (`daemon`'s
+/// `/usr/sbin`, `sys`'s `/dev`, `irc`'s `/run/ircd`): not homes, so not
+/// searched (listing `/usr/bin` at every start costs more than the rest);
+/// `/dev`, `/proc` and `/run` are replaced or hidden in the sandbox anyway.
+const NOT_HOMES: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/dev", "/proc", "/sys", "/run",
+];
+
 /// Other accounts' homes whose credential files the sandbox hides too:
 /// `passwd` (the password database's homes), `/root`, and the directories
 /// in `/home` (accounts the local file does not list). Resolved, existing
 /// directories only, each once; `/` (the home of some system accounts) is
-/// left out, as it is the whole root.
+/// left out, as it is the whole root, and so are [`NOT_HOMES`].
 fn other_homes(passwd: &[PathBuf]) -> Vec<PathBuf> {
     let in_home = std::fs::read_dir("/home")
         .into_iter()
@@ -613,7 +621,8 @@ fn other_homes(passwd: &[PathBuf]) -> Vec<PathBuf> {
         let Ok(home) = home.canonicalize() else {
             continue; // `/nonexistent` and the like
         };
-        if home.parent().is_some() && home.is_dir() && !homes.contains(&home) {
+        let system = NOT_HOMES.iter().any(|dir| home.starts_with(dir));
+        if home.parent().is_some() && !system && home.is_dir() && !homes.contains(&home) {
             homes.push(home);
         }
     }
@@ -2407,8 +2416,12 @@ mod tests {
         fs::write(other.join(".config/JetBrains/IdeaIC2024.1/c.kdbx"), "x").unwrap();
         fs::write(other.join(".netrc"), "x").unwrap();
         let gone = fx.root.join("nonexistent");
-        let homes = other_homes(&[other.clone(), gone, PathBuf::from("/"), other.clone()]);
+        let system = ["/", "/usr/sbin", "/bin", "/dev"].map(PathBuf::from);
+        let homes = other_homes(&[&[other.clone(), gone, other.clone()], &system[..]].concat());
         assert_eq!(homes.iter().filter(|h| **h == other).count(), 1);
+        assert!(!homes
+            .iter()
+            .any(|h| h.starts_with("/usr") || h.starts_with("/dev")));
         assert!(!homes
             .iter()
             .any(|h| h.starts_with(fx.root.join("nonexistent"))));
