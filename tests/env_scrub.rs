@@ -165,7 +165,7 @@ fn explain_names_the_unset_variables_but_never_their_values() {
             .unwrap_or_default()
             .to_string()
     };
-    assert!(row("GITHUB_TOKEN").contains("*_TOKEN"), "{out:#?}");
+    assert!(row("GITHUB_TOKEN").contains("*TOKEN"), "{out:#?}");
     assert!(row("CORP_REGION").contains("--deny-env"), "{out:#?}");
     assert!(!out.stdout.contains(&canary), "{out:#?}");
     let json = fx
@@ -207,7 +207,7 @@ fn withheld_variables_are_logged_by_name_only() {
     let token = event("GITHUB_TOKEN");
     assert_eq!(token["door"], "credentials");
     assert_eq!(token["event"], "withheld");
-    assert_eq!(token["rule"], "*_TOKEN");
+    assert_eq!(token["rule"], "*TOKEN");
     assert_eq!(event("CORP_REGION")["source"], "flag --deny-env");
     assert!(!out.stderr.contains("blocked"), "{out:#?}");
 }
@@ -300,5 +300,131 @@ fn secret_names_and_secret_values_under_innocent_names_are_withheld() {
         assert_eq!(rule("REDIS_URL"), "value: a URL with a password in it");
         assert_eq!(rule("NOTE_A"), "value: a GitHub token (ghp_)");
         assert_eq!(rule("NOTE_H"), "value: a PEM private key");
+    });
+}
+
+/// Variables the red team's canaries passed the scrub with: secret names
+/// (other spellings included), and innocent names holding secret values.
+/// Each value carries the canary, so a leak shows in any process inside.
+fn red_team_variables(canary: &str) -> Vec<(String, String)> {
+    use base64::Engine;
+    let names = [
+        "OPENAI_KEY",
+        "AZURE_OPENAI_KEY",
+        "AZURE_STORAGE_KEY",
+        "RAILS_MASTER_KEY",
+        "SOPS_AGE_KEY",
+        "B2_APPLICATION_KEY",
+        "KAGGLE_KEY",
+        "ALGOLIA_ADMIN_KEY",
+        "FERNET_KEY",
+        "APP_KEY",
+        "JWT_KEY",
+        "MASTER_KEY",
+        "PRIVATE_KEY",
+        "ACCESS_KEY",
+        "KEY",
+        "DB_PASS",
+        "SMTP_PASS",
+        "PASS",
+        "PW",
+        "TOKEN",
+        "APITOKEN",
+        "GITHUBTOKEN",
+        "AWS_CREDS",
+        "GCP_CREDENTIALS_JSON",
+        "GCP_SA_KEY",
+        "AUTHORIZATION",
+        "HTTP_AUTHORIZATION",
+        "BEARER",
+        "COOKIES",
+        "SESSION_ID",
+        "GITHUB-TOKEN",
+        "OPENAI-API-KEY",
+        "openai.api.key",
+        "API__KEY",
+    ];
+    let mut vars: Vec<(String, String)> = names
+        .iter()
+        .map(|n| (n.to_string(), canary.to_string()))
+        .collect();
+    // The canary is `canary-<hex>`; token shapes need letters and digits.
+    let tok = canary.replace('-', "");
+    let gh = format!("ghp_{tok}0A0A0A0A0A0A");
+    let values = [
+        format!("https://api.example.com/v1?token={canary}"),
+        format!("https://api.example.com/v1?x=1&access_token={canary}"),
+        format!("https://api.example.com/v1?api_key={canary}"),
+        format!("https://api.example.com/v1?key={canary}"),
+        format!("https://acct.blob.example.net/c?sv=1&sig={canary}"),
+        format!("https://{tok}0a1b2c3d@github.com/org/repo.git"),
+        format!("https://hooks.slack.com/services/T0/B0/{canary}"),
+        format!("https://discord.com/api/webhooks/1/{canary}"),
+        format!("https://user:pa#ss-{canary}@db.example.com/"),
+        format!("hvs.{tok}{tok}"),
+        format!("ya29.{tok}{tok}"),
+        format!("SG.{tok}.{tok}{tok}"),
+        format!("gsk_{tok}{tok}{tok}"),
+        format!("xai-{tok}{tok}{tok}"),
+        format!(
+            "AGE-SECRET-KEY-1{}",
+            tok.to_ascii_uppercase()
+                .repeat(3)
+                .chars()
+                .take(58)
+                .collect::<String>()
+        ),
+        gh.replace('_', "%5F"),
+        base64::engine::general_purpose::STANDARD.encode(&gh),
+    ];
+    for (i, value) in values.into_iter().enumerate() {
+        vars.push((format!("INNOCENT_{i}"), value));
+    }
+    vars
+}
+
+#[test]
+fn secrets_the_red_team_passed_the_scrub_with_never_reach_the_command() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let canary = format!("canary-{}", fx.token);
+        let secrets = red_team_variables(&canary);
+        // Ordinary variables with ordinary values stay.
+        let ordinary = [
+            ("EDITOR", "vim"),
+            ("SHELL", "/bin/bash"),
+            ("KEYMAP", "de-latin1"),
+            ("XDG_DATA_HOME", "/home/u/.local/share"),
+            ("XDG_SESSION_ID", "3"),
+            ("SITE_URL", "https://example.com/search?q=a&page=2"),
+            ("SHORT_WORD", "yes"),
+        ];
+        let mut sandbox = fx.sandbox();
+        for (name, value) in secrets.iter() {
+            sandbox = sandbox.env(name, value);
+        }
+        for (name, value) in ordinary {
+            sandbox = sandbox.env(name, value);
+        }
+        let out = sandbox.py(&proc_scan(&canary));
+        out.ok();
+        let env: Vec<&str> = line(&out, "env").split(' ').collect();
+        for name in ["PATH", "HOME", "LANG", "TERM"]
+            .into_iter()
+            .chain(ordinary.iter().map(|(n, _)| *n))
+        {
+            assert!(env.contains(&name), "{mode:?}: {name} removed: {out:#?}");
+        }
+        assert!(
+            line(&out, "read").parse::<u32>().unwrap_or(0) >= 2,
+            "{mode:?}: {out:#?}"
+        );
+        let leaked: Vec<&str> = secrets
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .filter(|n| env.contains(n))
+            .collect();
+        assert!(leaked.is_empty(), "{mode:?}: inside: {leaked:?}: {out:#?}");
+        assert_eq!(line(&out, "hits"), "none", "{mode:?}: {out:#?}");
     });
 }

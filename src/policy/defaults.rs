@@ -1,4 +1,5 @@
-//! Built-in defaults: the credential deny list, the persistence paths, the limits.
+//! Built-in defaults: the credential and system deny lists, the persistence
+//! paths, the limits.
 
 /// Credential stores, relative to a home directory, unreadable by default.
 ///
@@ -56,6 +57,20 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     ".config/goose/secrets.yaml",
     // `llm` (datasette): provider API keys.
     ".config/io.datasette.llm/keys.json",
+    // aider: OAuth-obtained provider keys.
+    ".aider/oauth-keys.env",
+    // Ollama: the key that signs its requests to ollama.com.
+    ".ollama/id_ed25519",
+    // MCP clients' configs: MCP servers' API keys in `env` blocks. Cursor's
+    // and Windsurf's MCP files are only that; Continue's config is its whole
+    // setup (models with `apiKey`), which an agent inside does not need.
+    // Not listed: `~/.claude.json` and `~/.gemini/settings.json` (which
+    // may hold MCP servers' keys too): Claude Code and Gemini CLI cannot
+    // run without them; keep keys there out with `[[credentials.inject]]`.
+    ".cursor/mcp.json",
+    ".codeium/windsurf/mcp_config.json",
+    ".continue/config.yaml",
+    ".continue/config.json",
     // cloud providers
     // AWS: access keys, SSO tokens.
     ".aws",
@@ -89,6 +104,18 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     ".snowsql/config",
     // dbt: warehouse passwords and keys in `profiles.yml`.
     ".dbt/profiles.yml",
+    // Hugging Face: the hub token, and the named tokens (current and legacy
+    // places; the model cache beside them stays readable).
+    ".cache/huggingface/token",
+    ".cache/huggingface/stored_tokens",
+    ".huggingface/token",
+    // Kaggle: API key (legacy and XDG places).
+    ".kaggle/kaggle.json",
+    ".config/kaggle/kaggle.json",
+    // Modal: token id and secret.
+    ".modal.toml",
+    // Streamlit: the app secrets of `st.secrets` (user-wide file).
+    ".streamlit/secrets.toml",
     // clusters, containers, infrastructure
     // kubectl: cluster credentials in kubeconfigs.
     ".kube",
@@ -219,10 +246,38 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     // PostgreSQL and MySQL clients: passwords.
     ".pgpass",
     ".my.cnf",
+    // MySQL's obfuscated (not encrypted) login paths; PostgreSQL's
+    // connection services, which may hold passwords.
+    ".mylogin.cnf",
+    ".pg_service.conf",
+    // cryptocurrency wallets: Bitcoin Core's and Electrum's wallets,
+    // Ethereum clients' key files.
+    ".bitcoin",
+    ".electrum",
+    ".ethereum/keystore",
     // mail: SMTP and IMAP passwords
     ".msmtprc",
     ".fetchmailrc",
     ".mbsyncrc",
+    // chat and IRC: Telegram Desktop's session (its `tdata`), Element's
+    // (Electron) session and keys, WeeChat's secured data, irssi's config
+    // (server and NickServ passwords).
+    ".local/share/TelegramDesktop",
+    ".config/Element",
+    ".weechat/sec.conf",
+    ".config/weechat/sec.conf",
+    ".irssi/config",
+    // remote desktops and file transfer: FileZilla's saved sites (base64
+    // passwords), Remmina's connection profiles (passwords).
+    ".config/filezilla/sitemanager.xml",
+    ".config/filezilla/recentservers.xml",
+    ".local/share/remmina",
+    // NetworkManager's OpenVPN certificates and keys imported per user.
+    ".cert/nm-openvpn",
+    // Flatpak apps' private homes: every app's profile (browsers, chat,
+    // mail, password managers installed from Flathub) with the same
+    // secrets as above; the apps themselves live elsewhere and stay.
+    ".var/app",
     // shell and REPL histories (commands and pasted secrets; `.lesshst`
     // holds less's searches)
     ".bash_history",
@@ -231,6 +286,10 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     ".histfile",
     ".sh_history",
     ".local/share/fish/fish_history",
+    // zsh with `HISTFILE` in the XDG places; fish's old place.
+    ".local/state/zsh/history",
+    ".cache/zsh/history",
+    ".config/fish/fish_history",
     // nushell's history (in its config dir on Linux).
     ".config/nushell/history.txt",
     // Atuin: the shell history database and its sync key.
@@ -242,6 +301,15 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     ".psql_history",
     ".mysql_history",
     ".sqlite_history",
+    // IPython's history database; Julia's, R's, GHCi's, Scala's, DuckDB's
+    // and mycli's REPL histories.
+    ".ipython/profile_default/history.sqlite",
+    ".julia/logs/repl_history.jl",
+    ".Rhistory",
+    ".ghc/ghci_history",
+    ".scala_history",
+    ".duckdb_history",
+    ".mycli-history",
     // pgcli's history.
     ".config/pgcli/history",
     ".rediscli_history",
@@ -282,6 +350,74 @@ pub const CREDENTIAL_DENY_LIST: &[&str] = &[
     // cordon's own audit logs of earlier runs (the default place, under
     // `~/.local/state`; cordon writes the log from outside the sandbox).
     ".local/state/cordon",
+];
+
+/// Credential stores under a home whose place has a varying component,
+/// as globs relative to a home directory (same rules as
+/// [`CREDENTIAL_DENY_LIST`] otherwise).
+pub const CREDENTIAL_DENY_PATTERNS: &[&str] = &[
+    // JetBrains IDEs: the KeePass password database and its key, when the
+    // IDE keeps passwords in a file; one per product and version directory
+    // (the IDEs' settings beside them stay readable).
+    ".config/JetBrains/*/c.kdbx",
+    ".config/JetBrains/*/c.pwd",
+];
+
+/// System secrets outside any home, unreadable in every run (absolute
+/// paths; `*` globs where a name varies). Each may be re-allowed with
+/// `--allow-read` or `files.allow_read`.
+///
+/// A caller running as root owns every root-only file, so the kernel's own
+/// permissions do not keep these from the command; an unprivileged caller
+/// usually cannot read them anyway. The list is the well-known places, not
+/// every root-only file: a secret elsewhere needs `--deny-read`. Not listed:
+/// `/etc/sudoers` (policy, no secret in it) and `/etc/passwd`,
+/// `/etc/group` (no hashes; programs need them to name users).
+pub const SYSTEM_DENY_LIST: &[&str] = &[
+    // Password hashes, and their backups.
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    // pam_pwhistory's old password hashes.
+    "/etc/security/opasswd",
+    // TLS private keys (Debian's and Red Hat's places); certbot's keys.
+    "/etc/ssl/private",
+    "/etc/pki/tls/private",
+    "/etc/letsencrypt",
+    // The SSH server's host private keys (the `.pub` files stay readable).
+    "/etc/ssh/ssh_host_*_key",
+    // Wi-Fi passphrases, VPN secrets: NetworkManager, wpa_supplicant, iwd.
+    "/etc/NetworkManager/system-connections",
+    "/etc/wpa_supplicant",
+    "/var/lib/iwd",
+    // VPN keys: WireGuard, OpenVPN, IPsec (strongSwan, Libreswan).
+    "/etc/wireguard",
+    "/etc/openvpn",
+    "/etc/ipsec.secrets",
+    "/etc/ipsec.d/private",
+    "/etc/swanctl/private",
+    "/etc/strongswan/ipsec.secrets",
+    // PPP's CHAP and PAP passwords.
+    "/etc/ppp/chap-secrets",
+    "/etc/ppp/pap-secrets",
+    // Kerberos host keys; SSSD's secrets and cached credentials; Samba's
+    // password database.
+    "/etc/krb5.keytab",
+    "/var/lib/sss/secrets",
+    "/var/lib/sss/db",
+    "/var/lib/samba/private",
+    // systemd's credentials: the host key that encrypts them, and the stores.
+    "/var/lib/systemd/credential.secret",
+    "/etc/credstore",
+    "/etc/credstore.encrypted",
+    // Disk encryption key files named in `/etc/crypttab`.
+    "/etc/cryptsetup-keys.d",
+    // Debian's MySQL maintenance account password.
+    "/etc/mysql/debian.cnf",
+    // Kubernetes and k3s: admin kubeconfigs, cluster CA and service keys.
+    "/etc/kubernetes",
+    "/etc/rancher",
 ];
 
 /// Names that run code later, outside the sandbox, if planted.
@@ -518,6 +654,28 @@ mod tests {
                 !entry.split('/').any(|c| c == ".." || c.is_empty()),
                 "{entry}"
             );
+        }
+    }
+
+    #[test]
+    fn the_pattern_and_system_lists_are_well_formed_once() {
+        let mut seen = std::collections::BTreeSet::new();
+        for entry in CREDENTIAL_DENY_PATTERNS {
+            assert!(seen.insert(entry), "{entry} twice");
+            assert!(!entry.starts_with('/') && entry.contains('*'), "{entry}");
+            assert!(globset::Glob::new(entry).is_ok(), "{entry}");
+        }
+        for entry in SYSTEM_DENY_LIST {
+            assert!(seen.insert(entry), "{entry} twice");
+            assert!(entry.starts_with("/") && !entry.ends_with('/'), "{entry}");
+            assert!(
+                !entry.split('/').skip(1).any(|c| c == ".." || c.is_empty()),
+                "{entry}"
+            );
+        }
+        // Programs inside need these to name users and to use sudo's rules.
+        for needed in ["/etc/passwd", "/etc/group", "/etc/sudoers", "/etc/ssh"] {
+            assert!(!SYSTEM_DENY_LIST.contains(&needed), "{needed}");
         }
     }
 

@@ -66,8 +66,8 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use super::defaults::{
-    AUDIT_LOG_FILE, CREDENTIAL_DENY_LIST, MAX_CONNECTIONS, MAX_PROCS, MAX_TMP, PROJECT_POLICY_FILE,
-    PROTECTED_NAMES,
+    AUDIT_LOG_FILE, CREDENTIAL_DENY_LIST, CREDENTIAL_DENY_PATTERNS, MAX_CONNECTIONS, MAX_PROCS,
+    MAX_TMP, PROJECT_POLICY_FILE, PROTECTED_NAMES, SYSTEM_DENY_LIST,
 };
 use super::pattern::{PathContext, PathPattern};
 use super::trust::{self, TrustError};
@@ -489,12 +489,35 @@ fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
 
     let mut files = FilesPolicy::default();
     for home in &homes {
-        let ctx = PathContext { home, base: None };
-        for entry in CREDENTIAL_DENY_LIST {
-            let pattern = PathPattern::parse(&format!("~/{entry}"), &ctx)
-                .map_err(|e| LoadError::NoHome(format!("home {}: {e}", home.display())))?;
-            files.deny_read.push(Sourced::new(pattern, Source::Builtin));
+        for entry in CREDENTIAL_DENY_LIST.iter().chain(CREDENTIAL_DENY_PATTERNS) {
+            files
+                .deny_read
+                .push(Sourced::new(home_entry(home, entry)?, Source::Builtin));
         }
+    }
+    // Other accounts' homes: only the entries there now, so that a run
+    // costs one directory listing per home, and `cordon explain` shows
+    // what is hidden rather than every name the list could have.
+    for home in other_homes(&read_passwd_homes()?) {
+        if homes.contains(&home) {
+            continue;
+        }
+        let found = existing_entries(&home)?;
+        if !found.is_empty() {
+            files
+                .deny_read
+                .extend(found.into_iter().map(|p| Sourced::new(p, Source::Builtin)));
+            homes.push(home);
+        }
+    }
+    let root = PathContext {
+        home: Path::new("/"),
+        base: None,
+    };
+    for entry in SYSTEM_DENY_LIST {
+        let pattern = PathPattern::parse(entry, &root)
+            .map_err(|e| LoadError::NoHome(format!("system deny list entry {entry}: {e}")))?;
+        files.deny_read.push(Sourced::new(pattern, Source::Builtin));
     }
     files.protected = PROTECTED_NAMES
         .iter()
@@ -534,6 +557,101 @@ fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
         allow_degraded: Vec::new(),
         env: EnvPolicy::default(),
     })
+}
+
+/// The credential list's `entry` (relative, maybe a glob) under `home`.
+fn home_entry(home: &Path, entry: &str) -> Result<PathPattern, LoadError> {
+    let ctx = PathContext { home, base: None };
+    PathPattern::parse(&format!("~/{entry}"), &ctx)
+        .map_err(|e| LoadError::NoHome(format!("home {}: {e}", home.display())))
+}
+
+/// The password database's file; accounts from other sources (LDAP, SSSD)
+/// are reached through `/home` instead (see [`other_homes`]).
+const PASSWD_FILE: &str = "/etc/passwd";
+
+/// Every home directory `/etc/passwd` names (its sixth field). A missing
+/// file names none; one that cannot be read is an error.
+fn read_passwd_homes() -> Result<Vec<PathBuf>, LoadError> {
+    match std::fs::read_to_string(PASSWD_FILE) {
+        Ok(text) => Ok(passwd_homes(&text)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(LoadError::Read {
+            path: PathBuf::from(PASSWD_FILE),
+            source,
+        }),
+    }
+}
+
+/// The absolute home directories in passwd(5) `text`.
+fn passwd_homes(text: &str) -> Vec<PathBuf> {
+    text.lines()
+        .filter_map(|line| line.split(':').nth(5))
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute())
+        .collect()
+}
+
+/// System directories some system accounts name as their home (`daemon`'s
+/// `/usr/sbin`, `sys`'s `/dev`, `irc`'s `/run/ircd`): not homes, so not
+/// searched (listing `/usr/bin` at every start costs more than the rest);
+/// `/dev`, `/proc` and `/run` are replaced or hidden in the sandbox anyway.
+const NOT_HOMES: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/dev", "/proc", "/sys", "/run",
+];
+
+/// Other accounts' homes whose credential files the sandbox hides too:
+/// `passwd` (the password database's homes), `/root`, and the directories
+/// in `/home` (accounts the local file does not list). Resolved, existing
+/// directories only, each once; `/` (the home of some system accounts) is
+/// left out, as it is the whole root, and so are [`NOT_HOMES`].
+fn other_homes(passwd: &[PathBuf]) -> Vec<PathBuf> {
+    let in_home = std::fs::read_dir("/home")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path());
+    let mut homes: Vec<PathBuf> = Vec::new();
+    let candidates = passwd
+        .iter()
+        .cloned()
+        .chain([PathBuf::from("/root")])
+        .chain(in_home);
+    for home in candidates {
+        let Ok(home) = home.canonicalize() else {
+            continue; // `/nonexistent` and the like
+        };
+        let system = NOT_HOMES.iter().any(|dir| home.starts_with(dir));
+        if home.parent().is_some() && !system && home.is_dir() && !homes.contains(&home) {
+            homes.push(home);
+        }
+    }
+    homes
+}
+
+/// The credential list's entries that exist under `home` now. One listing
+/// of `home` tells which first components are there; only entries under
+/// those are looked at. A home the caller may enter but not list (mode
+/// 0711) has every entry looked at.
+fn existing_entries(home: &Path) -> Result<Vec<PathPattern>, LoadError> {
+    let present: Option<std::collections::HashSet<std::ffi::OsString>> = std::fs::read_dir(home)
+        .ok()
+        .map(|listing| listing.flatten().map(|entry| entry.file_name()).collect());
+    let mut found = Vec::new();
+    for entry in CREDENTIAL_DENY_LIST.iter().chain(CREDENTIAL_DENY_PATTERNS) {
+        let first = entry.split('/').next().unwrap_or(entry);
+        if present
+            .as_ref()
+            .is_some_and(|names| !names.contains(std::ffi::OsStr::new(first)))
+        {
+            continue;
+        }
+        let pattern = home_entry(home, entry)?;
+        if !pattern.expand().is_empty() {
+            found.push(pattern);
+        }
+    }
+    Ok(found)
 }
 
 /// Reads a file that may be absent; a file that exists but cannot be read
@@ -2082,6 +2200,27 @@ mod tests {
             }
         }
 
+        /// The policy's homes that are this fixture's (the host's other
+        /// accounts' homes follow them).
+        fn own_homes(&self, p: &Policy) -> Vec<PathBuf> {
+            p.homes
+                .iter()
+                .filter(|h| h.starts_with(&self.root))
+                .cloned()
+                .collect()
+        }
+
+        /// The deny_read entries under this fixture.
+        fn under_root(&self, p: &Policy) -> Vec<String> {
+            let root = self.root.display().to_string();
+            p.files
+                .deny_read
+                .iter()
+                .map(|e| e.value.to_string())
+                .filter(|e| e.starts_with(&root))
+                .collect()
+        }
+
         fn env(&self) -> EnvFacts {
             EnvFacts {
                 home: self.home.clone(),
@@ -2217,8 +2356,8 @@ mod tests {
         let fx = Fx::new();
         let p = fx.load().unwrap();
         assert_eq!(p.project, Sourced::new(fx.project.clone(), Source::Builtin));
-        assert_eq!(p.homes, vec![fx.home.clone()]);
-        assert_eq!(p.files.deny_read.len(), CREDENTIAL_DENY_LIST.len());
+        assert_eq!(fx.own_homes(&p), vec![fx.home.clone()]);
+        assert_eq!(fx.under_root(&p).len(), PER_HOME);
         assert!(p
             .files
             .deny_read
@@ -2226,6 +2365,15 @@ mod tests {
             .all(|e| e.source == Source::Builtin));
         assert!(values(&p.files.deny_read).contains(&exact(&fx.home.join(".ssh"))));
         assert!(values(&p.files.deny_read).contains(&exact(&fx.home.join(".docker/config.json"))));
+        for entry in SYSTEM_DENY_LIST {
+            assert!(
+                p.files
+                    .deny_read
+                    .iter()
+                    .any(|e| e.value.to_string() == *entry),
+                "{entry}"
+            );
+        }
         assert_eq!(
             values(&p.files.protected),
             PROTECTED_NAMES
@@ -2244,6 +2392,72 @@ mod tests {
         assert!(p.network.local_ports.is_empty() && p.allow_degraded.is_empty());
     }
 
+    /// Built-in entries under each of the caller's homes.
+    const PER_HOME: usize = CREDENTIAL_DENY_LIST.len() + CREDENTIAL_DENY_PATTERNS.len();
+
+    #[test]
+    fn passwd_homes_are_the_sixth_field() {
+        let text = "root:x:0:0:root:/root:/bin/bash\n\
+                    bob:x:1000:1000:Bob,,,:/home/bob:/bin/sh\n\
+                    odd:x:1:1::relative:/bin/sh\n\
+                    short:x:2\n";
+        assert_eq!(
+            passwd_homes(text),
+            vec![PathBuf::from("/root"), PathBuf::from("/home/bob")]
+        );
+    }
+
+    #[test]
+    fn other_homes_get_their_existing_credential_files_only() {
+        let fx = Fx::new();
+        let other = fx.root.join("home/bob");
+        fs::create_dir_all(other.join(".ssh")).unwrap();
+        fs::create_dir_all(other.join(".config/JetBrains/IdeaIC2024.1")).unwrap();
+        fs::write(other.join(".config/JetBrains/IdeaIC2024.1/c.kdbx"), "x").unwrap();
+        fs::write(other.join(".netrc"), "x").unwrap();
+        let gone = fx.root.join("nonexistent");
+        let system = ["/", "/usr/sbin", "/bin", "/dev"].map(PathBuf::from);
+        let homes = other_homes(&[&[other.clone(), gone, other.clone()], &system[..]].concat());
+        assert_eq!(homes.iter().filter(|h| **h == other).count(), 1);
+        assert!(!homes
+            .iter()
+            .any(|h| h.starts_with("/usr") || h.starts_with("/dev")));
+        assert!(!homes
+            .iter()
+            .any(|h| h.starts_with(fx.root.join("nonexistent"))));
+        assert!(!homes.contains(&PathBuf::from("/")));
+        let found: Vec<String> = existing_entries(&other)
+            .unwrap()
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        let under = |rel: &str| other.join(rel).display().to_string();
+        assert_eq!(
+            found,
+            vec![
+                under(".ssh"),
+                under(".netrc"),
+                under(".config/JetBrains/*/c.kdbx")
+            ]
+        );
+        // The glob covers the file it was found for.
+        let glob = home_entry(&other, ".config/JetBrains/*/c.kdbx").unwrap();
+        assert!(glob.covers(&other.join(".config/JetBrains/IdeaIC2024.1/c.kdbx")));
+    }
+
+    #[test]
+    fn the_ssh_host_key_glob_spares_the_public_keys() {
+        let root = PathContext {
+            home: Path::new("/"),
+            base: None,
+        };
+        let glob = PathPattern::parse("/etc/ssh/ssh_host_*_key", &root).unwrap();
+        assert!(glob.covers(Path::new("/etc/ssh/ssh_host_ed25519_key")));
+        assert!(glob.covers(Path::new("/etc/ssh/ssh_host_rsa_key")));
+        assert!(!glob.covers(Path::new("/etc/ssh/ssh_host_rsa_key.pub")));
+        assert!(!glob.covers(Path::new("/etc/ssh/sshd_config")));
+    }
+
     #[test]
     fn homes_from_env_and_passwd() {
         let fx = Fx::new();
@@ -2252,8 +2466,8 @@ mod tests {
         let mut req = fx.req(FlagOverrides::default());
         req.env.passwd_home = Some(other.clone());
         let p = load(&req).unwrap();
-        assert_eq!(p.homes, vec![fx.home.clone(), other.clone()]);
-        assert_eq!(p.files.deny_read.len(), 2 * CREDENTIAL_DENY_LIST.len());
+        assert_eq!(fx.own_homes(&p), vec![fx.home.clone(), other.clone()]);
+        assert_eq!(fx.under_root(&p).len(), 2 * PER_HOME);
         assert!(values(&p.files.deny_read).contains(&exact(&other.join(".aws"))));
 
         // The same home through a symlink counts once.
@@ -2261,7 +2475,7 @@ mod tests {
         std::os::unix::fs::symlink(&fx.home, &link).unwrap();
         req.env.passwd_home = Some(link);
         let p = load(&req).unwrap();
-        assert_eq!(p.homes, vec![fx.home.clone()]);
+        assert_eq!(fx.own_homes(&p), vec![fx.home.clone()]);
     }
 
     #[test]
@@ -2340,8 +2554,11 @@ mod tests {
                 Sourced::new(exact(&fx.home.join("scratch")), flag("--allow-write")),
             ]
         );
-        let extra: Vec<_> = p.files.deny_read[CREDENTIAL_DENY_LIST.len()..]
+        let extra: Vec<_> = p
+            .files
+            .deny_read
             .iter()
+            .filter(|e| e.source != Source::Builtin)
             .map(|e| (e.value.to_string(), e.source.clone()))
             .collect();
         let pem = format!("{}/**/*.pem", fx.project.display());
