@@ -1519,6 +1519,56 @@ fn flood_limit(event: &Event, subject: String) -> Event {
     limit
 }
 
+/// Most lines one run writes to the log, the budget's [`Kind::Limit`]
+/// line included: past it (or [`RUN_BYTES`]), events are only counted.
+/// The per-subject flood limit alone lets a run write 20 lines for each
+/// of 1000 subjects of every door, kind and verdict.
+const RUN_LINES: u64 = 2000;
+/// Most bytes one run writes to the log (about; the budget's own line
+/// may pass it by one line).
+const RUN_BYTES: u64 = 1024 * 1024;
+/// What a line holds beyond its event's JSON: `seq`, `prev` and `mac`.
+const SEAL_BYTES: u64 = 180;
+
+/// How much of the run's log budget is spent.
+#[derive(Default)]
+struct Budget {
+    lines: u64,
+    bytes: u64,
+    /// Whether it ran out (and the one line saying so was sent).
+    spent: bool,
+}
+
+impl Budget {
+    /// Spends the budget on `event`; `false` once it is spent, when the
+    /// event is only counted. The first event over it is replaced by the
+    /// one [`Kind::Limit`] event that says so.
+    fn spend(&mut self, event: &mut Event) -> bool {
+        if self.spent {
+            return false;
+        }
+        let size = serde_json::to_string(event)
+            .map(|json| crate::escape::json_printable(&json).len() as u64)
+            .unwrap_or(0)
+            + SEAL_BYTES;
+        if self.lines + 1 < RUN_LINES && self.bytes + size < RUN_BYTES {
+            self.lines += 1;
+            self.bytes += size;
+            return true;
+        }
+        self.spent = true;
+        let mut limit = Event::new(event.door, Kind::Limit, event.verdict, "(this run)");
+        limit.sandbox = std::mem::take(&mut event.sandbox);
+        limit.command = std::mem::take(&mut event.command);
+        limit.reason = Some(format!(
+            "this run logged {} lines ({} bytes), its budget: further events are not logged, refusals are counted in the exit summary",
+            self.lines, self.bytes
+        ));
+        *event = limit;
+        true
+    }
+}
+
 struct Inner {
     sandbox: String,
     command: String,
@@ -1527,6 +1577,7 @@ struct Inner {
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     summary: Mutex<Summary>,
     flood: Mutex<Flood>,
+    budget: Mutex<Budget>,
 }
 
 /// The audit sink of one run: cheap to clone, safe to call from async code
@@ -1571,6 +1622,7 @@ impl Auditor {
                 writer: Mutex::new(writer),
                 summary: Mutex::new(Summary::default()),
                 flood: Mutex::new(Flood::default()),
+                budget: Mutex::new(Budget::default()),
             }),
         })
     }
@@ -1586,6 +1638,7 @@ impl Auditor {
                 writer: Mutex::new(None),
                 summary: Mutex::new(Summary::default()),
                 flood: Mutex::new(Flood::default()),
+                budget: Mutex::new(Budget::default()),
             }),
         }
     }
@@ -1601,7 +1654,10 @@ impl Auditor {
     /// refused or allowed (a loop of allowed connections writes a decision
     /// and a close each): past [`LOGGED_REPEATS`] events of one kind about
     /// one subject, further ones are only counted (the exit summary has
-    /// every refusal), and one [`Kind::Limit`] event says so.
+    /// every refusal), and one [`Kind::Limit`] event says so. And past
+    /// [`RUN_LINES`] lines or [`RUN_BYTES`] bytes in all, the run logs
+    /// nothing more but one [`Kind::Limit`] event saying so (the exit
+    /// summary still counts every refusal).
     pub fn record(&self, event: Event) {
         if event.verdict == Verdict::Deny && event.event == Kind::Decision {
             self.count_blocked(event.door, &event.subject);
@@ -1627,7 +1683,17 @@ impl Auditor {
         event.sandbox.clone_from(&self.inner.sandbox);
         event.command.clone_from(&self.inner.command);
         if let Ok(tx) = self.inner.tx.lock() {
-            if let Some(tx) = tx.as_ref() {
+            let Some(tx) = tx.as_ref() else {
+                return;
+            };
+            // Under the sender's lock: lines are spent in the order sent.
+            let within = self
+                .inner
+                .budget
+                .lock()
+                .map(|mut b| b.spend(&mut event))
+                .unwrap_or(false);
+            if within {
                 let _ = tx.send(event);
             }
         }
@@ -2160,6 +2226,188 @@ mod tests {
             limit.reason.as_deref(),
             Some("allowed 20 times: further ones are not logged one by one")
         );
+    }
+
+    #[test]
+    fn the_run_budget_bounds_lines_and_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl").unwrap();
+        // 200 subjects, each up to the flood limit: 4000 lines without
+        // the budget.
+        let n = 200 * LOGGED_REPEATS;
+        for i in 0..n {
+            auditor.record(event(&format!("h{}.example:80", i % 200), Verdict::Deny));
+        }
+        let summary = auditor.finish();
+        assert_eq!(summary.blocked(Door::Network), n, "every refusal counted");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let key = key_in(dir.path());
+        assert_eq!(verify(&text, &key), Ok(RUN_LINES as usize));
+        let last: Event = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(
+            (last.event, last.subject.as_str()),
+            (Kind::Limit, "(this run)")
+        );
+        assert!(last.reason.unwrap().contains("1999 lines"));
+
+        // Long subjects: the byte budget ends it first.
+        let path = dir.path().join("bytes.jsonl");
+        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl").unwrap();
+        for i in 0..2000 {
+            auditor.record(event(
+                &format!("{i}{}", "\u{202e}".repeat(200)),
+                Verdict::Deny,
+            ));
+        }
+        auditor.finish();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len <= RUN_BYTES + 4096, "{len} bytes");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.lines().count() < 1000,
+            "{} lines",
+            text.lines().count()
+        );
+        assert!(text.lines().last().unwrap().contains("\"limit\""));
+    }
+
+    #[test]
+    fn nothing_at_the_log_path_is_followed_or_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("bashrc");
+        std::fs::write(&target, "mine\n").unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let problem = |p: &Path| match AuditFile::open(p, false) {
+            Err(AuditError::Open { source, .. }) => source.to_string(),
+            other => panic!("{other:?}"),
+        };
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        assert!(
+            problem(&path).contains("symbolic link"),
+            "{}",
+            problem(&path)
+        );
+        std::fs::remove_file(&path).unwrap();
+        let dangling = dir.path().join("profile.d-x.sh");
+        std::os::unix::fs::symlink(&dangling, &path).unwrap();
+        assert!(problem(&path).contains("symbolic link"));
+        assert!(!dangling.exists(), "a dangling link's target was made");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::hard_link(&target, &path).unwrap();
+        assert!(problem(&path).contains("2 names"), "{}", problem(&path));
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert!(!problem(&path).is_empty());
+        std::fs::remove_dir(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine\n");
+        if nix::unistd::geteuid().is_root() {
+            std::fs::write(&path, "").unwrap();
+            std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+            assert!(problem(&path).contains("belongs to uid 65534"));
+            std::fs::remove_file(&path).unwrap();
+        }
+        // A link on the way to it is resolved once, at open: the file
+        // stays the one opened, wherever the link then points.
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let via = dir.path().join("via");
+        std::os::unix::fs::symlink(&real, &via).unwrap();
+        let file = AuditFile::open(&via.join("audit.jsonl"), false).unwrap();
+        assert_eq!(
+            file.canonical,
+            real.canonicalize().unwrap().join("audit.jsonl")
+        );
+        let mut log = file.keyed(key_in(dir.path()));
+        std::fs::remove_file(&via).unwrap();
+        std::os::unix::fs::symlink(dir.path(), &via).unwrap();
+        log.append(&mut [event("a:1", Verdict::Deny)]).unwrap();
+        assert!(real.join("audit.jsonl").metadata().unwrap().len() > 0);
+        assert!(!dir.path().join("audit.jsonl").exists());
+    }
+
+    #[test]
+    fn the_key_and_records_are_never_reached_through_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = key_path(&dir.path().join("state"));
+        let key = AuditKey::load_or_create(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().nlink(), 1);
+        let other = dir.path().join("other-name");
+        std::fs::hard_link(&path, &other).unwrap();
+        match AuditKey::load(&path) {
+            Err(AuditError::Key { problem, .. }) => {
+                assert!(problem.contains("2 names"), "{problem}")
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_file(&other).unwrap();
+        // A chain named by the log's first line is never a path.
+        assert_eq!(record_name("../../etc/x"), None);
+        assert_eq!(record_name(&"/".repeat(MAC_HEX)), None);
+        assert!(record_name(&"a".repeat(MAC_HEX)).is_some());
+        // A tail record replaced by a link is not read through it.
+        let log_path = dir.path().join("audit.jsonl");
+        let mut log = AuditFile::open(&log_path, false).unwrap().keyed(key);
+        log.append(&mut [event("a:1", Verdict::Deny)]).unwrap();
+        let chain = log.chain.clone().unwrap();
+        let record = path.parent().unwrap().join(TAILS_DIR).join(&chain);
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "{\"seq\":1,\"mac\":\"x\"}").unwrap();
+        std::fs::remove_file(&record).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &record).unwrap();
+        let text = std::fs::read_to_string(&log_path).unwrap();
+        assert!(matches!(
+            verify(&text, &log.key),
+            Err(ChainError::BadTailRecord { .. })
+        ));
+        // The next batch replaces the link, not what it points to.
+        log.append(&mut [event("b:2", Verdict::Deny)]).unwrap();
+        assert!(!record.is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(&elsewhere).unwrap(),
+            "{\"seq\":1,\"mac\":\"x\"}"
+        );
+    }
+
+    #[test]
+    fn the_log_record_catches_an_emptied_replaced_or_cut_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut log = open(&path, dir.path());
+        for s in ["a:1", "b:2", "c:3"] {
+            log.append(&mut [event(s, Verdict::Deny)]).unwrap();
+        }
+        let key = key_in(dir.path());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(verify_log(&path, &text, &key), Ok(3));
+        assert!(matches!(
+            verify_log(&path, "", &key),
+            Err(ChainError::Emptied { seq: 3, .. })
+        ));
+        let other_path = dir.path().join("other.jsonl");
+        let mut other = open(&other_path, dir.path());
+        for s in ["x:1", "y:2", "z:3", "w:4"] {
+            other.append(&mut [event(s, Verdict::Deny)]).unwrap();
+        }
+        let other_text = std::fs::read_to_string(&other_path).unwrap();
+        assert_eq!(verify(&other_text, &key), Ok(4), "a whole chain of its own");
+        assert!(matches!(
+            verify_log(&path, &other_text, &key),
+            Err(ChainError::Replaced { seq: 3, .. })
+        ));
+        // Cut, with the chain's tail record gone too.
+        std::fs::remove_dir_all(path.parent().unwrap().join("state/cordon").join(TAILS_DIR))
+            .unwrap();
+        let cut = text.lines().take(2).collect::<Vec<_>>().join("\n") + "\n";
+        assert_eq!(verify(&cut, &key), Ok(2));
+        assert!(matches!(
+            verify_log(&path, &cut, &key),
+            Err(ChainError::Truncated {
+                expected: 3,
+                found: 2,
+                ..
+            })
+        ));
     }
 
     #[test]
