@@ -1013,6 +1013,33 @@ impl AuditLog {
         }
     }
 
+    /// Warns when, before this run's first line, the file does not end
+    /// where cordon last wrote to it (its log record): it was emptied,
+    /// replaced or cut while no run had it open. Once this run writes, the
+    /// record follows the file, and `cordon log --verify` can no longer
+    /// tell: say it now.
+    fn check_as_recorded(&self, last: &Link) {
+        let Ok(Some((recorded, _))) = self.key.log_record(&self.canonical) else {
+            return;
+        };
+        let seq = recorded.seq;
+        let found = match &self.chain {
+            None if last.seq == 0 => format!("is empty, but cordon last wrote {seq} line(s) to it"),
+            Some(chain) if *chain != recorded.chain => {
+                format!("holds another log than the {seq} line(s) cordon last wrote to it")
+            }
+            Some(_) if last.seq < seq => format!(
+                "ends at seq {}, but cordon last wrote up to seq {seq} to it",
+                last.seq
+            ),
+            _ => return,
+        };
+        eprintln!(
+            "cordon: WARNING: the audit log {} {found}: lines of it were deleted or the file was replaced since; `cordon log --verify` cannot tell once this run has written to it",
+            printable(&self.path)
+        );
+    }
+
     fn append_locked(&mut self, file: &File, events: &mut [Event]) -> Result<(), AuditError> {
         let len = file.metadata().map_err(|e| self.write_err(e))?.len();
         let mut buf = Vec::new();
@@ -1033,7 +1060,11 @@ impl AuditLog {
                 } else {
                     None
                 };
-                Link::after(&last)
+                let last = Link::after(&last);
+                if self.wrote.is_none() {
+                    self.check_as_recorded(&last);
+                }
+                last
             }
         };
         for event in events.iter_mut() {

@@ -1156,6 +1156,17 @@ fn an_emptied_or_replaced_log_fails_verify() {
     std::fs::write(&log, &honest).unwrap();
     assert_eq!(cordon_log(&fx, &log, &["--verify"]).0, 0);
     assert_eq!(cordon_log(&fx, &other, &["--verify"]).0, 0);
+
+    // The next run to write there says what it found, since its own
+    // lines make the file verify again.
+    std::fs::write(&log, "").unwrap();
+    let out = fx.sandbox().arg("--audit").arg(&log).py(&script);
+    out.ok();
+    assert!(
+        out.stderr
+            .contains("is empty, but cordon last wrote 4 line(s) to it"),
+        "{out:#?}"
+    );
 }
 
 /// The attack: a sandbox cycling through refused subjects fills the
