@@ -8,9 +8,14 @@
 //! field. So [`verify`] tells a line that was edited, deleted, moved or
 //! written without the key (another key, or the unkeyed SHA-256 chain of
 //! older cordon versions) from an honest one, and names it. What the MACs
-//! cannot show alone is lines cut off the end: each run records the last
-//! line it wrote in a tail record next to the key ([`TailRecord`]), which
-//! `cordon log --verify` compares with the file's last line.
+//! cannot show alone is lines cut off the end, or the whole file emptied
+//! or replaced: after every batch, the writer records the last line it
+//! wrote per chain ([`TailRecord`]) and per file ([`LogRecord`]) next to
+//! the key, which `cordon log --verify` ([`verify_log`]) compares with the
+//! file.
+//!
+//! The log may lie where a sandbox can write: nothing at its path, nor at
+//! the key's or the records', is followed ([`AuditFile::open`]).
 //!
 //! Several runs may append to one file: each batch is written under an
 //! advisory lock (`flock`) with one `O_APPEND` write, and chains from
@@ -1035,7 +1040,7 @@ impl AuditLog {
             _ => return,
         };
         eprintln!(
-            "cordon: WARNING: the audit log {} {found}: lines of it were deleted or the file was replaced since; `cordon log --verify` cannot tell once this run has written to it",
+            "cordon: WARNING: the audit log {} {found}: since the last run it was moved aside, emptied or replaced (if not by you, lines of it were deleted); `cordon log --verify` cannot tell once this run has written to it",
             printable(&self.path)
         );
     }
@@ -1339,7 +1344,12 @@ pub fn verify(text: &str, key: &AuditKey) -> Result<usize, ChainError> {
 pub fn verify_log(path: &Path, text: &str, key: &AuditKey) -> Result<usize, ChainError> {
     let count = verify(text, key)?;
     let bad = |record: PathBuf, problem: String| ChainError::BadTailRecord { record, problem };
-    let canonical = canonical_log_path(path).map_err(|e| bad(path.to_path_buf(), e.to_string()))?;
+    let canonical = canonical_log_path(path).map_err(|e| {
+        bad(
+            path.to_path_buf(),
+            format!("the log's directory cannot be resolved: {e}"),
+        )
+    })?;
     let Some((recorded, record)) = key
         .log_record(&canonical)
         .map_err(|(record, problem)| bad(record, problem))?
