@@ -912,6 +912,7 @@ impl AuditFile {
             chain: None,
             wrote: None,
             cut_reported: false,
+            records_failed: false,
         }
     }
 }
@@ -936,6 +937,8 @@ pub struct AuditLog {
     wrote: Option<Link>,
     /// Whether the file was found cut shorter (reported once).
     cut_reported: bool,
+    /// Whether updating the records failed (reported once).
+    records_failed: bool,
 }
 
 impl AuditLog {
@@ -1093,7 +1096,18 @@ impl AuditLog {
         let meta = file.metadata().map_err(|e| self.write_err(e))?;
         self.wrote = Some(link.clone());
         self.tail = Some((meta.len(), link.clone()));
-        self.record_batch(&meta, &link)
+        // The lines are written: a record that cannot be updated loses
+        // no event, but leaves the end unchecked; say that, not more.
+        if let Err(e) = self.record_batch(&meta, &link) {
+            if !self.records_failed {
+                self.records_failed = true;
+                eprintln!(
+                    "cordon: WARNING: {}; `cordon log --verify` cannot tell if this run's last lines are later deleted",
+                    printable(e.to_string())
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Records where the log ends now, after every batch: in the chain's
