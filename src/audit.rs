@@ -8,9 +8,14 @@
 //! field. So [`verify`] tells a line that was edited, deleted, moved or
 //! written without the key (another key, or the unkeyed SHA-256 chain of
 //! older cordon versions) from an honest one, and names it. What the MACs
-//! cannot show alone is lines cut off the end: each run records the last
-//! line it wrote in a tail record next to the key ([`TailRecord`]), which
-//! `cordon log --verify` compares with the file's last line.
+//! cannot show alone is lines cut off the end, or the whole file emptied
+//! or replaced: after every batch, the writer records the last line it
+//! wrote per chain ([`TailRecord`]) and per file ([`LogRecord`]) next to
+//! the key, which `cordon log --verify` ([`verify_log`]) compares with the
+//! file.
+//!
+//! The log may lie where a sandbox can write: nothing at its path, nor at
+//! the key's or the records', is followed ([`AuditFile::open`]).
 //!
 //! Several runs may append to one file: each batch is written under an
 //! advisory lock (`flock`) with one `O_APPEND` write, and chains from
@@ -26,16 +31,23 @@
 //! writes off the proxy's event loop.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::ffi::OsStr;
+use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
+
+use crate::sandbox::sys;
 
 pub use crate::escape::printable;
 
@@ -231,6 +243,8 @@ pub enum AuditError {
 pub const KEY_FILE: &str = "audit.key";
 /// The directory, beside the key, of the tail records ([`TailRecord`]).
 const TAILS_DIR: &str = "audit-tails";
+/// The directory, beside the key, of the log records ([`LogRecord`]).
+const LOGS_DIR: &str = "audit-logs";
 /// Random bytes in a key: HMAC-SHA256's full strength.
 const KEY_LEN: usize = 32;
 
@@ -245,6 +259,9 @@ pub fn key_path(xdg_state_home: &Path) -> PathBuf {
 pub struct AuditKey {
     key: ring::hmac::Key,
     path: PathBuf,
+    /// The key's directory, resolved once: the tail and log records beside
+    /// the key are opened relative to it.
+    dir: Dir,
 }
 
 impl std::fmt::Debug for AuditKey {
@@ -256,11 +273,11 @@ impl std::fmt::Debug for AuditKey {
 impl AuditKey {
     /// Reads the key at `path`, first making one when there is none
     /// (its directory with mode 0700; the file written whole under a
-    /// temporary name opened with `O_EXCL`, fsynced, then linked into place,
-    /// so a concurrent run never reads half a key).
+    /// temporary name opened with `O_EXCL`, fsynced, then renamed into
+    /// place without replacing, so a concurrent run never reads half a key).
     pub fn load_or_create(path: &Path) -> Result<AuditKey, AuditError> {
-        let bytes = key_bytes_or_create(path)?;
-        Ok(AuditKey::from_bytes(&bytes, path))
+        let (bytes, dir) = key_bytes_or_create(path)?;
+        Ok(AuditKey::from_bytes(&bytes, path, dir))
     }
 
     /// Makes the key at `path` when there is none, and checks it, as
@@ -271,23 +288,24 @@ impl AuditKey {
         key_bytes_or_create(path).map(drop)
     }
 
-    fn from_bytes(bytes: &[u8; KEY_LEN], path: &Path) -> AuditKey {
+    fn from_bytes(bytes: &[u8; KEY_LEN], path: &Path, dir: Dir) -> AuditKey {
         AuditKey {
             key: ring::hmac::Key::new(ring::hmac::HMAC_SHA256, bytes),
             path: path.to_path_buf(),
+            dir,
         }
     }
 
     /// Reads the key at `path`; never makes one (for verifying).
     pub fn load(path: &Path) -> Result<AuditKey, AuditError> {
-        check_key_dir(path, key_dir(path)?)?;
-        let bytes = read_key(path)?.ok_or_else(|| {
+        let dir = open_key_dir(path)?;
+        let bytes = read_key(path, &dir)?.ok_or_else(|| {
             key_err(
                 path,
                 "there is none, so no log can be verified here (the first `cordon run` with an audit log makes it; a log written by another user verifies only with that user's key)".into(),
             )
         })?;
-        Ok(AuditKey::from_bytes(&bytes, path))
+        Ok(AuditKey::from_bytes(&bytes, path, dir))
     }
 
     /// The hex MAC of `body`.
@@ -300,26 +318,32 @@ impl AuditKey {
         from_hex(mac).is_some_and(|tag| ring::hmac::verify(&self.key, body, &tag).is_ok())
     }
 
-    /// Where the tail record of the chain whose first line has MAC `chain` lives.
-    fn tail_record_path(&self, chain: &str) -> Option<PathBuf> {
-        let dir = self.path.parent()?;
-        Some(dir.join(TAILS_DIR).join(chain))
+    /// The record `name` in the records directory `kind` beside the key
+    /// (`None` when there is none), or an error (the record's path, what
+    /// is wrong) for one that cannot be read.
+    fn read_record<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: &str,
+        name: &str,
+    ) -> Result<Option<(T, PathBuf)>, (PathBuf, String)> {
+        let path = self.dir.path.join(kind).join(name);
+        let text = match self.dir.read_own(kind, name) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err((path, e.to_string())),
+        };
+        match serde_json::from_str(&text) {
+            Ok(record) => Ok(Some((record, path))),
+            Err(e) => Err((path, format!("not a cordon record: {e}"))),
+        }
     }
 
     /// The tail record of chain `chain`, if one was written; an error
     /// (the record's path, what is wrong) for one that cannot be read.
     fn tail_record(&self, chain: &str) -> Result<Option<(TailRecord, PathBuf)>, (PathBuf, String)> {
-        let Some(path) = self.tail_record_path(chain) else {
-            return Ok(None);
-        };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err((path, e.to_string())),
-        };
-        match serde_json::from_str(&text) {
-            Ok(record) => Ok(Some((record, path))),
-            Err(e) => Err((path, format!("not a tail record: {e}"))),
+        match record_name(chain) {
+            Some(name) => self.read_record(TAILS_DIR, name),
+            None => Ok(None),
         }
     }
 
@@ -327,7 +351,7 @@ impl AuditKey {
     /// later one is recorded already (runs sharing a log finish in any
     /// order). The caller holds the log's lock.
     fn record_tail(&self, chain: &str, last: &Link) -> io::Result<()> {
-        let Some(path) = self.tail_record_path(chain) else {
+        let Some(name) = record_name(chain) else {
             return Ok(());
         };
         // One that cannot be read is replaced.
@@ -336,27 +360,198 @@ impl AuditKey {
                 return Ok(());
             }
         }
-        if let Some(dir) = path.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-        }
         let record = TailRecord {
             seq: last.seq,
             mac: last.mac.clone(),
         };
-        let tmp = path.with_extension(format!("{}.new", std::process::id()));
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        file.write_all(&serde_json::to_vec(&record).map_err(io::Error::other)?)?;
+        self.dir.replace(
+            TAILS_DIR,
+            name,
+            &serde_json::to_vec(&record).map_err(io::Error::other)?,
+        )
+    }
+
+    /// The record of what cordon last wrote to the log at `canonical`.
+    fn log_record(
+        &self,
+        canonical: &Path,
+    ) -> Result<Option<(LogRecord, PathBuf)>, (PathBuf, String)> {
+        self.read_record(LOGS_DIR, &log_record_name(canonical))
+    }
+
+    /// Records that the log `record.path` now ends at `record.seq` of
+    /// chain `record.chain`. The caller holds the log's lock.
+    fn record_log(&self, record: &LogRecord) -> io::Result<()> {
+        self.dir.replace(
+            LOGS_DIR,
+            &log_record_name(&record.path),
+            &serde_json::to_vec(record).map_err(io::Error::other)?,
+        )
+    }
+}
+
+/// The name a chain's tail record has: the chain's MAC, which must be hex
+/// (it comes from the log's first line, which whoever can write the log
+/// chooses: never a path).
+fn record_name(chain: &str) -> Option<&str> {
+    (chain.len() == MAC_HEX && chain.bytes().all(|b| b.is_ascii_hexdigit())).then_some(chain)
+}
+
+/// The name of the log record of the log at `canonical`: the SHA-256 of
+/// its path.
+fn log_record_name(canonical: &Path) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(canonical.as_os_str().as_bytes()))
+}
+
+/// A directory resolved once (its path made canonical) and held open: the
+/// files cordon makes or appends to in it are opened relative to this
+/// descriptor with `O_NOFOLLOW`, so neither a link swapped in on the way
+/// to it later nor a link at a file's own name can send a write elsewhere.
+#[derive(Debug)]
+struct Dir {
+    file: File,
+    path: PathBuf,
+}
+
+impl Dir {
+    fn open(path: &Path) -> io::Result<Dir> {
+        let path = std::fs::canonicalize(path)?;
+        let fd = nix::fcntl::open(&path, DIR_FLAGS, Mode::empty())?;
+        Ok(Dir {
+            file: File::from(sys::own_fd(fd)),
+            path,
+        })
+    }
+
+    /// The subdirectory `name`, made (mode 0700) when `create` and
+    /// missing; `None` when missing. Never a link.
+    fn subdir(&self, name: &str, create: bool) -> io::Result<Option<Dir>> {
+        if create {
+            match nix::sys::stat::mkdirat(Some(self.raw()), name, Mode::from_bits_truncate(0o700)) {
+                Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let fd = match nix::fcntl::openat(Some(self.raw()), name, DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(nix::errno::Errno::ENOENT) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let dir = Dir {
+            file: File::from(sys::own_fd(fd)),
+            path: self.path.join(name),
+        };
+        let meta = dir.file.metadata()?;
+        if meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
+            return Err(io::Error::other(format!(
+                "{} is not a directory of yours that only you can write",
+                printable(&dir.path)
+            )));
+        }
+        Ok(Some(dir))
+    }
+
+    fn raw(&self) -> std::os::fd::RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// Opens `name` in this directory with `flags`, never through a link
+    /// (`ELOOP` for one), never as the controlling terminal, never
+    /// inherited by a command.
+    fn open_file(&self, name: &OsStr, flags: OFlag, mode: u32) -> io::Result<File> {
+        let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NOCTTY;
+        let fd = nix::fcntl::openat(
+            Some(self.raw()),
+            name,
+            flags,
+            Mode::from_bits_truncate(mode),
+        )?;
+        Ok(File::from(sys::own_fd(fd)))
+    }
+
+    /// The text of `name` in subdirectory `kind`, a file of the caller's
+    /// own ([`own_file_problem`]); `None` when either is missing.
+    fn read_own(&self, kind: &str, name: &str) -> io::Result<Option<String>> {
+        let Some(dir) = self.subdir(kind, false)? else {
+            return Ok(None);
+        };
+        let mut file = match dir.open_file(name.as_ref(), OFlag::O_RDONLY, 0) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        if let Some(problem) = own_file_problem(&file.metadata()?) {
+            return Err(io::Error::other(problem));
+        }
+        let mut text = String::new();
+        file.read_to_string(&mut text)?;
+        Ok(Some(text))
+    }
+
+    /// Replaces `name` in subdirectory `kind` (made when missing) with
+    /// `bytes`, atomically: written whole under a temporary name, then
+    /// renamed over it.
+    fn replace(&self, kind: &str, name: &str, bytes: &[u8]) -> io::Result<()> {
+        let dir = self
+            .subdir(kind, true)?
+            .ok_or_else(|| io::Error::other("its directory vanished"))?;
+        let tmp = format!(".{name}.{}.new", std::process::id());
+        // Left over by a run that died with our pid: ours to replace.
+        let _ = dir.remove(&tmp);
+        let mut file = dir.open_file(
+            tmp.as_ref(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL,
+            0o600,
+        )?;
+        let written = file.write_all(bytes);
         drop(file);
-        std::fs::rename(&tmp, &path)
+        let renamed = written.and_then(|()| {
+            nix::fcntl::renameat(Some(dir.raw()), tmp.as_str(), Some(dir.raw()), name)
+                .map_err(io::Error::from)
+        });
+        if renamed.is_err() {
+            let _ = dir.remove(&tmp);
+        }
+        renamed
+    }
+
+    fn remove(&self, name: &str) -> io::Result<()> {
+        nix::unistd::unlinkat(
+            Some(self.raw()),
+            name,
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        )
+        .map_err(io::Error::from)
+    }
+}
+
+/// How [`Dir`] opens directories: never through a link at the last name.
+const DIR_FLAGS: OFlag = OFlag::O_DIRECTORY
+    .union(OFlag::O_RDONLY)
+    .union(OFlag::O_NOFOLLOW)
+    .union(OFlag::O_CLOEXEC);
+
+/// What is wrong with a file cordon writes to or trusts, judged on the
+/// open descriptor: it must be a regular file of the caller's own, with no
+/// other name (a hard link made by someone who could write the directory
+/// would let writes land in a file of theirs choosing). `None` when fine.
+fn own_file_problem(meta: &std::fs::Metadata) -> Option<String> {
+    let me = nix::unistd::geteuid().as_raw();
+    if !meta.is_file() {
+        Some("it is not a regular file".into())
+    } else if meta.uid() != me {
+        Some(format!(
+            "it belongs to uid {}, not to you (uid {me})",
+            meta.uid()
+        ))
+    } else if meta.nlink() != 1 {
+        Some(format!(
+            "it has {} names (hard links): another name could lead to it from anywhere; use a file of its own",
+            meta.nlink()
+        ))
+    } else {
+        None
     }
 }
 
@@ -367,16 +562,27 @@ fn key_err(path: &Path, problem: String) -> AuditError {
     }
 }
 
+/// The key file's name in its directory.
+fn key_name(path: &Path) -> Result<&OsStr, AuditError> {
+    path.file_name()
+        .ok_or_else(|| key_err(path, "names no file".into()))
+}
+
 fn key_dir(path: &Path) -> Result<&Path, AuditError> {
     path.parent()
         .filter(|d| !d.as_os_str().is_empty())
         .ok_or_else(|| key_err(path, "has no directory".into()))
 }
 
-/// The key's directory must be the user's and writable by nobody else:
-/// whoever can write it can replace the key.
-fn check_key_dir(path: &Path, dir: &Path) -> Result<(), AuditError> {
-    let meta = std::fs::metadata(dir)
+/// Opens the key's directory, which must be the user's and writable by
+/// nobody else: whoever can write it can replace the key.
+fn open_key_dir(path: &Path) -> Result<Dir, AuditError> {
+    let dir = key_dir(path)?;
+    let opened =
+        Dir::open(dir).map_err(|e| key_err(path, format!("cannot open its directory: {e}")))?;
+    let meta = opened
+        .file
+        .metadata()
         .map_err(|e| key_err(path, format!("cannot inspect its directory: {e}")))?;
     let me = nix::unistd::geteuid().as_raw();
     if meta.uid() != me {
@@ -399,32 +605,30 @@ fn check_key_dir(path: &Path, dir: &Path) -> Result<(), AuditError> {
             ),
         ));
     }
-    Ok(())
+    Ok(opened)
 }
 
-/// The key's bytes at `path`, made first when there is none.
-fn key_bytes_or_create(path: &Path) -> Result<Zeroizing<[u8; KEY_LEN]>, AuditError> {
-    let dir = key_dir(path)?;
+/// The key's bytes at `path`, made first when there is none, and its
+/// directory.
+fn key_bytes_or_create(path: &Path) -> Result<(Zeroizing<[u8; KEY_LEN]>, Dir), AuditError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(dir)
+        .create(key_dir(path)?)
         .map_err(|e| key_err(path, format!("cannot create its directory: {e}")))?;
-    check_key_dir(path, dir)?;
-    if let Some(bytes) = read_key(path)? {
-        return Ok(bytes);
+    let dir = open_key_dir(path)?;
+    if let Some(bytes) = read_key(path, &dir)? {
+        return Ok((bytes, dir));
     }
-    create_key(path, dir)?;
-    read_key(path)?.ok_or_else(|| key_err(path, "vanished right after it was made".into()))
+    create_key(path, &dir)?;
+    let bytes = read_key(path, &dir)?
+        .ok_or_else(|| key_err(path, "vanished right after it was made".into()))?;
+    Ok((bytes, dir))
 }
 
-/// Reads and checks the key file; `None` when there is none.
-fn read_key(path: &Path) -> Result<Option<Zeroizing<[u8; KEY_LEN]>>, AuditError> {
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-    {
+/// Reads and checks the key file in `dir`; `None` when there is none.
+fn read_key(path: &Path, dir: &Dir) -> Result<Option<Zeroizing<[u8; KEY_LEN]>>, AuditError> {
+    let mut file = match dir.open_file(key_name(path)?, OFlag::O_RDONLY, 0) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
@@ -438,13 +642,9 @@ fn read_key(path: &Path) -> Result<Option<Zeroizing<[u8; KEY_LEN]>>, AuditError>
     let meta = file
         .metadata()
         .map_err(|e| key_err(path, format!("cannot inspect it: {e}")))?;
-    let me = nix::unistd::geteuid().as_raw();
-    let problem = if !meta.is_file() {
-        Some("is not a regular file".to_string())
-    } else if meta.uid() != me {
+    let problem = if let Some(problem) = own_file_problem(&meta) {
         Some(format!(
-            "belongs to uid {}, not to you (uid {me}): a key someone else controls proves nothing; remove it (a new key is made on the next run, and older logs then no longer verify)",
-            meta.uid()
+            "{problem}: a key someone else could reach proves nothing; remove it (a new key is made on the next run, and older logs then no longer verify)"
         ))
     } else if meta.mode() & 0o077 != 0 {
         Some(format!(
@@ -468,8 +668,8 @@ fn read_key(path: &Path) -> Result<Option<Zeroizing<[u8; KEY_LEN]>>, AuditError>
     Ok(Some(bytes))
 }
 
-/// Makes a new random key at `path` unless another run just did.
-fn create_key(path: &Path, dir: &Path) -> Result<(), AuditError> {
+/// Makes a new random key in `dir` unless another run just did.
+fn create_key(path: &Path, dir: &Dir) -> Result<(), AuditError> {
     let failed = |what: &str, e: io::Error| key_err(path, format!("cannot create it: {what}: {e}"));
     let mut bytes = Zeroizing::new([0u8; KEY_LEN]);
     ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes[..]).map_err(
@@ -480,29 +680,44 @@ fn create_key(path: &Path, dir: &Path) -> Result<(), AuditError> {
             )
         },
     )?;
-    let tmp = dir.join(format!(".{KEY_FILE}.{}.new", std::process::id()));
+    let name = key_name(path)?;
+    let tmp = format!(".{KEY_FILE}.{}.new", std::process::id());
     // Left over by a run that died with our pid: ours to replace.
-    let _ = std::fs::remove_file(&tmp);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
+    let _ = dir.remove(&tmp);
+    let mut file = dir
+        .open_file(
+            tmp.as_ref(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL,
+            0o600,
+        )
         .map_err(|e| failed("opening a new file", e))?;
     let written = file.write_all(&bytes[..]).and_then(|()| file.sync_all());
     drop(file);
-    // link(2) never replaces a file: of two runs making a key at once,
-    // one links first and both use its key.
-    let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
+    // RENAME_NOREPLACE never replaces a file: of two runs making a key at
+    // once, one renames first and both use its key; and unlike a hard
+    // link, the key never has a second name, even for a moment.
+    let renamed = written.and_then(|()| {
+        nix::fcntl::renameat2(
+            Some(dir.raw()),
+            tmp.as_str(),
+            Some(dir.raw()),
+            name,
+            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+        )
+        .map_err(io::Error::from)
+    });
+    match renamed {
         Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(failed("writing it", e)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let _ = dir.remove(&tmp);
+        }
+        Err(e) => {
+            let _ = dir.remove(&tmp);
+            return Err(failed("writing it", e));
+        }
     }
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+    dir.file
+        .sync_all()
         .map_err(|e| failed("syncing its directory", e))
 }
 
@@ -587,10 +802,31 @@ pub struct TailRecord {
     pub mac: String,
 }
 
+/// What cordon last wrote to one log file, kept beside the key under the
+/// SHA-256 of the file's canonical path and replaced after every batch a
+/// run writes: a log emptied, replaced by another chain, or cut shorter
+/// (even by a run killed before its end) no longer matches it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LogRecord {
+    /// The log's canonical path.
+    pub path: PathBuf,
+    /// The device and inode of the file written.
+    pub dev: u64,
+    /// See `dev`.
+    pub ino: u64,
+    /// The MAC of the file's first line (its chain).
+    pub chain: String,
+    /// The `seq` of the last line written.
+    pub seq: u64,
+}
+
 /// An audit log file opened for appending, before it is keyed.
 #[derive(Debug)]
 pub struct AuditFile {
     path: PathBuf,
+    /// Its directory made canonical, and its name: where the log record
+    /// is kept for.
+    canonical: PathBuf,
     file: File,
 }
 
@@ -599,36 +835,54 @@ impl AuditFile {
     /// `create_dir`, missing parent directories are created with mode 0700
     /// (for the default location; a path the user named must have its
     /// directory already).
+    ///
+    /// The log may lie where a sandbox can write, so nothing at its path
+    /// is followed: the directory is resolved once and the file opened in
+    /// it with `O_NOFOLLOW`, then refused unless it is a regular file of
+    /// the caller's own with one name (a link planted there could
+    /// otherwise make cordon create or append to any file the caller can
+    /// write, a shell's startup file say).
     pub fn open(path: &Path, create_dir: bool) -> Result<AuditFile, AuditError> {
         let err = |source| AuditError::Open {
             path: path.to_path_buf(),
             source,
         };
+        let name = path
+            .file_name()
+            .ok_or_else(|| err(io::Error::other("it names no file")))?;
+        let parent = log_dir(path);
         if create_dir {
-            if let Some(dir) = path.parent() {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)
-                    .map_err(err)?;
-            }
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(err)?;
         }
+        let dir = Dir::open(parent).map_err(err)?;
         // O_APPEND: every write lands at the end, whoever else appends.
         // Readable too: the chain continues from the file's last line.
-        // std opens with O_CLOEXEC, so the command never inherits it.
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(err)?;
+        let file = dir
+            .open_file(
+                name,
+                OFlag::O_RDWR | OFlag::O_APPEND | OFlag::O_CREAT,
+                0o600,
+            )
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    err(io::Error::other(
+                        "it is a symbolic link, which cordon never follows at the log's path (it could lead to any file you can write); remove it, or name the file it points to",
+                    ))
+                } else {
+                    err(e)
+                }
+            })?;
         let meta = file.metadata().map_err(err)?;
-        if !meta.is_file() {
-            return Err(err(io::Error::other("not a regular file")));
+        if let Some(problem) = own_file_problem(&meta) {
+            return Err(err(io::Error::other(problem)));
         }
         Ok(AuditFile {
             path: path.to_path_buf(),
+            canonical: dir.path.join(name),
             file,
         })
     }
@@ -651,12 +905,14 @@ impl AuditFile {
     pub fn keyed(self, key: AuditKey) -> AuditLog {
         AuditLog {
             path: self.path,
+            canonical: self.canonical,
             file: Some(self.file),
             key,
             tail: None,
             chain: None,
             wrote: None,
             cut_reported: false,
+            records_failed: false,
         }
     }
 }
@@ -665,6 +921,8 @@ impl AuditFile {
 #[derive(Debug)]
 pub struct AuditLog {
     path: PathBuf,
+    /// Where its log record ([`LogRecord`]) is kept for.
+    canonical: PathBuf,
     /// `None` only while a batch holds it inside the lock.
     file: Option<File>,
     key: AuditKey,
@@ -679,6 +937,8 @@ pub struct AuditLog {
     wrote: Option<Link>,
     /// Whether the file was found cut shorter (reported once).
     cut_reported: bool,
+    /// Whether updating the records failed (reported once).
+    records_failed: bool,
 }
 
 impl AuditLog {
@@ -761,6 +1021,33 @@ impl AuditLog {
         }
     }
 
+    /// Warns when, before this run's first line, the file does not end
+    /// where cordon last wrote to it (its log record): it was emptied,
+    /// replaced or cut while no run had it open. Once this run writes, the
+    /// record follows the file, and `cordon log --verify` can no longer
+    /// tell: say it now.
+    fn check_as_recorded(&self, last: &Link) {
+        let Ok(Some((recorded, _))) = self.key.log_record(&self.canonical) else {
+            return;
+        };
+        let seq = recorded.seq;
+        let found = match &self.chain {
+            None if last.seq == 0 => format!("is empty, but cordon last wrote {seq} line(s) to it"),
+            Some(chain) if *chain != recorded.chain => {
+                format!("holds another log than the {seq} line(s) cordon last wrote to it")
+            }
+            Some(_) if last.seq < seq => format!(
+                "ends at seq {}, but cordon last wrote up to seq {seq} to it",
+                last.seq
+            ),
+            _ => return,
+        };
+        eprintln!(
+            "cordon: WARNING: the audit log {} {found}: since the last run it was moved aside, emptied or replaced (if not by you, lines of it were deleted); `cordon log --verify` cannot tell once this run has written to it",
+            printable(&self.path)
+        );
+    }
+
     fn append_locked(&mut self, file: &File, events: &mut [Event]) -> Result<(), AuditError> {
         let len = file.metadata().map_err(|e| self.write_err(e))?.len();
         let mut buf = Vec::new();
@@ -781,7 +1068,11 @@ impl AuditLog {
                 } else {
                     None
                 };
-                Link::after(&last)
+                let last = Link::after(&last);
+                if self.wrote.is_none() {
+                    self.check_as_recorded(&last);
+                }
+                last
             }
         };
         for event in events.iter_mut() {
@@ -802,10 +1093,41 @@ impl AuditLog {
             buf.push(b'\n');
         }
         (&*file).write_all(&buf).map_err(|e| self.write_err(e))?;
-        let len = file.metadata().map_err(|e| self.write_err(e))?.len();
+        let meta = file.metadata().map_err(|e| self.write_err(e))?;
         self.wrote = Some(link.clone());
-        self.tail = Some((len, link));
+        self.tail = Some((meta.len(), link.clone()));
+        // The lines are written: a record that cannot be updated loses
+        // no event, but leaves the end unchecked; say that, not more.
+        if let Err(e) = self.record_batch(&meta, &link) {
+            if !self.records_failed {
+                self.records_failed = true;
+                eprintln!(
+                    "cordon: WARNING: {}; `cordon log --verify` cannot tell if this run's last lines are later deleted",
+                    printable(e.to_string())
+                );
+            }
+        }
         Ok(())
+    }
+
+    /// Records where the log ends now, after every batch: in the chain's
+    /// tail record and in the file's log record, so that lines cut off
+    /// the end are caught even when the run was killed before its end.
+    fn record_batch(&mut self, meta: &std::fs::Metadata, last: &Link) -> Result<(), AuditError> {
+        let Some(chain) = self.chain.clone() else {
+            return Ok(());
+        };
+        let record = LogRecord {
+            path: self.canonical.clone(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            chain: chain.clone(),
+            seq: last.seq,
+        };
+        self.key
+            .record_tail(&chain, last)
+            .and_then(|()| self.key.record_log(&record))
+            .map_err(|e| self.write_err(io::Error::other(format!("its records: {e}"))))
     }
 }
 
@@ -919,12 +1241,28 @@ pub enum ChainError {
         record: PathBuf,
     },
     /// The tail record cannot be read: the end cannot be checked.
-    #[error("the tail record {} cannot be read ({}), so whether lines were cut off the end cannot be checked", printable(record), printable(problem))]
+    #[error("the record {} cannot be read ({}), so whether lines were cut off the end cannot be checked", printable(record), printable(problem))]
     BadTailRecord {
         /// The tail record.
         record: PathBuf,
         /// What is wrong with it.
         problem: String,
+    },
+    /// The log is empty, though cordon wrote lines to this file.
+    #[error("the log is empty, but cordon wrote {seq} line(s) to this file (as {} records): it was emptied or replaced", printable(record))]
+    Emptied {
+        /// The last seq written.
+        seq: u64,
+        /// The log record.
+        record: PathBuf,
+    },
+    /// The log holds another chain than the one cordon last wrote to it.
+    #[error("the log is not the one cordon last wrote to this file (its first line is not the one of the chain cordon wrote up to seq {seq}, as {} records): it was replaced by another log", printable(record))]
+    Replaced {
+        /// The last seq written.
+        seq: u64,
+        /// The log record.
+        record: PathBuf,
     },
     /// The line at the recorded seq is not the one cordon wrote there.
     #[error("line {line}: not the line cordon wrote at seq {seq} (as {} records): the log was rolled back and written again", printable(record))]
@@ -1011,6 +1349,64 @@ pub fn verify(text: &str, key: &AuditKey) -> Result<usize, ChainError> {
         }
     }
     Ok(count)
+}
+
+/// Checks the log at `path` (its text `text`) as [`verify`] does, then
+/// against the log record of that file ([`LogRecord`]): a log that is
+/// empty, holds another chain, or ends before the last line cordon wrote
+/// to it does not verify. Returns the number of events.
+pub fn verify_log(path: &Path, text: &str, key: &AuditKey) -> Result<usize, ChainError> {
+    let count = verify(text, key)?;
+    let bad = |record: PathBuf, problem: String| ChainError::BadTailRecord { record, problem };
+    let canonical = canonical_log_path(path).map_err(|e| {
+        bad(
+            path.to_path_buf(),
+            format!("the log's directory cannot be resolved: {e}"),
+        )
+    })?;
+    let Some((recorded, record)) = key
+        .log_record(&canonical)
+        .map_err(|(record, problem)| bad(record, problem))?
+    else {
+        return Ok(count);
+    };
+    // `verify` passed: seq runs from 1 up to the number of lines.
+    let found = count as u64;
+    match text.lines().next() {
+        None => Err(ChainError::Emptied {
+            seq: recorded.seq,
+            record,
+        }),
+        Some(first) if Link::after(first.as_bytes()).mac != recorded.chain => {
+            Err(ChainError::Replaced {
+                seq: recorded.seq,
+                record,
+            })
+        }
+        Some(_) if found < recorded.seq => Err(ChainError::Truncated {
+            expected: recorded.seq,
+            found,
+            record,
+        }),
+        Some(_) => Ok(count),
+    }
+}
+
+/// `path` with its directory made canonical: the name its log record is
+/// kept under (the file itself is never a link cordon writes through).
+fn canonical_log_path(path: &Path) -> io::Result<PathBuf> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::other("it names no file"))?;
+    Ok(std::fs::canonicalize(log_dir(path))?.join(name))
+}
+
+/// The directory a log at `path` is in ("." for a bare name).
+fn log_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
 }
 
 /// What a run blocked, for the line printed at exit.
@@ -1178,6 +1574,56 @@ fn flood_limit(event: &Event, subject: String) -> Event {
     limit
 }
 
+/// Most lines one run writes to the log, the budget's [`Kind::Limit`]
+/// line included: past it (or [`RUN_BYTES`]), events are only counted.
+/// The per-subject flood limit alone lets a run write 20 lines for each
+/// of 1000 subjects of every door, kind and verdict.
+const RUN_LINES: u64 = 2000;
+/// Most bytes one run writes to the log (about; the budget's own line
+/// may pass it by one line).
+const RUN_BYTES: u64 = 1024 * 1024;
+/// What a line holds beyond its event's JSON: `seq`, `prev` and `mac`.
+const SEAL_BYTES: u64 = 180;
+
+/// How much of the run's log budget is spent.
+#[derive(Default)]
+struct Budget {
+    lines: u64,
+    bytes: u64,
+    /// Whether it ran out (and the one line saying so was sent).
+    spent: bool,
+}
+
+impl Budget {
+    /// Spends the budget on `event`; `false` once it is spent, when the
+    /// event is only counted. The first event over it is replaced by the
+    /// one [`Kind::Limit`] event that says so.
+    fn spend(&mut self, event: &mut Event) -> bool {
+        if self.spent {
+            return false;
+        }
+        let size = serde_json::to_string(event)
+            .map(|json| crate::escape::json_printable(&json).len() as u64)
+            .unwrap_or(0)
+            + SEAL_BYTES;
+        if self.lines + 1 < RUN_LINES && self.bytes + size < RUN_BYTES {
+            self.lines += 1;
+            self.bytes += size;
+            return true;
+        }
+        self.spent = true;
+        let mut limit = Event::new(event.door, Kind::Limit, event.verdict, "(this run)");
+        limit.sandbox = std::mem::take(&mut event.sandbox);
+        limit.command = std::mem::take(&mut event.command);
+        limit.reason = Some(format!(
+            "this run logged {} lines ({} bytes), its budget: further events are not logged, refusals are counted in the exit summary",
+            self.lines, self.bytes
+        ));
+        *event = limit;
+        true
+    }
+}
+
 struct Inner {
     sandbox: String,
     command: String,
@@ -1186,6 +1632,7 @@ struct Inner {
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     summary: Mutex<Summary>,
     flood: Mutex<Flood>,
+    budget: Mutex<Budget>,
 }
 
 /// The audit sink of one run: cheap to clone, safe to call from async code
@@ -1230,6 +1677,7 @@ impl Auditor {
                 writer: Mutex::new(writer),
                 summary: Mutex::new(Summary::default()),
                 flood: Mutex::new(Flood::default()),
+                budget: Mutex::new(Budget::default()),
             }),
         })
     }
@@ -1245,6 +1693,7 @@ impl Auditor {
                 writer: Mutex::new(None),
                 summary: Mutex::new(Summary::default()),
                 flood: Mutex::new(Flood::default()),
+                budget: Mutex::new(Budget::default()),
             }),
         }
     }
@@ -1260,7 +1709,10 @@ impl Auditor {
     /// refused or allowed (a loop of allowed connections writes a decision
     /// and a close each): past [`LOGGED_REPEATS`] events of one kind about
     /// one subject, further ones are only counted (the exit summary has
-    /// every refusal), and one [`Kind::Limit`] event says so.
+    /// every refusal), and one [`Kind::Limit`] event says so. And past
+    /// [`RUN_LINES`] lines or [`RUN_BYTES`] bytes in all, the run logs
+    /// nothing more but one [`Kind::Limit`] event saying so (the exit
+    /// summary still counts every refusal).
     pub fn record(&self, event: Event) {
         if event.verdict == Verdict::Deny && event.event == Kind::Decision {
             self.count_blocked(event.door, &event.subject);
@@ -1286,7 +1738,17 @@ impl Auditor {
         event.sandbox.clone_from(&self.inner.sandbox);
         event.command.clone_from(&self.inner.command);
         if let Ok(tx) = self.inner.tx.lock() {
-            if let Some(tx) = tx.as_ref() {
+            let Some(tx) = tx.as_ref() else {
+                return;
+            };
+            // Under the sender's lock: lines are spent in the order sent.
+            let within = self
+                .inner
+                .budget
+                .lock()
+                .map(|mut b| b.spend(&mut event))
+                .unwrap_or(false);
+            if within {
                 let _ = tx.send(event);
             }
         }
@@ -1606,10 +2068,18 @@ mod tests {
         }
         let key = key_in(dir.path());
         let text = std::fs::read_to_string(&path).unwrap();
-        // Before the run ends, nothing is recorded: a cut verifies.
+        // Recorded after every batch, not only when the run ends: a cut
+        // is caught even if the run was killed before its end.
         let lines: Vec<&str> = text.lines().collect();
         let cut = lines[..2].join("\n") + "\n";
-        assert_eq!(verify(&cut, &key), Ok(2));
+        assert!(matches!(
+            verify(&cut, &key),
+            Err(ChainError::Truncated {
+                expected: 3,
+                found: 2,
+                ..
+            })
+        ));
         log.record_tail().unwrap();
         assert_eq!(verify(&text, &key), Ok(3));
         assert!(matches!(
@@ -1635,7 +2105,7 @@ mod tests {
         // A record that cannot be read: the end cannot be checked, and
         // verification says so rather than passing.
         let chain = log.chain.clone().unwrap();
-        std::fs::write(key.tail_record_path(&chain).unwrap(), "junk").unwrap();
+        std::fs::write(key.dir.path.join(TAILS_DIR).join(&chain), "junk").unwrap();
         assert!(matches!(
             verify(&text, &key),
             Err(ChainError::BadTailRecord { .. })
@@ -1811,6 +2281,188 @@ mod tests {
             limit.reason.as_deref(),
             Some("allowed 20 times: further ones are not logged one by one")
         );
+    }
+
+    #[test]
+    fn the_run_budget_bounds_lines_and_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl").unwrap();
+        // 200 subjects, each up to the flood limit: 4000 lines without
+        // the budget.
+        let n = 200 * LOGGED_REPEATS;
+        for i in 0..n {
+            auditor.record(event(&format!("h{}.example:80", i % 200), Verdict::Deny));
+        }
+        let summary = auditor.finish();
+        assert_eq!(summary.blocked(Door::Network), n, "every refusal counted");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let key = key_in(dir.path());
+        assert_eq!(verify(&text, &key), Ok(RUN_LINES as usize));
+        let last: Event = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(
+            (last.event, last.subject.as_str()),
+            (Kind::Limit, "(this run)")
+        );
+        assert!(last.reason.unwrap().contains("1999 lines"));
+
+        // Long subjects: the byte budget ends it first.
+        let path = dir.path().join("bytes.jsonl");
+        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl").unwrap();
+        for i in 0..2000 {
+            auditor.record(event(
+                &format!("{i}{}", "\u{202e}".repeat(200)),
+                Verdict::Deny,
+            ));
+        }
+        auditor.finish();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len <= RUN_BYTES + 4096, "{len} bytes");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.lines().count() < 1000,
+            "{} lines",
+            text.lines().count()
+        );
+        assert!(text.lines().last().unwrap().contains("\"limit\""));
+    }
+
+    #[test]
+    fn nothing_at_the_log_path_is_followed_or_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("bashrc");
+        std::fs::write(&target, "mine\n").unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let problem = |p: &Path| match AuditFile::open(p, false) {
+            Err(AuditError::Open { source, .. }) => source.to_string(),
+            other => panic!("{other:?}"),
+        };
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        assert!(
+            problem(&path).contains("symbolic link"),
+            "{}",
+            problem(&path)
+        );
+        std::fs::remove_file(&path).unwrap();
+        let dangling = dir.path().join("profile.d-x.sh");
+        std::os::unix::fs::symlink(&dangling, &path).unwrap();
+        assert!(problem(&path).contains("symbolic link"));
+        assert!(!dangling.exists(), "a dangling link's target was made");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::hard_link(&target, &path).unwrap();
+        assert!(problem(&path).contains("2 names"), "{}", problem(&path));
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert!(!problem(&path).is_empty());
+        std::fs::remove_dir(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine\n");
+        if nix::unistd::geteuid().is_root() {
+            std::fs::write(&path, "").unwrap();
+            std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+            assert!(problem(&path).contains("belongs to uid 65534"));
+            std::fs::remove_file(&path).unwrap();
+        }
+        // A link on the way to it is resolved once, at open: the file
+        // stays the one opened, wherever the link then points.
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let via = dir.path().join("via");
+        std::os::unix::fs::symlink(&real, &via).unwrap();
+        let file = AuditFile::open(&via.join("audit.jsonl"), false).unwrap();
+        assert_eq!(
+            file.canonical,
+            real.canonicalize().unwrap().join("audit.jsonl")
+        );
+        let mut log = file.keyed(key_in(dir.path()));
+        std::fs::remove_file(&via).unwrap();
+        std::os::unix::fs::symlink(dir.path(), &via).unwrap();
+        log.append(&mut [event("a:1", Verdict::Deny)]).unwrap();
+        assert!(real.join("audit.jsonl").metadata().unwrap().len() > 0);
+        assert!(!dir.path().join("audit.jsonl").exists());
+    }
+
+    #[test]
+    fn the_key_and_records_are_never_reached_through_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = key_path(&dir.path().join("state"));
+        let key = AuditKey::load_or_create(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().nlink(), 1);
+        let other = dir.path().join("other-name");
+        std::fs::hard_link(&path, &other).unwrap();
+        match AuditKey::load(&path) {
+            Err(AuditError::Key { problem, .. }) => {
+                assert!(problem.contains("2 names"), "{problem}")
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_file(&other).unwrap();
+        // A chain named by the log's first line is never a path.
+        assert_eq!(record_name("../../etc/x"), None);
+        assert_eq!(record_name(&"/".repeat(MAC_HEX)), None);
+        assert!(record_name(&"a".repeat(MAC_HEX)).is_some());
+        // A tail record replaced by a link is not read through it.
+        let log_path = dir.path().join("audit.jsonl");
+        let mut log = AuditFile::open(&log_path, false).unwrap().keyed(key);
+        log.append(&mut [event("a:1", Verdict::Deny)]).unwrap();
+        let chain = log.chain.clone().unwrap();
+        let record = path.parent().unwrap().join(TAILS_DIR).join(&chain);
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "{\"seq\":1,\"mac\":\"x\"}").unwrap();
+        std::fs::remove_file(&record).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &record).unwrap();
+        let text = std::fs::read_to_string(&log_path).unwrap();
+        assert!(matches!(
+            verify(&text, &log.key),
+            Err(ChainError::BadTailRecord { .. })
+        ));
+        // The next batch replaces the link, not what it points to.
+        log.append(&mut [event("b:2", Verdict::Deny)]).unwrap();
+        assert!(!record.is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(&elsewhere).unwrap(),
+            "{\"seq\":1,\"mac\":\"x\"}"
+        );
+    }
+
+    #[test]
+    fn the_log_record_catches_an_emptied_replaced_or_cut_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut log = open(&path, dir.path());
+        for s in ["a:1", "b:2", "c:3"] {
+            log.append(&mut [event(s, Verdict::Deny)]).unwrap();
+        }
+        let key = key_in(dir.path());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(verify_log(&path, &text, &key), Ok(3));
+        assert!(matches!(
+            verify_log(&path, "", &key),
+            Err(ChainError::Emptied { seq: 3, .. })
+        ));
+        let other_path = dir.path().join("other.jsonl");
+        let mut other = open(&other_path, dir.path());
+        for s in ["x:1", "y:2", "z:3", "w:4"] {
+            other.append(&mut [event(s, Verdict::Deny)]).unwrap();
+        }
+        let other_text = std::fs::read_to_string(&other_path).unwrap();
+        assert_eq!(verify(&other_text, &key), Ok(4), "a whole chain of its own");
+        assert!(matches!(
+            verify_log(&path, &other_text, &key),
+            Err(ChainError::Replaced { seq: 3, .. })
+        ));
+        // Cut, with the chain's tail record gone too.
+        std::fs::remove_dir_all(path.parent().unwrap().join("state/cordon").join(TAILS_DIR))
+            .unwrap();
+        let cut = text.lines().take(2).collect::<Vec<_>>().join("\n") + "\n";
+        assert_eq!(verify(&cut, &key), Ok(2));
+        assert!(matches!(
+            verify_log(&path, &cut, &key),
+            Err(ChainError::Truncated {
+                expected: 3,
+                found: 2,
+                ..
+            })
+        ));
     }
 
     #[test]

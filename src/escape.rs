@@ -17,8 +17,9 @@ use std::os::unix::ffi::OsStrExt;
 /// `text` with everything that could act on a terminal or change how the
 /// text reads shown as a visible escape: C0 controls and DEL as `\x1b`,
 /// C1 controls, bidirectional controls, invisible format characters
-/// (Unicode's Cf category) and the line and paragraph separators as
-/// `\u{202e}`, and bytes that are not UTF-8 as `\xff`. What it returns is
+/// (Unicode's Cf category), every other default-ignorable character
+/// (fillers, variation selectors, tags: drawn as nothing) and the line and
+/// paragraph separators as `\u{202e}`, and bytes that are not UTF-8 as `\xff`. What it returns is
 /// printable ASCII or printable Unicode only, so applying it again changes
 /// nothing: a message escaped where it is made can pass through a second
 /// escape where it is printed. (A name holding the four characters `\x1b`
@@ -43,7 +44,8 @@ pub fn printable(text: impl AsRef<OsStr>) -> String {
 
 /// `text` as [`printable`] makes it, line by line: for messages cordon
 /// writes on several lines itself (an error and its `fix:`), where the
-/// line breaks are cordon's own.
+/// line breaks are cordon's own. A value the sandbox chose must not bring
+/// a line break of its own into such a message: wrap it in [`Shown`].
 pub fn printable_lines(text: &str) -> String {
     text.split('\n')
         .map(printable)
@@ -61,10 +63,64 @@ fn push_char(out: &mut String, c: char) {
     }
 }
 
-/// Whether `c` is shown escaped: a control character or an invisible
-/// format character.
+/// Whether `c` is shown escaped: a control character, an invisible
+/// format character or any other character meant to be drawn as nothing.
 fn is_unsafe(c: char) -> bool {
-    c.is_control() || is_format(c)
+    c.is_control() || is_format(c) || is_default_ignorable(c)
+}
+
+/// Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties):
+/// characters a renderer draws as nothing (fillers, variation selectors,
+/// tags, and the unassigned code points reserved to be ignorable), so a
+/// name can hold them unseen. Sorted, for the binary search.
+const DEFAULT_IGNORABLE: &[(u32, u32)] = &[
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+];
+
+/// Whether `c` is a Default_Ignorable_Code_Point.
+fn is_default_ignorable(c: char) -> bool {
+    let c = u32::from(c);
+    DEFAULT_IGNORABLE
+        .binary_search_by(|&(first, last)| {
+            if last < c {
+                std::cmp::Ordering::Less
+            } else if first > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// Shows a value the sandbox may have chosen (a path, a name) as
+/// [`printable`] does, line breaks included: put it around such values in
+/// error messages, `#[error("cannot read {}", Shown(path))]`, so that no
+/// name can carry a raw newline into a message and forge a line of its own
+/// (messages pass through [`printable_lines`], which keeps line breaks).
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<T>(pub T);
+
+impl<T: AsRef<OsStr>> std::fmt::Display for Shown<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&printable(self.0.as_ref()))
+    }
 }
 
 /// JSON text (as serde_json writes it) with the same characters escaped
@@ -226,10 +282,58 @@ mod tests {
         let shown = printable(&all);
         for c in shown.chars() {
             assert!(
-                !c.is_control() && !is_format(c),
+                !c.is_control() && !is_format(c) && !is_default_ignorable(c),
                 "{:x} passed through",
                 u32::from(c)
             );
         }
+    }
+
+    #[test]
+    fn every_default_ignorable_range_is_escaped() {
+        // The ranges a review found passing, and the rest of the table.
+        for &(first, last) in DEFAULT_IGNORABLE {
+            for c in (first..=last).filter_map(char::from_u32) {
+                let shown = printable(format!("a{c}b"));
+                assert_eq!(shown, format!("a\\u{{{:x}}}b", u32::from(c)));
+            }
+        }
+        for c in [
+            '\u{3164}', '\u{34f}', '\u{115f}', '\u{1160}', '\u{17b4}', '\u{17b5}',
+        ] {
+            assert!(printable(c.to_string()).starts_with("\\u{"), "{c:?}");
+        }
+        for c in [
+            '\u{180b}',
+            '\u{180f}',
+            '\u{ffa0}',
+            '\u{fe00}',
+            '\u{fe0f}',
+            '\u{e0000}',
+            '\u{e0fff}',
+        ] {
+            assert!(printable(c.to_string()).starts_with("\\u{"), "{c:?}");
+        }
+        // Neighbours stay as they are.
+        for c in [
+            '\u{3163}', '\u{3165}', '\u{17b3}', '\u{17b6}', '\u{fdff}', '\u{fe10}',
+        ] {
+            assert_eq!(printable(c.to_string()), c.to_string());
+        }
+        let json = json_printable("{\"s\":\"\u{3164}\"}");
+        assert_eq!(json, "{\"s\":\"\\u3164\"}");
+    }
+
+    #[test]
+    fn shown_escapes_line_breaks_too() {
+        let path = std::path::Path::new("/p/x\ncordon: all clear\r\u{202e}");
+        let message = format!("cannot read {}", Shown(path));
+        assert_eq!(
+            message,
+            "cannot read /p/x\\x0acordon: all clear\\x0d\\u{202e}"
+        );
+        assert!(!printable_lines(&message).contains('\n'));
+        assert_eq!(Shown(&path.to_path_buf()).to_string(), printable(path));
+        assert_eq!(Shown("plain").to_string(), "plain");
     }
 }

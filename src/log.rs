@@ -208,7 +208,7 @@ pub fn verify(path: &Path, key: &Path) -> Result<usize, LogError> {
         path: path.to_path_buf(),
         source,
     })?;
-    audit::verify(&text, &key).map_err(|source| LogError::Chain {
+    audit::verify_log(path, &text, &key).map_err(|source| LogError::Chain {
         path: path.to_path_buf(),
         source,
     })

@@ -1035,3 +1035,167 @@ fn host_messages_escape_what_the_sandbox_chose() {
         }
     });
 }
+
+/// The attack: a log in a writable area (the project) was replaced, by an
+/// earlier run, with a link to the user's shell startup file (or a
+/// dangling link where a new file would run as root); the next run must
+/// not append a line whose subject holds `$(...)` to it, nor create the
+/// link's target. A hard link, or a file of someone else's, at the path
+/// is refused the same way. Nothing runs: exit 125, the path named.
+#[test]
+fn a_link_at_the_log_path_is_refused_and_nothing_runs() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let bashrc = fx.home.join(".bashrc");
+        let original = "# the user's own\n";
+        std::fs::write(&bashrc, original).unwrap();
+        chown(&bashrc, mode);
+        let created = fx.outside.join("profile.d-x.sh");
+        let log = fx.project.join("cordon-audit.jsonl");
+        let hard_target = fx.outside.join("hard.txt");
+        std::fs::write(&hard_target, original).unwrap();
+        chown(&hard_target, mode);
+        let ran = fx.project.join("ran");
+        let request = format!(
+            "{PY_HELPERS}\nget('pwned.example', 80)\nopen('{}', 'w').write('ran')\n",
+            ran.display()
+        );
+        let attempts: [(&str, &dyn Fn()); 3] = [
+            ("a link to the shell's startup file", &|| {
+                std::os::unix::fs::symlink(&bashrc, &log).unwrap()
+            }),
+            ("a dangling link", &|| {
+                std::os::unix::fs::symlink(&created, &log).unwrap()
+            }),
+            ("a hard link", &|| {
+                std::fs::hard_link(&hard_target, &log).unwrap()
+            }),
+        ];
+        for (what, plant) in attempts {
+            let _ = std::fs::remove_file(&log);
+            plant();
+            let out = fx.sandbox().arg("--audit").arg(&log).py(&request);
+            out.expect_code(125);
+            assert!(
+                out.stderr.contains(&log.display().to_string()),
+                "{mode:?} {what}: {out:#?}"
+            );
+            assert!(!ran.exists(), "{mode:?} {what}: the command ran");
+            assert_eq!(
+                std::fs::read_to_string(&bashrc).unwrap(),
+                original,
+                "{mode:?} {what}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&hard_target).unwrap(),
+                original,
+                "{mode:?} {what}"
+            );
+            assert!(
+                !created.exists(),
+                "{mode:?} {what}: the link's target was created"
+            );
+        }
+        assert!(
+            std::fs::symlink_metadata(&log).is_ok(),
+            "the planted name is left for the user to inspect"
+        );
+        // A file of another user's at the path.
+        if mode == Mode::Root {
+            std::fs::remove_file(&log).unwrap();
+            std::fs::write(&log, "").unwrap();
+            std::os::unix::fs::chown(&log, Some(65534), Some(65534)).unwrap();
+            let out = fx.sandbox().arg("--audit").arg(&log).py(&request);
+            out.expect_code(125);
+            assert!(out.stderr.contains("belongs to uid 65534"), "{out:#?}");
+            assert!(!ran.exists());
+        }
+        // Control: a plain file of the user's own at the path is used.
+        let _ = std::fs::remove_file(&log);
+        fx.sandbox().arg("--audit").arg(&log).py(&request).ok();
+        assert!(ran.exists(), "{mode:?}");
+        must_find(
+            &chained_events(&log, &key_of(&fx)),
+            &[("subject", "pwned.example:80")],
+        );
+        let _ = std::fs::remove_file(&ran);
+    });
+}
+
+/// The attack: a log emptied, or replaced with another complete chain
+/// under the same key (an earlier log of the user's), verified as whole
+/// although cordon wrote more to that file.
+#[test]
+fn an_emptied_or_replaced_log_fails_verify() {
+    let fx = Fixture::new(Mode::Root);
+    let log = fx.outside.join("audit.jsonl");
+    let other = fx.outside.join("other.jsonl");
+    let script = format!("{PY_HELPERS}\nfor h in ['a.example', 'b.example']: get(h, 80)\n");
+    fx.sandbox().arg("--audit").arg(&other).py(&script).ok();
+    fx.sandbox().arg("--audit").arg(&log).py(&script).ok();
+    fx.sandbox().arg("--audit").arg(&log).py(&script).ok();
+    let honest = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(honest.lines().count(), 4, "{honest}");
+    assert_eq!(cordon_log(&fx, &log, &["--verify"]).0, 0);
+
+    std::fs::write(&log, "").unwrap();
+    let (code, out, _) = cordon_log(&fx, &log, &["--verify"]);
+    assert_eq!(code, 1, "an emptied log verified: {out}");
+    assert!(
+        out.contains("the log is empty, but cordon wrote 4 line(s)"),
+        "{out}"
+    );
+
+    std::fs::copy(&other, &log).unwrap();
+    let (code, out, _) = cordon_log(&fx, &log, &["--verify"]);
+    assert_eq!(code, 1, "another log verified in its place: {out}");
+    assert!(out.contains("replaced by another log"), "{out}");
+
+    // Control: the honest log, put back, passes; and the other log, at
+    // its own path, too.
+    std::fs::write(&log, &honest).unwrap();
+    assert_eq!(cordon_log(&fx, &log, &["--verify"]).0, 0);
+    assert_eq!(cordon_log(&fx, &other, &["--verify"]).0, 0);
+
+    // The next run to write there says what it found, since its own
+    // lines make the file verify again.
+    std::fs::write(&log, "").unwrap();
+    let out = fx.sandbox().arg("--audit").arg(&log).py(&script);
+    out.ok();
+    assert!(
+        out.stderr
+            .contains("is empty, but cordon last wrote 4 line(s) to it"),
+        "{out:#?}"
+    );
+}
+
+/// The attack: a sandbox cycling through refused subjects fills the
+/// host's log (the per-subject limit allows 20 lines for each of 1000
+/// subjects per class: 130 subjects 20 times each is 2600 lines). Past
+/// the run's budget, events are only counted, one line says so, and the
+/// exit summary counts every refusal.
+#[test]
+fn a_flood_of_distinct_subjects_stops_at_the_run_budget() {
+    let fx = Fixture::new(Mode::Root);
+    let log = fx.outside.join("audit.jsonl");
+    let n = 2600;
+    let out = fx.sandbox().arg("--audit").arg(&log).py(&format!(
+        "{PY_HELPERS}\nfor i in range({n}): get('h%d.example' % (i % 130), 80)\n"
+    ));
+    out.ok();
+    let events = chained_events(&log, &key_of(&fx));
+    assert!(events.len() <= 2000, "{} lines", events.len());
+    assert!(std::fs::metadata(&log).unwrap().len() <= 1024 * 1024 + 4096);
+    let limits: Vec<_> = events
+        .iter()
+        .filter(|e| e["event"] == "limit" && e["subject"] == "(this run)")
+        .collect();
+    assert_eq!(limits.len(), 1, "{limits:#?}");
+    assert_eq!(events.last().unwrap()["event"], "limit");
+    assert!(
+        out.stderr
+            .contains(&format!("blocked {n} network connections")),
+        "the summary counts every refusal: {}",
+        out.stderr
+    );
+}
