@@ -416,8 +416,10 @@ async fn echo(
             "connection",
             hyper::header::HeaderValue::from_static("upgrade"),
         );
-        resp.headers_mut()
-            .insert("upgrade", hyper::header::HeaderValue::from_static("echo"));
+        resp.headers_mut().insert(
+            "upgrade",
+            hyper::header::HeaderValue::from_static("websocket"),
+        );
         return resp;
     }
     if let Some(n) = req.uri().path().strip_prefix("/bytes/") {
@@ -1195,7 +1197,7 @@ fn upgraded_connections_are_relayed_through_inspection() {
              s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
              s.recv(100)\n\
              t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
-             t.sendall(b'GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: Upgrade\\r\\nUpgrade: echo\\r\\n\\r\\n')\n\
+             t.sendall(b'GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n\\r\\n')\n\
              head = b''\n\
              while not head.endswith(b'\\r\\n\\r\\n'): head += t.recv(1)\n\
              print('status:', head.split(b'\\r\\n')[0].decode())\n\
@@ -1290,17 +1292,19 @@ fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
 }
 
 /// Python: `upgrade(label, port, path, send)` opens an inspected tunnel to
-/// 127.0.0.1:port, asks to upgrade `path` to the upstream's echo protocol,
+/// 127.0.0.1:port, asks to upgrade `path` to WebSocket (the upstream's
+/// echo; `headers` holding an `Upgrade:` replace the handshake's own),
 /// prints `label-status: CODE`, and after a 101 sends `send` and prints
 /// `label-echo: ` and the JSON of what came back within a second.
 const PY_UPGRADE: &str = r#"
 import json, socket, ssl, time
+WS = b'Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n'
 def upgrade(label, port, path, send=b'ping-pong', headers=b''):
     s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
     s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n' % port)
     s.recv(100)
     t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')
-    t.sendall(b'GET ' + path + b' HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\nUpgrade: echo\r\n' % port + headers + b'\r\n')
+    t.sendall(b'GET ' + path + b' HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\n' % port + (b'' if b'Upgrade:' in headers else WS) + headers + b'\r\n')
     head = b''
     while not head.endswith(b'\r\n\r\n'):
         c = t.recv(1)
@@ -1641,5 +1645,61 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
         let text = audit_text(&log);
         assert!(text.contains("upgraded connection"), "{mode:?}: {text}");
         assert!(!text.contains(&secret), "{mode:?}: {text}");
+    });
+}
+
+#[test]
+fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let authority = format!("127.0.0.1:{}", up.port);
+        let script = format!(
+            "{PY_UPGRADE}\n\
+             upgrade('ws', {port}, b'/ws')\n\
+             upgrade('h2c', {port}, b'/ws', headers=b'Upgrade: h2c\\r\\nHTTP2-Settings: AAMAAABkAAQAAP__\\r\\n')\n\
+             upgrade('nokey', {port}, b'/ws', headers=b'Upgrade: websocket\\r\\nSec-WebSocket-Version: 13\\r\\n')\n\
+             upgrade('v8', {port}, b'/ws', headers=b'Upgrade: websocket\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 8\\r\\n')\n\
+             upgrade('list', {port}, b'/ws', headers=b'Upgrade: websocket, h2c\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n')\n\
+             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             t.sendall(b'GET /not-upgraded HTTP/1.1\\r\\nHost: {authority}\\r\\n' + WS + b'\\r\\n'\n\
+             \x20   + b'POST /smuggled HTTP/1.1\\r\\nHost: {authority}\\r\\nTransfer-Encoding: chunked\\r\\nContent-Length: 5\\r\\n\\r\\n0\\r\\n\\r\\n')\n\
+             got = b''\n\
+             try:\n\
+             \x20   for c in iter(lambda: t.recv(65536), b''): got += c\n\
+             except OSError:\n\
+             \x20   pass\n\
+             print('answers:', got.count(b'HTTP/1.1 '), flush=True)\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(&authority)
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert_eq!(line(&out, "ws-status"), "101", "{mode:?}: {out:#?}");
+        for label in ["h2c", "nokey", "v8", "list"] {
+            assert_eq!(
+                line(&out, &format!("{label}-status")),
+                "403",
+                "{mode:?} {label}: {out:#?}"
+            );
+        }
+        assert!(out.stdout.contains("only WebSocket"), "{mode:?}: {out:#?}");
+        // The upgrade the upstream answered 200 ends the connection: the
+        // head after it, which the guard no longer followed, goes nowhere.
+        assert_eq!(line(&out, "answers"), "1", "{mode:?}: {out:#?}");
+        assert!(!up.seen().contains("/smuggled"), "{mode:?}: {}", up.seen());
     });
 }

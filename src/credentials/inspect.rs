@@ -994,6 +994,40 @@ async fn relay_upgraded<C, U>(
     }
 }
 
+/// Checks that an upgrade request is a WebSocket handshake (RFC 6455
+/// 4.1): `GET`, `Upgrade: websocket` alone, one `Sec-WebSocket-Key` that is
+/// the base64 of 16 bytes, `Sec-WebSocket-Version: 13`. Anything else
+/// (`h2c`, a list, another protocol) would carry traffic past the rules.
+fn websocket_handshake(method: &Method, headers: &HeaderMap) -> Result<(), &'static str> {
+    use base64::Engine as _;
+    let single = |name: header::HeaderName| {
+        let mut values = headers.get_all(name).iter();
+        match (values.next(), values.next()) {
+            (Some(v), None) => Some(v.as_bytes()),
+            _ => None,
+        }
+    };
+    if method != Method::GET {
+        return Err("a WebSocket handshake is a GET");
+    }
+    let protocol = single(header::UPGRADE).map(|v| v.trim_ascii());
+    if !protocol.is_some_and(|p| p.eq_ignore_ascii_case(b"websocket")) {
+        return Err("the Upgrade header names a protocol other than websocket (alone)");
+    }
+    let key = single(header::SEC_WEBSOCKET_KEY).and_then(|k| {
+        base64::engine::general_purpose::STANDARD
+            .decode(k.trim_ascii())
+            .ok()
+    });
+    if key.is_none_or(|k| k.len() != 16) {
+        return Err("the Sec-WebSocket-Key is missing, repeated or not the base64 of 16 bytes");
+    }
+    if single(header::SEC_WEBSOCKET_VERSION).map(|v| v.trim_ascii()) != Some(b"13".as_slice()) {
+        return Err("the Sec-WebSocket-Version is not 13");
+    }
+    Ok(())
+}
+
 /// Whether `placeholder` appears in the request target or a header value
 /// (inside `Basic` credentials too).
 fn mentions(placeholder: &[u8], uri: &Uri, headers: &HeaderMap) -> bool {
@@ -1115,10 +1149,26 @@ impl Session {
         self: Arc<Self>,
         req: Request<Incoming>,
     ) -> Result<Response<ProxyBody>, Infallible> {
-        Ok(match self.forward(req).await {
+        // HeadGuard stopped following HTTP at this request's head (it
+        // asks to leave HTTP): unless the upstream agreed, the connection
+        // must end with this response, or the next heads would reach
+        // hyper unchecked.
+        let connect = req.method() == Method::CONNECT;
+        let leaves_http = connect || req.headers().contains_key(header::UPGRADE);
+        let mut resp = match self.forward(req).await {
             Ok(resp) => resp,
             Err(resp) => resp,
-        })
+        };
+        let agreed = if connect {
+            resp.status().is_success()
+        } else {
+            resp.status() == StatusCode::SWITCHING_PROTOCOLS
+        };
+        if leaves_http && !agreed {
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        Ok(resp)
     }
 
     /// The 503 for a request body the sandbox's buffer budget has no room
@@ -1167,6 +1217,21 @@ impl Session {
             &r,
         );
         text_response(StatusCode::FORBIDDEN, r.message)
+    }
+
+    /// The refusal of an upgrade that is not a well-formed WebSocket
+    /// handshake (`why` says what is wrong).
+    fn protocol_refusal(&self, why: &str) -> Refusal {
+        Refusal {
+            door: Door::Network,
+            rule: "inside inspected tunnels only WebSocket upgrades are relayed".into(),
+            source: "built-in".into(),
+            reason: why.to_string(),
+            message: format!(
+                "cordon: blocked an upgrade inside the tunnel to {}: {why}; only WebSocket (RFC 6455: Upgrade: websocket, a Sec-WebSocket-Key, Sec-WebSocket-Version: 13) is relayed, since after the switch no other protocol can be checked\n",
+                self.target.with_port(self.tunnel.port)
+            ),
+        }
     }
 
     /// The authority a request names must be the tunnel's host and port.
@@ -1237,6 +1302,9 @@ impl Session {
             return Err(self.refuse(r));
         }
         if parts.headers.contains_key(header::UPGRADE) {
+            if let Err(why) = websocket_handshake(&parts.method, &parts.headers) {
+                return Err(self.refuse(self.protocol_refusal(why)));
+            }
             if let Some(r) =
                 inspector.upgrade_refusal(&self.target, port, method.as_str(), parts.uri.path())
             {
