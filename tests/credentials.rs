@@ -1703,3 +1703,51 @@ fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
         assert!(!up.seen().contains("/smuggled"), "{mode:?}: {}", up.seen());
     });
 }
+
+#[test]
+fn one_host_without_userinfo_and_origin_form_upstream() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let authority = format!("127.0.0.1:{}", up.port);
+        let script = format!(
+            "import socket, ssl\n\
+             def send(label, data):\n\
+             \x20   s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             \x20   s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             \x20   t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             \x20   t.sendall(data)\n\
+             \x20   got = b''.join(iter(lambda: t.recv(65536), b''))\n\
+             \x20   print(label + ':', got.split(b' ')[1].decode() if b' ' in got else 'none', flush=True)\n\
+             send('two-hosts', b'GET /two HTTP/1.1\\r\\nHost: {authority}\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             send('userinfo', b'GET /user HTTP/1.1\\r\\nHost: evil@{authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             send('abs-userinfo', b'GET https://evil@{authority}/absuser HTTP/1.1\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             send('absolute', b'GET https://{authority}/absolute?q=1 HTTP/1.1\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n",
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(&authority)
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        for label in ["two-hosts", "userinfo", "abs-userinfo"] {
+            assert_eq!(line(&out, label), "403", "{mode:?} {label}: {out:#?}");
+        }
+        assert_eq!(line(&out, "absolute"), "200", "{mode:?}: {out:#?}");
+        let seen = up.seen();
+        assert!(
+            !seen.contains("/two") && !seen.contains("/user") && !seen.contains("/absuser"),
+            "{mode:?}: {seen}"
+        );
+        // The upstream got the absolute-form target in origin-form.
+        assert!(seen.contains("GET /absolute?q=1 h1"), "{mode:?}: {seen}");
+    });
+}

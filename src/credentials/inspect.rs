@@ -994,6 +994,34 @@ async fn relay_upgraded<C, U>(
     }
 }
 
+/// Rewrites an HTTP/1.1 request for the upstream in origin-form (`/path?q`
+/// with the authority in Host, which [`Session::check_authority`] checked
+/// against the tunnel): an origin server need not read absolute-form the
+/// way the checks did.
+#[allow(clippy::result_large_err)]
+fn origin_form(parts: &mut http::request::Parts) -> Result<(), Response<ProxyBody>> {
+    let Some(authority) = parts.uri.authority().cloned() else {
+        return Ok(());
+    };
+    if !parts.headers.contains_key(header::HOST) {
+        let host = HeaderValue::from_str(authority.as_str()).map_err(|_| {
+            text_response(
+                StatusCode::BAD_REQUEST,
+                "cordon: the request target's authority is not a valid Host\n".into(),
+            )
+        })?;
+        parts.headers.insert(header::HOST, host);
+    }
+    let origin = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    parts.uri = Uri::try_from(origin).map_err(|_| {
+        text_response(
+            StatusCode::BAD_REQUEST,
+            "cordon: the request target has no valid origin-form\n".into(),
+        )
+    })?;
+    Ok(())
+}
+
 /// Checks that an upgrade request is a WebSocket handshake (RFC 6455
 /// 4.1): `GET`, `Upgrade: websocket` alone, one `Sec-WebSocket-Key` that is
 /// the base64 of 16 bytes, `Sec-WebSocket-Version: 13`. Anything else
@@ -1234,17 +1262,23 @@ impl Session {
         }
     }
 
-    /// The authority a request names must be the tunnel's host and port.
+    /// The authority a request names must be the tunnel's host and port:
+    /// at most one Host header (servers disagree on which of two counts),
+    /// readable, and no userinfo (`user@host`) in it or the target.
     fn check_authority(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Response<ProxyBody>> {
+        let hosts = headers.get_all(header::HOST);
+        let readable: Option<Vec<&str>> = hosts.iter().map(|h| h.to_str().ok()).collect();
         let named: Vec<&str> = uri
             .authority()
             .map(|a| a.as_str())
             .into_iter()
-            .chain(headers.get(header::HOST).and_then(|h| h.to_str().ok()))
+            .chain(readable.clone().unwrap_or_default())
             .collect();
         let port = self.tunnel.port;
         let agrees = |authority: &str| {
-            let authority = authority.rsplit('@').next().unwrap_or(authority);
+            if authority.contains('@') {
+                return false;
+            }
             let (host, p) = match authority.rsplit_once(':') {
                 Some((h, _)) if !h.ends_with(']') && h.contains(':') => (authority, None),
                 Some((h, p)) => (h, p.parse::<u16>().ok()),
@@ -1253,7 +1287,8 @@ impl Session {
             let p = p.unwrap_or(443);
             normalize(host).ok().as_ref() == Some(&self.target) && p == port
         };
-        if !named.is_empty() && named.iter().all(|a| agrees(a)) {
+        let one_host = hosts.iter().count() <= 1 && readable.is_some();
+        if one_host && !named.is_empty() && named.iter().all(|a| agrees(a)) {
             return Ok(());
         }
         Err(self.refuse(Refusal {
@@ -1436,6 +1471,9 @@ impl Session {
         };
         for name in &used {
             inspector.record_injection(&self.audit, &self.tunnel, &self.target, name);
+        }
+        if matches!(self.upstream, Upstream::H1(_)) {
+            origin_form(&mut parts)?;
         }
         let req = Request::from_parts(parts, body);
         let sent = match &self.upstream {
