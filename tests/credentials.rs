@@ -1751,3 +1751,47 @@ fn one_host_without_userinfo_and_origin_form_upstream() {
         assert!(seen.contains("GET /absolute?q=1 h1"), "{mode:?}: {seen}");
     });
 }
+
+#[test]
+fn request_targets_with_a_fragment_are_refused() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    let (tcp_port, tcp_got) = plain_server();
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let script = format!(
+            "import socket, ssl\n\
+             def status(t):\n\
+             \x20   got = b''.join(iter(lambda: t.recv(65536), b''))\n\
+             \x20   return got.split(b' ')[1].decode() if b' ' in got else 'none'\n\
+             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             s.sendall(b'GET http://127.0.0.1:{tcp_port}/admin/delete#/issues HTTP/1.1\\r\\nHost: 127.0.0.1:{tcp_port}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             print('plain:', status(s), flush=True)\n\
+             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             t.sendall(b'GET /fragment#/issues HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             print('inspected:', status(t), flush=True)\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!("{},{tcp_port}", up.port))
+            .arg("--inspect")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert_eq!(line(&out, "plain"), "400", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "inspected"), "400", "{mode:?}: {out:#?}");
+        assert!(!String::from_utf8_lossy(&tcp_got.lock().unwrap()).contains("/admin"));
+        assert!(!up.seen().contains("/fragment"), "{mode:?}: {}", up.seen());
+    });
+}

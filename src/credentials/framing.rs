@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::net::proxy::{check_head, BodyFraming};
+use crate::net::proxy::{check_head, target_has_fragment, BodyFraming};
 
 /// The longest request head held back (as the plain-HTTP proxy reads).
 const MAX_HEAD: usize = 64 * 1024;
@@ -112,6 +112,11 @@ impl<S> HeadGuard<S> {
                 let Ok(framing) = check_head(&head) else {
                     return (self.refuse(), used);
                 };
+                // hyper would drop a fragment silently; refused as on the
+                // plain-HTTP path, so both answer the same.
+                if target_has_fragment(&head) {
+                    return (self.refuse(), used);
+                }
                 self.ready.extend_from_slice(&head);
                 let next = if leaves_http(&head) {
                     State::Through
