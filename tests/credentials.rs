@@ -393,25 +393,55 @@ async fn echo(
         .map(|v| v.as_bytes().to_vec())
         .unwrap_or_default();
     if req.uri().path() == "/ws" {
-        // An upgrade to a toy protocol: after the 101, the request's
-        // x-token (if any) in its encoded forms, then an echo of every byte.
+        // An upgrade: after the 101, the request's x-token (if any) in its
+        // encoded forms, then an echo of every byte. Raw bytes, or with
+        // `?frames=whole` WebSocket frames (the token in one text frame,
+        // each echo in a binary frame); `?frames=split` sends the token as
+        // two fragments. The 101 accepts any Sec-WebSocket-Extensions
+        // asked for, and `?frames=deflate` claims permessage-deflate anyway.
+        log.lock().unwrap().push(format!("WS {:?}", req.headers()));
+        let frames = req.uri().query().unwrap_or_default().to_string();
+        let framed = frames.starts_with("frames=");
+        let deflate =
+            frames == "frames=deflate" || req.headers().contains_key("sec-websocket-extensions");
         let on = hyper::upgrade::on(&mut req);
         tokio::spawn(async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let Ok(upgraded) = on.await else { return };
             let mut io = TokioIo::new(upgraded);
-            if !token.is_empty() && io.write_all(&encodings(&token)).await.is_err() {
+            let first = encodings(&token);
+            let first = match frames.as_str() {
+                _ if token.is_empty() => Vec::new(),
+                "frames=split" => {
+                    let (a, b) = token.split_at(token.len() / 2);
+                    [ws_frame(0x01, a), ws_frame(0x80, b)].concat()
+                }
+                _ if framed => ws_frame(0x81, &first),
+                _ => first,
+            };
+            if io.write_all(&first).await.is_err() {
                 return;
             }
             let mut buf = [0u8; 1024];
             while let Ok(n) = io.read(&mut buf).await {
-                if n == 0 || io.write_all(&buf[..n]).await.is_err() {
+                let echo = if framed {
+                    ws_frame(0x82, &buf[..n])
+                } else {
+                    buf[..n].to_vec()
+                };
+                if n == 0 || io.write_all(&echo).await.is_err() {
                     break;
                 }
             }
         });
         let mut resp = Response::new(Full::new(Bytes::new()).boxed());
         *resp.status_mut() = hyper::StatusCode::SWITCHING_PROTOCOLS;
+        if deflate {
+            resp.headers_mut().insert(
+                "sec-websocket-extensions",
+                hyper::header::HeaderValue::from_static("permessage-deflate"),
+            );
+        }
         resp.headers_mut().insert(
             "connection",
             hyper::header::HeaderValue::from_static("upgrade"),
@@ -484,6 +514,25 @@ async fn echo(
         );
     }
     Response::from_parts(parts, body.boxed())
+}
+
+/// A WebSocket frame as a server sends it (unmasked): `first` is the
+/// FIN/RSV/opcode byte.
+fn ws_frame(first: u8, payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![first];
+    match payload.len() {
+        n if n < 126 => frame.push(n as u8),
+        n if n <= 0xffff => {
+            frame.push(126);
+            frame.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            frame.push(127);
+            frame.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(payload);
+    frame
 }
 
 async fn echo_text(
@@ -1552,7 +1601,7 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
         );
         let upgrades = format!(
             "{PY_UPGRADE}\nimport os\nph = os.environ['TEST_TOKEN'].encode()\n\
-             upgrade('ws', {up}, b'/ws', send=b'ping-pong', headers=b'X-Token: ' + ph + b'\\r\\n')\n\
+             upgrade('ws', {up}, b'/ws?frames=whole', send=b'ping-pong', headers=b'X-Token: ' + ph + b'\\r\\n')\n\
              upgrade('ws-forbidden', {other}, b'/ws', send=b'stolen: ' + ph)\n",
             up = up.port,
             other = other.port
@@ -1793,5 +1842,68 @@ fn request_targets_with_a_fragment_are_refused() {
         assert_eq!(line(&out, "inspected"), "400", "{mode:?}: {out:#?}");
         assert!(!String::from_utf8_lossy(&tcp_got.lock().unwrap()).contains("/admin"));
         assert!(!up.seen().contains("/fragment"), "{mode:?}: {}", up.seen());
+    });
+}
+
+#[test]
+fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let secret = format!("s3cret-{}", fx.token);
+        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "{PY_UPGRADE}\nimport os\nph = b'X-Token: ' + os.environ['TEST_TOKEN'].encode() + b'\\r\\n'\n\
+             upgrade('whole', {port}, b'/ws?frames=whole', headers=ph)\n\
+             upgrade('asked', {port}, b'/ws?frames=whole', headers=ph + b'Sec-WebSocket-Extensions: permessage-deflate\\r\\n')\n\
+             upgrade('claimed', {port}, b'/ws?frames=deflate', headers=ph)\n\
+             upgrade('split', {port}, b'/ws?frames=split', headers=ph)\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert!(up.seen().contains(&secret), "{mode:?}");
+        assert!(
+            !gives_away(out.stdout.as_bytes(), &secret),
+            "{mode:?}: {out:#?}"
+        );
+        // Whole frames pass, masked.
+        assert_eq!(line(&out, "whole-status"), "101", "{mode:?}: {out:#?}");
+        assert!(
+            line(&out, "whole-echo").contains("ping-pong"),
+            "{mode:?}: {out:#?}"
+        );
+        // The client's offer of compression never reaches the upstream.
+        assert_eq!(line(&out, "asked-status"), "101", "{mode:?}: {out:#?}");
+        assert!(
+            !up.seen()
+                .to_ascii_lowercase()
+                .contains("sec-websocket-extensions"),
+            "{mode:?}"
+        );
+        // A 101 that claims an extension anyway is refused.
+        assert_eq!(line(&out, "claimed-status"), "502", "{mode:?}: {out:#?}");
+        // A fragmented message ends the stream before its first byte.
+        assert_eq!(line(&out, "split-status"), "101", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "split-echo"), "\"\"", "{mode:?}: {out:#?}");
+        let text = audit_text(&log);
+        assert!(text.contains("fragmented message"), "{mode:?}: {text}");
+        assert!(!text.contains(&secret), "{mode:?}");
     });
 }

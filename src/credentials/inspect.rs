@@ -35,7 +35,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::ca::SandboxCa;
-use super::framing::HeadGuard;
+use super::framing::{FrameCheck, HeadGuard};
 use super::inject::{Exfiltration, Secrets, Swaps};
 use super::rules::InspectionPolicy;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
@@ -930,13 +930,16 @@ where
 }
 
 /// The two directions of an upgraded connection (see `Session::switch`),
-/// until both have ended or the client sent a forbidden placeholder.
+/// until both have ended, the client sent a forbidden placeholder
+/// (`report`), or the upstream a frame `frames` refuses (`refuse_frame`).
 async fn relay_upgraded<C, U>(
     client: C,
     upstream: U,
     mut down: super::inject::StreamSwap,
     mut up: super::inject::PlaceholderScan,
+    mut frames: Option<FrameCheck>,
     report: impl FnOnce(&Exfiltration),
+    refuse_frame: impl FnOnce(&str),
 ) where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
@@ -961,6 +964,9 @@ async fn relay_upgraded<C, U>(
         let mut buf = vec![0u8; 16 * 1024];
         loop {
             let n = up_read.read(&mut buf).await?;
+            if let Some(Err(why)) = frames.as_mut().map(|f| f.check(&buf[..n])) {
+                return Ok::<_, io::Error>(Some(why));
+            }
             let out = if n == 0 {
                 down.finish()
             } else {
@@ -970,7 +976,8 @@ async fn relay_upgraded<C, U>(
             .map_err(|ex| io::Error::other(format!("the placeholder of {}", ex.name)))?;
             client_write.write_all(&out).await?;
             if n == 0 {
-                return client_write.shutdown().await;
+                client_write.shutdown().await?;
+                return Ok(None);
             }
         }
     };
@@ -983,13 +990,20 @@ async fn relay_upgraded<C, U>(
                     report(&ex);
                     return; // dropping both halves closes the connection
                 }
-                if received {
-                    return;
+                if !received {
+                    if let Ok(Some(why)) = (&mut receive).await {
+                        refuse_frame(why);
+                    }
                 }
-                let _ = (&mut receive).await;
                 return;
             }
-            _ = &mut receive, if !received => received = true,
+            got = &mut receive, if !received => {
+                if let Ok(Some(why)) = got {
+                    refuse_frame(why);
+                    return; // dropping both halves closes the connection
+                }
+                received = true;
+            }
         }
     }
 }
@@ -1020,6 +1034,21 @@ fn origin_form(parts: &mut http::request::Parts) -> Result<(), Response<ProxyBod
         )
     })?;
     Ok(())
+}
+
+/// What is recorded when an upgraded stream to a host that receives a
+/// value carries what the mask cannot follow (`why`).
+fn upgraded_refusal(target: &Target, port: u16, why: &str) -> Refusal {
+    Refusal {
+        door: Door::Credentials,
+        rule: "a WebSocket to a host that receives a real value carries whole, uncompressed messages".into(),
+        source: "built-in".into(),
+        reason: why.to_string(),
+        message: format!(
+            "cordon: closed a WebSocket from {}: {why}; on a host that receives a real value, only whole, uncompressed messages pass, so that the value cannot come back past the mask\n",
+            target.with_port(port)
+        ),
+    }
 }
 
 /// Checks that an upgrade request is a WebSocket handshake (RFC 6455
@@ -1247,6 +1276,16 @@ impl Session {
         text_response(StatusCode::FORBIDDEN, r.message)
     }
 
+    /// The 502 for an upgrade whose answer cordon cannot mask (`why`),
+    /// recorded; the connection closes with it.
+    fn refuse_upgraded(&self, why: &str) -> Response<ProxyBody> {
+        let (target, port) = (&self.target, self.tunnel.port);
+        let r = upgraded_refusal(target, port, why);
+        self.inspector
+            .record_refusal(&self.audit, target, port, self.tunnel.proto, &r);
+        text_response(StatusCode::BAD_GATEWAY, r.message)
+    }
+
     /// The refusal of an upgrade that is not a well-formed WebSocket
     /// handshake (`why` says what is wrong).
     fn protocol_refusal(&self, why: &str) -> Refusal {
@@ -1382,13 +1421,19 @@ impl Session {
             .remove::<hyper::upgrade::OnUpgrade>()
             .zip(parts.headers.get(header::UPGRADE).cloned());
         strip_hop_by_hop(&mut parts.headers);
+        // On a host that receives a value, no WebSocket extension: a
+        // compressed frame would carry a value past the mask.
+        let receives = inspector.secrets.targets(&self.target, port);
         if let Some((_, protocol)) = &upgrade {
             parts
                 .headers
                 .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
             parts.headers.insert(header::UPGRADE, protocol.clone());
+            if receives {
+                parts.headers.remove(header::SEC_WEBSOCKET_EXTENSIONS);
+            }
         }
-        if inspector.secrets.targets(&self.target, port) {
+        if receives {
             // Compressed responses could carry a real value past the mask.
             parts.headers.insert(
                 header::ACCEPT_ENCODING,
@@ -1513,7 +1558,17 @@ impl Session {
         })?;
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some((client_side, _)) = upgrade {
-                return Ok(self.switch(client_side, &mut resp));
+                if receives
+                    && resp
+                        .headers()
+                        .contains_key(header::SEC_WEBSOCKET_EXTENSIONS)
+                {
+                    return Err(self.refuse_upgraded(
+                        "the upstream's 101 negotiates a WebSocket extension cordon did not offer",
+                    ));
+                }
+                let frames = receives.then(FrameCheck::default);
+                return Ok(self.switch(client_side, &mut resp, frames));
             }
         }
         Ok(self
@@ -1532,6 +1587,7 @@ impl Session {
         &self,
         client_side: hyper::upgrade::OnUpgrade,
         resp: &mut Response<Incoming>,
+        frames: Option<FrameCheck>,
     ) -> Response<ProxyBody> {
         let upstream_side = hyper::upgrade::on(&mut *resp);
         let secrets = &self.inspector.secrets;
@@ -1550,6 +1606,14 @@ impl Session {
                 inspector.record_refusal(&audit, &target, port, proto, &r);
             }
         };
+        let refuse_frame = {
+            let (inspector, audit) = (self.inspector.clone(), self.audit.clone());
+            let (target, port, proto) = (self.target.clone(), self.tunnel.port, self.tunnel.proto);
+            move |why: &str| {
+                let r = upgraded_refusal(&target, port, why);
+                inspector.record_refusal(&audit, &target, port, proto, &r);
+            }
+        };
         let relayed = tokio::spawn(async move {
             let (Ok(client), Ok(upstream)) = tokio::join!(client_side, upstream_side) else {
                 return;
@@ -1559,7 +1623,9 @@ impl Session {
                 TokioIo::new(upstream),
                 down,
                 up,
+                frames,
                 report,
+                refuse_frame,
             )
             .await;
         });
