@@ -345,6 +345,11 @@ impl InspectionPolicy {
             source: first.source.to_string(),
             reason: reason.to_string(),
         };
+        if method.bytes().any(|b| b.is_ascii_lowercase()) {
+            return Err(denial(
+                "the method is not upper case: methods are case-sensitive, and a server could still read it as the upper-case one",
+            ));
+        }
         let Some(path) = normalize_path(path) else {
             return Err(denial(
                 "the path has dot segments or encoded separators the rules cannot judge",
@@ -537,7 +542,10 @@ mod tests {
         assert!(policy.check_request(&gh, 443, "GET", "/repos/%25").is_ok());
         // Methods are case-sensitive: `get` is not `GET` (the rule's
         // `head` is written HEAD).
-        assert!(policy.check_request(&gh, 443, "get", "/repos/a").is_err());
+        let d = policy
+            .check_request(&gh, 443, "get", "/repos/a")
+            .unwrap_err();
+        assert!(d.reason.contains("upper case"), "{d:?}");
         assert!(policy.check_request(&gh, 443, "Head", "/repos/a").is_err());
         // Hosts without rules are not restricted.
         assert!(policy.check_request(&other, 443, "DELETE", "/").is_ok());
