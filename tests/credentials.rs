@@ -393,31 +393,63 @@ async fn echo(
         .map(|v| v.as_bytes().to_vec())
         .unwrap_or_default();
     if req.uri().path() == "/ws" {
-        // An upgrade to a toy protocol: after the 101, the request's
-        // x-token (if any) in its encoded forms, then an echo of every byte.
+        // An upgrade: after the 101, the request's x-token (if any) in its
+        // encoded forms, then an echo of every byte. Raw bytes, or with
+        // `?frames=whole` WebSocket frames (the token in one text frame,
+        // each echo in a binary frame); `?frames=split` sends the token as
+        // two fragments. The 101 accepts any Sec-WebSocket-Extensions
+        // asked for, and `?frames=deflate` claims permessage-deflate anyway.
+        log.lock().unwrap().push(format!("WS {:?}", req.headers()));
+        let frames = req.uri().query().unwrap_or_default().to_string();
+        let framed = frames.starts_with("frames=");
+        let deflate =
+            frames == "frames=deflate" || req.headers().contains_key("sec-websocket-extensions");
         let on = hyper::upgrade::on(&mut req);
         tokio::spawn(async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let Ok(upgraded) = on.await else { return };
             let mut io = TokioIo::new(upgraded);
-            if !token.is_empty() && io.write_all(&encodings(&token)).await.is_err() {
+            let first = encodings(&token);
+            let first = match frames.as_str() {
+                _ if token.is_empty() => Vec::new(),
+                "frames=split" => {
+                    let (a, b) = token.split_at(token.len() / 2);
+                    [ws_frame(0x01, a), ws_frame(0x80, b)].concat()
+                }
+                _ if framed => ws_frame(0x81, &first),
+                _ => first,
+            };
+            if io.write_all(&first).await.is_err() {
                 return;
             }
             let mut buf = [0u8; 1024];
             while let Ok(n) = io.read(&mut buf).await {
-                if n == 0 || io.write_all(&buf[..n]).await.is_err() {
+                let echo = if framed {
+                    ws_frame(0x82, &buf[..n])
+                } else {
+                    buf[..n].to_vec()
+                };
+                if n == 0 || io.write_all(&echo).await.is_err() {
                     break;
                 }
             }
         });
         let mut resp = Response::new(Full::new(Bytes::new()).boxed());
         *resp.status_mut() = hyper::StatusCode::SWITCHING_PROTOCOLS;
+        if deflate {
+            resp.headers_mut().insert(
+                "sec-websocket-extensions",
+                hyper::header::HeaderValue::from_static("permessage-deflate"),
+            );
+        }
         resp.headers_mut().insert(
             "connection",
             hyper::header::HeaderValue::from_static("upgrade"),
         );
-        resp.headers_mut()
-            .insert("upgrade", hyper::header::HeaderValue::from_static("echo"));
+        resp.headers_mut().insert(
+            "upgrade",
+            hyper::header::HeaderValue::from_static("websocket"),
+        );
         return resp;
     }
     if let Some(n) = req.uri().path().strip_prefix("/bytes/") {
@@ -482,6 +514,25 @@ async fn echo(
         );
     }
     Response::from_parts(parts, body.boxed())
+}
+
+/// A WebSocket frame as a server sends it (unmasked): `first` is the
+/// FIN/RSV/opcode byte.
+fn ws_frame(first: u8, payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![first];
+    match payload.len() {
+        n if n < 126 => frame.push(n as u8),
+        n if n <= 0xffff => {
+            frame.push(126);
+            frame.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            frame.push(127);
+            frame.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(payload);
+    frame
 }
 
 async fn echo_text(
@@ -1195,7 +1246,7 @@ fn upgraded_connections_are_relayed_through_inspection() {
              s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
              s.recv(100)\n\
              t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
-             t.sendall(b'GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: Upgrade\\r\\nUpgrade: echo\\r\\n\\r\\n')\n\
+             t.sendall(b'GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n\\r\\n')\n\
              head = b''\n\
              while not head.endswith(b'\\r\\n\\r\\n'): head += t.recv(1)\n\
              print('status:', head.split(b'\\r\\n')[0].decode())\n\
@@ -1290,17 +1341,19 @@ fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
 }
 
 /// Python: `upgrade(label, port, path, send)` opens an inspected tunnel to
-/// 127.0.0.1:port, asks to upgrade `path` to the upstream's echo protocol,
+/// 127.0.0.1:port, asks to upgrade `path` to WebSocket (the upstream's
+/// echo; `headers` holding an `Upgrade:` replace the handshake's own),
 /// prints `label-status: CODE`, and after a 101 sends `send` and prints
 /// `label-echo: ` and the JSON of what came back within a second.
 const PY_UPGRADE: &str = r#"
 import json, socket, ssl, time
+WS = b'Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n'
 def upgrade(label, port, path, send=b'ping-pong', headers=b''):
     s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
     s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n' % port)
     s.recv(100)
     t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')
-    t.sendall(b'GET ' + path + b' HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\nUpgrade: echo\r\n' % port + headers + b'\r\n')
+    t.sendall(b'GET ' + path + b' HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\n' % port + (b'' if b'Upgrade:' in headers else WS) + headers + b'\r\n')
     head = b''
     while not head.endswith(b'\r\n\r\n'):
         c = t.recv(1)
@@ -1548,7 +1601,7 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
         );
         let upgrades = format!(
             "{PY_UPGRADE}\nimport os\nph = os.environ['TEST_TOKEN'].encode()\n\
-             upgrade('ws', {up}, b'/ws', send=b'ping-pong', headers=b'X-Token: ' + ph + b'\\r\\n')\n\
+             upgrade('ws', {up}, b'/ws?frames=whole', send=b'ping-pong', headers=b'X-Token: ' + ph + b'\\r\\n')\n\
              upgrade('ws-forbidden', {other}, b'/ws', send=b'stolen: ' + ph)\n",
             up = up.port,
             other = other.port
@@ -1641,5 +1694,216 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
         let text = audit_text(&log);
         assert!(text.contains("upgraded connection"), "{mode:?}: {text}");
         assert!(!text.contains(&secret), "{mode:?}: {text}");
+    });
+}
+
+#[test]
+fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let authority = format!("127.0.0.1:{}", up.port);
+        let script = format!(
+            "{PY_UPGRADE}\n\
+             upgrade('ws', {port}, b'/ws')\n\
+             upgrade('h2c', {port}, b'/ws', headers=b'Upgrade: h2c\\r\\nHTTP2-Settings: AAMAAABkAAQAAP__\\r\\n')\n\
+             upgrade('nokey', {port}, b'/ws', headers=b'Upgrade: websocket\\r\\nSec-WebSocket-Version: 13\\r\\n')\n\
+             upgrade('v8', {port}, b'/ws', headers=b'Upgrade: websocket\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 8\\r\\n')\n\
+             upgrade('list', {port}, b'/ws', headers=b'Upgrade: websocket, h2c\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n')\n\
+             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             t.sendall(b'GET /not-upgraded HTTP/1.1\\r\\nHost: {authority}\\r\\n' + WS + b'\\r\\n'\n\
+             \x20   + b'POST /smuggled HTTP/1.1\\r\\nHost: {authority}\\r\\nTransfer-Encoding: chunked\\r\\nContent-Length: 5\\r\\n\\r\\n0\\r\\n\\r\\n')\n\
+             got = b''\n\
+             try:\n\
+             \x20   for c in iter(lambda: t.recv(65536), b''): got += c\n\
+             except OSError:\n\
+             \x20   pass\n\
+             print('answers:', got.count(b'HTTP/1.1 '), flush=True)\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(&authority)
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert_eq!(line(&out, "ws-status"), "101", "{mode:?}: {out:#?}");
+        for label in ["h2c", "nokey", "v8", "list"] {
+            assert_eq!(
+                line(&out, &format!("{label}-status")),
+                "403",
+                "{mode:?} {label}: {out:#?}"
+            );
+        }
+        assert!(out.stdout.contains("only WebSocket"), "{mode:?}: {out:#?}");
+        // The upgrade the upstream answered 200 ends the connection: the
+        // head after it, which the guard no longer followed, goes nowhere.
+        assert_eq!(line(&out, "answers"), "1", "{mode:?}: {out:#?}");
+        assert!(!up.seen().contains("/smuggled"), "{mode:?}: {}", up.seen());
+    });
+}
+
+#[test]
+fn one_host_without_userinfo_and_origin_form_upstream() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let authority = format!("127.0.0.1:{}", up.port);
+        let script = format!(
+            "import socket, ssl\n\
+             def send(label, data):\n\
+             \x20   s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             \x20   s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             \x20   t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             \x20   t.sendall(data)\n\
+             \x20   got = b''.join(iter(lambda: t.recv(65536), b''))\n\
+             \x20   print(label + ':', got.split(b' ')[1].decode() if b' ' in got else 'none', flush=True)\n\
+             send('two-hosts', b'GET /two HTTP/1.1\\r\\nHost: {authority}\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             send('userinfo', b'GET /user HTTP/1.1\\r\\nHost: evil@{authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             send('abs-userinfo', b'GET https://evil@{authority}/absuser HTTP/1.1\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             send('absolute', b'GET https://{authority}/absolute?q=1 HTTP/1.1\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n",
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg(&authority)
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        for label in ["two-hosts", "userinfo", "abs-userinfo"] {
+            assert_eq!(line(&out, label), "403", "{mode:?} {label}: {out:#?}");
+        }
+        assert_eq!(line(&out, "absolute"), "200", "{mode:?}: {out:#?}");
+        let seen = up.seen();
+        assert!(
+            !seen.contains("/two") && !seen.contains("/user") && !seen.contains("/absuser"),
+            "{mode:?}: {seen}"
+        );
+        // The upstream got the absolute-form target in origin-form.
+        assert!(seen.contains("GET /absolute?q=1 h1"), "{mode:?}: {seen}");
+    });
+}
+
+#[test]
+fn request_targets_with_a_fragment_are_refused() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    let (tcp_port, tcp_got) = plain_server();
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let script = format!(
+            "import socket, ssl\n\
+             def status(t):\n\
+             \x20   got = b''.join(iter(lambda: t.recv(65536), b''))\n\
+             \x20   return got.split(b' ')[1].decode() if b' ' in got else 'none'\n\
+             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             s.sendall(b'GET http://127.0.0.1:{tcp_port}/admin/delete#/issues HTTP/1.1\\r\\nHost: 127.0.0.1:{tcp_port}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             print('plain:', status(s), flush=True)\n\
+             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
+             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
+             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
+             t.sendall(b'GET /fragment#/issues HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: close\\r\\n\\r\\n')\n\
+             print('inspected:', status(t), flush=True)\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .arg("--audit")
+            .arg("none")
+            .arg("--allow-domain")
+            .arg("127.0.0.1")
+            .arg("--ports")
+            .arg(format!("{},{tcp_port}", up.port))
+            .arg("--inspect")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert_eq!(line(&out, "plain"), "400", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "inspected"), "400", "{mode:?}: {out:#?}");
+        assert!(!String::from_utf8_lossy(&tcp_got.lock().unwrap()).contains("/admin"));
+        assert!(!up.seen().contains("/fragment"), "{mode:?}: {}", up.seen());
+    });
+}
+
+#[test]
+fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let secret = format!("s3cret-{}", fx.token);
+        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
+        let log = fx.outside.join("audit.jsonl");
+        let script = format!(
+            "{PY_UPGRADE}\nimport os\nph = b'X-Token: ' + os.environ['TEST_TOKEN'].encode() + b'\\r\\n'\n\
+             upgrade('whole', {port}, b'/ws?frames=whole', headers=ph)\n\
+             upgrade('asked', {port}, b'/ws?frames=whole', headers=ph + b'Sec-WebSocket-Extensions: permessage-deflate\\r\\n')\n\
+             upgrade('claimed', {port}, b'/ws?frames=deflate', headers=ph)\n\
+             upgrade('split', {port}, b'/ws?frames=split', headers=ph)\n",
+            port = up.port
+        );
+        let out = fx
+            .sandbox()
+            .env("TEST_TOKEN", &secret)
+            .arg("--audit")
+            .arg(&log)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .py(&script);
+        out.ok();
+        assert!(up.seen().contains(&secret), "{mode:?}");
+        assert!(
+            !gives_away(out.stdout.as_bytes(), &secret),
+            "{mode:?}: {out:#?}"
+        );
+        // Whole frames pass, masked.
+        assert_eq!(line(&out, "whole-status"), "101", "{mode:?}: {out:#?}");
+        assert!(
+            line(&out, "whole-echo").contains("ping-pong"),
+            "{mode:?}: {out:#?}"
+        );
+        // The client's offer of compression never reaches the upstream.
+        assert_eq!(line(&out, "asked-status"), "101", "{mode:?}: {out:#?}");
+        assert!(
+            !up.seen()
+                .to_ascii_lowercase()
+                .contains("sec-websocket-extensions"),
+            "{mode:?}"
+        );
+        // A 101 that claims an extension anyway is refused.
+        assert_eq!(line(&out, "claimed-status"), "502", "{mode:?}: {out:#?}");
+        // A fragmented message ends the stream before its first byte.
+        assert_eq!(line(&out, "split-status"), "101", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "split-echo"), "\"\"", "{mode:?}: {out:#?}");
+        let text = audit_text(&log);
+        assert!(text.contains("fragmented message"), "{mode:?}: {text}");
+        assert!(!text.contains(&secret), "{mode:?}");
     });
 }

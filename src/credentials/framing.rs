@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::net::proxy::{check_head, BodyFraming};
+use crate::net::proxy::{check_head, target_has_fragment, BodyFraming};
 
 /// The longest request head held back (as the plain-HTTP proxy reads).
 const MAX_HEAD: usize = 64 * 1024;
@@ -112,6 +112,11 @@ impl<S> HeadGuard<S> {
                 let Ok(framing) = check_head(&head) else {
                     return (self.refuse(), used);
                 };
+                // hyper would drop a fragment silently; refused as on the
+                // plain-HTTP path, so both answer the same.
+                if target_has_fragment(&head) {
+                    return (self.refuse(), used);
+                }
                 self.ready.extend_from_slice(&head);
                 let next = if leaves_http(&head) {
                     State::Through
@@ -340,6 +345,78 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for HeadGuard<S> {
     }
 }
 
+/// Follows the WebSocket frames (RFC 6455 5.2) an upstream sends down an
+/// upgraded connection to a host that receives a real value. The mask
+/// over the stream finds a value only inside one frame's payload, as
+/// sent: a compressed frame (a reserved bit set, permessage-deflate) or a
+/// message split into fragments would carry it past. Such frames are
+/// refused, as are masked frames (a server never masks), so a value comes
+/// down only whole and in clear, where the mask finds it.
+#[derive(Debug, Default)]
+pub struct FrameCheck {
+    /// The current frame header, collected so far.
+    header: Vec<u8>,
+    /// Payload bytes of the current frame still to pass.
+    payload_left: u64,
+}
+
+impl FrameCheck {
+    /// Follows `data` (the next bytes from the upstream); an error names
+    /// the first frame that may not pass.
+    pub fn check(&mut self, mut data: &[u8]) -> Result<(), &'static str> {
+        while !data.is_empty() {
+            if self.payload_left > 0 {
+                let n = data
+                    .len()
+                    .min(usize::try_from(self.payload_left).unwrap_or(usize::MAX));
+                self.payload_left -= n as u64;
+                data = &data[n..];
+                continue;
+            }
+            self.header.push(data[0]);
+            data = &data[1..];
+            let Some(len) = self.frame_header()? else {
+                continue;
+            };
+            self.payload_left = len;
+            self.header.clear();
+        }
+        Ok(())
+    }
+
+    /// The payload length once the header is complete, `None` until then.
+    fn frame_header(&self) -> Result<Option<u64>, &'static str> {
+        let h = &self.header;
+        let first = h[0];
+        if first & 0x70 != 0 {
+            return Err("a frame with a reserved bit set (a compressed or extended frame)");
+        }
+        let opcode = first & 0x0f;
+        if first & 0x80 == 0 || opcode == 0 {
+            return Err("a fragmented message (a frame without FIN, or a continuation)");
+        }
+        let Some(&second) = h.get(1) else {
+            return Ok(None);
+        };
+        if second & 0x80 != 0 {
+            return Err("a masked frame from the server");
+        }
+        let (len, need) = match second & 0x7f {
+            126 => (None, 4),
+            127 => (None, 10),
+            n => (Some(u64::from(n)), 2),
+        };
+        if h.len() < need {
+            return Ok(None);
+        }
+        Ok(Some(len.unwrap_or_else(|| {
+            h[2..need]
+                .iter()
+                .fold(0u64, |acc, b| acc << 8 | u64::from(*b))
+        })))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,5 +511,27 @@ mod tests {
         let input: &[u8] =
             b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n\x81\x05hello\n\n\r";
         assert_eq!(passed(input, 4), input);
+    }
+
+    #[test]
+    fn websocket_frames_pass_whole_and_in_clear_only() {
+        let mut ok = FrameCheck::default();
+        // A text frame, a 300-byte binary frame split across reads, a ping.
+        let mut bytes = vec![0x81, 3, b'a', b'b', b'c', 0x82, 126, 1, 44];
+        bytes.extend(vec![0u8; 300]);
+        bytes.extend([0x89, 0]);
+        for piece in bytes.chunks(7) {
+            assert!(ok.check(piece).is_ok());
+        }
+        for bad in [
+            &[0xc1, 1, b'x'][..], // RSV1: permessage-deflate
+            &[0x01, 1, b'x'],     // FIN clear: first fragment
+            &[0x80, 1, b'x'],     // continuation
+            &[0x81, 0x81, 0, 0, 0, 0, b'x'],
+        ] {
+            let mut check = FrameCheck::default();
+            assert!(check.check(&[0x81, 1, b'y']).is_ok());
+            assert!(check.check(bad).is_err(), "{bad:?}");
+        }
     }
 }

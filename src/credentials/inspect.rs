@@ -35,7 +35,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::ca::SandboxCa;
-use super::framing::HeadGuard;
+use super::framing::{FrameCheck, HeadGuard};
 use super::inject::{Exfiltration, Secrets, Swaps};
 use super::rules::InspectionPolicy;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
@@ -930,13 +930,16 @@ where
 }
 
 /// The two directions of an upgraded connection (see `Session::switch`),
-/// until both have ended or the client sent a forbidden placeholder.
+/// until both have ended, the client sent a forbidden placeholder
+/// (`report`), or the upstream a frame `frames` refuses (`refuse_frame`).
 async fn relay_upgraded<C, U>(
     client: C,
     upstream: U,
     mut down: super::inject::StreamSwap,
     mut up: super::inject::PlaceholderScan,
+    mut frames: Option<FrameCheck>,
     report: impl FnOnce(&Exfiltration),
+    refuse_frame: impl FnOnce(&str),
 ) where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
@@ -961,6 +964,9 @@ async fn relay_upgraded<C, U>(
         let mut buf = vec![0u8; 16 * 1024];
         loop {
             let n = up_read.read(&mut buf).await?;
+            if let Some(Err(why)) = frames.as_mut().map(|f| f.check(&buf[..n])) {
+                return Ok::<_, io::Error>(Some(why));
+            }
             let out = if n == 0 {
                 down.finish()
             } else {
@@ -970,7 +976,8 @@ async fn relay_upgraded<C, U>(
             .map_err(|ex| io::Error::other(format!("the placeholder of {}", ex.name)))?;
             client_write.write_all(&out).await?;
             if n == 0 {
-                return client_write.shutdown().await;
+                client_write.shutdown().await?;
+                return Ok(None);
             }
         }
     };
@@ -983,15 +990,99 @@ async fn relay_upgraded<C, U>(
                     report(&ex);
                     return; // dropping both halves closes the connection
                 }
-                if received {
-                    return;
+                if !received {
+                    if let Ok(Some(why)) = (&mut receive).await {
+                        refuse_frame(why);
+                    }
                 }
-                let _ = (&mut receive).await;
                 return;
             }
-            _ = &mut receive, if !received => received = true,
+            got = &mut receive, if !received => {
+                if let Ok(Some(why)) = got {
+                    refuse_frame(why);
+                    return; // dropping both halves closes the connection
+                }
+                received = true;
+            }
         }
     }
+}
+
+/// Rewrites an HTTP/1.1 request for the upstream in origin-form (`/path?q`
+/// with the authority in Host, which [`Session::check_authority`] checked
+/// against the tunnel): an origin server need not read absolute-form the
+/// way the checks did.
+#[allow(clippy::result_large_err)]
+fn origin_form(parts: &mut http::request::Parts) -> Result<(), Response<ProxyBody>> {
+    let Some(authority) = parts.uri.authority().cloned() else {
+        return Ok(());
+    };
+    if !parts.headers.contains_key(header::HOST) {
+        let host = HeaderValue::from_str(authority.as_str()).map_err(|_| {
+            text_response(
+                StatusCode::BAD_REQUEST,
+                "cordon: the request target's authority is not a valid Host\n".into(),
+            )
+        })?;
+        parts.headers.insert(header::HOST, host);
+    }
+    let origin = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    parts.uri = Uri::try_from(origin).map_err(|_| {
+        text_response(
+            StatusCode::BAD_REQUEST,
+            "cordon: the request target has no valid origin-form\n".into(),
+        )
+    })?;
+    Ok(())
+}
+
+/// What is recorded when an upgraded stream to a host that receives a
+/// value carries what the mask cannot follow (`why`).
+fn upgraded_refusal(target: &Target, port: u16, why: &str) -> Refusal {
+    Refusal {
+        door: Door::Credentials,
+        rule: "a WebSocket to a host that receives a real value carries whole, uncompressed messages".into(),
+        source: "built-in".into(),
+        reason: why.to_string(),
+        message: format!(
+            "cordon: closed a WebSocket from {}: {why}; on a host that receives a real value, only whole, uncompressed messages pass, so that the value cannot come back past the mask\n",
+            target.with_port(port)
+        ),
+    }
+}
+
+/// Checks that an upgrade request is a WebSocket handshake (RFC 6455
+/// 4.1): `GET`, `Upgrade: websocket` alone, one `Sec-WebSocket-Key` that is
+/// the base64 of 16 bytes, `Sec-WebSocket-Version: 13`. Anything else
+/// (`h2c`, a list, another protocol) would carry traffic past the rules.
+fn websocket_handshake(method: &Method, headers: &HeaderMap) -> Result<(), &'static str> {
+    use base64::Engine as _;
+    let single = |name: header::HeaderName| {
+        let mut values = headers.get_all(name).iter();
+        match (values.next(), values.next()) {
+            (Some(v), None) => Some(v.as_bytes()),
+            _ => None,
+        }
+    };
+    if method != Method::GET {
+        return Err("a WebSocket handshake is a GET");
+    }
+    let protocol = single(header::UPGRADE).map(|v| v.trim_ascii());
+    if !protocol.is_some_and(|p| p.eq_ignore_ascii_case(b"websocket")) {
+        return Err("the Upgrade header names a protocol other than websocket (alone)");
+    }
+    let key = single(header::SEC_WEBSOCKET_KEY).and_then(|k| {
+        base64::engine::general_purpose::STANDARD
+            .decode(k.trim_ascii())
+            .ok()
+    });
+    if key.is_none_or(|k| k.len() != 16) {
+        return Err("the Sec-WebSocket-Key is missing, repeated or not the base64 of 16 bytes");
+    }
+    if single(header::SEC_WEBSOCKET_VERSION).map(|v| v.trim_ascii()) != Some(b"13".as_slice()) {
+        return Err("the Sec-WebSocket-Version is not 13");
+    }
+    Ok(())
 }
 
 /// Whether `placeholder` appears in the request target or a header value
@@ -1115,10 +1206,26 @@ impl Session {
         self: Arc<Self>,
         req: Request<Incoming>,
     ) -> Result<Response<ProxyBody>, Infallible> {
-        Ok(match self.forward(req).await {
+        // HeadGuard stopped following HTTP at this request's head (it
+        // asks to leave HTTP): unless the upstream agreed, the connection
+        // must end with this response, or the next heads would reach
+        // hyper unchecked.
+        let connect = req.method() == Method::CONNECT;
+        let leaves_http = connect || req.headers().contains_key(header::UPGRADE);
+        let mut resp = match self.forward(req).await {
             Ok(resp) => resp,
             Err(resp) => resp,
-        })
+        };
+        let agreed = if connect {
+            resp.status().is_success()
+        } else {
+            resp.status() == StatusCode::SWITCHING_PROTOCOLS
+        };
+        if leaves_http && !agreed {
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        Ok(resp)
     }
 
     /// The 503 for a request body the sandbox's buffer budget has no room
@@ -1169,17 +1276,48 @@ impl Session {
         text_response(StatusCode::FORBIDDEN, r.message)
     }
 
-    /// The authority a request names must be the tunnel's host and port.
+    /// The 502 for an upgrade whose answer cordon cannot mask (`why`),
+    /// recorded; the connection closes with it.
+    fn refuse_upgraded(&self, why: &str) -> Response<ProxyBody> {
+        let (target, port) = (&self.target, self.tunnel.port);
+        let r = upgraded_refusal(target, port, why);
+        self.inspector
+            .record_refusal(&self.audit, target, port, self.tunnel.proto, &r);
+        text_response(StatusCode::BAD_GATEWAY, r.message)
+    }
+
+    /// The refusal of an upgrade that is not a well-formed WebSocket
+    /// handshake (`why` says what is wrong).
+    fn protocol_refusal(&self, why: &str) -> Refusal {
+        Refusal {
+            door: Door::Network,
+            rule: "inside inspected tunnels only WebSocket upgrades are relayed".into(),
+            source: "built-in".into(),
+            reason: why.to_string(),
+            message: format!(
+                "cordon: blocked an upgrade inside the tunnel to {}: {why}; only WebSocket (RFC 6455: Upgrade: websocket, a Sec-WebSocket-Key, Sec-WebSocket-Version: 13) is relayed, since after the switch no other protocol can be checked\n",
+                self.target.with_port(self.tunnel.port)
+            ),
+        }
+    }
+
+    /// The authority a request names must be the tunnel's host and port:
+    /// at most one Host header (servers disagree on which of two counts),
+    /// readable, and no userinfo (`user@host`) in it or the target.
     fn check_authority(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Response<ProxyBody>> {
+        let hosts = headers.get_all(header::HOST);
+        let readable: Option<Vec<&str>> = hosts.iter().map(|h| h.to_str().ok()).collect();
         let named: Vec<&str> = uri
             .authority()
             .map(|a| a.as_str())
             .into_iter()
-            .chain(headers.get(header::HOST).and_then(|h| h.to_str().ok()))
+            .chain(readable.clone().unwrap_or_default())
             .collect();
         let port = self.tunnel.port;
         let agrees = |authority: &str| {
-            let authority = authority.rsplit('@').next().unwrap_or(authority);
+            if authority.contains('@') {
+                return false;
+            }
             let (host, p) = match authority.rsplit_once(':') {
                 Some((h, _)) if !h.ends_with(']') && h.contains(':') => (authority, None),
                 Some((h, p)) => (h, p.parse::<u16>().ok()),
@@ -1188,7 +1326,8 @@ impl Session {
             let p = p.unwrap_or(443);
             normalize(host).ok().as_ref() == Some(&self.target) && p == port
         };
-        if !named.is_empty() && named.iter().all(|a| agrees(a)) {
+        let one_host = hosts.iter().count() <= 1 && readable.is_some();
+        if one_host && !named.is_empty() && named.iter().all(|a| agrees(a)) {
             return Ok(());
         }
         Err(self.refuse(Refusal {
@@ -1237,6 +1376,9 @@ impl Session {
             return Err(self.refuse(r));
         }
         if parts.headers.contains_key(header::UPGRADE) {
+            if let Err(why) = websocket_handshake(&parts.method, &parts.headers) {
+                return Err(self.refuse(self.protocol_refusal(why)));
+            }
             if let Some(r) =
                 inspector.upgrade_refusal(&self.target, port, method.as_str(), parts.uri.path())
             {
@@ -1279,13 +1421,19 @@ impl Session {
             .remove::<hyper::upgrade::OnUpgrade>()
             .zip(parts.headers.get(header::UPGRADE).cloned());
         strip_hop_by_hop(&mut parts.headers);
+        // On a host that receives a value, no WebSocket extension: a
+        // compressed frame would carry a value past the mask.
+        let receives = inspector.secrets.targets(&self.target, port);
         if let Some((_, protocol)) = &upgrade {
             parts
                 .headers
                 .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
             parts.headers.insert(header::UPGRADE, protocol.clone());
+            if receives {
+                parts.headers.remove(header::SEC_WEBSOCKET_EXTENSIONS);
+            }
         }
-        if inspector.secrets.targets(&self.target, port) {
+        if receives {
             // Compressed responses could carry a real value past the mask.
             parts.headers.insert(
                 header::ACCEPT_ENCODING,
@@ -1369,6 +1517,9 @@ impl Session {
         for name in &used {
             inspector.record_injection(&self.audit, &self.tunnel, &self.target, name);
         }
+        if matches!(self.upstream, Upstream::H1(_)) {
+            origin_form(&mut parts)?;
+        }
         let req = Request::from_parts(parts, body);
         let sent = match &self.upstream {
             Upstream::H1(sender) => {
@@ -1407,7 +1558,17 @@ impl Session {
         })?;
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some((client_side, _)) = upgrade {
-                return Ok(self.switch(client_side, &mut resp));
+                if receives
+                    && resp
+                        .headers()
+                        .contains_key(header::SEC_WEBSOCKET_EXTENSIONS)
+                {
+                    return Err(self.refuse_upgraded(
+                        "the upstream's 101 negotiates a WebSocket extension cordon did not offer",
+                    ));
+                }
+                let frames = receives.then(FrameCheck::default);
+                return Ok(self.switch(client_side, &mut resp, frames));
             }
         }
         Ok(self
@@ -1426,6 +1587,7 @@ impl Session {
         &self,
         client_side: hyper::upgrade::OnUpgrade,
         resp: &mut Response<Incoming>,
+        frames: Option<FrameCheck>,
     ) -> Response<ProxyBody> {
         let upstream_side = hyper::upgrade::on(&mut *resp);
         let secrets = &self.inspector.secrets;
@@ -1444,6 +1606,14 @@ impl Session {
                 inspector.record_refusal(&audit, &target, port, proto, &r);
             }
         };
+        let refuse_frame = {
+            let (inspector, audit) = (self.inspector.clone(), self.audit.clone());
+            let (target, port, proto) = (self.target.clone(), self.tunnel.port, self.tunnel.proto);
+            move |why: &str| {
+                let r = upgraded_refusal(&target, port, why);
+                inspector.record_refusal(&audit, &target, port, proto, &r);
+            }
+        };
         let relayed = tokio::spawn(async move {
             let (Ok(client), Ok(upstream)) = tokio::join!(client_side, upstream_side) else {
                 return;
@@ -1453,7 +1623,9 @@ impl Session {
                 TokioIo::new(upstream),
                 down,
                 up,
+                frames,
                 report,
+                refuse_frame,
             )
             .await;
         });

@@ -175,14 +175,16 @@ impl HttpRule {
     /// `101` the rules can no longer follow.
     pub fn names_exactly(&self, method: &str, path: &str) -> bool {
         let literal = |p: &String| !p.contains(['*', '?', '[', ']', '{', '}', '\\']);
-        self.methods.iter().any(|m| m.eq_ignore_ascii_case(method))
+        self.methods.iter().any(|m| m == method)
             && self.paths.iter().any(|p| literal(p) && p == path)
     }
 
     /// Whether `method` on `path` (already normalised) is inside this rule.
+    /// Methods compare exactly (they are case-sensitive, RFC 9110 9.1): a
+    /// `get` is not the `GET` a rule names, and a server may still treat
+    /// it as one.
     pub fn admits(&self, method: &str, path: &str) -> bool {
-        let method_ok =
-            self.methods.is_empty() || self.methods.iter().any(|m| m.eq_ignore_ascii_case(method));
+        let method_ok = self.methods.is_empty() || self.methods.iter().any(|m| m == method);
         method_ok && (self.paths.is_empty() || self.globs.is_match(path))
     }
 }
@@ -343,6 +345,11 @@ impl InspectionPolicy {
             source: first.source.to_string(),
             reason: reason.to_string(),
         };
+        if method.bytes().any(|b| b.is_ascii_lowercase()) {
+            return Err(denial(
+                "the method is not upper case: methods are case-sensitive, and a server could still read it as the upper-case one",
+            ));
+        }
         let Some(path) = normalize_path(path) else {
             return Err(denial(
                 "the path has dot segments or encoded separators the rules cannot judge",
@@ -392,9 +399,11 @@ impl InspectionPolicy {
 }
 
 /// The path a server will see: `%XX` of unreserved characters decoded.
-/// `None` when a segment is `.` or `..` (before or after decoding) or the
-/// path hides a `/` or `\` in `%2F`/`%5C`: a server could resolve those to
-/// a path the rules never saw.
+/// `None` when a segment is `.` or `..` (before or after decoding, and
+/// once a `;param` part is cut off, as servlet containers do) or the path
+/// hides a `/`, `\\` or a dot in `%2F`/`%5C`, an overlong UTF-8 form
+/// (`%c0%ae`, `%c0%af`) or a double encoding (`%252e`): a server could
+/// resolve those to a path the rules never saw.
 pub fn normalize_path(path: &str) -> Option<String> {
     let bytes = path.as_bytes();
     let mut out = String::with_capacity(path.len());
@@ -405,7 +414,10 @@ pub fn normalize_path(path: &str) -> Option<String> {
             let b = u8::from_str_radix(hex, 16).ok()?;
             if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
                 out.push(b as char);
-            } else if b == b'/' || b == b'\\' || b == 0 {
+            } else if b == b'/' || b == b'\\' || b == 0 || b == 0xc0 || b == 0xc1 {
+                // 0xc0/0xc1 only start overlong UTF-8 forms of ASCII.
+                return None;
+            } else if b == b'%' && decodes_to_separator_or_dot(path.get(i + 3..i + 5)) {
                 return None;
             } else {
                 out.push('%');
@@ -417,10 +429,21 @@ pub fn normalize_path(path: &str) -> Option<String> {
             i += 1;
         }
     }
-    if out.contains('\\') || out.split('/').any(|s| s == "." || s == "..") {
+    let dot_segment = |segment: &str| {
+        let name = segment.split(';').next().unwrap_or(segment);
+        name == "." || name == ".."
+    };
+    if out.contains('\\') || out.split('/').any(dot_segment) {
         return None;
     }
     Some(out)
+}
+
+/// Whether the two hex digits after a `%25` (an encoded `%`) name a dot
+/// or a separator: `%252e` is `%2e` once a second decoder runs.
+fn decodes_to_separator_or_dot(hex: Option<&str>) -> bool {
+    hex.and_then(|h| u8::from_str_radix(h, 16).ok())
+        .is_some_and(|b| matches!(b, b'.' | b'/' | b'\\' | 0 | 0xc0 | 0xc1))
 }
 
 #[cfg(test)]
@@ -452,7 +475,8 @@ mod tests {
         let glob = normalize("glob.example").unwrap();
         let free = normalize("free.example").unwrap();
         assert!(policy.check_upgrade(&api, 443, "GET", "/socket").is_ok());
-        assert!(policy.check_upgrade(&api, 443, "get", "/%73ocket").is_ok());
+        assert!(policy.check_upgrade(&api, 443, "GET", "/%73ocket").is_ok());
+        assert!(policy.check_upgrade(&api, 443, "get", "/socket").is_err());
         // A wildcard, "any method", another method or path: not explicit.
         assert!(policy.check_upgrade(&api, 443, "GET", "/live/x").is_err());
         assert!(policy
@@ -499,6 +523,30 @@ mod tests {
             .check_request(&gh, 443, "GET", "/repos/a%2Fb")
             .is_err());
         assert!(policy.check_request(&gh, 443, "GET", "/repos/%61").is_ok());
+        // `;param` dot segments, overlong UTF-8 and double-encoded dots.
+        for sneaky in [
+            "/repos/..;/user",
+            "/repos/%2e%2e;x=1/user",
+            "/repos/.;/../user",
+            "/repos/%c0%ae%c0%ae/user",
+            "/repos/%C0%AE./user",
+            "/repos/%252e%252e/user",
+            "/repos/a%252fb",
+        ] {
+            assert!(
+                policy.check_request(&gh, 443, "GET", sneaky).is_err(),
+                "{sneaky}"
+            );
+        }
+        assert!(policy.check_request(&gh, 443, "GET", "/repos/a;b").is_ok());
+        assert!(policy.check_request(&gh, 443, "GET", "/repos/%25").is_ok());
+        // Methods are case-sensitive: `get` is not `GET` (the rule's
+        // `head` is written HEAD).
+        let d = policy
+            .check_request(&gh, 443, "get", "/repos/a")
+            .unwrap_err();
+        assert!(d.reason.contains("upper case"), "{d:?}");
+        assert!(policy.check_request(&gh, 443, "Head", "/repos/a").is_err());
         // Hosts without rules are not restricted.
         assert!(policy.check_request(&other, 443, "DELETE", "/").is_ok());
         // Rules make their host inspected.

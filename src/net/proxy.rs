@@ -456,6 +456,9 @@ impl<G: Gate> Proxy<G> {
             Ok(framing) => framing,
             Err(why) => return respond(&mut client, 400, &framing_refusal(why)).await,
         };
+        if target_has_fragment(&head) {
+            return respond(&mut client, 400, FRAGMENT_REFUSAL).await;
+        }
         let Ok(request) = parse_request(&head) else {
             return respond(
                 &mut client,
@@ -801,6 +804,17 @@ pub(crate) enum BodyFraming {
 /// The 400 body for a request whose framing is ambiguous.
 pub(crate) fn framing_refusal(why: &str) -> String {
     format!("cordon: refused a request whose framing is ambiguous: {why}. RFC 9112 asks a proxy to reject such a request, since the upstream could read its end differently; send one Content-Length of plain digits or Transfer-Encoding: chunked alone, in a head whose lines end with CRLF\n")
+}
+
+/// The answer to a request target with a `#`: a client never sends a
+/// fragment, and a server may cut the path there or not, so the path the
+/// HTTP rules judge could differ from the one served.
+pub(crate) const FRAGMENT_REFUSAL: &str = "cordon: refused a request whose target holds a '#': a fragment is never sent to a server, and servers and the HTTP rules could read the path differently; drop the fragment (or encode it as %23)\n";
+
+/// Whether the request line of a raw head (its first line) holds a `#`.
+pub(crate) fn target_has_fragment(head: &[u8]) -> bool {
+    let line = head.split(|b| *b == b'\n').next().unwrap_or(head);
+    line.contains(&b'#')
 }
 
 /// Checks a raw request head (up to and including the blank line) the way
