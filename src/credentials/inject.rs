@@ -782,6 +782,22 @@ impl Matcher {
 
     /// The first match at or after `from`: its start and end.
     fn find(&self, hay: &[u8], from: usize, scratch: &mut Scratch) -> Option<(usize, usize)> {
+        match self.first_run(hay, from, scratch, |run| matches!(run, Run::Match(_))) {
+            Some((at, Run::Match(end))) => Some((at, end)),
+            _ => None,
+        }
+    }
+
+    /// The first position at or after `from` whose run `wanted` takes, and
+    /// that run; only positions holding a byte a match can begin with are
+    /// run.
+    fn first_run(
+        &self,
+        hay: &[u8],
+        from: usize,
+        scratch: &mut Scratch,
+        wanted: impl Fn(&Run) -> bool,
+    ) -> Option<(usize, Run)> {
         // The next occurrence of each group of (up to 3) first bytes, each
         // looked up again only once passed.
         let groups: Vec<&[u8]> = self.first.chunks(3).collect();
@@ -801,8 +817,9 @@ impl Matcher {
             if at >= hay.len() {
                 return None;
             }
-            if let Run::Match(end) = self.run(hay, at, scratch) {
-                return Some((at, end));
+            let run = self.run(hay, at, scratch);
+            if wanted(&run) {
+                return Some((at, run));
             }
             for (head, group) in heads.iter_mut().zip(&groups) {
                 if *head == at {
@@ -1143,23 +1160,21 @@ impl StreamSwap {
     /// held back only by a tail that looks like the start of a secret.
     fn undecided(&self) -> usize {
         let carry = self.carry.as_slice();
-        let mut scratch = Scratch::default();
-        let mut begins = |tail: &[u8]| {
+        let begins = |tail: &[u8]| {
             self.swaps.pairs.iter().any(|p| p.from.starts_with(tail))
-                || self
-                    .swaps
-                    .matchers
-                    .iter()
-                    .any(|m| m.run(tail, 0, &mut scratch) == Run::Partial)
                 || self
                     .forbidden
                     .iter()
                     .any(|(f, _, _)| f.as_bytes().starts_with(tail))
         };
         let from = carry.len().saturating_sub(self.keep);
-        (from..carry.len())
-            .find(|&i| begins(&carry[i..]))
-            .unwrap_or(carry.len())
+        let mut scratch = Scratch::default();
+        let matched = self.swaps.matchers.iter().filter_map(|m| {
+            m.first_run(carry, from, &mut scratch, |run| *run == Run::Partial)
+                .map(|(at, _)| at)
+        });
+        let paired = (from..carry.len()).find(|&i| begins(&carry[i..]));
+        matched.chain(paired).min().unwrap_or(carry.len())
     }
 
     /// Swaps `bytes` whole, with the forbidden check: for trailers, which
