@@ -94,6 +94,9 @@ pub struct Secret {
     /// The real value as servers commonly re-encode it, each with what
     /// masks it ([`encoded_forms`]).
     forms: Vec<Pair>,
+    /// The real value however it is escaped or wrapped, each with what
+    /// masks it ([`value_matchers`]).
+    matchers: Vec<Matcher>,
 }
 
 impl std::fmt::Debug for Secret {
@@ -130,6 +133,7 @@ impl Secret {
             name: name.to_string(),
             placeholder: placeholder.to_string(),
             forms: encoded_forms(&value, placeholder.as_bytes()),
+            matchers: value_matchers(&value, placeholder.as_bytes()),
             value,
             hosts,
             source,
@@ -291,22 +295,17 @@ impl Secrets {
         swaps
     }
 
-    /// The swaps for a response: every real value → its placeholder, and
-    /// every encoded form of it → its mask ([`encoded_forms`]); nothing is
-    /// forbidden coming back, only masked.
+    /// The swaps for a response: every real value, as it is or escaped,
+    /// → its placeholder, and every encoded form of it → its mask
+    /// ([`encoded_forms`], [`value_matchers`]); nothing is forbidden coming
+    /// back, only masked.
     pub fn response_swaps(&self) -> Swaps<'_> {
-        let mut pairs = Vec::new();
+        let mut swaps = Swaps::default();
         for s in &self.list {
-            pairs.push(Pair {
-                from: s.value.clone(),
-                to: s.placeholder.as_bytes().to_vec().into(),
-            });
-            pairs.extend(s.forms.iter().cloned());
+            swaps.pairs.extend(s.forms.iter().cloned());
+            swaps.matchers.extend(s.matchers.iter().cloned());
         }
-        Swaps {
-            pairs,
-            forbidden: Vec::new(),
-        }
+        swaps
     }
 }
 
@@ -324,32 +323,53 @@ fn mask(len: usize) -> Vec<u8> {
     MASK.iter().copied().cycle().take(len).collect()
 }
 
-/// The forms a server commonly turns an echoed or stored value into, each
-/// paired with its replacement: the same encoding of the placeholder where
-/// the form stands alone (hex, reversed, percent and JSON escapes), a fixed
-/// mask of the same length where it does not (base64, whose first and last
-/// characters mix the value with its neighbours).
-///
-/// - base64, standard and URL-safe alphabets, in each of the 3 alignments
-///   the value can have in the encoded data: the characters that depend on
-///   the value's bits alone (padding only ever follows these, so padded
-///   and unpadded data match alike);
-/// - hex, lower and upper case;
-/// - the bytes reversed;
-/// - percent-encoding of every byte, and of every byte but the unreserved
-///   ones (RFC 3986), each with upper- and lower-case hex;
-/// - JSON string escapes: `\"` and `\\` (with and without `\/`), and
-///   `\u00XX` for every byte that is not a letter or digit, or for every
-///   byte, with upper- or lower-case hex.
-///
-/// Forms equal to the value itself, or shorter than [`MIN_FORM`], are left
-/// out.
+/// The forms a server commonly turns an echoed or stored value into that
+/// stand alone, each paired with the same form of the placeholder: hex,
+/// lower and upper case, and the bytes reversed. Forms equal to the value
+/// itself, or shorter than [`MIN_FORM`], are left out. (Escaped and base64
+/// forms are found by [`value_matchers`].)
 pub fn encoded_forms(value: &[u8], placeholder: &[u8]) -> Vec<Pair> {
-    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
     // Every buffer that holds (part of) the value is wiped when dropped,
     // and sized up front so no reallocation leaves a copy behind.
     let mut forms: Vec<Pair> = Vec::new();
     let mut add = |from, to| forms.push(Pair { from, to });
+    for case in [HexCase::Lower, HexCase::Upper] {
+        add(hex(value, case), hex(placeholder, case));
+    }
+    let reversed = |v: &[u8]| Zeroizing::new(v.iter().rev().copied().collect::<Vec<u8>>());
+    add(reversed(value), reversed(placeholder));
+    let mut out: Vec<Pair> = Vec::new();
+    for form in forms {
+        let known = form.from.as_slice() == value || out.iter().any(|p| p.from == form.from);
+        if form.from.len() >= MIN_FORM && !known {
+            out.push(form);
+        }
+    }
+    out
+}
+
+/// The matchers that find the value however a server escapes it, and
+/// however it wraps the value's base64:
+///
+/// - the value with each byte as itself or escaped ([`Spelling::Escaped`]),
+///   masked to the placeholder: covers percent-encoding of any subset of
+///   the bytes (`quote()`, `encodeURI`, `encodeURIComponent`, forms), JSON
+///   escapes (`\u0026`, `\/`), HTML character references and
+///   quoted-printable, mixed as an encoder mixes them;
+/// - base64, standard and URL-safe alphabets, in each of the 3 alignments
+///   the value can have in the encoded data: the characters that depend on
+///   the value's bits alone (padding only ever follows these, so padded
+///   and unpadded data match alike), with line breaks anywhere between them
+///   (MIME's 76 and PEM's 64 columns, LF or CRLF), masked with letters
+///   (the first and last characters mix the value with its neighbours).
+///   Runs shorter than [`MIN_FORM`] are left out.
+fn value_matchers(value: &[u8], placeholder: &[u8]) -> Vec<Matcher> {
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let mut out = vec![Matcher::new(
+        Zeroizing::new(value.to_vec()),
+        Spelling::Escaped,
+        Some(Zeroizing::new(placeholder.to_vec())),
+    )];
     for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
         for shift in 0..3usize {
             // `shift` bytes before the value move its bits by 8 * shift;
@@ -363,38 +383,12 @@ pub fn encoded_forms(value: &[u8], placeholder: &[u8]) -> Vec<Pair> {
             };
             let first = (8 * shift).div_ceil(6);
             let end = ((8 * (shift + value.len())) / 6).min(written);
-            if end > first {
-                let middle = Zeroizing::new(encoded[first..end].to_vec());
-                let len = middle.len();
-                add(middle, Zeroizing::new(mask(len)));
+            if end >= first + MIN_FORM {
+                let run = Zeroizing::new(encoded[first..end].to_vec());
+                if !out.iter().any(|m| m.want == run) {
+                    out.push(Matcher::new(run, Spelling::Wrapped, None));
+                }
             }
-        }
-    }
-    for case in [HexCase::Lower, HexCase::Upper] {
-        add(hex(value, case), hex(placeholder, case));
-    }
-    let reversed = |v: &[u8]| Zeroizing::new(v.iter().rev().copied().collect::<Vec<u8>>());
-    add(reversed(value), reversed(placeholder));
-    for case in [HexCase::Lower, HexCase::Upper] {
-        for all in [true, false] {
-            add(percent(value, all, case), percent(placeholder, all, case));
-        }
-    }
-    for escape in [
-        JsonEscape::Quotes,
-        JsonEscape::QuotesAndSlash,
-        JsonEscape::Unicode(false, HexCase::Lower),
-        JsonEscape::Unicode(false, HexCase::Upper),
-        JsonEscape::Unicode(true, HexCase::Lower),
-        JsonEscape::Unicode(true, HexCase::Upper),
-    ] {
-        add(escape.apply(value), escape.apply(placeholder));
-    }
-    let mut out: Vec<Pair> = Vec::new();
-    for form in forms {
-        let known = form.from.as_slice() == value || out.iter().any(|p| p.from == form.from);
-        if form.from.len() >= MIN_FORM && !known {
-            out.push(form);
         }
     }
     out
@@ -428,57 +422,437 @@ fn hex(v: &[u8], case: HexCase) -> Zeroizing<Vec<u8>> {
     out
 }
 
-/// `v` percent-encoded: every byte (`all`), or every byte but the
-/// unreserved ones of RFC 3986.
-fn percent(v: &[u8], all: bool, case: HexCase) -> Zeroizing<Vec<u8>> {
-    let mut out = Zeroizing::new(Vec::with_capacity(v.len() * 3));
-    for &b in v {
-        if all || !(b.is_ascii_alphanumeric() || b"-._~".contains(&b)) {
-            out.push(b'%');
-            case.push(&mut out, b);
+/// How the bytes of a [`Matcher`]'s span may spell what it looks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Spelling {
+    /// Each byte as itself or in any escape [`escape_at`] reads, and
+    /// quoted-printable soft line breaks (`=` CRLF or `=` LF) between bytes.
+    Escaped,
+    /// Each byte as itself, with up to [`MAX_BREAK`] CR or LF bytes between
+    /// two of them (wrapped base64).
+    Wrapped,
+}
+
+/// The most CR/LF bytes between two characters of a wrapped run.
+const MAX_BREAK: usize = 2;
+
+/// The longest escape [`escape_at`] reads (`&UnderBar;`).
+const MAX_ESCAPE: usize = 10;
+
+/// The named HTML character references of ASCII bytes that [`escape_at`]
+/// reads (HTML5's, bar the two longer than [`MAX_ESCAPE`]).
+const NAMED_REFS: &[(&[u8], u8)] = &[
+    (b"amp", b'&'),
+    (b"AMP", b'&'),
+    (b"lt", b'<'),
+    (b"LT", b'<'),
+    (b"gt", b'>'),
+    (b"GT", b'>'),
+    (b"quot", b'"'),
+    (b"QUOT", b'"'),
+    (b"apos", b'\''),
+    (b"sol", b'/'),
+    (b"bsol", b'\\'),
+    (b"plus", b'+'),
+    (b"equals", b'='),
+    (b"excl", b'!'),
+    (b"num", b'#'),
+    (b"dollar", b'$'),
+    (b"percnt", b'%'),
+    (b"lpar", b'('),
+    (b"rpar", b')'),
+    (b"ast", b'*'),
+    (b"midast", b'*'),
+    (b"comma", b','),
+    (b"period", b'.'),
+    (b"colon", b':'),
+    (b"semi", b';'),
+    (b"quest", b'?'),
+    (b"commat", b'@'),
+    (b"lsqb", b'['),
+    (b"lbrack", b'['),
+    (b"rsqb", b']'),
+    (b"rbrack", b']'),
+    (b"Hat", b'^'),
+    (b"lowbar", b'_'),
+    (b"UnderBar", b'_'),
+    (b"grave", b'`'),
+    (b"lcub", b'{'),
+    (b"lbrace", b'{'),
+    (b"verbar", b'|'),
+    (b"vert", b'|'),
+    (b"rcub", b'}'),
+    (b"rbrace", b'}'),
+    (b"Tab", b'\t'),
+    (b"NewLine", b'\n'),
+];
+
+/// What reading one escape at the start of some bytes gave.
+#[derive(Debug, PartialEq, Eq)]
+enum Escape {
+    /// The escape is this byte, spelled in this many bytes.
+    Byte(u8, usize),
+    /// The bytes end inside what could still be an escape.
+    Partial,
+    /// No escape starts here.
+    Not,
+}
+
+/// The value of an ASCII hex digit.
+fn hex_digit(b: u8) -> Option<u8> {
+    char::from(b)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
+}
+
+/// Reads `digits` hex digits at `s[at..]`: their value, or why not.
+fn hex_digits(s: &[u8], at: usize, digits: usize) -> Result<u32, Escape> {
+    let mut value = 0u32;
+    for i in at..at + digits {
+        let Some(&b) = s.get(i) else {
+            return Err(Escape::Partial);
+        };
+        value = value * 16 + u32::from(hex_digit(b).ok_or(Escape::Not)?);
+    }
+    Ok(value)
+}
+
+/// An escape's value as a byte, if it is ASCII.
+fn ascii(value: u32, len: usize) -> Escape {
+    match u8::try_from(value) {
+        Ok(b) if b.is_ascii() => Escape::Byte(b, len),
+        _ => Escape::Not,
+    }
+}
+
+/// The escape at the start of `s`, if any: `%XX` and `=XX` (either case),
+/// `+` (a space in forms), `\uXXXX`, `\/`, `\"`, `\\`, `&#NNNNN;`,
+/// `&#xXXXX;` and the named references of [`NAMED_REFS`]; all of an ASCII
+/// byte.
+fn escape_at(s: &[u8]) -> Escape {
+    let two_hex = |s: &[u8]| match hex_digits(s, 1, 2) {
+        Ok(v) => ascii(v, 3),
+        Err(e) => e,
+    };
+    match s.first() {
+        None => Escape::Partial,
+        Some(b'%' | b'=') => two_hex(s),
+        Some(b'+') => Escape::Byte(b' ', 1),
+        Some(b'\\') => match s.get(1) {
+            None => Escape::Partial,
+            Some(&b @ (b'/' | b'"' | b'\\')) => Escape::Byte(b, 2),
+            Some(b'u') => match hex_digits(s, 2, 4) {
+                Ok(v) => ascii(v, 6),
+                Err(e) => e,
+            },
+            Some(_) => Escape::Not,
+        },
+        Some(b'&') => reference_at(s),
+        Some(_) => Escape::Not,
+    }
+}
+
+/// An HTML character reference at the start of `s` (which is `&`).
+fn reference_at(s: &[u8]) -> Escape {
+    // Where the digits (or the name) begin, and their radix (0: a name).
+    let (digits_from, radix) = match (s.get(1), s.get(2)) {
+        (None, _) | (Some(b'#'), None) => return Escape::Partial,
+        (Some(b'#'), Some(b'x' | b'X')) => (3, 16),
+        (Some(b'#'), Some(_)) => (2, 10),
+        (Some(_), _) => (1, 0),
+    };
+    let mut value = 0u32;
+    for (i, &b) in s
+        .iter()
+        .enumerate()
+        .skip(digits_from)
+        .take(MAX_ESCAPE - digits_from)
+    {
+        if b == b';' {
+            if i == digits_from {
+                return Escape::Not;
+            }
+            if radix != 0 {
+                return ascii(value, i + 1);
+            }
+            let name = &s[1..i];
+            return NAMED_REFS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(Escape::Not, |(_, b)| Escape::Byte(*b, i + 1));
+        }
+        if radix == 0 {
+            if !b.is_ascii_alphabetic() {
+                return Escape::Not;
+            }
         } else {
-            out.push(b);
+            let Some(digit) = char::from(b).to_digit(radix) else {
+                return Escape::Not;
+            };
+            value = value.saturating_mul(radix).saturating_add(digit);
         }
     }
-    out
+    if s.len() < MAX_ESCAPE {
+        Escape::Partial
+    } else {
+        Escape::Not
+    }
 }
 
-/// A way a JSON encoder writes a string's bytes.
-#[derive(Clone, Copy)]
-enum JsonEscape {
-    /// `"` and `\` escaped, the rest as is.
-    Quotes,
-    /// As [`JsonEscape::Quotes`], and `/` as `\/`.
-    QuotesAndSlash,
-    /// `\u00XX` for every ASCII byte that is not a letter or digit (or, when
-    /// the flag is set, for every ASCII byte); bytes above 0x7f as they are.
-    Unicode(bool, HexCase),
+/// What running a [`Matcher`] from one position gave.
+#[derive(Debug, PartialEq, Eq)]
+enum Run {
+    /// A match, ending here (the longest one).
+    Match(usize),
+    /// No match yet, but the bytes end where one could still go on.
+    Partial,
+    /// No match starts here.
+    Miss,
 }
 
-impl JsonEscape {
-    fn apply(self, v: &[u8]) -> Zeroizing<Vec<u8>> {
-        let mut out = Zeroizing::new(Vec::with_capacity(v.len() * 6));
-        for &b in v {
-            match self {
-                JsonEscape::Quotes | JsonEscape::QuotesAndSlash => {
-                    let slash = matches!(self, JsonEscape::QuotesAndSlash) && b == b'/';
-                    if b == b'"' || b == b'\\' || slash {
-                        out.push(b'\\');
+/// Finds one sequence of bytes, however its bytes are spelled
+/// ([`Spelling`]): a small automaton run over the set of positions each
+/// spelling of the bytes so far could end at.
+#[derive(Clone)]
+struct Matcher {
+    /// What the span spells; may be (part of) a real value.
+    want: Zeroizing<Vec<u8>>,
+    spelling: Spelling,
+    /// What replaces a match: these bytes, or (`None`) a mask of the same
+    /// length that keeps the span's CR/LF bytes.
+    to: Option<Zeroizing<Vec<u8>>>,
+    /// The bytes a match can begin with.
+    first: Vec<u8>,
+}
+
+impl Matcher {
+    fn new(
+        want: Zeroizing<Vec<u8>>,
+        spelling: Spelling,
+        to: Option<Zeroizing<Vec<u8>>>,
+    ) -> Matcher {
+        let mut first = want.first().map(|b| vec![*b]).unwrap_or_default();
+        if spelling == Spelling::Escaped {
+            let escapes: &[u8] = if want.first() == Some(&b' ') {
+                b"%=\\&+"
+            } else {
+                b"%=\\&"
+            };
+            first.extend(escapes.iter().filter(|b| want.first() != Some(b)));
+        }
+        Matcher {
+            want,
+            spelling,
+            to,
+            first,
+        }
+    }
+
+    /// The longest span a match can have.
+    fn longest(&self) -> usize {
+        let per_byte = match self.spelling {
+            Spelling::Escaped => MAX_ESCAPE + 3,
+            Spelling::Wrapped => 1 + MAX_BREAK,
+        };
+        self.want.len() * per_byte
+    }
+
+    /// The ends of the spellings of `b` that start at `at`, pushed to
+    /// `ends`; whether `hay` ends inside one that could still be.
+    fn spell(&self, hay: &[u8], at: usize, b: u8, ends: &mut Vec<usize>) -> bool {
+        let Some(&c) = hay.get(at) else {
+            return true;
+        };
+        if c == b {
+            ends.push(at + 1);
+        }
+        if self.spelling == Spelling::Wrapped {
+            return false;
+        }
+        match escape_at(&hay[at..]) {
+            Escape::Byte(e, len) if e == b => {
+                ends.push(at + len);
+                false
+            }
+            Escape::Partial => true,
+            _ => false,
+        }
+    }
+
+    /// Where the spelling of the byte after position `p` may start (the
+    /// first byte has none of these): `p`, and past a line break.
+    fn starts(&self, hay: &[u8], p: usize, starts: &mut Vec<usize>) -> bool {
+        starts.push(p);
+        let rest = &hay[p.min(hay.len())..];
+        match self.spelling {
+            Spelling::Escaped => {
+                for soft in [&b"=\r\n"[..], b"=\n"] {
+                    if rest.starts_with(soft) {
+                        starts.push(p + soft.len());
+                    } else if !rest.is_empty() && soft.starts_with(rest) {
+                        return true;
                     }
-                    out.push(b);
                 }
-                JsonEscape::Unicode(all, case) => {
-                    if b.is_ascii() && (all || !b.is_ascii_alphanumeric()) {
-                        out.extend_from_slice(b"\\u00");
-                        case.push(&mut out, b);
-                    } else {
-                        out.push(b);
-                    }
+                false
+            }
+            Spelling::Wrapped => {
+                let breaks = rest
+                    .iter()
+                    .take(MAX_BREAK)
+                    .take_while(|b| matches!(b, b'\r' | b'\n'));
+                for n in 1..=breaks.count() {
+                    starts.push(p + n);
+                }
+                false
+            }
+        }
+    }
+
+    /// Whether `c` could begin an escape or a line break.
+    fn is_special(&self, c: u8) -> bool {
+        match self.spelling {
+            Spelling::Escaped => matches!(c, b'%' | b'=' | b'+' | b'\\' | b'&'),
+            Spelling::Wrapped => matches!(c, b'\r' | b'\n'),
+        }
+    }
+
+    /// Whether `c` could begin the spelling of `b` (or a line break
+    /// before it).
+    fn may_begin(&self, c: u8, b: u8) -> bool {
+        c == b || self.is_special(c)
+    }
+
+    /// A cheap test on the first two bytes spelled: `true` when no match
+    /// can start at `at` (most positions, so most runs end here).
+    fn quick_miss(&self, hay: &[u8], at: usize) -> bool {
+        let (Some(&c), Some(&first)) = (hay.get(at), self.want.first()) else {
+            return false;
+        };
+        let len = if c == first {
+            if self.is_special(c) {
+                return false; // a literal and an escape: leave it to the run
+            }
+            1
+        } else if self.spelling == Spelling::Wrapped {
+            return true;
+        } else {
+            match escape_at(&hay[at..]) {
+                Escape::Byte(e, len) if e == first => len,
+                Escape::Partial => return false,
+                _ => return true,
+            }
+        };
+        match (hay.get(at + len), self.want.get(1)) {
+            (Some(&d), Some(&second)) => !self.may_begin(d, second),
+            _ => false,
+        }
+    }
+
+    /// Runs the automaton from `at`.
+    fn run(&self, hay: &[u8], at: usize, scratch: &mut Scratch) -> Run {
+        if self.quick_miss(hay, at) {
+            return Run::Miss;
+        }
+        let Scratch { cur, next, starts } = scratch;
+        cur.clear();
+        cur.push(at);
+        let mut partial = false;
+        for (i, &b) in self.want.iter().enumerate() {
+            next.clear();
+            for &p in cur.iter() {
+                starts.clear();
+                if i == 0 {
+                    starts.push(p);
+                } else {
+                    partial |= self.starts(hay, p, starts);
+                }
+                for &s in starts.iter() {
+                    partial |= self.spell(hay, s, b, next);
+                }
+            }
+            if next.is_empty() {
+                return if partial { Run::Partial } else { Run::Miss };
+            }
+            next.sort_unstable();
+            next.dedup();
+            std::mem::swap(cur, next);
+        }
+        cur.last().map_or(Run::Miss, |&end| Run::Match(end))
+    }
+
+    /// The first match at or after `from`: its start and end.
+    fn find(&self, hay: &[u8], from: usize, scratch: &mut Scratch) -> Option<(usize, usize)> {
+        match self.first_run(hay, from, scratch, |run| matches!(run, Run::Match(_))) {
+            Some((at, Run::Match(end))) => Some((at, end)),
+            _ => None,
+        }
+    }
+
+    /// The first position at or after `from` whose run `wanted` takes, and
+    /// that run; only positions holding a byte a match can begin with are
+    /// run.
+    fn first_run(
+        &self,
+        hay: &[u8],
+        from: usize,
+        scratch: &mut Scratch,
+        wanted: impl Fn(&Run) -> bool,
+    ) -> Option<(usize, Run)> {
+        // The next occurrence of each group of (up to 3) first bytes, each
+        // looked up again only once passed.
+        let groups: Vec<&[u8]> = self.first.chunks(3).collect();
+        let next_in = |group: &[u8], at: usize| -> usize {
+            let rest = &hay[at.min(hay.len())..];
+            let found = match *group {
+                [a] => memchr::memchr(a, rest),
+                [a, b] => memchr::memchr2(a, b, rest),
+                [a, b, c, ..] => memchr::memchr3(a, b, c, rest),
+                [] => None,
+            };
+            found.map_or(hay.len(), |i| at + i)
+        };
+        let mut heads: Vec<usize> = groups.iter().map(|g| next_in(g, from)).collect();
+        loop {
+            let at = heads.iter().copied().min().unwrap_or(hay.len());
+            if at >= hay.len() {
+                return None;
+            }
+            let run = self.run(hay, at, scratch);
+            if wanted(&run) {
+                return Some((at, run));
+            }
+            for (head, group) in heads.iter_mut().zip(&groups) {
+                if *head == at {
+                    *head = next_in(group, at + 1);
                 }
             }
         }
-        out
     }
+
+    /// What replaces the match `span`.
+    fn replacement(&self, span: &[u8], same_length: bool) -> Vec<u8> {
+        match &self.to {
+            Some(to) if !same_length => to.to_vec(),
+            _ => {
+                let mut letters = MASK.iter().copied().cycle();
+                span.iter()
+                    .map(|&b| match b {
+                        b'\r' | b'\n' => b,
+                        _ => letters.next().unwrap_or(b'x'),
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+/// The position sets a [`Matcher`] run works in, kept across runs so a
+/// scan allocates them once.
+#[derive(Default)]
+struct Scratch {
+    cur: Vec<usize>,
+    next: Vec<usize>,
+    starts: Vec<usize>,
 }
 
 /// One swap; either side may be a real value, so both are wiped on drop.
@@ -492,6 +866,10 @@ pub struct Pair {
 #[derive(Clone, Default)]
 pub struct Swaps<'a> {
     pairs: Vec<Pair>,
+    /// Sequences found however they are spelled (response masks only).
+    matchers: Vec<Matcher>,
+    /// Whether every match is replaced by a mask of its own length.
+    same_length: bool,
     forbidden: Vec<&'a Secret>,
 }
 
@@ -507,7 +885,7 @@ pub struct Exfiltration {
 impl Swaps<'_> {
     /// Whether nothing would change and nothing is forbidden.
     pub fn is_empty(&self) -> bool {
-        self.pairs.is_empty() && self.forbidden.is_empty()
+        self.pairs.is_empty() && self.matchers.is_empty() && self.forbidden.is_empty()
     }
 
     /// Adds a swap (e.g. the base64 forms of a Basic credential).
@@ -521,11 +899,13 @@ impl Swaps<'_> {
     /// Adds another set's swaps (not its forbidden list).
     pub fn extend(&mut self, other: Swaps<'_>) {
         self.pairs.extend(other.pairs);
+        self.matchers.extend(other.matchers);
     }
 
     /// Keeps only the forbidden list: scanning without changing a byte.
     pub fn retain_forbidden_only(&mut self) {
         self.pairs.clear();
+        self.matchers.clear();
     }
 
     /// The swaps the other way round, without the forbidden list.
@@ -539,7 +919,7 @@ impl Swaps<'_> {
                     to: p.from.clone(),
                 })
                 .collect(),
-            forbidden: Vec::new(),
+            ..Swaps::default()
         }
     }
 
@@ -556,6 +936,8 @@ impl Swaps<'_> {
                     to: Zeroizing::new(mask(p.from.len())),
                 })
                 .collect(),
+            matchers: self.matchers.clone(),
+            same_length: true,
             forbidden: Vec::new(),
         }
     }
@@ -565,6 +947,7 @@ impl Swaps<'_> {
         self.pairs
             .iter()
             .map(|p| p.from.len())
+            .chain(self.matchers.iter().map(Matcher::longest))
             .chain(self.forbidden.iter().map(|s| s.placeholder.len()))
             .max()
             .unwrap_or(0)
@@ -592,7 +975,7 @@ impl Swaps<'_> {
     /// forbidden placeholder is an error.
     pub fn apply(&self, bytes: &[u8]) -> Result<Option<Vec<u8>>, Exfiltration> {
         self.check(bytes)?;
-        let (out, end) = swap_pass(bytes, &self.pairs, bytes.len());
+        let (out, end) = swap_pass(bytes, self, bytes.len());
         Ok(if end == 0 { None } else { Some(out) })
     }
 
@@ -629,6 +1012,8 @@ impl Swaps<'_> {
         StreamSwap {
             swaps: Swaps {
                 pairs: self.pairs.clone(),
+                matchers: self.matchers.clone(),
+                same_length: self.same_length,
                 forbidden: Vec::new(),
             },
             forbidden: self
@@ -695,36 +1080,48 @@ impl PlaceholderScan {
 /// on a tie; each pattern's next occurrence is looked up again only once a
 /// match has passed it, so many patterns cost one scan each, not one per
 /// match.
-fn swap_pass(hay: &[u8], pairs: &[Pair], upto: usize) -> (Vec<u8>, usize) {
-    let find = |p: &Pair, from: usize| -> Option<usize> {
-        if p.from.is_empty() || from > hay.len() {
+fn swap_pass(hay: &[u8], swaps: &Swaps<'_>, upto: usize) -> (Vec<u8>, usize) {
+    let pairs = &swaps.pairs;
+    let mut scratch = Scratch::default();
+    // Pattern i < pairs.len() is a pair, the rest are matchers.
+    let mut find = |i: usize, from: usize| -> Option<(usize, usize)> {
+        if from > hay.len() {
             return None;
         }
-        memmem::find(&hay[from..], &p.from).map(|a| a + from)
+        match pairs.get(i) {
+            Some(p) if p.from.is_empty() => None,
+            Some(p) => {
+                memmem::find(&hay[from..], &p.from).map(|a| (a + from, a + from + p.from.len()))
+            }
+            None => swaps.matchers[i - pairs.len()].find(hay, from, &mut scratch),
+        }
     };
-    let mut next: Vec<Option<usize>> = pairs.iter().map(|p| find(p, 0)).collect();
+    let count = pairs.len() + swaps.matchers.len();
+    let mut next: Vec<Option<(usize, usize)>> = (0..count).map(|i| find(i, 0)).collect();
     let mut out = Vec::with_capacity(hay.len());
     let mut last = 0;
     loop {
-        for (i, p) in pairs.iter().enumerate() {
-            if next[i].is_some_and(|at| at < last) {
-                next[i] = find(p, last);
+        for (i, at) in next.iter_mut().enumerate() {
+            if at.is_some_and(|(at, _)| at < last) {
+                *at = find(i, last);
             }
         }
         let best = next
             .iter()
             .enumerate()
-            .filter_map(|(i, at)| at.map(|at| (at, i)))
-            .min_by(|(a, i), (b, j)| {
-                a.cmp(b)
-                    .then(pairs[*j].from.len().cmp(&pairs[*i].from.len()))
-            });
-        let Some((at, i)) = best else {
+            .filter_map(|(i, span)| span.map(|span| (span, i)))
+            .min_by(|((a, a_end), _), ((b, b_end), _)| a.cmp(b).then(b_end.cmp(a_end)));
+        let Some(((at, end), i)) = best else {
             break;
         };
         out.extend_from_slice(&hay[last..at]);
-        out.extend_from_slice(&pairs[i].to);
-        last = at + pairs[i].from.len();
+        match pairs.get(i) {
+            Some(p) => out.extend_from_slice(&p.to),
+            None => out.extend_from_slice(
+                &swaps.matchers[i - pairs.len()].replacement(&hay[at..end], swaps.same_length),
+            ),
+        }
+        last = end;
     }
     let end = last;
     out.extend_from_slice(&hay[last..upto.max(last)]);
@@ -771,16 +1168,20 @@ impl StreamSwap {
                     .any(|(f, _, _)| f.as_bytes().starts_with(tail))
         };
         let from = carry.len().saturating_sub(self.keep);
-        (from..carry.len())
-            .find(|&i| begins(&carry[i..]))
-            .unwrap_or(carry.len())
+        let mut scratch = Scratch::default();
+        let matched = self.swaps.matchers.iter().filter_map(|m| {
+            m.first_run(carry, from, &mut scratch, |run| *run == Run::Partial)
+                .map(|(at, _)| at)
+        });
+        let paired = (from..carry.len()).find(|&i| begins(&carry[i..]));
+        matched.chain(paired).min().unwrap_or(carry.len())
     }
 
     /// Swaps `bytes` whole, with the forbidden check: for trailers, which
     /// come as values of their own rather than as part of the stream.
     pub fn apply_whole(&self, bytes: &[u8]) -> Result<Option<Vec<u8>>, Exfiltration> {
         self.check(bytes)?;
-        let (out, end) = swap_pass(bytes, &self.swaps.pairs, bytes.len());
+        let (out, end) = swap_pass(bytes, &self.swaps, bytes.len());
         Ok((end > 0).then_some(out))
     }
 
@@ -793,7 +1194,7 @@ impl StreamSwap {
         // from `safe` on the data is no pattern's beginning); a match that
         // does end in the tail moves `safe` to its end.
         let safe = self.undecided();
-        let (out, end) = swap_pass(&self.carry, &self.swaps.pairs, safe);
+        let (out, end) = swap_pass(&self.carry, &self.swaps, safe);
         let rest = self.carry[safe.max(end)..].to_vec();
         self.carry.clear();
         self.carry.extend_from_slice(&rest);
@@ -803,7 +1204,7 @@ impl StreamSwap {
     /// The end of the stream: what was held back.
     pub fn finish(&mut self) -> Result<Vec<u8>, Exfiltration> {
         self.check(&self.carry)?;
-        let (out, _) = swap_pass(&self.carry, &self.swaps.pairs, self.carry.len());
+        let (out, _) = swap_pass(&self.carry, &self.swaps, self.carry.len());
         self.carry.clear();
         Ok(out)
     }
@@ -926,7 +1327,7 @@ mod tests {
 
     /// A secret whose value holds bytes every encoding treats specially.
     fn awkward() -> (Secrets, Vec<u8>, String) {
-        let value = b"tok/en+\"x\\y=z~a b%c-REAL-0123456789".to_vec();
+        let value = b"tok/en+\"x\\y=z~a b%c&d<e>f'g-REAL-0123456789".to_vec();
         let placeholder = "cordon-placeholder-cccc".to_string();
         let s = Secrets::from_list(vec![Secret::new(
             "AWK",
@@ -1077,6 +1478,239 @@ mod tests {
         assert_eq!(st.push(b"hello, world!\n").unwrap(), b"hello, world!\n");
         assert_eq!(st.push(&value[..5]).unwrap(), b"");
         assert_eq!(st.finish().unwrap(), &value[..5]);
+    }
+
+    /// Percent-encodes every byte of `v` but the ones in `keep` and ASCII
+    /// letters and digits, with upper- or lower-case hex.
+    fn percent_except(v: &[u8], keep: &[u8], upper: bool) -> String {
+        v.iter()
+            .map(|&b| {
+                if b.is_ascii_alphanumeric() || keep.contains(&b) {
+                    char::from(b).to_string()
+                } else if upper {
+                    format!("%{b:02X}")
+                } else {
+                    format!("%{b:02x}")
+                }
+            })
+            .collect()
+    }
+
+    /// Replaces each byte of `v` found in `table` by its spelling there.
+    fn replace_bytes(v: &[u8], table: &[(u8, &str)]) -> String {
+        v.iter()
+            .map(|&b| {
+                table
+                    .iter()
+                    .find(|(c, _)| *c == b)
+                    .map_or_else(|| char::from(b).to_string(), |(_, s)| s.to_string())
+            })
+            .collect()
+    }
+
+    /// Quoted-printable (RFC 2045): `=XX` for `=` and bytes outside
+    /// printable ASCII (and for space, as a line end would need), soft
+    /// line breaks (`=` CRLF) so no line is over `width` characters.
+    fn quoted_printable(v: &[u8], width: usize) -> String {
+        let mut out = String::new();
+        let mut column = 0;
+        for &b in v {
+            let unit = if b == b'=' || b == b' ' || !(33..=126).contains(&b) {
+                format!("={b:02X}")
+            } else {
+                char::from(b).to_string()
+            };
+            if column + unit.len() > width - 1 {
+                out.push_str("=\r\n");
+                column = 0;
+            }
+            column += unit.len();
+            out.push_str(&unit);
+        }
+        out
+    }
+
+    /// The escaped forms encoders give of `v`, named.
+    fn escaped_forms(v: &[u8]) -> Vec<(&'static str, String)> {
+        let json = serde_json::to_string(std::str::from_utf8(v).unwrap()).unwrap();
+        let json = json[1..json.len() - 1].to_string();
+        let go_json = json
+            .replace('&', "\\u0026")
+            .replace('<', "\\u003c")
+            .replace('>', "\\u003e");
+        let html = [
+            (b'&', "&amp;"),
+            (b'<', "&lt;"),
+            (b'>', "&gt;"),
+            (b'"', "&quot;"),
+            (b'\'', "&#39;"),
+        ];
+        let mut html_more = html.to_vec();
+        html_more.extend([(b'/', "&#x2F;"), (b'+', "&#43;"), (b'=', "&#x3D;")]);
+        let all_decimal: String = v.iter().map(|b| format!("&#{b};")).collect();
+        let all_hex: String = v.iter().map(|b| format!("&#x{b:X};")).collect();
+        let quote_plus = percent_except(v, b"_.-~ ", true).replace(' ', "+");
+        vec![
+            ("python quote()", percent_except(v, b"_.-~/", true)),
+            ("python quote_plus()", quote_plus),
+            (
+                "encodeURI",
+                percent_except(v, b";,/?:@&=+$-_.!~*'()#", true),
+            ),
+            ("encodeURIComponent", percent_except(v, b"-_.!~*'()", true)),
+            ("lower-case percent", percent_except(v, b"", false)),
+            ("go encoding/json", go_json),
+            ("json with \\/", json.replace('/', "\\/")),
+            ("html escape", replace_bytes(v, &html)),
+            ("html escape, more", replace_bytes(v, &html_more)),
+            ("html decimal refs", all_decimal),
+            ("html hex refs", all_hex),
+            ("quoted-printable", quoted_printable(v, 76)),
+            ("quoted-printable, short lines", quoted_printable(v, 12)),
+        ]
+    }
+
+    /// `text` masked by `swaps` in one piece, and streamed in chunks of
+    /// every size given, which must agree.
+    fn mask_in_chunks(swaps: &Swaps<'_>, text: &[u8], sizes: &[usize]) -> Vec<u8> {
+        let whole = swaps.apply(text).unwrap().unwrap_or_else(|| text.to_vec());
+        for &size in sizes {
+            let mut st = swaps.stream();
+            let mut out = Vec::new();
+            for chunk in text.chunks(size) {
+                out.extend(st.push(chunk).unwrap());
+            }
+            out.extend(st.finish().unwrap());
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&whole),
+                "chunk size {size}"
+            );
+        }
+        whole
+    }
+
+    #[test]
+    fn every_escaping_encoder_is_masked_across_chunks() {
+        let (s, value, placeholder) = awkward();
+        let mask = s.response_swaps();
+        let same = mask.same_length();
+        for (encoder, form) in escaped_forms(&value) {
+            assert_ne!(form.as_bytes(), value.as_slice(), "{encoder}");
+            let text = format!("<p>before {form} after</p>\n");
+            let out = mask_in_chunks(&mask, text.as_bytes(), &[1, 2, 3, 5, 7, 13, 64]);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("<p>before {placeholder} after</p>\n"),
+                "{encoder}: {form}"
+            );
+            let out = mask_in_chunks(&same, text.as_bytes(), &[1, 3, 7]);
+            assert_eq!(out.len(), text.len(), "{encoder}");
+            let out = String::from_utf8(out).unwrap();
+            assert!(out.starts_with("<p>before ") && out.ends_with(" after</p>\n"));
+            assert!(!out.contains(&form), "{encoder}: {out}");
+        }
+    }
+
+    #[test]
+    fn line_wrapped_base64_is_masked_across_chunks() {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+        // Long enough that every wrapping breaks the value's run.
+        let value = awkward().1.repeat(3);
+        let s = Secrets::from_list(vec![Secret::new(
+            "W",
+            "cordon-placeholder-dddd",
+            value.clone(),
+            vec![],
+        )]);
+        let mask = s.response_swaps();
+        for engine in [&STANDARD, &URL_SAFE] {
+            for (width, eol) in [(76, "\r\n"), (64, "\n"), (64, "\r\n"), (76, "\n")] {
+                for before in 0..3 {
+                    let mut data = b"xyz"[..before].to_vec();
+                    data.extend_from_slice(&value);
+                    data.extend_from_slice(b"!");
+                    let encoded = engine.encode(&data);
+                    let wrapped: Vec<&str> = encoded
+                        .as_bytes()
+                        .chunks(width)
+                        .map(|c| std::str::from_utf8(c).unwrap())
+                        .collect();
+                    let wrapped = wrapped.join(eol);
+                    let text = format!("-----BEGIN X-----{eol}{wrapped}{eol}-----END X-----{eol}");
+                    let out = mask_in_chunks(&mask, text.as_bytes(), &[1, 5, 64, 77]);
+                    assert_eq!(out.len(), text.len(), "{width}/{before}");
+                    let out = String::from_utf8(out).unwrap();
+                    // The line breaks stay where they were.
+                    let breaks = |t: &str| {
+                        t.match_indices(['\r', '\n'])
+                            .map(|(i, _)| i)
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(breaks(&out), breaks(&text), "{width}/{before}");
+                    let run: String = out
+                        .lines()
+                        .filter(|l| !l.starts_with("-----"))
+                        .map(str::trim_end)
+                        .collect();
+                    let decoded = engine.decode(&run).unwrap();
+                    assert!(
+                        memmem::find(&decoded, &value[2..value.len() - 2]).is_none(),
+                        "{width}/{before}: {out}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_text_is_left_alone() {
+        let (s, _, _) = awkward();
+        let mask = s.response_swaps();
+        // Text full of escape starters and base64 characters, from a
+        // fixed xorshift sequence.
+        let alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEF0123456789%&=+\\/;#x\r\n \"<>";
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let text: Vec<u8> = (0..1 << 20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                alphabet[(x % alphabet.len() as u64) as usize]
+            })
+            .collect();
+        assert_eq!(mask.apply(&text).unwrap(), None);
+        assert_eq!(mask.same_length().apply(&text).unwrap(), None);
+        let mut st = mask.stream();
+        let mut out = Vec::new();
+        for chunk in text.chunks(4096) {
+            out.extend(st.push(chunk).unwrap());
+        }
+        out.extend(st.finish().unwrap());
+        assert_eq!(out, text);
+    }
+
+    #[test]
+    fn escapes_are_read_exactly() {
+        for (s, want) in [
+            (&b"%2f"[..], Escape::Byte(b'/', 3)),
+            (b"=3D", Escape::Byte(b'=', 3)),
+            (b"\\u002F", Escape::Byte(b'/', 6)),
+            (b"\\/", Escape::Byte(b'/', 2)),
+            (b"&#047;", Escape::Byte(b'/', 6)),
+            (b"&#X2f;", Escape::Byte(b'/', 6)),
+            (b"&UnderBar;", Escape::Byte(b'_', 10)),
+            (b"&amp", Escape::Partial),
+            (b"&amp ", Escape::Not),
+            (b"&#;", Escape::Not),
+            (b"&nbsp;", Escape::Not),
+            (b"&#233;", Escape::Not),
+            (b"\\u00e9", Escape::Not),
+            (b"%zz", Escape::Not),
+            (b"%4", Escape::Partial),
+        ] {
+            assert_eq!(escape_at(s), want, "{}", String::from_utf8_lossy(s));
+        }
     }
 
     #[test]
