@@ -1643,3 +1643,123 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
         assert!(!text.contains(&secret), "{mode:?}: {text}");
     });
 }
+
+#[test]
+fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    const CONNECTIONS: usize = 100;
+    const REQUESTS: usize = 5;
+    let streamed = || up.seen().matches("GET /big sent").count();
+    each_mode(|mode| {
+        let before = streamed();
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let (held, done) = (fx.project.join("held"), fx.project.join("done"));
+        // Each connection speaks HTTP/2 by hand: a stream window of one
+        // byte, five requests for /big (3 MiB streamed each), and it never
+        // reads again: whatever the upstream sends piles up in the proxy.
+        let script = format!(
+            "import asyncio, os, ssl, struct\n\
+             ctx = ssl.create_default_context()\n\
+             ctx.set_alpn_protocols(['h2'])\n\
+             keep = []\n\
+             def frame(kind, flags, stream, payload):\n\
+             \x20   return struct.pack('>I', len(payload))[1:] + bytes([kind, flags]) + struct.pack('>I', stream) + payload\n\
+             def lit(index, value):\n\
+             \x20   return bytes([index]) + bytes([len(value)]) + value\n\
+             async def one():\n\
+             \x20   try:\n\
+             \x20       r, w = await asyncio.open_connection('127.0.0.1', 3128)\n\
+             \x20       w.write(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); await r.readuntil(b'\\r\\n\\r\\n')\n\
+             \x20       await w.start_tls(ctx, server_hostname='127.0.0.1')\n\
+             \x20       keep.append(w)\n\
+             \x20       if w.get_extra_info('ssl_object').selected_alpn_protocol() != 'h2':\n\
+             \x20           return b'refused'\n\
+             \x20       out = b'PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n' + frame(4, 0, 0, struct.pack('>HI', 4, 1))\n\
+             \x20       for i in range({REQUESTS}):\n\
+             \x20           block = b'\\x82\\x87' + lit(0x44, b'/big') + lit(0x41, b'127.0.0.1:{port}')\n\
+             \x20           out += frame(1, 5, 1 + 2 * i, block)\n\
+             \x20       w.write(out); await w.drain()\n\
+             \x20       return b'held'\n\
+             \x20   except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:\n\
+             \x20       return ('EXC ' + type(e).__name__).encode()\n\
+             async def main():\n\
+             \x20   got = await asyncio.gather(*[one() for _ in range({CONNECTIONS})])\n\
+             \x20   print('held:', sum(1 for g in got if g == b'held'))\n\
+             \x20   print('other:', [g for g in got if g != b'held'][:3], flush=True)\n\
+             \x20   await asyncio.sleep(5)\n\
+             \x20   open('{held}', 'w').write('x')\n\
+             \x20   for _ in range(1200):\n\
+             \x20       if os.path.exists('{done}'): break\n\
+             \x20       await asyncio.sleep(0.05)\n\
+             asyncio.run(main())\n",
+            port = up.port,
+            held = held.display(),
+            done = done.display(),
+        );
+        let running = fx
+            .sandbox()
+            .arg("--max-memory")
+            .arg("128M")
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .timeout(std::time::Duration::from_secs(120))
+            .spawn(&[PY, "-c", &script]);
+        let supervisor = running.pid();
+        let ready = wait_until(std::time::Duration::from_secs(90), || {
+            held.exists() || !std::path::Path::new(&format!("/proc/{supervisor}/status")).exists()
+        }) && held.exists();
+        // The upstream streams as fast as the windows let it: wait until
+        // the supervisor stops growing (3 s without a new MiB).
+        let memory = ready.then(|| {
+            wait_until(std::time::Duration::from_secs(90), || {
+                streamed() - before >= CONNECTIONS * REQUESTS
+            });
+            let (mut last, mut still) = (0, 0);
+            for _ in 0..90 {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                let now = proc_memory(supervisor, "VmRSS");
+                still = if now < last + (1 << 20) { still + 1 } else { 0 };
+                last = last.max(now);
+                if still == 3 {
+                    break;
+                }
+            }
+            (
+                proc_memory(supervisor, "VmHWM"),
+                proc_memory(supervisor, "VmRSS"),
+            )
+        });
+        std::fs::write(&done, "").unwrap();
+        let out = running.wait();
+        out.ok();
+        let Some((peak, now)) = memory else {
+            panic!("{mode:?}: the clients never settled: {out:#?}");
+        };
+        eprintln!(
+            "{mode:?}: supervisor VmHWM {} MiB, VmRSS {} MiB; {}",
+            peak >> 20,
+            now >> 20,
+            out.stdout
+        );
+        let held_count: usize = line(&out, "held").parse().unwrap();
+        let asked = streamed() - before;
+        eprintln!("{mode:?}: {asked} responses streamed");
+        assert!(
+            held_count > 0 && asked >= held_count * REQUESTS,
+            "{mode:?}: {out:#?}"
+        );
+        // With hyper's default windows each connection held about 10 MiB
+        // (here 1 GiB in all); the budget is 32 MiB.
+        assert!(
+            peak < 96 << 20,
+            "{mode:?}: the supervisor reached {} MiB for clients that do not read",
+            peak >> 20
+        );
+    });
+}
