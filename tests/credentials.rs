@@ -1763,3 +1763,105 @@ fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
         );
     });
 }
+
+/// An HTTPS upstream on 127.0.0.1 that answers HTTP/1.1 requests with the
+/// raw bytes `answer(path, x-token)` returns (framing hyper's servers
+/// would never write).
+fn crafted_upstream(ca: &TestCa, answer: fn(&str, &[u8]) -> Vec<u8>) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (chain, key) = ca.leaf();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&head).to_string();
+                    let path = text.split(' ').nth(1).unwrap_or_default().to_string();
+                    let token = text
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("x-token")
+                                .then(|| v.trim().to_string())
+                        })
+                        .unwrap_or_default();
+                    let _ = tls.write_all(&answer(&path, token.as_bytes())).await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+    });
+    port
+}
+
+/// Runs `script` in a sandbox that injects TEST_TOKEN into requests to
+/// the crafted upstream on `port`; returns the output, the real value and
+/// the audit log's text.
+fn run_injecting(mode: Mode, ca: &TestCa, port: u16, script: &str) -> (Output, String, String) {
+    let fx = Fixture::new(mode);
+    let ca_file = upstream_ca(&fx, ca);
+    let secret = format!("s3cret-{}", fx.token);
+    let policy = inject_policy(&fx, "TEST_TOKEN", port);
+    let log = fx.outside.join("audit.jsonl");
+    let out = fx
+        .sandbox()
+        .env("TEST_TOKEN", &secret)
+        .arg("--audit")
+        .arg(&log)
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--allow-domain")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--inspect")
+        .arg("127.0.0.1")
+        .arg("--upstream-ca")
+        .arg(&ca_file)
+        .sh(script);
+    (out, secret, audit_text(&log))
+}
+
+#[test]
+fn a_real_value_in_the_reason_phrase_is_not_relayed() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let port = crafted_upstream(&ca, |_, token| {
+        let mut out = b"HTTP/1.1 401 bad token ".to_vec();
+        out.extend_from_slice(token);
+        out.extend_from_slice(b"\r\nContent-Length: 3\r\nConnection: close\r\n\r\nno\n");
+        out
+    });
+    each_mode(|mode| {
+        let script = curl(port, "/reason", "--http1.1 -H \"X-Token: $TEST_TOKEN\"");
+        let (out, secret, _) = run_injecting(mode, &ca, port, &script);
+        assert!(out.stdout.contains("HTTP/1.1 401"), "{mode:?}: {out:#?}");
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        assert!(!out.stdout.contains("bad token"), "{mode:?}: {out:#?}");
+    });
+}

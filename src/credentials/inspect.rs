@@ -1598,6 +1598,9 @@ impl Session {
             return text_response(StatusCode::BAD_GATEWAY, r.message);
         }
         strip_hop_by_hop(&mut parts.headers);
+        // HTTP/1.1's reason phrase is free text an upstream may echo a value
+        // in; the client gets the status code's standard one instead.
+        parts.extensions.remove::<hyper::ext::ReasonPhrase>();
         let body: ProxyBody = body.map_err(box_error).boxed();
         if secrets.is_empty() {
             return Response::from_parts(parts, body);
