@@ -1865,3 +1865,72 @@ fn a_real_value_in_the_reason_phrase_is_not_relayed() {
         assert!(!out.stdout.contains("bad token"), "{mode:?}: {out:#?}");
     });
 }
+
+/// `data` gzipped (by the gzip command).
+fn gzipped(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("gzip")
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    child.wait_with_output().unwrap().stdout
+}
+
+#[test]
+fn compression_hidden_in_a_second_header_or_a_transfer_coding_is_refused() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let port = crafted_upstream(&ca, |path, token| {
+        let body = gzipped(token);
+        let mut out = match path {
+            "/ce-twice" => {
+                b"HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
+                    .to_vec()
+            }
+            "/ce-list" => b"HTTP/1.1 200 OK\r\nContent-Encoding: identity, gzip\r\n".to_vec(),
+            _ => {
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n"
+                    .to_vec()
+            }
+        };
+        if path == "/te" {
+            out.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+            out.extend_from_slice(&body);
+            out.extend_from_slice(b"\r\n0\r\n\r\n");
+        } else {
+            out.extend_from_slice(
+                format!(
+                    "Content-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            out.extend_from_slice(&body);
+        }
+        out
+    });
+    each_mode(|mode| {
+        let mut script = String::new();
+        for path in ["/ce-twice", "/ce-list", "/te"] {
+            script.push_str(&format!(
+                "echo '== {path}'\n{} | od -An -c | tr -d ' \\n'; echo\n",
+                curl(port, path, "--http1.1 -H \"X-Token: $TEST_TOKEN\"")
+            ));
+        }
+        let (out, secret, log) = run_injecting(mode, &ca, port, &script);
+        for path in ["/ce-twice", "/ce-list", "/te"] {
+            let part = out
+                .stdout
+                .split(&format!("== {path}\n"))
+                .nth(1)
+                .and_then(|p| p.lines().next())
+                .unwrap_or_default();
+            assert!(part.contains("HTTP/1.1502"), "{mode:?} {path}: {out:#?}");
+            assert!(part.contains("compressed"), "{mode:?} {path}: {out:#?}");
+        }
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        assert!(log.contains("Transfer-Encoding"), "{mode:?}: {log}");
+    });
+}

@@ -1571,20 +1571,34 @@ impl Session {
     ) -> Response<ProxyBody> {
         let secrets = &self.inspector.secrets;
         let (mut parts, body) = resp.into_parts();
-        let encoded = parts
-            .headers
-            .get(header::CONTENT_ENCODING)
-            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
-        if injected && encoded {
+        // Any coding but identity in any Content-Encoding value, or any
+        // transfer coding but chunked (hyper decodes only that one, and
+        // the header is not passed on), hides bytes from the mask.
+        let coded = |name, keep: &[u8]| {
+            parts.headers.get_all(name).iter().any(|v| {
+                v.as_bytes()
+                    .split(|b| *b == b',')
+                    .map(<[u8]>::trim_ascii)
+                    .any(|t| !t.is_empty() && !t.eq_ignore_ascii_case(keep))
+            })
+        };
+        let compressed = if coded(header::TRANSFER_ENCODING, b"chunked") {
+            Some("Transfer-Encoding")
+        } else if injected && coded(header::CONTENT_ENCODING, b"identity") {
+            Some("Content-Encoding")
+        } else {
+            None
+        };
+        if let Some(how) = compressed {
             // Asked for identity, got compression: a real value echoed in
             // there could not be masked. Refused rather than risked.
             let r = Refusal {
                 door: Door::Credentials,
                 rule: "responses to requests that carry a real value must be maskable".into(),
                 source: "built-in".into(),
-                reason: "compressed response from a host that received a real value".into(),
+                reason: format!("compressed response ({how}) from an inspected host"),
                 message: format!(
-                    "cordon: refused the response of {}: it is compressed (Content-Encoding), so a real credential echoed in it could not be masked, although cordon asked for an uncompressed one\n",
+                    "cordon: refused the response of {}: it is compressed ({how}), so a real credential echoed in it could not be masked, although cordon asked for an uncompressed one\n",
                     self.target.with_port(self.tunnel.port)
                 ),
             };
