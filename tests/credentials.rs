@@ -1907,3 +1907,294 @@ fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages(
         assert!(!text.contains(&secret), "{mode:?}");
     });
 }
+
+#[test]
+fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    const CONNECTIONS: usize = 100;
+    const REQUESTS: usize = 5;
+    let streamed = || up.seen().matches("GET /big sent").count();
+    each_mode(|mode| {
+        let before = streamed();
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, &ca);
+        let (held, done) = (fx.project.join("held"), fx.project.join("done"));
+        // Each connection speaks HTTP/2 by hand: a stream window of one
+        // byte, five requests for /big (3 MiB streamed each), and it never
+        // reads again: whatever the upstream sends piles up in the proxy.
+        let script = format!(
+            "import asyncio, os, ssl, struct\n\
+             ctx = ssl.create_default_context()\n\
+             ctx.set_alpn_protocols(['h2'])\n\
+             keep = []\n\
+             def frame(kind, flags, stream, payload):\n\
+             \x20   return struct.pack('>I', len(payload))[1:] + bytes([kind, flags]) + struct.pack('>I', stream) + payload\n\
+             def lit(index, value):\n\
+             \x20   return bytes([index]) + bytes([len(value)]) + value\n\
+             async def one():\n\
+             \x20   try:\n\
+             \x20       r, w = await asyncio.open_connection('127.0.0.1', 3128)\n\
+             \x20       w.write(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); await r.readuntil(b'\\r\\n\\r\\n')\n\
+             \x20       await w.start_tls(ctx, server_hostname='127.0.0.1')\n\
+             \x20       keep.append(w)\n\
+             \x20       if w.get_extra_info('ssl_object').selected_alpn_protocol() != 'h2':\n\
+             \x20           return b'refused'\n\
+             \x20       out = b'PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n' + frame(4, 0, 0, struct.pack('>HI', 4, 1))\n\
+             \x20       for i in range({REQUESTS}):\n\
+             \x20           block = b'\\x82\\x87' + lit(0x44, b'/big') + lit(0x41, b'127.0.0.1:{port}')\n\
+             \x20           out += frame(1, 5, 1 + 2 * i, block)\n\
+             \x20       w.write(out); await w.drain()\n\
+             \x20       return b'held'\n\
+             \x20   except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:\n\
+             \x20       return ('EXC ' + type(e).__name__).encode()\n\
+             async def main():\n\
+             \x20   got = await asyncio.gather(*[one() for _ in range({CONNECTIONS})])\n\
+             \x20   print('held:', sum(1 for g in got if g == b'held'))\n\
+             \x20   print('other:', [g for g in got if g != b'held'][:3], flush=True)\n\
+             \x20   await asyncio.sleep(5)\n\
+             \x20   open('{held}', 'w').write('x')\n\
+             \x20   for _ in range(1200):\n\
+             \x20       if os.path.exists('{done}'): break\n\
+             \x20       await asyncio.sleep(0.05)\n\
+             asyncio.run(main())\n",
+            port = up.port,
+            held = held.display(),
+            done = done.display(),
+        );
+        let running = fx
+            .sandbox()
+            .arg("--max-memory")
+            .arg("128M")
+            .arg("--allow-domain")
+            .arg(format!("127.0.0.1:{}", up.port))
+            .arg("--inspect")
+            .arg("127.0.0.1")
+            .arg("--upstream-ca")
+            .arg(&ca_file)
+            .timeout(std::time::Duration::from_secs(120))
+            .spawn(&[PY, "-c", &script]);
+        let supervisor = running.pid();
+        let ready = wait_until(std::time::Duration::from_secs(90), || {
+            held.exists() || !std::path::Path::new(&format!("/proc/{supervisor}/status")).exists()
+        }) && held.exists();
+        // The upstream streams as fast as the windows let it: wait until
+        // the supervisor stops growing (3 s without a new MiB).
+        let memory = ready.then(|| {
+            wait_until(std::time::Duration::from_secs(90), || {
+                streamed() - before >= CONNECTIONS * REQUESTS
+            });
+            let (mut last, mut still) = (0, 0);
+            for _ in 0..90 {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                let now = proc_memory(supervisor, "VmRSS");
+                still = if now < last + (1 << 20) { still + 1 } else { 0 };
+                last = last.max(now);
+                if still == 3 {
+                    break;
+                }
+            }
+            (
+                proc_memory(supervisor, "VmHWM"),
+                proc_memory(supervisor, "VmRSS"),
+            )
+        });
+        std::fs::write(&done, "").unwrap();
+        let out = running.wait();
+        out.ok();
+        let Some((peak, now)) = memory else {
+            panic!("{mode:?}: the clients never settled: {out:#?}");
+        };
+        eprintln!(
+            "{mode:?}: supervisor VmHWM {} MiB, VmRSS {} MiB; {}",
+            peak >> 20,
+            now >> 20,
+            out.stdout
+        );
+        let held_count: usize = line(&out, "held").parse().unwrap();
+        let asked = streamed() - before;
+        eprintln!("{mode:?}: {asked} responses streamed");
+        assert!(
+            held_count > 0 && asked >= held_count * REQUESTS,
+            "{mode:?}: {out:#?}"
+        );
+        // With hyper's default windows each connection held about 10 MiB
+        // (here 1 GiB in all); the budget is 32 MiB.
+        assert!(
+            peak < 96 << 20,
+            "{mode:?}: the supervisor reached {} MiB for clients that do not read",
+            peak >> 20
+        );
+    });
+}
+
+/// An HTTPS upstream on 127.0.0.1 that answers HTTP/1.1 requests with the
+/// raw bytes `answer(path, x-token)` returns (framing hyper's servers
+/// would never write).
+fn crafted_upstream(ca: &TestCa, answer: fn(&str, &[u8]) -> Vec<u8>) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (chain, key) = ca.leaf();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&head).to_string();
+                    let path = text.split(' ').nth(1).unwrap_or_default().to_string();
+                    let token = text
+                        .lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case("x-token")
+                                .then(|| v.trim().to_string())
+                        })
+                        .unwrap_or_default();
+                    let _ = tls.write_all(&answer(&path, token.as_bytes())).await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+    });
+    port
+}
+
+/// Runs `script` in a sandbox that injects TEST_TOKEN into requests to
+/// the crafted upstream on `port`; returns the output, the real value and
+/// the audit log's text.
+fn run_injecting(mode: Mode, ca: &TestCa, port: u16, script: &str) -> (Output, String, String) {
+    let fx = Fixture::new(mode);
+    let ca_file = upstream_ca(&fx, ca);
+    let secret = format!("s3cret-{}", fx.token);
+    let policy = inject_policy(&fx, "TEST_TOKEN", port);
+    let log = fx.outside.join("audit.jsonl");
+    let out = fx
+        .sandbox()
+        .env("TEST_TOKEN", &secret)
+        .arg("--audit")
+        .arg(&log)
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--allow-domain")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--inspect")
+        .arg("127.0.0.1")
+        .arg("--upstream-ca")
+        .arg(&ca_file)
+        .sh(script);
+    (out, secret, audit_text(&log))
+}
+
+#[test]
+fn a_real_value_in_the_reason_phrase_is_not_relayed() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let port = crafted_upstream(&ca, |_, token| {
+        let mut out = b"HTTP/1.1 401 bad token ".to_vec();
+        out.extend_from_slice(token);
+        out.extend_from_slice(b"\r\nContent-Length: 3\r\nConnection: close\r\n\r\nno\n");
+        out
+    });
+    each_mode(|mode| {
+        let script = curl(port, "/reason", "--http1.1 -H \"X-Token: $TEST_TOKEN\"");
+        let (out, secret, _) = run_injecting(mode, &ca, port, &script);
+        assert!(out.stdout.contains("HTTP/1.1 401"), "{mode:?}: {out:#?}");
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        assert!(!out.stdout.contains("bad token"), "{mode:?}: {out:#?}");
+    });
+}
+
+/// `data` gzipped (by the gzip command).
+fn gzipped(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("gzip")
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    child.wait_with_output().unwrap().stdout
+}
+
+#[test]
+fn compression_hidden_in_a_second_header_or_a_transfer_coding_is_refused() {
+    let ca = TestCa::new("cordon test upstream CA");
+    let port = crafted_upstream(&ca, |path, token| {
+        let body = gzipped(token);
+        let mut out = match path {
+            "/ce-twice" => {
+                b"HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n"
+                    .to_vec()
+            }
+            "/ce-list" => b"HTTP/1.1 200 OK\r\nContent-Encoding: identity, gzip\r\n".to_vec(),
+            _ => {
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n"
+                    .to_vec()
+            }
+        };
+        if path == "/te" {
+            out.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+            out.extend_from_slice(&body);
+            out.extend_from_slice(b"\r\n0\r\n\r\n");
+        } else {
+            out.extend_from_slice(
+                format!(
+                    "Content-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+            out.extend_from_slice(&body);
+        }
+        out
+    });
+    each_mode(|mode| {
+        let mut script = String::new();
+        for path in ["/ce-twice", "/ce-list", "/te"] {
+            script.push_str(&format!(
+                "echo '== {path}'\n{} | od -An -c | tr -d ' \\n'; echo\n",
+                curl(port, path, "--http1.1 -H \"X-Token: $TEST_TOKEN\"")
+            ));
+        }
+        let (out, secret, log) = run_injecting(mode, &ca, port, &script);
+        for path in ["/ce-twice", "/ce-list", "/te"] {
+            let part = out
+                .stdout
+                .split(&format!("== {path}\n"))
+                .nth(1)
+                .and_then(|p| p.lines().next())
+                .unwrap_or_default();
+            assert!(part.contains("HTTP/1.1502"), "{mode:?} {path}: {out:#?}");
+            assert!(part.contains("compressed"), "{mode:?} {path}: {out:#?}");
+        }
+        assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
+        assert!(log.contains("Transfer-Encoding"), "{mode:?}: {log}");
+    });
+}

@@ -54,6 +54,25 @@ pub const BODY_CAP: u64 = 1 << 20;
 /// supervisor lives outside the sandbox's cgroup, so without a total the
 /// sandbox could make it hold a body per connection.
 pub const BUFFER_BUDGET: u64 = 64 << 20;
+/// What one inspected connection may make the supervisor hold at most,
+/// charged to the buffer budget when it is accepted: the HTTP/2 windows
+/// and send buffers and the HTTP/1.1 buffers below are sized to fit in
+/// it (with the TLS records on both sides), so a client that never reads
+/// costs this and no more.
+pub const CONNECTION_RESERVE: u64 = 256 << 10;
+/// HTTP/2 flow-control windows cordon grants the upstream (per stream and
+/// per connection): the most of a response it can push before the client
+/// reads. hyper's defaults (2 MiB / 5 MiB) made one idle client cost MBs.
+const H2_STREAM_WINDOW: u32 = 64 << 10;
+const H2_CONNECTION_WINDOW: u32 = 128 << 10;
+/// What each HTTP/2 stream may queue towards a peer that does not read.
+const H2_SEND_BUFFER: usize = 8 << 10;
+/// Streams at once on one inspected HTTP/2 connection (more wait in the
+/// client), so the send buffers stay within [`CONNECTION_RESERVE`].
+const H2_STREAMS: u32 = 16;
+/// HTTP/1.1 read and write buffers: a whole request head (the head guard
+/// allows 64 KiB) fits, hyper's ~400 KiB default would not fit the reserve.
+const H1_BUFFER: usize = 72 << 10;
 /// Time an HTTP/1.1 upstream connection has to become ready for the next
 /// request (it is busy only while the previous response is read).
 const UPSTREAM_READY: Duration = Duration::from_secs(30);
@@ -582,6 +601,42 @@ impl Inspector {
         }
     }
 
+    /// Records that the buffer budget had no room for `what` (a body or
+    /// a connection's buffers) and returns the refusal's text.
+    fn budget_refusal(
+        &self,
+        audit: &Auditor,
+        target: &Target,
+        port: u16,
+        proto: Proto,
+        what: &str,
+    ) -> String {
+        let buffers = &self.buffers;
+        let mut event = Event::new(
+            Door::Credentials,
+            audit::Kind::Limit,
+            Verdict::Deny,
+            subject(&target.to_string(), port),
+        );
+        event.rule = Some(format!(
+            "inspection buffer budget = {} bytes",
+            buffers.bytes
+        ));
+        event.source = Some(buffers.why.clone());
+        event.reason = Some("the proxy already holds as many inspected bodies and connections for this sandbox as its budget allows".into());
+        event.proto = Some(proto);
+        audit.record(event);
+        let raise = if buffers.bytes < BUFFER_BUDGET {
+            ", or raise --max-memory"
+        } else {
+            ""
+        };
+        format!(
+            "cordon: refused {what} would pass the inspection buffer budget, the {} bytes (budget: {}) the proxy may hold of bodies and connection buffers for this sandbox at once, over every connection; retry when fewer requests with bodies or inspected connections are in flight{raise}\n",
+            buffers.bytes, buffers.why
+        )
+    }
+
     fn record_refusal(
         &self,
         audit: &Auditor,
@@ -695,6 +750,9 @@ impl Inspector {
         let Ok(target) = normalize(&tunnel.host) else {
             return;
         };
+        // Charged now, released when the tunnel ends (upgraded relays too);
+        // without room the client is told so once its handshake is done.
+        let reserved = self.buffers.reserve(CONNECTION_RESERVE);
         let mut client = client;
         // A TLS record starts with 0x16 (handshake). Anything else cannot
         // be inspected, and passing it through would skip the host's rules:
@@ -759,27 +817,6 @@ impl Inspector {
                 return; // closing: no certificate this CA mints could satisfy the client
             }
         }
-        // Upstream first, so the client gets the protocol the upstream speaks.
-        let alpn: Vec<Vec<u8>> = offered
-            .iter()
-            .filter(|p| p.as_slice() == b"h2" || p.as_slice() == b"http/1.1")
-            .cloned()
-            .collect();
-        let mut config = (*self.upstream).clone();
-        config.alpn_protocols = alpn;
-        let name = match &target {
-            Target::Name(n) => ServerName::try_from(n.clone()).ok(),
-            Target::Ip(ip) => Some(ServerName::IpAddress((*ip).into())),
-        };
-        // Read from the upstream is down, written to it is up.
-        let upstream = Counted::new(upstream, tunnel.down.clone(), tunnel.up.clone());
-        let connected = match name {
-            Some(name) => tokio_rustls::TlsConnector::from(Arc::new(config))
-                .connect(name, upstream)
-                .await
-                .map_err(|e| e.to_string()),
-            None => Err("the host is not a valid TLS server name".into()),
-        };
         let leaf = match self.ca.leaf(&target.to_string()) {
             Ok(leaf) => leaf,
             Err(e) => {
@@ -802,6 +839,43 @@ impl Inspector {
                     Arc::new(c)
                 })
         };
+        let Some(_reserved) = reserved else {
+            let what = format!(
+                "a connection to {}: its buffers ({CONNECTION_RESERVE} bytes)",
+                target.with_port(tunnel.port)
+            );
+            let message = self.budget_refusal(&audit, &target, tunnel.port, tunnel.proto, &what);
+            refuse_over_tls(
+                start,
+                &offered,
+                server_config,
+                "503 Service Unavailable",
+                &message,
+            )
+            .await;
+            return;
+        };
+        // Upstream first, so the client gets the protocol the upstream speaks.
+        let alpn: Vec<Vec<u8>> = offered
+            .iter()
+            .filter(|p| p.as_slice() == b"h2" || p.as_slice() == b"http/1.1")
+            .cloned()
+            .collect();
+        let mut config = (*self.upstream).clone();
+        config.alpn_protocols = alpn;
+        let name = match &target {
+            Target::Name(n) => ServerName::try_from(n.clone()).ok(),
+            Target::Ip(ip) => Some(ServerName::IpAddress((*ip).into())),
+        };
+        // Read from the upstream is down, written to it is up.
+        let upstream = Counted::new(upstream, tunnel.down.clone(), tunnel.up.clone());
+        let connected = match name {
+            Some(name) => tokio_rustls::TlsConnector::from(Arc::new(config))
+                .connect(name, upstream)
+                .await
+                .map_err(|e| e.to_string()),
+            None => Err("the host is not a valid TLS server name".into()),
+        };
         let upstream_tls = match connected {
             Ok(tls) => tls,
             Err(why) => {
@@ -820,27 +894,14 @@ impl Inspector {
                     ),
                 };
                 self.record_refusal(&audit, &target, tunnel.port, tunnel.proto, &r);
-                let h1 = offered.is_empty() || offered.iter().any(|p| p == b"http/1.1");
-                if !h1 {
-                    return;
-                }
-                let alpn = if offered.is_empty() {
-                    vec![]
-                } else {
-                    vec![b"http/1.1".to_vec()]
-                };
-                let Ok(config) = server_config(alpn) else {
-                    return;
-                };
-                if let Ok(mut tls) = start.into_stream(config).await {
-                    let head = format!(
-                        "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                        r.message.len()
-                    );
-                    let _ = tls.write_all(head.as_bytes()).await;
-                    let _ = tls.write_all(r.message.as_bytes()).await;
-                    let _ = tls.shutdown().await;
-                }
+                refuse_over_tls(
+                    start,
+                    &offered,
+                    server_config,
+                    "502 Bad Gateway",
+                    &r.message,
+                )
+                .await;
                 return;
             }
         };
@@ -871,22 +932,29 @@ impl Inspector {
             })
         };
         if h2 {
-            let Ok((sender, conn)) = hyper::client::conn::http2::handshake(
-                TokioExecutor::new(),
-                TokioIo::new(upstream_tls),
-            )
-            .await
+            let Ok((sender, conn)) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+                .initial_stream_window_size(H2_STREAM_WINDOW)
+                .initial_connection_window_size(H2_CONNECTION_WINDOW)
+                .max_send_buf_size(H2_SEND_BUFFER)
+                .handshake(TokioIo::new(upstream_tls))
+                .await
             else {
                 return;
             };
             let session = session(Upstream::H2(sender));
             let service = hyper::service::service_fn(move |req| session.clone().handle(req));
             let server = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .initial_stream_window_size(H2_STREAM_WINDOW)
+                .initial_connection_window_size(H2_CONNECTION_WINDOW)
+                .max_send_buf_size(H2_SEND_BUFFER)
+                .max_concurrent_streams(H2_STREAMS)
                 .serve_connection(TokioIo::new(client_tls), service);
             relay(server, conn, |s| s.graceful_shutdown()).await;
         } else {
-            let Ok((sender, conn)) =
-                hyper::client::conn::http1::handshake(TokioIo::new(upstream_tls)).await
+            let Ok((sender, conn)) = hyper::client::conn::http1::Builder::new()
+                .max_buf_size(H1_BUFFER)
+                .handshake(TokioIo::new(upstream_tls))
+                .await
             else {
                 return;
             };
@@ -894,6 +962,7 @@ impl Inspector {
             let served = session.clone();
             let service = hyper::service::service_fn(move |req| served.clone().handle(req));
             let server = hyper::server::conn::http1::Builder::new()
+                .max_buf_size(H1_BUFFER)
                 .serve_connection(TokioIo::new(HeadGuard::new(client_tls)), service)
                 .with_upgrades();
             relay(server, conn.with_upgrades(), |s| s.graceful_shutdown()).await;
@@ -907,6 +976,41 @@ impl Inspector {
                 let _ = relayed.await;
             }
         }
+    }
+}
+
+/// Completes the client's TLS handshake only to answer `status` with
+/// `message` over HTTP/1.1 and close (a client that offered only h2 is
+/// just closed: the refusal is in the audit log).
+async fn refuse_over_tls(
+    start: tokio_rustls::StartHandshake<Prefixed<TcpStream>>,
+    offered: &[Vec<u8>],
+    server_config: impl FnOnce(Vec<Vec<u8>>) -> Result<Arc<rustls::ServerConfig>, rustls::Error>,
+    status: &str,
+    message: &str,
+) {
+    let h1 = offered.is_empty() || offered.iter().any(|p| p == b"http/1.1");
+    if !h1 {
+        return;
+    }
+    let alpn = if offered.is_empty() {
+        vec![]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    let Ok(config) = server_config(alpn) else {
+        return;
+    };
+    if let Ok(Ok(mut tls)) =
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, start.into_stream(config)).await
+    {
+        let head = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            message.len()
+        );
+        let _ = tls.write_all(head.as_bytes()).await;
+        let _ = tls.write_all(message.as_bytes()).await;
+        let _ = tls.shutdown().await;
     }
 }
 
@@ -1231,34 +1335,17 @@ impl Session {
     /// The 503 for a request body the sandbox's buffer budget has no room
     /// for (recorded as a limit).
     fn over_budget(&self, n: u64) -> Response<ProxyBody> {
-        let buffers = &self.inspector.buffers;
-        let shown = self.target.with_port(self.tunnel.port);
-        let mut event = Event::new(
-            Door::Credentials,
-            audit::Kind::Limit,
-            Verdict::Deny,
-            subject(&self.target.to_string(), self.tunnel.port),
-        );
-        event.rule = Some(format!(
-            "inspection buffer budget = {} bytes",
-            buffers.bytes
-        ));
-        event.source = Some(buffers.why.clone());
-        event.reason = Some("the proxy already holds as many inspected bodies for this sandbox as its budget allows".into());
-        event.proto = Some(self.tunnel.proto);
-        self.audit.record(event);
-        let raise = if buffers.bytes < BUFFER_BUDGET {
-            ", or raise --max-memory"
-        } else {
-            ""
-        };
-        let mut resp = text_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "cordon: refused a request to {shown}: its body ({n} bytes) would pass the inspection buffer budget, the {} bytes (budget: {}) the proxy may hold of bodies for this sandbox at once, over every connection; retry when fewer requests with bodies are in flight{raise}\n",
-                buffers.bytes, buffers.why
+        let message = self.inspector.budget_refusal(
+            &self.audit,
+            &self.target,
+            self.tunnel.port,
+            self.tunnel.proto,
+            &format!(
+                "a request to {}: its body ({n} bytes)",
+                self.target.with_port(self.tunnel.port)
             ),
         );
+        let mut resp = text_response(StatusCode::SERVICE_UNAVAILABLE, message);
         // The body stays unread: the connection cannot go on.
         resp.headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -1656,20 +1743,34 @@ impl Session {
     ) -> Response<ProxyBody> {
         let secrets = &self.inspector.secrets;
         let (mut parts, body) = resp.into_parts();
-        let encoded = parts
-            .headers
-            .get(header::CONTENT_ENCODING)
-            .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
-        if injected && encoded {
+        // Any coding but identity in any Content-Encoding value, or any
+        // transfer coding but chunked (hyper decodes only that one, and
+        // the header is not passed on), hides bytes from the mask.
+        let coded = |name, keep: &[u8]| {
+            parts.headers.get_all(name).iter().any(|v| {
+                v.as_bytes()
+                    .split(|b| *b == b',')
+                    .map(<[u8]>::trim_ascii)
+                    .any(|t| !t.is_empty() && !t.eq_ignore_ascii_case(keep))
+            })
+        };
+        let compressed = if coded(header::TRANSFER_ENCODING, b"chunked") {
+            Some("Transfer-Encoding")
+        } else if injected && coded(header::CONTENT_ENCODING, b"identity") {
+            Some("Content-Encoding")
+        } else {
+            None
+        };
+        if let Some(how) = compressed {
             // Asked for identity, got compression: a real value echoed in
             // there could not be masked. Refused rather than risked.
             let r = Refusal {
                 door: Door::Credentials,
                 rule: "responses to requests that carry a real value must be maskable".into(),
                 source: "built-in".into(),
-                reason: "compressed response from a host that received a real value".into(),
+                reason: format!("compressed response ({how}) from an inspected host"),
                 message: format!(
-                    "cordon: refused the response of {}: it is compressed (Content-Encoding), so a real credential echoed in it could not be masked, although cordon asked for an uncompressed one\n",
+                    "cordon: refused the response of {}: it is compressed ({how}), so a real credential echoed in it could not be masked, although cordon asked for an uncompressed one\n",
                     self.target.with_port(self.tunnel.port)
                 ),
             };
@@ -1683,6 +1784,9 @@ impl Session {
             return text_response(StatusCode::BAD_GATEWAY, r.message);
         }
         strip_hop_by_hop(&mut parts.headers);
+        // HTTP/1.1's reason phrase is free text an upstream may echo a value
+        // in; the client gets the status code's standard one instead.
+        parts.extensions.remove::<hyper::ext::ReasonPhrase>();
         let body: ProxyBody = body.map_err(box_error).boxed();
         if secrets.is_empty() {
             return Response::from_parts(parts, body);

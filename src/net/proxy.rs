@@ -84,6 +84,40 @@ impl Default for ProxyLimits {
     }
 }
 
+/// What one proxied connection is assumed to cost the supervisor (its
+/// head buffer, copy buffers, TLS and HTTP state when inspected) when the
+/// connection cap is derived from `max_memory`.
+const CONNECTION_COST: u64 = 128 << 10;
+
+impl ProxyLimits {
+    /// The limits for a sandbox: the policy's connection cap, except that
+    /// the built-in one shrinks to what a quarter of `max_memory` holds at
+    /// [`CONNECTION_COST`] each (at least 16), as the supervisor's memory
+    /// is not the sandbox's cgroup's.
+    pub fn for_sandbox(
+        cap: &crate::policy::Sourced<u64>,
+        max_memory: Option<&crate::policy::Sourced<u64>>,
+    ) -> ProxyLimits {
+        let (value, source) = match max_memory {
+            Some(m)
+                if cap.source == crate::policy::Source::Builtin
+                    && (m.value / 4 / CONNECTION_COST) < cap.value =>
+            {
+                (
+                    (m.value / 4 / CONNECTION_COST).max(16),
+                    format!("a quarter of max_memory ({}) at 128 KiB each", m.source),
+                )
+            }
+            _ => (cap.value, cap.source.to_string()),
+        };
+        ProxyLimits {
+            max_connections: usize::try_from(value).unwrap_or(usize::MAX),
+            max_connections_source: source,
+            ..Default::default()
+        }
+    }
+}
+
 /// The largest request head the HTTP proxy reads.
 const MAX_HEAD: usize = 64 * 1024;
 /// Clients over the cap being told so at once; past this they are just
@@ -1209,6 +1243,31 @@ mod tests {
         .await
         .expect("the proxy kept the connection open");
         all
+    }
+
+    #[test]
+    fn the_built_in_connection_cap_follows_max_memory() {
+        use crate::policy::{Source, Sourced};
+        let built_in = Sourced::new(4096, Source::Builtin);
+        let memory = Sourced::new(128 << 20, Source::Flag("--max-memory".into()));
+        let small = ProxyLimits::for_sandbox(&built_in, Some(&memory));
+        assert_eq!(small.max_connections, 256);
+        assert!(small.max_connections_source.contains("max_memory"));
+        assert_eq!(
+            ProxyLimits::for_sandbox(&built_in, None).max_connections,
+            4096
+        );
+        let big = Sourced::new(64 << 30, Source::Flag("--max-memory".into()));
+        assert_eq!(
+            ProxyLimits::for_sandbox(&built_in, Some(&big)).max_connections,
+            4096
+        );
+        // A cap the user chose stays.
+        let chosen = Sourced::new(1000, Source::Flag("--max-connections".into()));
+        assert_eq!(
+            ProxyLimits::for_sandbox(&chosen, Some(&memory)).max_connections,
+            1000
+        );
     }
 
     #[tokio::test]

@@ -468,12 +468,10 @@ fn start_proxy(
     }
     let hosts = policy.network.hosts.clone();
     let make_gate = move || crate::net::gate::PolicyGate::new(hosts);
-    let cap = &policy.network.max_connections;
-    let limits = crate::net::proxy::ProxyLimits {
-        max_connections: usize::try_from(cap.value).unwrap_or(usize::MAX),
-        max_connections_source: cap.source.to_string(),
-        ..Default::default()
-    };
+    let limits = crate::net::proxy::ProxyLimits::for_sandbox(
+        &policy.network.max_connections,
+        policy.limits.max_memory.as_ref(),
+    );
     // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=proxy` lets every
     // destination through.
     let proxy = if weaken::off("proxy") {
