@@ -610,11 +610,23 @@ impl View {
             Some("the whole root, read-only"),
             &Source::Builtin,
         )];
+        // Built-in entries under a home are the credential list (shown
+        // per home below); those elsewhere are the system's secrets.
+        let under_a_home = |pattern: &PathPattern| {
+            let base = match pattern {
+                PathPattern::Exact(path) => path,
+                PathPattern::Glob { base, .. } => base,
+            };
+            policy.homes.iter().any(|h| base.starts_with(h))
+        };
         let unreadable = files
             .deny_read
             .iter()
-            .filter(|e| e.source != Source::Builtin)
-            .map(|e| Entry::new(p(&e.value), None, &e.source))
+            .filter(|e| e.source != Source::Builtin || !under_a_home(&e.value))
+            .map(|e| {
+                let note = (e.source == Source::Builtin).then_some("system secret");
+                Entry::new(p(&e.value), note, &e.source)
+            })
             .collect();
         let read_only = files
             .deny_write
@@ -1208,6 +1220,8 @@ mod tests {
         // Credential builtins are not repeated among the other unreadable paths.
         let files = text.split("CREDENTIALS").next().unwrap();
         assert!(!files.contains(".ssh"), "{files}");
+        // The system's secrets, which lie under no home, are.
+        line_with(files, &["/etc/shadow", "system secret", "built-in"]);
         // Columns line up: sources of two rows start at the same column.
         let a = line_with(&text, &["max_procs"]);
         let b = line_with(&text, &["max_tmp"]);
