@@ -235,6 +235,19 @@ struct Refusal {
     message: String,
 }
 
+impl Refusal {
+    /// A network-door refusal by a host's HTTP rules, with its message.
+    fn by_rules(d: crate::credentials::rules::RuleDenial, message: String) -> Refusal {
+        Refusal {
+            door: Door::Network,
+            rule: d.rules.join("; "),
+            source: d.source,
+            reason: d.reason,
+            message,
+        }
+    }
+}
+
 /// `host:port`, IPv6 in brackets.
 fn subject(host: &str, port: u16) -> String {
     if host.contains(':') {
@@ -537,18 +550,13 @@ impl Inspector {
             .check_request(target, port, method, path)
             .err()?;
         let shown = target.with_port(port);
-        Some(Refusal {
-            door: Door::Network,
-            rule: d.rules.join("; "),
-            source: d.source.clone(),
-            reason: d.reason.clone(),
-            message: format!(
-                "cordon: blocked {method} {scheme}://{shown}{path}: {} (rules: {} from {})\nTo allow it, add a [[network.rules]] entry for {target} with this method and path in a trusted policy file (or widen an existing one).\n",
-                d.reason,
-                d.rules.join("; "),
-                d.source
-            ),
-        })
+        let message = format!(
+            "cordon: blocked {method} {scheme}://{shown}{path}: {} (rules: {} from {})\nTo allow it, add a [[network.rules]] entry for {target} with this method and path in a trusted policy file (or widen an existing one).\n",
+            d.reason,
+            d.rules.join("; "),
+            d.source
+        );
+        Some(Refusal::by_rules(d, message))
     }
 
     fn upgrade_refusal(
@@ -563,17 +571,12 @@ impl Inspector {
             .check_upgrade(target, port, method, path)
             .err()?;
         let shown = target.with_port(port);
-        Some(Refusal {
-            door: Door::Network,
-            rule: d.rules.join("; "),
-            source: d.source.clone(),
-            reason: d.reason.clone(),
-            message: format!(
-                "cordon: blocked an upgrade (WebSocket) of {method} https://{shown}{path}: once upgraded, the stream is no longer HTTP requests the [[network.rules]] for {target} can check (rules: {} from {}).\nTo allow it, add a [[network.rules]] entry for {target} whose methods name {method} and whose paths name {path} exactly (no wildcard), in a trusted policy file.\n",
-                d.rules.join("; "),
-                d.source
-            ),
-        })
+        let message = format!(
+            "cordon: blocked an upgrade (WebSocket) of {method} https://{shown}{path}: once upgraded, the stream is no longer HTTP requests the [[network.rules]] for {target} can check (rules: {} from {}).\nTo allow it, add a [[network.rules]] entry for {target} whose methods name {method} and whose paths name {path} exactly (no wildcard), in a trusted policy file.\n",
+            d.rules.join("; "),
+            d.source
+        );
+        Some(Refusal::by_rules(d, message))
     }
 
     fn exfiltration_refusal(

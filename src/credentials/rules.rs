@@ -332,19 +332,11 @@ impl InspectionPolicy {
         method: &str,
         path: &str,
     ) -> Result<(), RuleDenial> {
-        let rules: Vec<&Sourced<HttpRule>> = self
-            .rules
-            .iter()
-            .filter(|r| r.value.host.matches(target, port))
-            .collect();
-        let Some(first) = rules.first() else {
+        let rules = self.host_rules(target, port);
+        if rules.is_empty() {
             return Ok(());
-        };
-        let denial = |reason: &str| RuleDenial {
-            rules: rules.iter().map(|r| r.value.to_string()).collect(),
-            source: first.source.to_string(),
-            reason: reason.to_string(),
-        };
+        }
+        let denial = |reason: &str| RuleDenial::of(&rules, reason);
         if method.bytes().any(|b| b.is_ascii_lowercase()) {
             return Err(denial(
                 "the method is not upper case: methods are case-sensitive, and a server could still read it as the upper-case one",
@@ -377,24 +369,41 @@ impl InspectionPolicy {
         method: &str,
         path: &str,
     ) -> Result<(), RuleDenial> {
-        let rules: Vec<&Sourced<HttpRule>> = self
-            .rules
-            .iter()
-            .filter(|r| r.value.host.matches(target, port))
-            .collect();
-        let Some(first) = rules.first() else {
+        let rules = self.host_rules(target, port);
+        if rules.is_empty() {
             return Ok(());
-        };
+        }
         let named = normalize_path(path)
             .is_some_and(|path| rules.iter().any(|r| r.value.names_exactly(method, &path)));
         if named {
             return Ok(());
         }
-        Err(RuleDenial {
+        Err(RuleDenial::of(
+            &rules,
+            "an upgrade (WebSocket) the HTTP rules do not name exactly: after the 101 the rules cannot follow the stream",
+        ))
+    }
+
+    /// The HTTP rules of `target:port`, in policy order.
+    fn host_rules(&self, target: &Target, port: u16) -> Vec<&Sourced<HttpRule>> {
+        self.rules
+            .iter()
+            .filter(|r| r.value.host.matches(target, port))
+            .collect()
+    }
+}
+
+impl RuleDenial {
+    /// A denial by `rules` (not empty: the first names the source).
+    fn of(rules: &[&Sourced<HttpRule>], reason: &str) -> RuleDenial {
+        RuleDenial {
             rules: rules.iter().map(|r| r.value.to_string()).collect(),
-            source: first.source.to_string(),
-            reason: "an upgrade (WebSocket) the HTTP rules do not name exactly: after the 101 the rules cannot follow the stream".into(),
-        })
+            source: rules
+                .first()
+                .map(|r| r.source.to_string())
+                .unwrap_or_default(),
+            reason: reason.to_string(),
+        }
     }
 }
 
