@@ -1901,6 +1901,20 @@ mod tests {
         AuditFile::open(path, false).unwrap().keyed(key_in(dir))
     }
 
+    /// A log in a fresh directory with three denials, one batch each: the
+    /// directory, the log's path, the open log, its key and its text.
+    fn log_of_three() -> (tempfile::TempDir, PathBuf, AuditLog, AuditKey, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let mut log = open(&path, dir.path());
+        for s in ["a:1", "b:2", "c:3"] {
+            log.append(&mut [event(s, Verdict::Deny)]).unwrap();
+        }
+        let key = key_in(dir.path());
+        let text = std::fs::read_to_string(&path).unwrap();
+        (dir, path, log, key, text)
+    }
+
     #[test]
     fn chain_json_shape_and_append_to_existing_file() {
         let dir = tempfile::tempdir().unwrap();
@@ -2060,14 +2074,7 @@ mod tests {
 
     #[test]
     fn the_tail_record_catches_lines_cut_off_the_end() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let mut log = open(&path, dir.path());
-        for s in ["a:1", "b:2", "c:3"] {
-            log.append(&mut [event(s, Verdict::Deny)]).unwrap();
-        }
-        let key = key_in(dir.path());
-        let text = std::fs::read_to_string(&path).unwrap();
+        let (dir, path, mut log, key, text) = log_of_three();
         // Recorded after every batch, not only when the run ends: a cut
         // is caught even if the run was killed before its end.
         let lines: Vec<&str> = text.lines().collect();
@@ -2426,14 +2433,7 @@ mod tests {
 
     #[test]
     fn the_log_record_catches_an_emptied_replaced_or_cut_log() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let mut log = open(&path, dir.path());
-        for s in ["a:1", "b:2", "c:3"] {
-            log.append(&mut [event(s, Verdict::Deny)]).unwrap();
-        }
-        let key = key_in(dir.path());
-        let text = std::fs::read_to_string(&path).unwrap();
+        let (dir, path, _log, key, text) = log_of_three();
         assert_eq!(verify_log(&path, &text, &key), Ok(3));
         assert!(matches!(
             verify_log(&path, "", &key),
