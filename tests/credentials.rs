@@ -1456,6 +1456,44 @@ fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
 }
 
 /// A process's memory figure (`VmHWM`, `VmRSS`) from /proc, in bytes.
+/// The supervisor's peak and current memory while the sandbox's clients
+/// hold what they hold: waits until the script inside makes `held`, lets
+/// `settle` wait some more (given the supervisor's pid), reads `VmHWM`
+/// (the peak, returned) and `VmRSS` (printed), then makes `done` to let
+/// the script end. Fails if the clients never got there.
+fn supervisor_memory_while_held(
+    running: Running,
+    held: &std::path::Path,
+    done: &std::path::Path,
+    mode: Mode,
+    settle: impl FnOnce(i32),
+) -> (Output, u64) {
+    let supervisor = running.pid();
+    let ready = wait_until(std::time::Duration::from_secs(90), || {
+        held.exists() || !std::path::Path::new(&format!("/proc/{supervisor}/status")).exists()
+    }) && held.exists();
+    let memory = ready.then(|| {
+        settle(supervisor);
+        (
+            proc_memory(supervisor, "VmHWM"),
+            proc_memory(supervisor, "VmRSS"),
+        )
+    });
+    std::fs::write(done, "").unwrap();
+    let out = running.wait();
+    out.ok();
+    let Some((peak, now)) = memory else {
+        panic!("{mode:?}: the clients never settled: {out:#?}");
+    };
+    eprintln!(
+        "{mode:?}: supervisor VmHWM {} MiB, VmRSS {} MiB; {}",
+        peak >> 20,
+        now >> 20,
+        out.stdout
+    );
+    (out, peak)
+}
+
 fn proc_memory(pid: i32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let kib: u64 = status
@@ -1533,28 +1571,7 @@ fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
             .arg(&ca_file)
             .timeout(std::time::Duration::from_secs(120))
             .spawn(&[PY, "-c", &script]);
-        let supervisor = running.pid();
-        let ready = wait_until(std::time::Duration::from_secs(90), || {
-            held.exists() || !std::path::Path::new(&format!("/proc/{supervisor}/status")).exists()
-        }) && held.exists();
-        let memory = ready.then(|| {
-            (
-                proc_memory(supervisor, "VmHWM"),
-                proc_memory(supervisor, "VmRSS"),
-            )
-        });
-        std::fs::write(&done, "").unwrap();
-        let out = running.wait();
-        out.ok();
-        let Some((peak, now)) = memory else {
-            panic!("{mode:?}: the clients never settled: {out:#?}");
-        };
-        eprintln!(
-            "{mode:?}: supervisor VmHWM {} MiB, VmRSS {} MiB; {}",
-            peak >> 20,
-            now >> 20,
-            out.stdout
-        );
+        let (out, peak) = supervisor_memory_while_held(running, &held, &done, mode, |_| {});
         // The budget is a quarter of --max-memory (32 MiB): 32 bodies at
         // most, where 200 would be 200 MiB and more.
         let held_count: usize = line(&out, "held").parse().unwrap();
@@ -1974,13 +1991,9 @@ fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
             .arg(&ca_file)
             .timeout(std::time::Duration::from_secs(120))
             .spawn(&[PY, "-c", &script]);
-        let supervisor = running.pid();
-        let ready = wait_until(std::time::Duration::from_secs(90), || {
-            held.exists() || !std::path::Path::new(&format!("/proc/{supervisor}/status")).exists()
-        }) && held.exists();
-        // The upstream streams as fast as the windows let it: wait until
-        // the supervisor stops growing (3 s without a new MiB).
-        let memory = ready.then(|| {
+        let (out, peak) = supervisor_memory_while_held(running, &held, &done, mode, |supervisor| {
+            // The upstream streams as fast as the windows let it: wait until
+            // the supervisor stops growing (3 s without a new MiB).
             wait_until(std::time::Duration::from_secs(90), || {
                 streamed() - before >= CONNECTIONS * REQUESTS
             });
@@ -1994,23 +2007,7 @@ fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
                     break;
                 }
             }
-            (
-                proc_memory(supervisor, "VmHWM"),
-                proc_memory(supervisor, "VmRSS"),
-            )
         });
-        std::fs::write(&done, "").unwrap();
-        let out = running.wait();
-        out.ok();
-        let Some((peak, now)) = memory else {
-            panic!("{mode:?}: the clients never settled: {out:#?}");
-        };
-        eprintln!(
-            "{mode:?}: supervisor VmHWM {} MiB, VmRSS {} MiB; {}",
-            peak >> 20,
-            now >> 20,
-            out.stdout
-        );
         let held_count: usize = line(&out, "held").parse().unwrap();
         let asked = streamed() - before;
         eprintln!("{mode:?}: {asked} responses streamed");
