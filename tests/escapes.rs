@@ -434,7 +434,7 @@ fn creating_calls_behave_as_they_do_without_the_gate() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let script = r#"
-import os, errno, fcntl, stat, sys, ctypes
+import os, errno, fcntl, stat, sys, ctypes, socket
 libc = ctypes.CDLL(None, use_errno=True)
 def t(label, f):
     try:
@@ -475,6 +475,7 @@ t('tmpfile', lambda: (os.link('/proc/self/fd/%d' % os.open('.', os.O_TMPFILE | o
 t('dev-fd', lambda: os.write(os.open('/dev/fd/%d' % os.open('a', os.O_WRONLY), os.O_CREAT | os.O_WRONLY), b'y'))
 t('proc-self', lambda: os.write(os.open('/proc/self/fd/%d' % os.open('a', os.O_WRONLY), os.O_CREAT | os.O_WRONLY), b'y'))
 t('cwd-link', lambda: (os.close(os.open('/proc/self/cwd/via-cwd', os.O_CREAT | os.O_WRONLY)), os.path.exists('via-cwd'))[1])
+t('bind-umask', lambda: (os.umask(0o077), socket.socket(socket.AF_UNIX).bind('us'), mode('us'), os.umask(0o027))[2])
 "#;
         let host_dir = fx.outside.join("host-run");
         let host = fx

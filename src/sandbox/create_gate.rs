@@ -190,11 +190,9 @@ pub(crate) fn serve(
 ) -> Result<Reply, Errno> {
     let a = call.args;
     let dirfd = |i: usize| a[i] as i32;
-    // The caller's umask applies to what the gate makes, as to its own.
-    let umask = caller_umask(caller)?;
-    nix::sys::stat::umask(umask);
     match kind {
         Creating::Open { at, creat } => {
+            take_callers_umask(caller)?;
             let (dir, path, flags, mode) = match (at, creat) {
                 (_, true) => (
                     libc::AT_FDCWD,
@@ -216,6 +214,7 @@ pub(crate) fn serve(
             open(caller, dir, &path, flags, mode, guard, report)
         }
         Creating::Mkdir { at } => {
+            take_callers_umask(caller)?;
             let (dir, path, mode) = if at {
                 (dirfd(0), a[1], a[2])
             } else {
@@ -232,6 +231,7 @@ pub(crate) fn serve(
             Ok(Reply::Value(0))
         }
         Creating::Mknod { at } => {
+            take_callers_umask(caller)?;
             let (dir, path, mode, dev) = if at {
                 (dirfd(0), a[1], a[2], a[3])
             } else {
@@ -354,6 +354,7 @@ pub(crate) fn bind_unix(
 ) -> Result<i64, Errno> {
     let place = new_place(caller, libc::AT_FDCWD, path)?;
     admit(&place, Make::Other, guard, report)?;
+    take_callers_umask(caller)?;
     // This worker thread has a working directory of its own.
     nix::unistd::fchdir(place.dir.as_raw_fd()).map_err(|e| e as Errno)?;
     let mut addr = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
@@ -678,6 +679,15 @@ fn is_procfs(fd: &OwnedFd) -> bool {
 /// Whether `fd` (on a procfs) is its root, where `self` lives.
 fn is_proc_root(fd: &OwnedFd) -> bool {
     nix::sys::stat::fstat(fd.as_raw_fd()).is_ok_and(|st| st.st_ino == 1)
+}
+
+/// Gives this gate thread (whose file system attributes are its own) the
+/// caller's umask, for a call whose mode it applies to: what the gate
+/// makes gets the mode the caller's own call would give it. Links,
+/// symlinks and renames take no mode, and skip the read.
+fn take_callers_umask(caller: &Caller) -> Result<(), Errno> {
+    nix::sys::stat::umask(caller_umask(caller)?);
+    Ok(())
 }
 
 /// The caller's file mode creation mask, from its `/proc` status.
