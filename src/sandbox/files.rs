@@ -475,6 +475,15 @@ impl FileView {
         marks.read_only.insert(path);
     }
 
+    /// Pins the directory `dir` and those between it and the writable root
+    /// holding it (the root itself is a mount already).
+    fn pin_with_parents(&self, dir: &Path, marks: &mut Marks) {
+        if self.is_writable(dir) && !self.writable.iter().any(|w| w == dir) {
+            marks.pins.insert(dir.to_path_buf());
+        }
+        self.pin_parents(dir, marks);
+    }
+
     /// Pins every directory between the writable root holding `path` and
     /// `path` (exclusive).
     fn pin_parents(&self, path: &Path, marks: &mut Marks) {
@@ -539,7 +548,7 @@ impl FileView {
         }
         match code.path.symlink_metadata() {
             Ok(meta) if meta.is_dir() && !code.is_dir => {
-                self.pin_parents(&code.path.join("x"), marks);
+                self.pin_with_parents(&code.path, marks);
             }
             Ok(_) => {
                 let real = canonical(&code.path, "path named in git config")?;
@@ -581,10 +590,7 @@ impl FileView {
                 Ok(())
             }
             Err(_) => {
-                if self.is_writable(root) && !self.writable.iter().any(|w| w == root) {
-                    marks.pins.insert(root.to_path_buf());
-                }
-                self.pin_parents(root, marks);
+                self.pin_with_parents(root, marks);
                 marks.guarded.insert(path);
                 Ok(())
             }
