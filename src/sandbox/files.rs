@@ -670,9 +670,19 @@ impl FileView {
                 .map(|p| (depth(p), Step::ReadOnly, p.as_path())),
         );
         steps.sort();
+        let mut vanished: Vec<&Path> = Vec::new();
         for (_, step, host) in steps {
             let target = under(NEW_ROOT, host);
             let source = under(OLD_ROOT, host);
+            let hides = matches!(step, Step::HideDir | Step::HideFile);
+            // A denied path that someone on the host removed after the plan
+            // was made leaves nothing to hide: it is as if it had never been
+            // there (a path made later is not hidden either). Every other
+            // step still needs its path and fails below.
+            if hides && !ops.exists(&target) && !ops.exists(&source) {
+                vanished.push(host);
+                continue;
+            }
             let is_dir = match step {
                 Step::HideDir => true,
                 Step::HideFile => false,
@@ -722,7 +732,7 @@ impl FileView {
             }
         }
         for (host, kind) in &self.hidden {
-            if *kind == Kind::Dir {
+            if *kind == Kind::Dir && !vanished.contains(&host.as_path()) {
                 let target = under(NEW_ROOT, host);
                 ops.set_attrs(&target, RDONLY | NOSUID | NODEV | NOEXEC, false)
                     .map_err(fail("hide directory", host))?;
@@ -1222,6 +1232,38 @@ mod tests {
             &rec.ops,
             "tmpfs /newroot/home/u/.aws mode=000,size=4096,nr_inodes=64",
         );
+    }
+
+    #[test]
+    fn a_denied_path_removed_on_the_host_before_the_mounts_is_skipped_not_made() {
+        let view = FileView {
+            hidden: vec![
+                ("/home/u/.aws".into(), Kind::Dir),
+                ("/home/u/.netrc".into(), Kind::File),
+                ("/tmp/p/secret.txt".into(), Kind::File),
+            ],
+            ..sample_view()
+        };
+        let mut rec = Recorder {
+            missing: vec![
+                "/newroot/tmp/p".into(),
+                "/newroot/home/u/.aws".into(),
+                "/oldroot/home/u/.aws".into(),
+                "/newroot/home/u/.netrc".into(),
+                "/oldroot/home/u/.netrc".into(),
+            ],
+            ..Recorder::default()
+        };
+        view.apply(&mut rec).unwrap();
+        for gone in ["/newroot/home/u/.aws", "/newroot/home/u/.netrc"] {
+            assert!(
+                !rec.ops.iter().any(|o| o.contains(gone)),
+                "{gone}: {:#?}",
+                rec.ops
+            );
+        }
+        // A denied path that only the private /tmp lacks is still hidden.
+        index_of(&rec.ops, "bind /empty /newroot/tmp/p/secret.txt");
     }
 
     #[test]
