@@ -47,7 +47,7 @@ use nix::sys::stat::Mode;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
-use crate::sandbox::sys;
+use crate::sys;
 
 pub use crate::escape::printable;
 
@@ -238,20 +238,13 @@ pub enum AuditError {
     },
 }
 
-/// The audit key's name in the user's cordon state directory (beside the
-/// default log).
-pub const KEY_FILE: &str = "audit.key";
+pub use crate::policy::load::{key_path, KEY_FILE};
 /// The directory, beside the key, of the tail records ([`TailRecord`]).
 const TAILS_DIR: &str = "audit-tails";
 /// The directory, beside the key, of the log records ([`LogRecord`]).
 const LOGS_DIR: &str = "audit-logs";
 /// Random bytes in a key: HMAC-SHA256's full strength.
 const KEY_LEN: usize = 32;
-
-/// The user's audit key file: `<state home>/cordon/audit.key`.
-pub fn key_path(xdg_state_home: &Path) -> PathBuf {
-    xdg_state_home.join("cordon").join(KEY_FILE)
-}
 
 /// The user's audit key: 32 random bytes in a file of mode 0600 owned by
 /// the user, in a directory no sandbox can read or write. Whoever holds it

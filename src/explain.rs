@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::credentials::env::{EnvFilter, Removal, SECRET_PATTERNS};
-use crate::net::host::{HostPattern, HostRule};
+use crate::credentials::env::{EnvFilter, Removal};
+use crate::policy::env::SECRET_PATTERNS;
+use crate::policy::host::{HostPattern, HostRule};
 use crate::policy::load::{human_duration, human_size, join_ports};
 use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
 
@@ -732,7 +733,7 @@ impl View {
                         found => found,
                     };
                     paths.into_iter().map(move |path| UnixSocketView {
-                        warning: crate::net::unix_gate::root_equivalent(&path),
+                        warning: crate::sandbox::unix_gate::root_equivalent(&path),
                         path: path.display().to_string(),
                         source: rule.source.clone(),
                         from: rule.source.to_string(),
@@ -871,8 +872,8 @@ struct InjectView {
 }
 
 impl InspectionView {
-    fn of(p: &crate::credentials::InspectionPolicy) -> InspectionView {
-        let entries = |v: &[Sourced<crate::credentials::HostMatch>]| {
+    fn of(p: &crate::policy::inspection::InspectionPolicy) -> InspectionView {
+        let entries = |v: &[Sourced<crate::policy::inspection::HostMatch>]| {
             v.iter()
                 .map(|h| Entry::new(h.value.to_string(), None, &h.source))
                 .collect::<Vec<_>>()
@@ -896,11 +897,13 @@ impl InspectionView {
                 .map(|i| InjectView {
                     env: i.value.env.clone(),
                     value_from: match &i.value.source {
-                        crate::credentials::SecretSource::Env => "cordon's environment".into(),
-                        crate::credentials::SecretSource::File(f) => {
+                        crate::policy::inspection::SecretSource::Env => {
+                            "cordon's environment".into()
+                        }
+                        crate::policy::inspection::SecretSource::File(f) => {
                             format!("file {}", f.display())
                         }
-                        crate::credentials::SecretSource::Command(argv) => {
+                        crate::policy::inspection::SecretSource::Command(argv) => {
                             format!("command {argv:?}")
                         }
                     },

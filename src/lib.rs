@@ -18,3 +18,4 @@ pub mod net;
 pub mod policy;
 pub mod probe;
 pub mod sandbox;
+pub mod sys;

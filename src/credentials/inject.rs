@@ -14,8 +14,8 @@ use base64::Engine as _;
 use memchr::memmem;
 use zeroize::Zeroizing;
 
-use super::rules::{HostMatch, InjectSpec, SecretSource};
-use crate::net::host::Target;
+use crate::policy::host::Target;
+use crate::policy::inspection::{HostMatch, InjectSpec, SecretSource};
 use crate::policy::Sourced;
 
 /// Every placeholder starts with this; scanning for it is cheap.
@@ -1213,7 +1213,7 @@ impl StreamSwap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::host::normalize;
+    use crate::policy::host::normalize;
 
     fn secrets() -> Secrets {
         Secrets::from_list(vec![

@@ -2,12 +2,13 @@
 //!
 //! - [`env`]: which of the caller's environment variables the command
 //!   does not see;
-//! - [`rules`]: the policy (`[network] inspect`, `no_inspect`,
-//!   `upstream_ca`, `[[network.rules]]`, `[[credentials.inject]]`);
 //! - [`ca`]: the CA, in memory only, and its leaf certificates;
-//! - [`inject`]: placeholders, real values, and the swaps between them;
-//! - [`inspect`]: the proxy's inspecting half;
-//! - [`framing`]: the raw request framing of inspected HTTP/1.1 tunnels.
+//! - [`inject`]: placeholders, real values, and the swaps between them.
+//!
+//! The policy it enforces (`[network] inspect`, `no_inspect`,
+//! `upstream_ca`, `[[network.rules]]`, `[[credentials.inject]]`) is
+//! [`crate::policy::inspection`]; the proxy's inspecting half, which uses
+//! the CA and the swaps, is [`crate::net::proxy::inspect`].
 //!
 //! The supervisor uses it in two steps. Before the sandbox exists,
 //! [`plan`] makes the placeholders (the command's environment carries them,
@@ -16,7 +17,7 @@
 //! [`Plan::bind`] and [`trust_env`]). After the sandbox's init is forked,
 //! and before it builds its view, [`Plan::start`] generates the CA, writes
 //! the bundle (system roots plus the CA certificate; never its key),
-//! resolves the real values, and returns the [`Inspector`] the proxy uses.
+//! resolves the real values, from which the proxy's inspector is built.
 //! Doing this after the fork keeps the CA key and the real values out of
 //! init's memory altogether.
 
@@ -24,18 +25,14 @@
 
 pub mod ca;
 pub mod env;
-pub mod framing;
 pub mod inject;
-pub mod inspect;
-pub mod rules;
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-pub use inspect::{Endpoint, Inspector, Tunnel};
-pub use rules::{HostMatch, HttpRule, InjectSpec, InspectionPolicy, SecretSource};
+use crate::policy::inspection::InspectionPolicy;
 
 /// The variables that tell common tools which CA bundle to trust; each
 /// points at the sandbox's bundle when inspection is on.
@@ -64,9 +61,6 @@ pub enum CredentialsError {
     /// A secret could not be resolved.
     #[error(transparent)]
     Inject(#[from] inject::InjectError),
-    /// The upstream trust could not be set up.
-    #[error(transparent)]
-    Inspect(#[from] inspect::InspectError),
     /// The bundle file could not be made or written.
     #[error("the CA bundle file {}: {source}", path.display())]
     BundleFile {
@@ -180,27 +174,27 @@ impl Plan {
         (self.host_file.clone(), self.target.clone())
     }
 
-    /// After init is forked: generates the CA, writes the bundle, resolves
-    /// the real values, and returns the proxy's inspector.
-    /// `max_memory` is the sandbox's memory limit, which bounds what the
-    /// proxy buffers for it ([`inspect::BUFFER_BUDGET`]).
+    /// The inspection rules this plan was made for.
+    pub fn policy(&self) -> &InspectionPolicy {
+        &self.policy
+    }
+
+    /// The distribution's CA bundle, whose roots the proxy trusts upstream.
+    pub fn system_bundle(&self) -> Option<&Path> {
+        self.system.as_deref()
+    }
+
+    /// After init is forked: generates the CA, writes the bundle and
+    /// resolves the real values, which the proxy's inspector is built from.
     pub fn start(
         &self,
         sandbox: &str,
-        max_memory: Option<&crate::policy::Sourced<u64>>,
-    ) -> Result<Arc<Inspector>, CredentialsError> {
+    ) -> Result<(ca::SandboxCa, inject::Secrets), CredentialsError> {
         let ca = ca::SandboxCa::generate(sandbox)?;
         let text = ca::bundle_text(self.system.as_deref(), &ca.cert_pem())?;
         write_bundle(&self.host_file, &text)?;
         let secrets = inject::Secrets::resolve(&self.policy.inject, &self.placeholders)?;
-        let inspector = Inspector::new(
-            self.policy.clone(),
-            ca,
-            secrets,
-            self.system.as_deref(),
-            max_memory,
-        )?;
-        Ok(Arc::new(inspector))
+        Ok((ca, secrets))
     }
 }
 

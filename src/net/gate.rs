@@ -2,8 +2,8 @@
 
 use std::net::IpAddr;
 
-use super::host::{normalize, DenyReason, HostPolicy, Target, Verdict};
 use super::proxy::{Allowed, Denial, Destination, Gate};
+use crate::policy::host::{normalize, DenyReason, HostPolicy, Target, Verdict};
 
 /// How a built-in rule's source reads (as `Source::Builtin` displays).
 const BUILTIN: &str = "built-in";

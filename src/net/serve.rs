@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use super::proxy::{Gate, Proxy, ProxyLimits};
 use crate::audit::Auditor;
-use crate::credentials::Inspector;
+use crate::net::proxy::inspect::Inspector;
 
 /// The running proxy, as the supervisor holds it.
 pub struct ProxyHandle {

@@ -74,10 +74,10 @@ use super::trust::{self, TrustError};
 use super::{
     AuditPolicy, EnvPolicy, FilesPolicy, Layer, Limits, NetworkPolicy, Policy, Source, Sourced,
 };
-use crate::credentials::env::check_pattern as check_env_pattern;
-use crate::credentials::rules::check_var_name;
-use crate::credentials::{HostMatch, HttpRule, InjectSpec, SecretSource};
-use crate::net::host::{parse_rule, HostRule};
+use crate::policy::env::check_pattern as check_env_pattern;
+use crate::policy::host::{parse_rule, HostRule};
+use crate::policy::inspection::check_var_name;
+use crate::policy::inspection::{HostMatch, HttpRule, InjectSpec, SecretSource};
 
 /// Facts about the user's environment that loading depends on.
 #[derive(Clone, Debug)]
@@ -283,6 +283,15 @@ pub enum LoadError {
 /// The default audit log: `$XDG_STATE_HOME/cordon/audit.jsonl`.
 pub fn default_audit_log(env: &EnvFacts) -> PathBuf {
     env.xdg_state_home.join("cordon").join(AUDIT_LOG_FILE)
+}
+
+/// The audit key's name in the user's cordon state directory (beside the
+/// default log).
+pub const KEY_FILE: &str = "audit.key";
+
+/// The user's audit key file: `<state home>/cordon/audit.key`.
+pub fn key_path(xdg_state_home: &Path) -> PathBuf {
+    xdg_state_home.join("cordon").join(KEY_FILE)
 }
 
 /// The value of `--audit` and `audit.file` that turns the log off.
@@ -551,7 +560,7 @@ fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
         },
         audit: AuditPolicy {
             log: Sourced::new(Some(default_audit_log(env)), Source::Builtin),
-            key: crate::audit::key_path(&env.xdg_state_home),
+            key: key_path(&env.xdg_state_home),
         },
         inspection: Default::default(),
         allow_degraded: Vec::new(),
@@ -874,7 +883,7 @@ struct Fragment {
     /// `network.allow_unix_sockets`: array of paths of host UNIX sockets
     /// programs inside may connect to. Widens.
     unix_sockets: Option<Setting<Vec<PathPattern>>>,
-    /// `network.allow`: array of host patterns (see [`crate::net::host`]:
+    /// `network.allow`: array of host patterns (see [`crate::policy::host`]:
     /// `api.github.com`, `*.example.com`, an IP or CIDR, each with an
     /// optional `:PORT`, and `host.cordon.internal:PORT`) the proxy may
     /// connect to. Widens.

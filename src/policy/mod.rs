@@ -6,6 +6,9 @@
 //! Every entry carries its [`Source`] so `cordon explain` can say why it is there.
 
 pub mod defaults;
+pub mod env;
+pub mod host;
+pub mod inspection;
 pub mod load;
 pub mod pattern;
 pub mod trust;
@@ -18,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use pattern::PathPattern;
 
-use crate::net::host::HostPolicy;
+use crate::policy::host::HostPolicy;
 
 /// Where one line of the effective policy came from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -219,7 +222,7 @@ pub struct Policy {
     pub audit: AuditPolicy,
     /// TLS inspection, HTTP rules and injected credentials (the credentials
     /// door's share of the proxy).
-    pub inspection: crate::credentials::InspectionPolicy,
+    pub inspection: crate::policy::inspection::InspectionPolicy,
     /// Layers the user agreed to run without, if the kernel cannot apply them.
     pub allow_degraded: Vec<Sourced<Layer>>,
     /// Environment variables the command does not see.

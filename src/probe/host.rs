@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::{CredentialPath, Door, Expect, HostFacts, Outcome, Probe, ProxyTarget, Report, Spec};
-use crate::net::host::{normalize, Verdict, HOST_INTERNAL};
 use crate::policy::defaults::CREDENTIAL_DENY_LIST;
+use crate::policy::host::{normalize, Verdict, HOST_INTERNAL};
 use crate::policy::{PathPattern, Policy, Source, Sourced};
-use crate::sandbox::sys::{self, attempt};
 use crate::sandbox::{self, SandboxError};
+use crate::sys::{self, attempt};
 
 /// The variable cordon sets in its own environment before building the
 /// sandbox; its name matches the secret patterns, so the scrub must remove it.
@@ -277,7 +277,7 @@ fn proxy_targets(policy: &Policy, tcp_port: Option<u16>) -> Vec<ProxyTarget> {
             .or_else(|| ports.first().copied())
     };
     let allowed_host = hosts.allow.iter().find_map(|r| {
-        use crate::net::host::HostPattern;
+        use crate::policy::host::HostPattern;
         let host = match r.value.pattern() {
             HostPattern::Exact(name) => name.clone(),
             HostPattern::HostInternal => HOST_INTERNAL.to_string(),

@@ -24,7 +24,7 @@ use nix::unistd::Pid;
 use sha2::{Digest, Sha256};
 
 use super::{CredentialPath, Door, Expect, Outcome, Probe, Spec};
-use crate::sandbox::sys::{self, attempt, Forked};
+use crate::sys::{self, attempt, Forked};
 
 /// Runs the battery described by `spec` (JSON) and prints the results;
 /// returns the exit code (0, or 2 when the spec does not parse).

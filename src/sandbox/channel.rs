@@ -10,8 +10,8 @@ use nix::sys::socket::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::sys;
 use crate::policy::Layer;
+use crate::sys;
 
 /// What travels between the supervisor and init.
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]

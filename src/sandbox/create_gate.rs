@@ -9,7 +9,7 @@
 //! `mknod*`, `link*`, `symlink*`, `rename*`, `bind` of a UNIX socket
 //! path) stops in the command's
 //! seccomp filter and comes here, to the gate's threads in init (see
-//! `crate::net::unix_gate`, which owns the listener).
+//! `crate::sandbox::unix_gate`, which owns the listener).
 //!
 //! The gate never lets a call continue: it reads the path once, resolves
 //! its directory to a descriptor, asks the kernel where that directory is
@@ -37,9 +37,9 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{openat, readlinkat, AtFlags, OFlag, RenameFlags};
 use nix::sys::stat::{Mode, SFlag};
 
-use crate::net::unix_gate::{errno, Caller, Errno, Refusal, Reporter};
 use crate::sandbox::seccomp::{Creating, Notification};
-use crate::sandbox::sys;
+use crate::sandbox::unix_gate::{errno, Caller, Errno, Refusal, Reporter};
+use crate::sys;
 
 /// Symlinks an `open` follows before it gives up, as the kernel does.
 const MAX_HOPS: usize = 40;

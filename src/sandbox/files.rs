@@ -626,7 +626,7 @@ impl FileView {
         ops.mkdir_all(new_root).map_err(fail("mkdir", new_root))?;
         ops.bind(Path::new(OLD_ROOT), new_root)
             .map_err(fail("bind host root", new_root))?;
-        use super::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
+        use crate::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
         ops.set_attrs(new_root, RDONLY | NOSUID | NODEV, true)
             .map_err(fail("read-only root", new_root))?;
 
@@ -761,7 +761,7 @@ impl FileView {
     /// A minimal `/dev`: a few nodes bound from the host, a private devpts
     /// and shm; never the host's `/dev` itself.
     fn build_dev(&self, ops: &mut dyn MountOps, shm_opts: &str) -> Result<(), FilesError> {
-        use super::sys::attr::{NOEXEC, NOSUID, RDONLY};
+        use crate::sys::attr::{NOEXEC, NOSUID, RDONLY};
         let fail = |step: &'static str, path: &Path| {
             let path = path.to_path_buf();
             move |source| FilesError::Mount { step, path, source }
@@ -801,7 +801,7 @@ impl FileView {
     /// A fresh `/proc` for the new pid namespace, with the host-configuring
     /// parts read-only and the kernel-revealing parts masked.
     fn build_proc(&self, ops: &mut dyn MountOps) -> Result<(), FilesError> {
-        use super::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
+        use crate::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
         let fail = |step: &'static str, path: &Path| {
             let path = path.to_path_buf();
             move |source| FilesError::Mount { step, path, source }
@@ -826,7 +826,7 @@ impl FileView {
 
 /// Hides `path`, if it exists, behind the empty mode-000 file.
 fn mask_file(ops: &mut dyn MountOps, path: &Path, step: &'static str) -> Result<(), FilesError> {
-    use super::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
+    use crate::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
     if !ops.exists(path) {
         return Ok(());
     }
@@ -851,7 +851,7 @@ fn mask_file(ops: &mut dyn MountOps, path: &Path, step: &'static str) -> Result<
 /// namespace mount it; if it refuses, the run stops rather than show the
 /// host's.
 fn build_sys(ops: &mut dyn MountOps) -> Result<(), FilesError> {
-    use super::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
+    use crate::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
     let host_sys = under(OLD_ROOT, Path::new("/sys"));
     let sys = under(NEW_ROOT, Path::new("/sys"));
     if !ops.exists(&sys) {
@@ -1071,7 +1071,7 @@ impl MountOps for KernelMounts {
     }
 
     fn set_attrs(&mut self, target: &Path, attrs: u64, recursive: bool) -> io::Result<()> {
-        super::sys::mount_setattr(target, attrs, recursive)
+        crate::sys::mount_setattr(target, attrs, recursive)
     }
 
     fn pivot_root(&mut self, new_root: &Path, put_old: &Path) -> io::Result<()> {

@@ -20,12 +20,12 @@ use super::channel::{Channel, Message};
 use super::create_gate::Guard;
 use super::files::{FileView, KernelMounts};
 use super::limits::LimitPlan;
-use super::sys::{self, Forked};
 use super::{landlock, seccomp, weaken, FORWARDED_SIGNALS};
 use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
-use crate::net::unix_gate::{Refusal, Reporter, SocketId, UnixGate};
 use crate::policy::Layer;
+use crate::sandbox::unix_gate::{Refusal, Reporter, SocketId, UnixGate};
+use crate::sys::{self, Forked};
 
 /// Everything init needs, prepared by the supervisor before the clone.
 pub struct InitPlan<'a> {

@@ -19,8 +19,8 @@ pub mod limits;
 pub mod repos;
 pub mod seccomp;
 pub mod support;
-pub(crate) mod sys;
 pub mod tty;
+pub mod unix_gate;
 pub mod weaken;
 
 use std::ffi::{CString, OsString};
@@ -42,12 +42,12 @@ use crate::credentials::env::{EnvFilter, Removal};
 use crate::escape::printable;
 use crate::net::gate::OpenGate;
 use crate::net::inside;
-use crate::net::unix_gate::{root_equivalent, socket_id, SocketId};
 use crate::policy::{EnvPolicy, Layer, PathPattern, Policy, Source, Sourced};
+use crate::sandbox::unix_gate::{root_equivalent, socket_id, SocketId};
+use crate::sys::{self, Forked};
 use channel::{Channel, Message};
 use files::{FileView, FilesError};
 use limits::{LimitPlan, LimitsError};
-use sys::Forked;
 
 /// Signals the supervisor passes on to the command.
 pub const FORWARDED_SIGNALS: &[Signal] = &[
@@ -100,6 +100,9 @@ pub enum SandboxError {
     },
     #[error("refusing to run: credentials door: {0}")]
     Credentials(#[from] crate::credentials::CredentialsError),
+    /// The proxy's upstream trust for TLS inspection could not be set up.
+    #[error("refusing to run: credentials door: {0}")]
+    Inspect(#[from] crate::net::proxy::inspect::InspectError),
     #[error("{what}: {source}")]
     Io {
         what: &'static str,
@@ -321,14 +324,14 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     // Go): the bundle must be written by then.
     let inspector = match credentials
         .as_ref()
-        .map(|c| c.start(&run_name, policy.limits.max_memory.as_ref()))
+        .map(|c| start_inspector(c, &run_name, policy.limits.max_memory.as_ref()))
         .transpose()
     {
         Ok(inspector) => inspector,
         Err(e) => {
             let _ = kill(init_pid, Signal::SIGKILL);
             let _ = waitpid(init_pid, None);
-            return Err(e.into());
+            return Err(e);
         }
     };
     let started = start_init(init_pid, &ours, &limits, plan.namespaces);
@@ -455,7 +458,7 @@ fn start_proxy(
     log: Option<AuditFile>,
     run_name: &str,
     argv0: &OsString,
-    inspector: Option<std::sync::Arc<crate::credentials::Inspector>>,
+    inspector: Option<std::sync::Arc<crate::net::proxy::inspect::Inspector>>,
 ) -> Result<(Auditor, Option<crate::net::serve::ProxyHandle>), SandboxError> {
     let log: Option<AuditLog> = log
         .map(|log| AuditKey::load_or_create(&policy.audit.key).map(|key| log.keyed(key)))
@@ -797,4 +800,23 @@ fn new_sandbox_id() -> String {
     let _ = std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The credentials door's half that runs after init is forked: the CA and
+/// the secrets, and the proxy's inspector built from them. `max_memory`
+/// bounds what the proxy buffers for the sandbox.
+fn start_inspector(
+    plan: &crate::credentials::Plan,
+    run_name: &str,
+    max_memory: Option<&crate::policy::Sourced<u64>>,
+) -> Result<std::sync::Arc<crate::net::proxy::inspect::Inspector>, SandboxError> {
+    let (ca, secrets) = plan.start(run_name)?;
+    let inspector = crate::net::proxy::inspect::Inspector::new(
+        plan.policy().clone(),
+        ca,
+        secrets,
+        plan.system_bundle(),
+        max_memory,
+    )?;
+    Ok(std::sync::Arc::new(inspector))
 }

@@ -250,7 +250,7 @@ fn make_readable(dir: &Path, roots: &[PathBuf]) -> bool {
 /// by now if another sandbox sharing the area swapped a directory for a
 /// link.
 fn open_inside(path: &Path, flags: OFlag, roots: &[PathBuf]) -> io::Result<OwnedFd> {
-    let fd = super::sys::own_fd(nix::fcntl::open(
+    let fd = crate::sys::own_fd(nix::fcntl::open(
         path,
         flags | OFlag::O_CLOEXEC,
         Mode::empty(),
@@ -428,7 +428,7 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
                     continue;
                 }
                 let bits = meta.mode() & (libc::S_ISUID | libc::S_ISGID);
-                if bits != 0 || super::sys::has_file_capabilities(&path) {
+                if bits != 0 || crate::sys::has_file_capabilities(&path) {
                     privileged.push(path);
                 }
             }
@@ -524,8 +524,8 @@ fn strip_privilege(path: &Path, roots: &[PathBuf]) -> io::Result<()> {
     let mode = st.st_mode & 0o7777 & !(libc::S_ISUID | libc::S_ISGID);
     std::fs::set_permissions(fd_path(&fd), std::fs::Permissions::from_mode(mode))?;
     // Removing the attribute needs CAP_SETFCAP even where there is none.
-    if super::sys::has_file_capabilities(path) {
-        super::sys::remove_file_capabilities(path)?;
+    if crate::sys::has_file_capabilities(path) {
+        crate::sys::remove_file_capabilities(path)?;
     }
     Ok(())
 }
@@ -630,7 +630,7 @@ fn open_dir_at(parent: &OwnedFd, name: &OsStr) -> io::Result<OwnedFd> {
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::empty(),
     )?;
-    Ok(super::sys::own_fd(fd))
+    Ok(crate::sys::own_fd(fd))
 }
 
 /// Moves aside what in a git dir the sandbox made would run code when the
@@ -801,7 +801,7 @@ fn write_new_at(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
         OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
         Mode::from_bits_truncate(0o644),
     )?;
-    let mut file = std::fs::File::from(super::sys::own_fd(fd));
+    let mut file = std::fs::File::from(crate::sys::own_fd(fd));
     file.write_all(bytes)?;
     file.sync_all()
 }

@@ -11,7 +11,7 @@
 //! [`command_filter`] on top, before exec: the deny list, what init itself needs to serve the UNIX socket gate
 //! (reading a caller's memory, taking a copy of its socket), and the socket
 //! calls that can name a path, handed to that gate
-//! (`crate::net::unix_gate`), which also answers and records the refusals.
+//! (`crate::sandbox::unix_gate`), which also answers and records the refusals.
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -377,8 +377,8 @@ pub fn gate_support() -> Result<(), String> {
         ));
     }
     let me = nix::unistd::getpid();
-    super::sys::pidfd_open(me)
-        .and_then(|pidfd| super::sys::pidfd_getfd(pidfd.as_fd(), 0))
+    crate::sys::pidfd_open(me)
+        .and_then(|pidfd| crate::sys::pidfd_getfd(pidfd.as_fd(), 0))
         .map(drop)
         .map_err(|e| format!("pidfd_getfd (Linux 5.6): {e}"))
 }
@@ -392,7 +392,7 @@ pub fn install(ctx: &ScmpFilterContext) -> Result<(), SeccompError> {
 /// The listening end of a loaded filter with notify rules.
 pub fn listener(ctx: &ScmpFilterContext) -> Result<OwnedFd, SeccompError> {
     let fd = ctx.get_notify_fd().map_err(SeccompError::Notify)?;
-    Ok(super::sys::own_fd(fd))
+    Ok(crate::sys::own_fd(fd))
 }
 
 /// A system call a gated process is waiting in.

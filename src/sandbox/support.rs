@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::policy::Layer;
 
 use super::limits::CgroupMounts;
-use super::sys;
+use crate::sys;
 
 /// A sysctl's value, if the file exists.
 pub fn sysctl(path: &str) -> Option<String> {

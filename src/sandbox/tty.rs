@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use nix::sys::termios::{cfmakeraw, tcgetattr, tcsetattr, SetArg, Termios};
 
-use super::sys;
+use crate::sys;
 
 /// Which of the caller's stdin, stdout and stderr are terminals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

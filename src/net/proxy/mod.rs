@@ -2,6 +2,9 @@
 //! plain HTTP) and a SOCKS5 proxy (CONNECT only), both asking a [`Gate`]
 //! before every connection and connecting only to the address it checked.
 
+pub mod framing;
+pub mod inspect;
+
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,9 +15,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
-use super::Counted;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
-use crate::credentials::{Endpoint, Inspector, Tunnel};
+use crate::net::proxy::inspect::{Endpoint, Inspector, Tunnel};
+use crate::net::Counted;
 
 /// Where a client asked to go, after the policy normalised it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -737,7 +740,9 @@ async fn splice_or_copy(
     upstream: &mut Counted<TcpStream>,
 ) -> io::Result<()> {
     // To the client is what was read from the upstream, and the reverse.
-    match super::splice::relay(client, &upstream.inner, &upstream.read, &upstream.written).await {
+    match crate::net::splice::relay(client, &upstream.inner, &upstream.read, &upstream.written)
+        .await
+    {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
             relay(client, upstream).await.map(drop)
         }

@@ -35,7 +35,7 @@ use nix::unistd::Pid;
 
 use crate::sandbox::create_gate::{self, Guard, Reply};
 use crate::sandbox::seccomp::{self, Gated, Notification};
-use crate::sandbox::sys;
+use crate::sys;
 
 /// A socket file, as `(device, inode)`.
 pub type SocketId = (u64, u64);

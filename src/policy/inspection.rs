@@ -30,7 +30,7 @@ use std::path::PathBuf;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Serialize, Serializer};
 
-use crate::net::host::{parse_rule, HostRule, Target};
+use crate::policy::host::{parse_rule, HostRule, Target};
 use crate::policy::Sourced;
 
 /// A rule of this module that cannot be used.
@@ -458,7 +458,7 @@ fn decodes_to_separator_or_dot(hex: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::host::normalize;
+    use crate::policy::host::normalize;
     use crate::policy::Source;
 
     fn rule(host: &str, methods: &[&str], paths: &[&str]) -> Sourced<HttpRule> {

@@ -34,14 +34,14 @@ use rustls::sign::CertifiedKey;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::ca::SandboxCa;
-use super::framing::{FrameCheck, HeadGuard};
-use super::inject::{Exfiltration, Secrets, Swaps};
-use super::rules::InspectionPolicy;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
-use crate::net::host::{normalize, Target};
+use crate::credentials::ca::SandboxCa;
+use crate::credentials::inject::{Exfiltration, Secrets, Swaps};
+use crate::net::proxy::framing::{FrameCheck, HeadGuard};
 use crate::net::proxy::{body_framing, framing_refusal};
 use crate::net::Counted;
+use crate::policy::host::{normalize, Target};
+use crate::policy::inspection::InspectionPolicy;
 use crate::policy::Sourced;
 
 /// Bodies up to this size are swapped whole (and their length fixed);
@@ -237,7 +237,7 @@ struct Refusal {
 
 impl Refusal {
     /// A network-door refusal by a host's HTTP rules, with its message.
-    fn by_rules(d: crate::credentials::rules::RuleDenial, message: String) -> Refusal {
+    fn by_rules(d: crate::policy::inspection::RuleDenial, message: String) -> Refusal {
         Refusal {
             door: Door::Network,
             rule: d.rules.join("; "),
@@ -351,7 +351,7 @@ type ExfiltrationReport = Box<dyn FnOnce(&Exfiltration) + Send + Sync>;
 /// A body with swaps applied as it streams.
 struct SwapBody {
     inner: ProxyBody,
-    swap: super::inject::StreamSwap,
+    swap: crate::credentials::inject::StreamSwap,
     trailers: Option<HeaderMap>,
     done: bool,
     on_exfiltration: Option<ExfiltrationReport>,
@@ -1042,8 +1042,8 @@ where
 async fn relay_upgraded<C, U>(
     client: C,
     upstream: U,
-    mut down: super::inject::StreamSwap,
-    mut up: super::inject::PlaceholderScan,
+    mut down: crate::credentials::inject::StreamSwap,
+    mut up: crate::credentials::inject::PlaceholderScan,
     mut frames: Option<FrameCheck>,
     report: impl FnOnce(&Exfiltration),
     refuse_frame: impl FnOnce(&str),
