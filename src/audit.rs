@@ -1823,33 +1823,21 @@ pub fn rfc3339_now() -> String {
     rfc3339(since.as_secs(), since.subsec_millis())
 }
 
-/// `secs` since the epoch (and `millis`) as RFC 3339 in UTC.
-pub fn rfc3339(secs: u64, millis: u32) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
+/// The audit log's timestamp form: RFC 3339 in UTC with milliseconds.
+const RFC3339_MILLIS: &[time::format_description::BorrowedFormatItem<'static>] =
+    time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
 
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian
-/// calendar (Howard Hinnant's `civil_from_days`). Shared with the sandbox
-/// CA's certificate validity dates.
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+/// `secs` since the epoch (and `millis`) as RFC 3339 in UTC. A time past
+/// the calendar's end (9999-12-31) is written as its last millisecond.
+pub fn rfc3339(secs: u64, millis: u32) -> String {
+    let nanos = i128::from(secs) * 1_000_000_000 + i128::from(millis) * 1_000_000;
+    let at = time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .unwrap_or(time::PrimitiveDateTime::MAX.assume_utc());
+    // Cannot fail: a UTC date-time has every component the description
+    // names, its year has four digits, and a String takes any write.
+    at.format(RFC3339_MILLIS).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -1868,10 +1856,11 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_513), (2026, 3, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        let day = |days: u64| rfc3339(days * 86_400, 0)[..10].to_string();
+        assert_eq!(day(0), "1970-01-01");
+        assert_eq!(day(19_723), "2024-01-01");
+        assert_eq!(day(20_513), "2026-03-01");
+        assert_eq!(rfc3339(u64::MAX, 0), "9999-12-31T23:59:59.999Z");
     }
 
     #[test]

@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
@@ -72,19 +71,12 @@ pub fn system_bundle() -> Option<PathBuf> {
         .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
 }
 
-/// Validity from yesterday (clock skew) to `days` from now.
+/// Validity from yesterday (clock skew) to `days` from now, both at
+/// midnight UTC.
 fn validity(params: &mut CertificateParams, days: i64) {
-    let today = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64 / 86_400);
-    // The audit log's calendar arithmetic, so both agree on dates; a
-    // closure because rcgen does not re-export the time type it returns.
-    let ymd = |days: i64| {
-        let (y, m, d) = crate::audit::civil_from_days(days);
-        rcgen::date_time_ymd(y as i32, m as u8, d as u8)
-    };
-    params.not_before = ymd(today - 1);
-    params.not_after = ymd(today + days);
+    let today = time::OffsetDateTime::now_utc().replace_time(time::Time::MIDNIGHT);
+    params.not_before = today.saturating_sub(time::Duration::days(1));
+    params.not_after = today.saturating_add(time::Duration::days(days));
 }
 
 /// A per-sandbox CA and its cache of leaf certificates.

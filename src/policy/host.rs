@@ -34,6 +34,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use ipnet::IpNet;
 use serde::{Serialize, Serializer};
 
 use crate::policy::{Source, Sourced};
@@ -263,64 +264,42 @@ fn parse_ipv4_strict(s: &str) -> Option<Ipv4Addr> {
 
 /// An address range: a network address and a prefix length (no host bits set).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Cidr {
-    addr: IpAddr,
-    prefix: u8,
-}
+pub struct Cidr(IpNet);
 
 impl Cidr {
     /// The range `addr/prefix`; refuses a prefix longer than the address
     /// and host bits set (naming the network meant).
     pub fn new(addr: IpAddr, prefix: u8) -> Result<Cidr, String> {
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        if prefix > max {
-            return Err(format!("prefix /{prefix} is longer than {max} bits"));
+        let net = IpNet::new(addr, prefix).map_err(|_| {
+            let max = if addr.is_ipv4() { 32 } else { 128 };
+            format!("prefix /{prefix} is longer than {max} bits")
+        })?;
+        if net.trunc() != net {
+            return Err(format!("host bits are set; did you mean {}?", net.trunc()));
         }
-        let network = Cidr { addr, prefix }.network();
-        if network != addr {
-            return Err(format!(
-                "host bits are set; did you mean {}?",
-                Cidr {
-                    addr: network,
-                    prefix
-                }
-            ));
-        }
-        Ok(Cidr { addr, prefix })
+        Ok(Cidr(net))
     }
 
     /// The network address.
     pub fn addr(&self) -> IpAddr {
-        self.addr
+        self.0.addr()
     }
 
     /// The prefix length.
     pub fn prefix(&self) -> u8 {
-        self.prefix
+        self.0.prefix_len()
     }
 
     /// Whether `ip` is in the range (same family only: an IPv4 range does
     /// not contain IPv4-mapped IPv6 addresses).
     pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self.addr, ip) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => in_v4(ip, u32::from(net), self.prefix),
-            (IpAddr::V6(net), IpAddr::V6(ip)) => in_v6(ip, u128::from(net), self.prefix),
-            _ => false,
-        }
-    }
-
-    /// `addr` with the host bits cleared.
-    fn network(&self) -> IpAddr {
-        match self.addr {
-            IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask32(self.prefix))),
-            IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask128(self.prefix))),
-        }
+        self.0.contains(&ip)
     }
 }
 
 impl fmt::Display for Cidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
+        self.0.fmt(f)
     }
 }
 
@@ -425,14 +404,11 @@ impl HostRule {
 impl fmt::Display for HostRule {
     /// The rule in canonical form, as it could be written again.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v6 = matches!(
-            self.pattern,
-            HostPattern::Ip(IpAddr::V6(_))
-                | HostPattern::Cidr(Cidr {
-                    addr: IpAddr::V6(_),
-                    ..
-                })
-        );
+        let v6 = match &self.pattern {
+            HostPattern::Ip(ip) => ip.is_ipv6(),
+            HostPattern::Cidr(c) => c.addr().is_ipv6(),
+            _ => false,
+        };
         let host = match &self.pattern {
             HostPattern::Exact(n) => n.clone(),
             HostPattern::Subdomains(n) => format!("*.{n}"),
