@@ -7,26 +7,15 @@ use common::*;
 
 /// Lists every readable /proc/*/environ and /proc/*/cmdline inside, and
 /// prints the ones that hold `needle` (and how many were readable). The
-/// script carries the needle reversed, so its own command line does not
+/// script is given the needle reversed, so its own command line does not
 /// hold it.
-fn proc_scan(needle: &str) -> String {
+fn proc_scan(sandbox: Sandbox, needle: &str) -> Output {
     let reversed: String = needle.chars().rev().collect();
-    format!(
-        "import os\n\
-         needle = {reversed:?}[::-1]\n\
-         hits, read = [], 0\n\
-         for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n\
-         \x20   for f in ('environ', 'cmdline'):\n\
-         \x20       try:\n\
-         \x20           data = open('/proc/%s/%s' % (pid, f), 'rb').read(); read += 1\n\
-         \x20       except OSError:\n\
-         \x20           continue\n\
-         \x20       if needle.encode() in data: hits.append('%s/%s' % (pid, f))\n\
-         print('read:', read)\n\
-         print('hits:', ' '.join(hits) or 'none')\n\
-         print('env:', ' '.join(sorted(os.environ)))\n"
-    )
+    sandbox.py_args(PROC_SCAN_PY, &[&reversed])
 }
+
+/// See [`proc_scan`].
+const PROC_SCAN_PY: &str = include_str!("py/proc_scan.py");
 
 #[test]
 fn secret_variables_never_reach_the_command_or_any_process_inside() {
@@ -46,7 +35,7 @@ fn secret_variables_never_reach_the_command_or_any_process_inside() {
         for name in secrets {
             sandbox = sandbox.env(name, &canary);
         }
-        let out = sandbox.py(&proc_scan(&canary));
+        let out = proc_scan(sandbox, &canary);
         out.ok();
         let env: Vec<&str> = line(&out, "env").split(' ').collect();
         // Control: the caller's other variables pass, and the scan read
@@ -269,7 +258,7 @@ fn secret_names_and_secret_values_under_innocent_names_are_withheld() {
         for (name, value) in by_value.iter().chain(&plain) {
             sandbox = sandbox.env(name, value);
         }
-        let out = sandbox.py(&proc_scan(t));
+        let out = proc_scan(sandbox, t);
         out.ok();
         let env: Vec<&str> = line(&out, "env").split(' ').collect();
         for (name, _) in &plain {
@@ -406,7 +395,7 @@ fn secrets_the_red_team_passed_the_scrub_with_never_reach_the_command() {
         for (name, value) in ordinary {
             sandbox = sandbox.env(name, value);
         }
-        let out = sandbox.py(&proc_scan(&canary));
+        let out = proc_scan(sandbox, &canary);
         out.ok();
         let env: Vec<&str> = line(&out, "env").split(' ').collect();
         for name in ["PATH", "HOME", "LANG", "TERM"]

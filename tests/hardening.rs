@@ -5,6 +5,11 @@ mod common;
 
 use common::*;
 
+/// Opens /proc and /sys knobs (argv[1]: a /sys file).
+const KERNEL_KNOBS_PY: &str = include_str!("py/kernel_knobs.py");
+/// What `su` grants (argv[1]: the setuid binary).
+const SETUID_SU_PY: &str = include_str!("py/setuid_su.py");
+
 /// Picks a /sys file that exists and that the host's root could open for
 /// writing (the positive control is done on the host).
 fn sys_file() -> &'static str {
@@ -38,32 +43,7 @@ fn proc_and_sys_knobs_are_not_writable() {
     assert!(!host_kallsyms.is_empty(), "host /proc/kallsyms empty");
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let script = format!(
-            "import os, errno\n\
-             def t(label, path, flags):\n\
-             \x20   try:\n\
-             \x20       os.close(os.open(path, flags))\n\
-             \x20       print(label + ': OK')\n\
-             \x20   except OSError as e:\n\
-             \x20       print(label + ': ERR ' + errno.errorcode.get(e.errno, str(e.errno)))\n\
-             t('core_pattern', '/proc/sys/kernel/core_pattern', os.O_WRONLY)\n\
-             t('core_pattern_read', '/proc/sys/kernel/core_pattern', os.O_RDONLY)\n\
-             t('sysrq', '/proc/sysrq-trigger', os.O_WRONLY)\n\
-             t('sys', {sys:?}, os.O_WRONLY)\n\
-             t('sys_read', {sys:?}, os.O_RDONLY)\n\
-             t('proc_self_attr', '/dev/null', os.O_WRONLY)\n\
-             try:\n\
-             \x20   d = open('/proc/kcore', 'rb').read(4096)\n\
-             \x20   print('kcore: READ %d' % len(d))\n\
-             except OSError as e:\n\
-             \x20   print('kcore: ERR ' + errno.errorcode.get(e.errno, str(e.errno)))\n\
-             try:\n\
-             \x20   d = open('/proc/kallsyms', 'rb').read(4096)\n\
-             \x20   print('kallsyms: READ %d' % len(d))\n\
-             except OSError as e:\n\
-             \x20   print('kallsyms: ERR ' + errno.errorcode.get(e.errno, str(e.errno)))\n"
-        );
-        let out = fx.sandbox().py(&script);
+        let out = fx.sandbox().py_args(KERNEL_KNOBS_PY, &[sys]);
         out.ok();
         // Positive controls inside: reading works, and an ordinary
         // per-process proc file can be opened for writing.
@@ -111,50 +91,8 @@ fn no_capabilities_no_new_privs_seccomp_on() {
     });
 }
 
-const SYSCALLS_PY: &str = r#"
-import ctypes, errno, os, socket
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def sc(label, nr, *args):
-    ctypes.set_errno(0)
-    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
-    if r == -1:
-        e = ctypes.get_errno()
-        print(label + ': ERR ' + errno.errorcode.get(e, str(e)))
-    else:
-        print(label + ': OK')
-# positive control for the harness: getpid works
-sc('getpid', 39)
-sc('ptrace_traceme', 101, 0, 0, 0, 0)
-# attach to a child this script starts (never to anything else)
-kid = os.fork()
-if kid == 0:
-    import time; time.sleep(30); os._exit(0)
-sc('ptrace_attach_child', 101, 16, kid, 0, 0)
-os.kill(kid, 9); os.waitpid(kid, 0)
-sc('unshare_user', 272, 0x10000000)
-sc('unshare_net', 272, 0x40000000)
-sc('unshare_files', 272, 0x400)
-sc('mount', 165, 0, 0, 0, 0, 0)
-sc('keyctl', 250, 0, -3, 0)
-sc('add_key', 248, 0, 0, 0, 0, 0)
-sc('bpf', 321, 0, 0, 0)
-sc('perf_event_open', 298, 0, 0, -1, -1, 0)
-sc('io_uring_setup', 425, 1, 0)
-sc('userfaultfd', 323, 0)
-sc('setns', 308, 0, 0)
-def sock(label, fam, typ):
-    try:
-        socket.socket(fam, typ).close()
-        print(label + ': OK')
-    except OSError as e:
-        print(label + ': ERR ' + errno.errorcode.get(e.errno, str(e.errno)))
-sock('af_netlink', socket.AF_NETLINK, socket.SOCK_RAW)
-sock('af_packet', socket.AF_PACKET, socket.SOCK_RAW)
-sock('af_inet', socket.AF_INET, socket.SOCK_STREAM)
-sock('af_inet6', socket.AF_INET6, socket.SOCK_STREAM)
-sock('af_unix', socket.AF_UNIX, socket.SOCK_STREAM)
-"#;
+/// Tries dangerous system calls and socket families.
+const SYSCALLS_PY: &str = include_str!("py/syscalls.py");
 
 #[test]
 fn seccomp_denies_dangerous_syscalls() {
@@ -219,16 +157,7 @@ fn setuid_binaries_grant_nothing() {
     );
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let script = format!(
-            "import os, subprocess\n\
-             print('nosuid:', bool(os.statvfs('{su}').f_flag & os.ST_NOSUID))\n\
-             r = subprocess.run(['{su}', '-c', 'id -u', 'root'], stdin=subprocess.DEVNULL, capture_output=True, text=True)\n\
-             print('su-rc:', r.returncode)\n\
-             print('su-out:', r.stdout.strip().replace(chr(10), ' '))\n\
-             print('su-err:', r.stderr.strip().replace(chr(10), ' '))\n\
-             print('uid:', os.getuid(), os.geteuid())\n"
-        );
-        let out = fx.sandbox().py(&script);
+        let out = fx.sandbox().py_args(SETUID_SU_PY, &[su]);
         out.ok();
         assert_eq!(line(&out, "nosuid"), "True", "{mode:?}: {out:#?}");
         let su_out = line(&out, "su-out");

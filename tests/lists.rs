@@ -9,29 +9,23 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 
-/// A python script that prints `label: readable` for each path it can
-/// read something from (a file's bytes, a directory's names), and
-/// `label: empty` or `label: denied` otherwise; never the content.
-fn readability(paths: &[(String, PathBuf)]) -> String {
-    let mut s = String::from(
-        "import os\n\
-         def state(p):\n\
-         \x20   try:\n\
-         \x20       if os.path.isdir(p):\n\
-         \x20           return 'readable' if os.listdir(p) else 'empty'\n\
-         \x20       with open(p, 'rb') as f:\n\
-         \x20           return 'readable' if f.read(1) else 'empty'\n\
-         \x20   except OSError:\n\
-         \x20       return 'denied'\n",
-    );
+/// Runs a python script in `sandbox` that prints `label: readable` for
+/// each path it can read something from (a file's bytes, a directory's
+/// names), and `label: empty` or `label: denied` otherwise; never the
+/// content. With `write`, it then writes that file in its directory.
+fn readability(sandbox: Sandbox, paths: &[(String, PathBuf)], write: Option<&str>) -> Output {
+    let mut args: Vec<String> = write
+        .map(|name| vec!["--write".to_string(), name.to_string()])
+        .unwrap_or_default();
     for (label, path) in paths {
-        s.push_str(&format!(
-            "print({label:?} + ': ' + state({:?}))\n",
-            path.display().to_string()
-        ));
+        args.extend([label.clone(), path.display().to_string()]);
     }
-    s
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    sandbox.py_args(READABILITY_PY, &args)
 }
+
+/// See [`readability`].
+const READABILITY_PY: &str = include_str!("py/readability.py");
 
 /// Writes a canary at `path`, readable by all (so only the sandbox can
 /// keep it from the command), making its directories.
@@ -98,7 +92,7 @@ fn credential_files_the_red_team_read_are_unreadable() {
         }
         paths.push((ALLOWED_CANARY.to_string(), fx.home.join(ALLOWED_CANARY)));
         chown_tree(&fx.home, mode);
-        let out = fx.sandbox().py(&readability(&paths));
+        let out = readability(fx.sandbox(), &paths, None);
         out.ok();
         for rel in AGENTS_NEED.iter().chain([&ALLOWED_CANARY]) {
             assert_eq!(line(&out, rel), "readable", "{mode:?}: {out:#?}");
@@ -132,18 +126,18 @@ fn system_secrets_are_unreadable_for_a_root_caller_unless_re_allowed() {
         present.iter().any(|(l, _)| l == "/etc/shadow"),
         "this host has no /etc/shadow to try"
     );
-    let out = fx.sandbox().py(&readability(&present));
+    let out = readability(fx.sandbox(), &present, None);
     out.ok();
     for (label, _) in &present {
         assert_ne!(line(&out, label), "readable", "{out:#?}");
         assert_ne!(line(&out, label), "<missing>", "{out:#?}");
     }
     // Re-allowed, the sandbox reads it: the deny list is what kept it.
-    let out = fx
-        .sandbox()
-        .arg("--allow-read")
-        .arg("/etc/shadow")
-        .py(&readability(&present[..1]));
+    let out = readability(
+        fx.sandbox().args(["--allow-read", "/etc/shadow"]),
+        &present[..1],
+        None,
+    );
     out.ok();
     assert_eq!(line(&out, "/etc/shadow"), "readable", "{out:#?}");
 }
@@ -179,11 +173,7 @@ fn other_homes_credential_files_are_unreadable_and_a_project_there_stays_writabl
         let project = other.0.join("proj");
         std::fs::create_dir(&project).unwrap();
         chown(&project, mode);
-        let script = format!(
-            "{}open('out.txt', 'w').write('x')\nprint('wrote: yes')\n",
-            readability(&paths)
-        );
-        let out = fx.sandbox().project(&project).py(&script);
+        let out = readability(fx.sandbox().project(&project), &paths, Some("out.txt"));
         out.ok();
         assert_eq!(line(&out, "notes.txt"), "readable", "{mode:?}: {out:#?}");
         assert_eq!(line(&out, "wrote"), "yes", "{mode:?}: {out:#?}");

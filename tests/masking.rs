@@ -23,42 +23,7 @@ fn host_macs() -> Vec<String> {
 
 /// Prints the interfaces, every `address` of a network device found under
 /// /sys, and whether firmware tables, DMI ids and /proc's page maps read.
-const SCRIPT: &str = r#"
-import os, errno
-print('net:', ' '.join(sorted(os.listdir('/sys/class/net'))))
-macs = []
-for top in ('/sys/class/net', '/sys/devices'):
-    for root, dirs, files in os.walk(top):
-        if '/net/' in root + '/' and 'address' in files:
-            try:
-                macs.append(open(os.path.join(root, 'address')).read().strip())
-            except OSError:
-                pass
-print('macs:', ' '.join(sorted(set(macs))) or 'none')
-def attempt(label, f):
-    try:
-        f()
-        print(label + ': OK')
-    except OSError as e:
-        print(label + ': ERR', errno.errorcode.get(e.errno, e.errno))
-def read(path, n=64):
-    with open(path, 'rb') as f:
-        if not f.read(n):
-            raise OSError(errno.ENODATA, 'empty')
-def listing(path):
-    if not os.listdir(path):
-        raise OSError(errno.ENOENT, 'empty')
-attempt('firmware-list', lambda: listing('/sys/firmware'))
-attempt('acpi-list', lambda: listing('/sys/firmware/acpi/tables'))
-attempt('acpi-dsdt', lambda: read('/sys/firmware/acpi/tables/DSDT'))
-attempt('dmi-uuid', lambda: read('/sys/class/dmi/id/product_uuid'))
-attempt('dmi-vendor', lambda: read('/sys/class/dmi/id/sys_vendor'))
-attempt('kpageflags', lambda: read('/proc/kpageflags', 8))
-attempt('kpagecount', lambda: read('/proc/kpagecount', 8))
-attempt('kpagecgroup', lambda: read('/proc/kpagecgroup', 8))
-attempt('cpu-online', lambda: read('/sys/devices/system/cpu/online'))
-attempt('cgroup-list', lambda: listing('/sys/fs/cgroup'))
-"#;
+const SYSFS_VIEW_PY: &str = include_str!("py/sysfs_view.py");
 
 #[test]
 fn sys_shows_no_host_interface_firmware_or_hardware_id_and_proc_no_page_maps() {
@@ -84,7 +49,7 @@ fn sys_shows_no_host_interface_firmware_or_hardware_id_and_proc_no_page_maps() {
         .is_ok_and(|mut d| d.next().is_some());
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let out = fx.sandbox().py(SCRIPT);
+        let out = fx.sandbox().py(SYSFS_VIEW_PY);
         out.ok();
         assert_eq!(line(&out, "net"), "lo", "{mode:?}: {out:#?}");
         let inside: Vec<&str> = line(&out, "macs").split(' ').collect();

@@ -165,22 +165,8 @@ impl PtyRun {
     }
 }
 
-const TIOCSTI_PY: &str = r#"
-import fcntl, termios, os, errno, struct, sys
-fd = int(sys.argv[1])
-print('isatty:', os.isatty(fd))
-try:
-    fcntl.ioctl(fd, termios.TIOCGWINSZ, b'\0' * 8)
-    print('winsz: OK')
-except OSError as e:
-    print('winsz: ERR', errno.errorcode.get(e.errno, e.errno))
-try:
-    fcntl.ioctl(fd, termios.TIOCSTI, b'x')
-    print('tiocsti: OK')
-except OSError as e:
-    print('tiocsti: ERR', errno.errorcode.get(e.errno, e.errno))
-print('END')
-"#;
+/// Tries TIOCSTI on the descriptor argv[1] (with controls).
+const TIOCSTI_PY: &str = include_str!("py/tiocsti.py");
 
 fn line<'a>(text: &'a str, label: &str) -> &'a str {
     text.lines()
@@ -188,15 +174,16 @@ fn line<'a>(text: &'a str, label: &str) -> &'a str {
         .unwrap_or("<missing>")
 }
 
-#[test]
-fn tiocsti_fails_on_the_callers_terminal() {
+/// Runs [`TIOCSTI_PY`] on `fd` in a sandbox on a pty (`interactive` or
+/// not) and checks TIOCSTI is refused where the controls work.
+fn tiocsti_is_refused(fd: &str, interactive: bool) {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let mut p = spawn_on_pty(&fx.sandbox(), &[PY, "-c", TIOCSTI_PY, "1"], false);
+        let mut p = spawn_on_pty(&fx.sandbox(), &py_command(TIOCSTI_PY, &[fd]), interactive);
         p.expect("END", Duration::from_secs(30));
         let (code, seen) = p.finish(Duration::from_secs(30));
         assert_eq!(code, 0, "{mode:?}: {seen:?}");
-        // Controls: fd 1 is a terminal (the sandbox's pty in place of the
+        // Controls: the fd is a terminal (the sandbox's pty in place of the
         // caller's) and other ioctls work.
         assert_eq!(line(&seen, "isatty"), "True", "{mode:?}: {seen:?}");
         assert_eq!(line(&seen, "winsz"), "OK", "{mode:?}: {seen:?}");
@@ -208,20 +195,13 @@ fn tiocsti_fails_on_the_callers_terminal() {
 }
 
 #[test]
+fn tiocsti_fails_on_the_callers_terminal() {
+    tiocsti_is_refused("1", false);
+}
+
+#[test]
 fn tiocsti_fails_in_interactive_mode() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let mut p = spawn_on_pty(&fx.sandbox(), &[PY, "-c", TIOCSTI_PY, "0"], true);
-        p.expect("END", Duration::from_secs(30));
-        let (code, seen) = p.finish(Duration::from_secs(30));
-        assert_eq!(code, 0, "{mode:?}: {seen:?}");
-        assert_eq!(line(&seen, "isatty"), "True", "{mode:?}: {seen:?}");
-        assert_eq!(line(&seen, "winsz"), "OK", "{mode:?}: {seen:?}");
-        assert!(
-            line(&seen, "tiocsti").starts_with("ERR"),
-            "{mode:?}: TIOCSTI worked: {seen:?}"
-        );
-    });
+    tiocsti_is_refused("0", true);
 }
 
 fn unique(prefix: &str) -> String {
@@ -291,30 +271,7 @@ fn interactive_bash_ctrl_c_and_job_control() {
 /// Inside: for each of fds 0-2 that is a terminal, the settings
 /// `stty -echo -icanon -isig` makes; then every descriptor of every process
 /// it can see, as `dev:ino:rdev`, written to the file argv[1].
-const TERMINAL_GRAB_PY: &str = r#"
-import os, sys, termios
-out = []
-for fd in (0, 1, 2):
-    if os.isatty(fd):
-        a = termios.tcgetattr(fd)
-        a[3] &= ~(termios.ECHO | termios.ICANON | termios.ISIG)
-        termios.tcsetattr(fd, termios.TCSANOW, a)
-        out.append('changed %d' % fd)
-for pid in os.listdir('/proc'):
-    if not pid.isdigit():
-        continue
-    try:
-        fds = os.listdir('/proc/%s/fd' % pid)
-    except OSError:
-        continue
-    for fd in fds:
-        try:
-            st = os.stat('/proc/%s/fd/%s' % (pid, fd))
-        except OSError:
-            continue
-        out.append('fd %s/%s %d:%d:%d' % (pid, fd, st.st_dev, st.st_ino, st.st_rdev))
-open(sys.argv[1], 'w').write('\n'.join(out) + '\nEND\n')
-"#;
+const TERMINAL_GRAB_PY: &str = include_str!("py/terminal_grab.py");
 
 /// The attack: with only some of stdin, stdout and stderr on the caller's
 /// terminal (`cordon run -- CMD | cat`), the command got the terminal
@@ -339,7 +296,7 @@ fn a_partly_terminal_caller_keeps_its_terminal_out_of_the_sandbox() {
             let report_arg = report.to_str().unwrap();
             let p = spawn_on(
                 &fx.sandbox(),
-                &[PY, "-c", TERMINAL_GRAB_PY, report_arg],
+                &py_command(TERMINAL_GRAB_PY, &[report_arg]),
                 *on_tty,
             );
             let before = p.termios();

@@ -328,6 +328,15 @@ impl Sandbox {
         self.args.push(a.into());
         self
     }
+    /// Several arguments at once: a flag and its value, or a policy chain.
+    pub fn args<I, A>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
     pub fn env(mut self, k: impl Into<OsString>, v: impl Into<OsString>) -> Self {
         self.env.push((k.into(), v.into()));
         self
@@ -390,6 +399,12 @@ impl Sandbox {
 
     pub fn py(&self, code: &str) -> Output {
         self.run(&[PY, "-c", code])
+    }
+
+    /// Runs the python script `code` (usually a `tests/py/*.py` file
+    /// loaded with `include_str!`) with `args` as its `sys.argv[1:]`.
+    pub fn py_args(&self, code: &str, args: &[&str]) -> Output {
+        self.run(&py_command(code, args))
     }
 
     /// Starts `cordon run ... -- cmd` and returns the running process.
@@ -596,6 +611,14 @@ pub fn listing(dir: &Path) -> Vec<String> {
     walk(dir, dir, &mut out);
     out.sort();
     out
+}
+
+/// The command line that runs the python script `code` with `args`.
+pub fn py_command<'a>(code: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+    [PY, "-c", code]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect()
 }
 
 /// A python snippet that prints `OK` if `expr` (an os call) succeeds and
