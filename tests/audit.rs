@@ -64,47 +64,21 @@ fn upstream() -> u16 {
     port
 }
 
-/// Python helpers run inside the sandbox: a plain-HTTP GET through the
-/// HTTP proxy, a CONNECT tunnel, and a SOCKS5 GET (the proxy is at
-/// 127.0.0.1:3128 / :1080 inside; sockets, so NO_PROXY plays no part).
-const PY_HELPERS: &str = r#"
-import socket, struct
-def recv_all(s):
-    data = b''
-    while True:
-        d = s.recv(65536)
-        if not d:
-            return data.decode(errors='replace')
-        data += d
-def get(host, port, path='/'):
-    s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
-    s.sendall(f'GET http://{host}:{port}{path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n'.encode())
-    return recv_all(s)
-def status(reply):
-    return reply.split('\r\n')[0]
-def head(s):
-    data = b''
-    while b'\r\n\r\n' not in data:
-        d = s.recv(4096)
-        if not d:
-            break
-        data += d
-    return data.decode(errors='replace')
-def tunnel(host, port):
-    s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
-    s.sendall(f'CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n'.encode())
-    return s, head(s)
-def socks_get(host, port):
-    s = socket.create_connection(('127.0.0.1', 1080), timeout=10)
-    s.sendall(b'\x05\x01\x00'); s.recv(2)
-    name = host.encode()
-    s.sendall(b'\x05\x01\x00\x03' + bytes([len(name)]) + name + struct.pack('>H', port))
-    reply = s.recv(10)
-    if reply[1] != 0:
-        return f'socks reply {reply[1]}'
-    s.sendall(f'GET / HTTP/1.1\r\nHost: {host}\r\n\r\n'.encode())
-    return recv_all(s)
-"#;
+/// A script of tests/py/ with the proxy client helpers
+/// (tests/py/audit_helpers.py) before it.
+macro_rules! with_helpers {
+    ($file:literal) => {
+        concat!(
+            include_str!("py/audit_helpers.py"),
+            include_str!(concat!("py/", $file))
+        )
+    };
+}
+
+/// `LABEL: <status line>` of a GET of HOST:PORT (argv) through the proxy.
+const STATUS_PY: &str = with_helpers!("audit_status.py");
+/// A GET of each host in argv, port 80.
+const GET_HOSTS_PY: &str = with_helpers!("audit_get_hosts.py");
 
 fn sha256(bytes: &[u8]) -> Vec<u8> {
     Sha256::digest(bytes).to_vec()
@@ -216,25 +190,14 @@ fn allowed_and_denied_connections_are_logged_and_summarised() {
         let fx = Fixture::new(mode);
         let log = fx.outside.join("audit.jsonl");
         let secret = format!("tok{}", fx.token);
-        let script = format!(
-            "{PY_HELPERS}\n\
-             r = get('127.0.0.1', {port}, '/private/{secret}?key={secret}')\n\
-             print('allowed:', status(r), r.endswith('{BODY}'))\n\
-             print('denied:', status(get('denied.example', 80)))\n\
-             print('unlisted:', status(get('unlisted.example', 80)))\n\
-             print('unlisted-again:', status(get('unlisted.example', 80)))\n\
-             print('socks:', socks_get('127.0.0.1', {port}).endswith('{BODY}'))\n\
-             print('socks-denied:', socks_get('denied.example', 443))\n"
-        );
         let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg(&log)
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--deny-domain")
-            .arg("denied.example")
-            .py(&script);
+            .audited(&log)
+            .args(["--allow-domain", &format!("127.0.0.1:{port}")])
+            .args(["--deny-domain", "denied.example"])
+            .py_args(
+                with_helpers!("audit_mixed.py"),
+                &[&port.to_string(), &secret, BODY],
+            );
         out.ok();
         assert_eq!(
             line(&out, "allowed"),
@@ -359,25 +322,17 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let log = fx.outside.join("audit.jsonl");
-        let run = |script: &str, quiet: bool| {
+        let run = |status: [&str; 3], quiet: bool| {
             let mut sb = fx
-                .sandbox()
-                .arg("--audit")
-                .arg(&log)
-                .arg("--allow-domain")
-                .arg(format!("127.0.0.1:{port}"));
+                .audited(&log)
+                .args(["--allow-domain", &format!("127.0.0.1:{port}")]);
             if quiet {
                 sb = sb.arg("--quiet");
             }
-            sb.py(&format!("{PY_HELPERS}\n{script}"))
+            sb.py_args(STATUS_PY, &status)
         };
         // Nothing blocked: no summary.
-        let out = run(
-            "print('allowed:', status(get('127.0.0.1', PORT)))"
-                .replace("PORT", &port.to_string())
-                .as_str(),
-            false,
-        );
+        let out = run(["allowed", "127.0.0.1", &port.to_string()], false);
         assert_eq!(
             line(&out, "allowed"),
             "HTTP/1.1 200 OK",
@@ -391,7 +346,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
         assert!(!first_run.is_empty());
 
         // Blocked, but --quiet: no summary, still logged.
-        let out = run("print('denied:', status(get('nope.example', 80)))", true);
+        let out = run(["denied", "nope.example", "80"], true);
         assert_eq!(
             line(&out, "denied"),
             "HTTP/1.1 403 Forbidden",
@@ -402,7 +357,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
             "{mode:?}: {out:#?}"
         );
         // Control: the same run without --quiet prints it.
-        let out = run("print('denied:', status(get('nope.example', 80)))", false);
+        let out = run(["denied", "nope.example", "80"], false);
         assert!(
             out.stderr
                 .contains("cordon: blocked 1 network connection (nope.example:80); audit log: "),
@@ -436,10 +391,10 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
 fn default_log_location_fail_closed_and_read_only_inside() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let deny = format!("{PY_HELPERS}\nprint('denied:', status(get('nope.example', 443)))");
+        let deny = |sb: Sandbox| sb.py_args(STATUS_PY, &["denied", "nope.example", "443"]);
 
         // Default: ~/.local/state/cordon/audit.jsonl, directory 0700.
-        let out = fx.sandbox().py(&deny);
+        let out = deny(fx.sandbox());
         assert_eq!(
             line(&out, "denied"),
             "HTTP/1.1 403 Forbidden",
@@ -465,7 +420,7 @@ fn default_log_location_fail_closed_and_read_only_inside() {
 
         // $XDG_STATE_HOME moves it.
         let state = fx.outside.join("state");
-        let out = fx.sandbox().env("XDG_STATE_HOME", &state).py(&deny);
+        let out = deny(fx.sandbox().env("XDG_STATE_HOME", &state));
         out.ok();
         let moved = state.join("cordon/audit.jsonl");
         must_find(
@@ -481,11 +436,7 @@ fn default_log_location_fail_closed_and_read_only_inside() {
         // A log that cannot be opened: nothing runs, exit 125, the path named.
         let bad = fx.outside.join("missing-dir/audit.jsonl");
         let ran = fx.project.join("ran");
-        let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg(&bad)
-            .run(&["touch", ran.to_str().unwrap()]);
+        let out = fx.audited(&bad).run(&["touch", ran.to_str().unwrap()]);
         out.expect_code(125);
         assert!(
             out.stderr.contains(&bad.display().to_string()),
@@ -496,29 +447,23 @@ fn default_log_location_fail_closed_and_read_only_inside() {
             "{mode:?}: the command ran without its audit log"
         );
         // Control: with the log off, the same command runs.
-        fx.sandbox()
-            .arg("--audit")
-            .arg("none")
+        fx.audited("none")
             .run(&["touch", ran.to_str().unwrap()])
             .ok();
         assert!(ran.exists());
 
         // A log inside the project stays read-only to the sandbox.
         let inside = fx.project.join("audit.jsonl");
-        let out = fx.sandbox().arg("--audit").arg(&inside).py(&format!(
-            "{deny}\n{}",
-            py_try(&format!(
-                "open('{}', 'a').write('forged\\n')",
-                inside.display()
-            ))
-        ));
+        let out = fx
+            .audited(&inside)
+            .py_args(with_helpers!("audit_forge.py"), &[inside.to_str().unwrap()]);
         assert_eq!(
             line(&out, "denied"),
             "HTTP/1.1 403 Forbidden",
             "{mode:?}: {out:#?}"
         );
         assert!(
-            out.stdout.contains("ERR E"),
+            line(&out, "forge").starts_with("ERR E"),
             "{mode:?}: the sandbox wrote its log: {out:#?}"
         );
         let events = chained_events(&inside, &key_of(&fx));
@@ -532,27 +477,11 @@ fn connection_cap_refuses_with_503_and_is_reported_once() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let log = fx.outside.join("audit.jsonl");
-        let script = format!(
-            "{PY_HELPERS}\n\
-             a, ha = tunnel('127.0.0.1', {port})\n\
-             b, hb = tunnel('127.0.0.1', {port})\n\
-             print('first:', ha.split('\\r\\n')[0]); print('second:', hb.split('\\r\\n')[0])\n\
-             c, hc = tunnel('127.0.0.1', {port})\n\
-             print('third:', hc.split('\\r\\n')[0])\n\
-             print('names flag:', '--max-connections' in recv_all(c) + hc)\n\
-             d, hd = tunnel('127.0.0.1', {port})\n\
-             print('fourth:', hd.split('\\r\\n')[0])\n\
-             a.sendall(b'ping'); print('tunnel a:', a.recv(10).decode())\n"
-        );
         let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg(&log)
-            .arg("--max-connections")
-            .arg("2")
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{port}"))
-            .py(&script);
+            .audited(&log)
+            .args(["--max-connections", "2"])
+            .args(["--allow-domain", &format!("127.0.0.1:{port}")])
+            .py_args(with_helpers!("audit_cap.py"), &[&port.to_string()]);
         out.ok();
         let established = "HTTP/1.1 200 Connection established";
         assert_eq!(line(&out, "first"), established, "{mode:?}: {out:#?}");
@@ -601,10 +530,10 @@ fn connection_cap_refuses_with_503_and_is_reported_once() {
 fn cordon_log_filters_and_verifies_the_chain() {
     let fx = Fixture::new(Mode::Root);
     let log = fx.outside.join("audit.jsonl");
-    let denied_try = "import socket\n\
-        s = socket.create_connection(('127.0.0.1', 3128)); s.sendall(b'GET http://denied.example/ HTTP/1.1\\r\\nHost: denied.example\\r\\n\\r\\n'); print(s.recv(100))\n";
     for _ in 0..2 {
-        fx.sandbox().arg("--audit").arg(&log).py(denied_try).ok();
+        fx.audited(&log)
+            .py(include_str!("py/audit_raw_denied.py"))
+            .ok();
     }
     let cordon_log = |args: &[&str]| cordon_log(&fx, &log, args);
     let (code, all, err) = cordon_log(&["--json"]);
@@ -694,9 +623,9 @@ fn rechain(text: &str, mut seal: impl FnMut(serde_json::Value, &str, u64) -> Str
 fn forged_and_truncated_logs_fail_verify() {
     let fx = Fixture::new(Mode::Root);
     let log = fx.outside.join("audit.jsonl");
-    let script =
-        format!("{PY_HELPERS}\nfor h in ['a.example', 'b.example', 'c.example']: get(h, 80)\n");
-    fx.sandbox().arg("--audit").arg(&log).py(&script).ok();
+    fx.audited(&log)
+        .py_args(GET_HOSTS_PY, &["a.example", "b.example", "c.example"])
+        .ok();
     let honest = std::fs::read_to_string(&log).unwrap();
     assert_eq!(honest.lines().count(), 3, "{honest}");
     let (code, out, err) = cordon_log(&fx, &log, &["--verify"]);
@@ -763,9 +692,9 @@ fn forged_and_truncated_logs_fail_verify() {
 fn the_audit_key_is_out_of_the_sandboxs_reach() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let deny = format!("{PY_HELPERS}\nprint('denied:', status(get('nope.example', 443)))");
+        let deny = |sb: Sandbox| sb.py_args(STATUS_PY, &["denied", "nope.example", "443"]);
         // The first run makes the key, 0600, the user's.
-        fx.sandbox().py(&deny).ok();
+        deny(fx.sandbox()).ok();
         let key = key_of(&fx);
         let meta = std::fs::metadata(&key).expect("the first run makes the key");
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
@@ -813,7 +742,7 @@ fn the_audit_key_is_out_of_the_sandboxs_reach() {
         std::fs::set_permissions(&inner_state, std::fs::Permissions::from_mode(0o700)).unwrap();
         chown(&inner_state, mode);
         let run = || fx.sandbox().env("XDG_STATE_HOME", &inner_state);
-        run().py(&deny).ok();
+        deny(run()).ok();
         let inner_key = inner_state.join("cordon/audit.key");
         let original = std::fs::read(&inner_key).expect("the key in the project's state dir");
         let out = run().py(&attempts(&inner_key, inner_key.parent().unwrap()));
@@ -847,14 +776,9 @@ fn a_loop_of_allowed_connections_does_not_grow_the_log_past_the_limit() {
     let fx = Fixture::new(Mode::Root);
     let log = fx.outside.join("audit.jsonl");
     let out = fx
-        .sandbox()
-        .arg("--audit")
-        .arg(&log)
-        .arg("--allow-domain")
-        .arg(format!("127.0.0.1:{port}"))
-        .py(&format!(
-            "{PY_HELPERS}\nok = sum(status(get('127.0.0.1', {port})) == 'HTTP/1.1 200 OK' for _ in range(150))\nprint('ok:', ok)\n"
-        ));
+        .audited(&log)
+        .args(["--allow-domain", &format!("127.0.0.1:{port}")])
+        .py_args(with_helpers!("audit_loop.py"), &[&port.to_string(), "150"]);
     out.ok();
     assert_eq!(line(&out, "ok"), "150", "{out:#?}");
     let events = chained_events(&log, &key_of(&fx));
@@ -880,11 +804,7 @@ fn seccomp_refusals_are_logged() {
         let log = fx.outside.join("audit.jsonl");
         // Both calls are harmless where they succeed (a new user namespace
         // for this process alone; reading a keyring's id).
-        let out = fx.sandbox().arg("--audit").arg(&log).py("import ctypes\n\
-             libc = ctypes.CDLL(None, use_errno=True)\n\
-             print('unshare:', libc.unshare(0x10000000), ctypes.get_errno())\n\
-             libc.syscall.restype = ctypes.c_long\n\
-             print('keyctl:', libc.syscall(250, 0, ctypes.c_long(-3), 0), ctypes.get_errno())\n");
+        let out = fx.audited(&log).py(include_str!("py/audit_seccomp.py"));
         out.ok();
         assert!(out.stdout.contains("unshare: -1 1\n"), "{mode:?}: {out:#?}");
         assert!(out.stdout.contains("keyctl: -1 1\n"), "{mode:?}: {out:#?}");
@@ -922,18 +842,7 @@ fn seccomp_refusals_are_logged() {
 fn repeated_refusals_are_counted_not_logged_and_print_escaped() {
     let fx = Fixture::new(Mode::Root);
     let log = fx.outside.join("audit.jsonl");
-    let out = fx
-        .sandbox()
-        .arg("--audit")
-        .arg(&log)
-        .py("import ctypes, socket, os\n\
-         libc = ctypes.CDLL(None, use_errno=True)\n\
-         for i in range(500): libc.unshare(0x10000000)\n\
-         name = 'esc\\x1b]0;owned\\x07.sock'\n\
-         s = socket.socket(socket.AF_UNIX); s.bind(name); s.close()\n\
-         try: socket.socket(socket.AF_UNIX).connect(name)\n\
-         except OSError: pass\n\
-         os.unlink(name)\n");
+    let out = fx.audited(&log).py(include_str!("py/audit_repeats.py"));
     out.ok();
     let events = chained_events(&log, &key_of(&fx));
     let unshares = events
@@ -980,22 +889,10 @@ fn host_messages_escape_what_the_sandbox_chose() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let log = fx.outside.join("audit.jsonl");
-        let script = format!(
-            "{PY_HELPERS}\n\
-             import subprocess\n\
-             name = 'repo\\x1b[2K\\x1b]52;c;ZWNobyBvd25lZA==\\x07\\x1b[8mhidden'\n\
-             for repo in [name, b'bytes\\xff\\xfename']:\n\
-             \x20   subprocess.run(['git', 'init', '-q', repo], check=True)\n\
-             \x20   subprocess.run(['git', '-C', repo, 'config', 'core.fsmonitor', 'x'], check=True)\n\
-             for h in ['evil\\u202egpj.example', 'a\\u2066b.example', 'zero\\u200bwidth.example']:\n\
-             \x20   print('denied:', status(get(h, 80)))\n"
-        );
         let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg(&log)
+            .audited(&log)
             .env("GIT_CONFIG_NOSYSTEM", "1")
-            .py(&script);
+            .py(with_helpers!("audit_hostile_names.py"));
         out.ok();
         assert!(
             out.stdout.contains("denied: HTTP/1.1 403"),
@@ -1056,10 +953,12 @@ fn a_link_at_the_log_path_is_refused_and_nothing_runs() {
         std::fs::write(&hard_target, original).unwrap();
         chown(&hard_target, mode);
         let ran = fx.project.join("ran");
-        let request = format!(
-            "{PY_HELPERS}\nget('pwned.example', 80)\nopen('{}', 'w').write('ran')\n",
-            ran.display()
-        );
+        let request = |sb: Sandbox| {
+            sb.py_args(
+                with_helpers!("audit_request_then_mark.py"),
+                &[ran.to_str().unwrap()],
+            )
+        };
         let attempts: [(&str, &dyn Fn()); 3] = [
             ("a link to the shell's startup file", &|| {
                 std::os::unix::fs::symlink(&bashrc, &log).unwrap()
@@ -1074,7 +973,7 @@ fn a_link_at_the_log_path_is_refused_and_nothing_runs() {
         for (what, plant) in attempts {
             let _ = std::fs::remove_file(&log);
             plant();
-            let out = fx.sandbox().arg("--audit").arg(&log).py(&request);
+            let out = request(fx.audited(&log));
             out.expect_code(125);
             assert!(
                 out.stderr.contains(&log.display().to_string()),
@@ -1105,14 +1004,14 @@ fn a_link_at_the_log_path_is_refused_and_nothing_runs() {
             std::fs::remove_file(&log).unwrap();
             std::fs::write(&log, "").unwrap();
             std::os::unix::fs::chown(&log, Some(65534), Some(65534)).unwrap();
-            let out = fx.sandbox().arg("--audit").arg(&log).py(&request);
+            let out = request(fx.audited(&log));
             out.expect_code(125);
             assert!(out.stderr.contains("belongs to uid 65534"), "{out:#?}");
             assert!(!ran.exists());
         }
         // Control: a plain file of the user's own at the path is used.
         let _ = std::fs::remove_file(&log);
-        fx.sandbox().arg("--audit").arg(&log).py(&request).ok();
+        request(fx.audited(&log)).ok();
         assert!(ran.exists(), "{mode:?}");
         must_find(
             &chained_events(&log, &key_of(&fx)),
@@ -1130,10 +1029,10 @@ fn an_emptied_or_replaced_log_fails_verify() {
     let fx = Fixture::new(Mode::Root);
     let log = fx.outside.join("audit.jsonl");
     let other = fx.outside.join("other.jsonl");
-    let script = format!("{PY_HELPERS}\nfor h in ['a.example', 'b.example']: get(h, 80)\n");
-    fx.sandbox().arg("--audit").arg(&other).py(&script).ok();
-    fx.sandbox().arg("--audit").arg(&log).py(&script).ok();
-    fx.sandbox().arg("--audit").arg(&log).py(&script).ok();
+    let script = |sb: Sandbox| sb.py_args(GET_HOSTS_PY, &["a.example", "b.example"]);
+    script(fx.audited(&other)).ok();
+    script(fx.audited(&log)).ok();
+    script(fx.audited(&log)).ok();
     let honest = std::fs::read_to_string(&log).unwrap();
     assert_eq!(honest.lines().count(), 4, "{honest}");
     assert_eq!(cordon_log(&fx, &log, &["--verify"]).0, 0);
@@ -1160,7 +1059,7 @@ fn an_emptied_or_replaced_log_fails_verify() {
     // The next run to write there says what it found, since its own
     // lines make the file verify again.
     std::fs::write(&log, "").unwrap();
-    let out = fx.sandbox().arg("--audit").arg(&log).py(&script);
+    let out = script(fx.audited(&log));
     out.ok();
     assert!(
         out.stderr
@@ -1179,9 +1078,9 @@ fn a_flood_of_distinct_subjects_stops_at_the_run_budget() {
     let fx = Fixture::new(Mode::Root);
     let log = fx.outside.join("audit.jsonl");
     let n = 2600;
-    let out = fx.sandbox().arg("--audit").arg(&log).py(&format!(
-        "{PY_HELPERS}\nfor i in range({n}): get('h%d.example' % (i % 130), 80)\n"
-    ));
+    let out = fx
+        .audited(&log)
+        .py_args(with_helpers!("audit_flood.py"), &[&n.to_string(), "130"]);
     out.ok();
     let events = chained_events(&log, &key_of(&fx));
     assert!(events.len() <= 2000, "{} lines", events.len());

@@ -205,6 +205,11 @@ impl Fixture {
             .env("XDG_CONFIG_HOME", self.config.as_os_str())
     }
 
+    /// A sandbox with its audit log at `log` (or `none`).
+    pub fn audited(&self, log: impl AsRef<std::ffi::OsStr>) -> Sandbox {
+        self.sandbox().arg("--audit").arg(log.as_ref())
+    }
+
     /// Runs `git` on the host as the mode's uid in `dir`.
     pub fn host_git(&self, dir: &Path, args: &[&str]) -> std::process::Output {
         let mut cmd = self.host_cmd("git");
