@@ -1824,10 +1824,9 @@ pub fn rfc3339_now() -> String {
 }
 
 /// The audit log's timestamp form: RFC 3339 in UTC with milliseconds.
-const RFC3339_MILLIS: &[time::format_description::BorrowedFormatItem<'static>] =
-    time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
+const RFC3339_MILLIS: &[time::format_description::BorrowedFormatItem<'static>] = time::macros::format_description!(
+    "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+);
 
 /// `secs` since the epoch (and `millis`) as RFC 3339 in UTC. A time past
 /// the calendar's end (9999-12-31) is written as its last millisecond.
