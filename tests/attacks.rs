@@ -549,7 +549,7 @@ fn dev_shm_is_size_capped() {
                 "f = open('/dev/shm/fill', 'wb')\n    [f.write(b'\\0' * (1 << 20)) for _ in range(64)]\n    f.flush(); f.close()".into(),
             )],
         );
-        let out = fx.sandbox().arg("--max-tmp").arg("8M").py(&script);
+        let out = fx.sandbox().flag("--max-tmp", "8M").py(&script);
         assert_eq!(line(&out, "fill"), "ERR ENOSPC", "{mode:?}: {out:#?}");
     });
 }

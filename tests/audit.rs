@@ -192,8 +192,8 @@ fn allowed_and_denied_connections_are_logged_and_summarised() {
         let secret = format!("tok{}", fx.token);
         let out = fx
             .audited(&log)
-            .args(["--allow-domain", &format!("127.0.0.1:{port}")])
-            .args(["--deny-domain", "denied.example"])
+            .flag("--allow-domain", &format!("127.0.0.1:{port}"))
+            .flag("--deny-domain", "denied.example")
             .py_args(
                 with_helpers!("audit_mixed.py"),
                 &[&port.to_string(), &secret, BODY],
@@ -325,7 +325,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
         let run = |status: [&str; 3], quiet: bool| {
             let mut sb = fx
                 .audited(&log)
-                .args(["--allow-domain", &format!("127.0.0.1:{port}")]);
+                .flag("--allow-domain", &format!("127.0.0.1:{port}"));
             if quiet {
                 sb = sb.arg("--quiet");
             }
@@ -479,8 +479,8 @@ fn connection_cap_refuses_with_503_and_is_reported_once() {
         let log = fx.outside.join("audit.jsonl");
         let out = fx
             .audited(&log)
-            .args(["--max-connections", "2"])
-            .args(["--allow-domain", &format!("127.0.0.1:{port}")])
+            .flag("--max-connections", "2")
+            .flag("--allow-domain", &format!("127.0.0.1:{port}"))
             .py_args(with_helpers!("audit_cap.py"), &[&port.to_string()]);
         out.ok();
         let established = "HTTP/1.1 200 Connection established";
@@ -759,8 +759,7 @@ fn the_audit_key_is_out_of_the_sandboxs_reach() {
         let ran = fx.project.join("ran");
         let out = fx
             .sandbox()
-            .arg("--allow-read")
-            .arg(&state)
+            .flag("--allow-read", &state)
             .run(&["touch", ran.to_str().unwrap()]);
         out.expect_code(125);
         assert!(out.stderr.contains("audit state"), "{mode:?}: {out:#?}");
@@ -777,7 +776,7 @@ fn a_loop_of_allowed_connections_does_not_grow_the_log_past_the_limit() {
     let log = fx.outside.join("audit.jsonl");
     let out = fx
         .audited(&log)
-        .args(["--allow-domain", &format!("127.0.0.1:{port}")])
+        .flag("--allow-domain", &format!("127.0.0.1:{port}"))
         .py_args(with_helpers!("audit_loop.py"), &[&port.to_string(), "150"]);
     out.ok();
     assert_eq!(line(&out, "ok"), "150", "{out:#?}");

@@ -591,6 +591,15 @@ fn upstream_ca(fx: &Fixture, ca: &TestCa) -> PathBuf {
     path
 }
 
+/// A sandbox without an audit log that allows `authority` and inspects
+/// 127.0.0.1, trusting `ca_file` for the upstreams.
+fn inspecting(fx: &Fixture, ca_file: &Path, authority: &str) -> Sandbox {
+    fx.audited("none")
+        .flag("--allow-domain", authority)
+        .flag("--inspect", "127.0.0.1")
+        .flag("--upstream-ca", ca_file)
+}
+
 /// A policy file that injects the variable `env` into requests to
 /// 127.0.0.1:`port` only.
 fn inject_policy(fx: &Fixture, env: &str, port: u16) -> PathBuf {
@@ -638,18 +647,12 @@ fn curl_and_python_see_only_the_placeholder() {
         let out = fx
             .sandbox()
             .env("TEST_TOKEN", &secret)
-            .arg("--audit")
-            .arg(&log)
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{}", up.port))
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{}", other.port))
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .flag("--audit", &log)
+            .flag("--policy", &policy)
+            .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
+            .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
+            .flag("--inspect", "127.0.0.1")
+            .flag("--upstream-ca", &ca_file)
             .sh(&script);
         out.ok();
         let placeholder = out
@@ -831,19 +834,14 @@ fn rules_bad_certificates_and_opaque_tunnels() {
             .sandbox()
             .env("TEST_TOKEN", &secret)
             .env("OPAQUE", &opaque)
-            .arg("--audit")
-            .arg(&log)
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--allow-domain")
-            .arg("127.0.0.1")
-            .arg("--ports")
-            .arg(format!(
-                "{},{},{},{tcp_port}",
-                up.port, bad.port, plain.port
-            ))
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .flag("--audit", &log)
+            .flag("--policy", &policy)
+            .flag("--allow-domain", "127.0.0.1")
+            .flag(
+                "--ports",
+                format!("{},{},{},{tcp_port}", up.port, bad.port, plain.port),
+            )
+            .flag("--upstream-ca", &ca_file)
             .sh(&script);
         let part = |name: &str| {
             out.stdout
@@ -997,14 +995,10 @@ fn git_over_https_with_basic_auth() {
         let out = fx
             .sandbox()
             .env("GIT_PASSWORD", &secret)
-            .arg("--audit")
-            .arg(&log)
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{}", up.port))
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .flag("--audit", &log)
+            .flag("--policy", &policy)
+            .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
+            .flag("--upstream-ca", &ca_file)
             .sh(&script);
         assert!(
             out.stdout.contains("hello from upstream"),
@@ -1052,18 +1046,12 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
         let out = fx
             .sandbox()
             .env("TEST_TOKEN", &secret)
-            .arg("--audit")
-            .arg(&log)
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--allow-domain")
-            .arg("127.0.0.1")
-            .arg("--ports")
-            .arg(format!("{},{}", up.port, other.port))
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .flag("--audit", &log)
+            .flag("--policy", &policy)
+            .flag("--allow-domain", "127.0.0.1")
+            .flag("--ports", format!("{},{}", up.port, other.port))
+            .flag("--inspect", "127.0.0.1")
+            .flag("--upstream-ca", &ca_file)
             .sh(&script);
         // The upstream sent the real value ~3000 times; every one came back masked.
         let copies = (3usize << 20).div_ceil(1000);
@@ -1122,17 +1110,7 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
              \x20   print(path, r.status, r.read().split(b' ')[1].decode())\n",
             port = up.port
         );
-        let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg("none")
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{}", up.port))
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
-            .py(&script);
+        let out = inspecting(&fx, &ca_file, &format!("127.0.0.1:{}", up.port)).py(&script);
         out.ok();
         for line in ["/one 200 /one", "/close 200 /close", "/three 200 /three"] {
             assert!(out.stdout.contains(line), "{mode:?}: {out:#?}");
@@ -1168,14 +1146,10 @@ fn sni_and_host_must_name_the_connect_host() {
         let out = fx
             .sandbox()
             .env("SNI", &script)
-            .arg("--audit")
-            .arg(&log)
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{}", up.port))
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .flag("--audit", &log)
+            .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
+            .flag("--inspect", "127.0.0.1")
+            .flag("--upstream-ca", &ca_file)
             .sh(&format!(
                 "{PY} -c \"$SNI\"\necho '== host'\n{}\n",
                 curl(up.port, "/x", "--http1.1 -H 'Host: other.example'")
@@ -1212,7 +1186,7 @@ fn a_secret_or_ca_that_cannot_be_read_refuses_to_run() {
         );
         let marker = fx.project.join("ran");
         let cmd = format!("touch {}", marker.display());
-        let out = fx.sandbox().arg("--policy").arg(&policy).sh(&cmd);
+        let out = fx.sandbox().flag("--policy", &policy).sh(&cmd);
         out.expect_code(125);
         assert!(
             out.stderr.contains("credentials door")
@@ -1222,10 +1196,8 @@ fn a_secret_or_ca_that_cannot_be_read_refuses_to_run() {
         );
         let out = fx
             .sandbox()
-            .arg("--inspect")
-            .arg("*")
-            .arg("--upstream-ca")
-            .arg(fx.outside.join("missing.pem"))
+            .flag("--inspect", "*")
+            .flag("--upstream-ca", fx.outside.join("missing.pem"))
             .sh(&cmd);
         out.expect_code(125);
         assert!(out.stderr.contains("missing.pem"), "{mode:?}: {out:#?}");
@@ -1254,17 +1226,7 @@ fn upgraded_connections_are_relayed_through_inspection() {
              print('echo:', t.recv(100).decode())\n",
             port = up.port
         );
-        let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg("none")
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{}", up.port))
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
-            .py(&script);
+        let out = inspecting(&fx, &ca_file, &format!("127.0.0.1:{}", up.port)).py(&script);
         out.ok();
         assert!(
             out.stdout.contains("status: HTTP/1.1 101"),
@@ -1283,51 +1245,20 @@ fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
         let ca_file = upstream_ca(&fx, &ca);
         let authority = format!("127.0.0.1:{}", up.port);
         let before = up.seen().matches("POST /framing").count();
-        let script = format!(
-            "import socket, ssl\n{}\n\
-             def send(label, data):\n\
-             \x20   try:\n\
-             \x20       s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
-             \x20       s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
-             \x20       t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
-             \x20       t.sendall(data)\n\
-             \x20       head = b''\n\
-             \x20       while b'\\r\\n' not in head:\n\
-             \x20           c = t.recv(1)\n\
-             \x20           if not c: break\n\
-             \x20           head += c\n\
-             \x20       print(label + ':', (head.split(b' ') + [b'none', b'none'])[1].decode(), flush=True)\n\
-             \x20   except OSError as e:\n\
-             \x20       print(label + ': EXC', type(e).__name__, flush=True)\n\
-             send('control', HEAD + b'Content-Length: 5\\r\\n\\r\\nhello')\n\
-             send('control-chunked', HEAD + b'Transfer-Encoding: chunked\\r\\n\\r\\n' + CHUNKED)\n\
-             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
-             s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
-             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
-             t.sendall(HEAD + b'Transfer-Encoding: chunked\\r\\n\\r\\n3;x=y\\r\\nhel\\r\\n2\\r\\nlo\\r\\n0\\r\\nX-T: 1\\r\\n\\r\\n' + HEAD + b'Content-Length: 5\\r\\nConnection: close\\r\\n\\r\\nhello')\n\
-             print('pipelined:', b''.join(iter(lambda: t.recv(65536), b'')).count(b'HTTP/1.1 200 '), flush=True)\n\
-             for label, data in CASES:\n\
-             \x20   send(label, data)\n",
-            framing::python_cases("/framing", &authority)
+        let out = inspecting(&fx, &ca_file, &authority).py_args(
+            concat!(
+                include_str!("py/framing_cases.py"),
+                include_str!("py/cred_framing.py")
+            ),
+            &[&authority],
         );
-        let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg("none")
-            .arg("--allow-domain")
-            .arg(&authority)
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
-            .py(&script);
         out.ok();
         assert_eq!(line(&out, "control"), "200", "{mode:?}: {out:#?}");
         // Chunked bodies (extensions, trailers) pass, and so does the
         // request after one on the same connection.
         assert_eq!(line(&out, "control-chunked"), "200", "{mode:?}: {out:#?}");
         assert_eq!(line(&out, "pipelined"), "2", "{mode:?}: {out:#?}");
-        for (label, _) in framing::AMBIGUOUS_FRAMING {
+        for label in framing::labels() {
             assert_eq!(line(&out, label), "400", "{mode:?} {label}: {out:#?}");
         }
         // Only the control requests reached the upstream.
@@ -1413,17 +1344,11 @@ fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
         );
         let before = glob.seen().matches("GET /ws").count();
         let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg(&log)
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--allow-domain")
-            .arg("127.0.0.1")
-            .arg("--ports")
-            .arg(format!("{},{}", glob.port, exact.port))
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .audited(&log)
+            .flag("--policy", &policy)
+            .flag("--allow-domain", "127.0.0.1")
+            .flag("--ports", format!("{},{}", glob.port, exact.port))
+            .flag("--upstream-ca", &ca_file)
             .py(&script);
         out.ok();
         // A wildcard admits GETs, not the stream an upgrade leaves behind.
@@ -1558,17 +1483,11 @@ fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
         );
         let log = fx.outside.join("audit.jsonl");
         let running = fx
-            .sandbox()
-            .arg("--audit")
-            .arg(&log)
-            .arg("--max-memory")
-            .arg("128M")
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{}", up.port))
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .audited(&log)
+            .flag("--max-memory", "128M")
+            .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
+            .flag("--inspect", "127.0.0.1")
+            .flag("--upstream-ca", &ca_file)
             .timeout(std::time::Duration::from_secs(120))
             .spawn(&[PY, "-c", &script]);
         let (out, peak) = supervisor_memory_while_held(running, &held, &done, mode, |_| {});
@@ -1638,18 +1557,12 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
             .env("TEST_TOKEN", &secret)
             .env("TRAILERS", &trailers)
             .env("UPGRADES", &upgrades)
-            .arg("--audit")
-            .arg(&log)
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--allow-domain")
-            .arg("127.0.0.1")
-            .arg("--ports")
-            .arg(format!("{},{}", up.port, other.port))
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .flag("--audit", &log)
+            .flag("--policy", &policy)
+            .flag("--allow-domain", "127.0.0.1")
+            .flag("--ports", format!("{},{}", up.port, other.port))
+            .flag("--inspect", "127.0.0.1")
+            .flag("--upstream-ca", &ca_file)
             .sh(&script);
         out.ok();
         let part = |name: &str| {
@@ -1742,17 +1655,7 @@ fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
              print('answers:', got.count(b'HTTP/1.1 '), flush=True)\n",
             port = up.port
         );
-        let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg("none")
-            .arg("--allow-domain")
-            .arg(&authority)
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
-            .py(&script);
+        let out = inspecting(&fx, &ca_file, &authority).py(&script);
         out.ok();
         assert_eq!(line(&out, "ws-status"), "101", "{mode:?}: {out:#?}");
         for label in ["h2c", "nokey", "v8", "list"] {
@@ -1792,17 +1695,7 @@ fn one_host_without_userinfo_and_origin_form_upstream() {
              send('abs-userinfo', b'GET https://evil@{authority}/absuser HTTP/1.1\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
              send('absolute', b'GET https://{authority}/absolute?q=1 HTTP/1.1\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n",
         );
-        let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg("none")
-            .arg("--allow-domain")
-            .arg(&authority)
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
-            .py(&script);
+        let out = inspecting(&fx, &ca_file, &authority).py(&script);
         out.ok();
         for label in ["two-hosts", "userinfo", "abs-userinfo"] {
             assert_eq!(line(&out, label), "403", "{mode:?} {label}: {out:#?}");
@@ -1842,17 +1735,11 @@ fn request_targets_with_a_fragment_are_refused() {
             port = up.port
         );
         let out = fx
-            .sandbox()
-            .arg("--audit")
-            .arg("none")
-            .arg("--allow-domain")
-            .arg("127.0.0.1")
-            .arg("--ports")
-            .arg(format!("{},{tcp_port}", up.port))
-            .arg("--inspect")
-            .arg(format!("127.0.0.1:{}", up.port))
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .audited("none")
+            .flag("--allow-domain", "127.0.0.1")
+            .flag("--ports", format!("{},{tcp_port}", up.port))
+            .flag("--inspect", format!("127.0.0.1:{}", up.port))
+            .flag("--upstream-ca", &ca_file)
             .py(&script);
         out.ok();
         assert_eq!(line(&out, "plain"), "400", "{mode:?}: {out:#?}");
@@ -1883,16 +1770,11 @@ fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages(
         let out = fx
             .sandbox()
             .env("TEST_TOKEN", &secret)
-            .arg("--audit")
-            .arg(&log)
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{}", up.port))
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .flag("--audit", &log)
+            .flag("--policy", &policy)
+            .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
+            .flag("--inspect", "127.0.0.1")
+            .flag("--upstream-ca", &ca_file)
             .py(&script);
         out.ok();
         assert!(up.seen().contains(&secret), "{mode:?}");
@@ -1981,14 +1863,10 @@ fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
         );
         let running = fx
             .sandbox()
-            .arg("--max-memory")
-            .arg("128M")
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{}", up.port))
-            .arg("--inspect")
-            .arg("127.0.0.1")
-            .arg("--upstream-ca")
-            .arg(&ca_file)
+            .flag("--max-memory", "128M")
+            .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
+            .flag("--inspect", "127.0.0.1")
+            .flag("--upstream-ca", &ca_file)
             .timeout(std::time::Duration::from_secs(120))
             .spawn(&[PY, "-c", &script]);
         let (out, peak) = supervisor_memory_while_held(running, &held, &done, mode, |supervisor| {
@@ -2095,16 +1973,11 @@ fn run_injecting(mode: Mode, ca: &TestCa, port: u16, script: &str) -> (Output, S
     let out = fx
         .sandbox()
         .env("TEST_TOKEN", &secret)
-        .arg("--audit")
-        .arg(&log)
-        .arg("--policy")
-        .arg(&policy)
-        .arg("--allow-domain")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--inspect")
-        .arg("127.0.0.1")
-        .arg("--upstream-ca")
-        .arg(&ca_file)
+        .flag("--audit", &log)
+        .flag("--policy", &policy)
+        .flag("--allow-domain", format!("127.0.0.1:{port}"))
+        .flag("--inspect", "127.0.0.1")
+        .flag("--upstream-ca", &ca_file)
         .sh(script);
     (out, secret, audit_text(&log))
 }

@@ -143,8 +143,7 @@ fn explain_names_the_unset_variables_but_never_their_values() {
         .subcommand("explain")
         .env("GITHUB_TOKEN", &canary)
         .env("CORP_REGION", &canary)
-        .arg("--deny-env")
-        .arg("CORP_*")
+        .flag("--deny-env", "CORP_*")
         .run(&[]);
     out.ok();
     let row = |name: &str| {
@@ -179,10 +178,8 @@ fn withheld_variables_are_logged_by_name_only() {
         .sandbox()
         .env("GITHUB_TOKEN", &canary)
         .env("CORP_REGION", &canary)
-        .arg("--deny-env")
-        .arg("CORP_*")
-        .arg("--audit")
-        .arg(&log)
+        .flag("--deny-env", "CORP_*")
+        .flag("--audit", &log)
         .run(&["true"]);
     out.ok();
     let text = std::fs::read_to_string(&log).unwrap();
@@ -251,7 +248,7 @@ fn secret_names_and_secret_values_under_innocent_names_are_withheld() {
                 "ssh://git@example.com/org/repo.git".to_string(),
             ),
         ];
-        let mut sandbox = fx.sandbox().arg("--audit").arg(&log);
+        let mut sandbox = fx.audited(&log);
         for name in by_name {
             sandbox = sandbox.env(name, format!("value-{t}"));
         }

@@ -197,8 +197,7 @@ fn repositories_git_sees_are_protected_wherever_their_git_dir_lives() {
             .collect();
         let out = fx
             .sandbox()
-            .arg("--allow-write")
-            .arg(&area)
+            .flag("--allow-write", &area)
             .sh(&attempts_script(&refs));
         assert!(open_lines(&out).is_empty(), "{mode:?}: {out:#?}");
         for (config, text) in &configs {
@@ -408,12 +407,9 @@ fn a_rename_cannot_undo_deny_write_or_move_the_audit_log() {
         ]);
         let out = fx
             .sandbox()
-            .arg("--deny-write")
-            .arg(p.join("sub/dir/keep.txt"))
-            .arg("--deny-write")
-            .arg(p.join("sub/new.txt"))
-            .arg("--audit")
-            .arg(p.join("logs/audit.jsonl"))
+            .flag("--deny-write", p.join("sub/dir/keep.txt"))
+            .flag("--deny-write", p.join("sub/new.txt"))
+            .flag("--audit", p.join("logs/audit.jsonl"))
             .sh(&script);
         assert_eq!(open_lines(&out), vec!["work: OPEN"], "{mode:?}: {out:#?}");
         assert_eq!(
@@ -599,10 +595,8 @@ fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() 
         ]);
         let out = fx
             .sandbox()
-            .arg("--allow-write")
-            .arg(&fx.config)
-            .arg("--deny-write")
-            .arg(fx.project.join("newdir/sub/never.txt"))
+            .flag("--allow-write", &fx.config)
+            .flag("--deny-write", fx.project.join("newdir/sub/never.txt"))
             .sh(&script);
         assert_eq!(
             open_lines(&out),
@@ -619,8 +613,7 @@ fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() 
         for writable in [fx.home.clone(), fx.home.join(".local/bin")] {
             let out = fx
                 .sandbox()
-                .arg("--allow-write")
-                .arg(&writable)
+                .flag("--allow-write", &writable)
                 .sh("echo 'ran: yes'");
             assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
             assert_eq!(line(&out, "ran"), "<missing>", "{mode:?}: {out:#?}");
@@ -709,8 +702,7 @@ fn the_reviews_second_round_of_persistence_escapes_is_closed() {
         std::os::unix::fs::symlink(&denied, p.join("cert.pem")).unwrap();
         let out = fx
             .sandbox()
-            .arg("--allow-read")
-            .arg(p.join("cert.pem"))
+            .flag("--allow-read", p.join("cert.pem"))
             .sh("cat cert.pem; echo 'ran: yes'");
         assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
         assert!(

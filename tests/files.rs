@@ -125,11 +125,7 @@ fn allow_write_opens_a_directory() {
         let denied = fx.sandbox().sh(&script);
         assert_ne!(denied.code, 0, "{mode:?}: {denied:#?}");
         assert!(!target.exists(), "{mode:?}");
-        let allowed = fx
-            .sandbox()
-            .arg("--allow-write")
-            .arg(&fx.outside)
-            .sh(&script);
+        let allowed = fx.sandbox().flag("--allow-write", &fx.outside).sh(&script);
         allowed.ok();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello\n");
     });
@@ -159,10 +155,8 @@ fn deny_read_dir_and_file() {
         );
         let out = fx
             .sandbox()
-            .arg("--deny-read")
-            .arg(&secret_dir)
-            .arg("--deny-read")
-            .arg(&file)
+            .flag("--deny-read", &secret_dir)
+            .flag("--deny-read", &file)
             .sh(&script);
         assert!(out.stdout.contains("end"), "{mode:?}: {out:#?}");
         assert!(!out.stdout.contains(&content), "{mode:?}: {out:#?}");
@@ -187,7 +181,7 @@ fn deny_write_inside_project() {
         chown_tree(&ro, mode);
         let script = "echo new > ro/new && echo NEW-OK; echo mod >> ro/existing && echo MOD-OK; \
                       rm -f ro/existing && echo RM-OK; echo fine > writable && echo W-OK";
-        let out = fx.sandbox().arg("--deny-write").arg(&ro).sh(script);
+        let out = fx.sandbox().flag("--deny-write", &ro).sh(script);
         assert!(out.stdout.contains("W-OK"), "{mode:?}: {out:#?}");
         for bad in ["NEW-OK", "MOD-OK", "RM-OK"] {
             assert!(!out.stdout.contains(bad), "{mode:?}: {bad}: {out:#?}");
@@ -276,8 +270,7 @@ fn allow_read_reallows_only_that_entry() {
         );
         let out = fx
             .sandbox()
-            .arg("--allow-read")
-            .arg(fx.home.join(".aws"))
+            .flag("--allow-read", fx.home.join(".aws"))
             .sh(&script);
         assert!(out.stdout.contains("END"), "{mode:?}: {out:#?}");
         assert!(

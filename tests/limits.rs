@@ -18,7 +18,7 @@ fn max_procs_caps_tasks() {
         let out = fx.sandbox().py(FORK_PY);
         out.ok();
         assert_eq!(line(&out, "forked"), "100", "{mode:?}: {out:#?}");
-        let out = fx.sandbox().args(["--max-procs", "40"]).py(FORK_PY);
+        let out = fx.sandbox().flag("--max-procs", "40").py(FORK_PY);
         out.ok();
         let forked: usize = line(&out, "forked").parse().unwrap_or(999);
         assert!(forked < 40, "{mode:?}: {out:#?}");
@@ -38,9 +38,9 @@ fn tmp_write(sb: Sandbox, size: usize) -> Output {
 fn max_tmp_caps_tmp() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let small = tmp_write(fx.sandbox().args(["--max-tmp", "1M"]), 100 * 1024);
+        let small = tmp_write(fx.sandbox().flag("--max-tmp", "1M"), 100 * 1024);
         assert_eq!(line(&small, "write"), "OK", "{mode:?}: {small:#?}");
-        let big = tmp_write(fx.sandbox().args(["--max-tmp", "1M"]), 4 << 20);
+        let big = tmp_write(fx.sandbox().flag("--max-tmp", "1M"), 4 << 20);
         assert_eq!(line(&big, "write"), "ERR ENOSPC", "{mode:?}: {big:#?}");
         // Control: without the flag 4M fits.
         let dflt = tmp_write(fx.sandbox(), 4 << 20);
@@ -56,7 +56,7 @@ fn timeout_kills_with_124() {
             "30.{}",
             &fx.token[..8].replace(|c: char| !c.is_ascii_digit(), "7")
         );
-        let out = fx.sandbox().args(["--timeout", "1s"]).run(&["sleep", &arg]);
+        let out = fx.sandbox().flag("--timeout", "1s").run(&["sleep", &arg]);
         assert_eq!(out.code, 124, "{mode:?}: {out:#?}");
         let gone = wait_until(Duration::from_secs(5), || {
             host_pids_with_cmdline(&arg).is_empty()
@@ -69,7 +69,7 @@ fn timeout_kills_with_124() {
         }
         assert!(gone, "{mode:?}: sleep survived the timeout");
         // Control: a command that ends in time keeps its own code.
-        let out = fx.sandbox().args(["--timeout", "30s"]).sh("exit 5");
+        let out = fx.sandbox().flag("--timeout", "30s").sh("exit 5");
         assert_eq!(out.code, 5, "{mode:?}: {out:#?}");
     });
 }
@@ -85,10 +85,10 @@ fn alloc(sb: Sandbox, mb: usize) -> Output {
 fn max_memory_caps_memory() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let small = alloc(fx.sandbox().args(["--max-memory", "64M"]), 8);
+        let small = alloc(fx.sandbox().flag("--max-memory", "64M"), 8);
         small.ok();
         assert_eq!(line(&small, "alloc"), "OK 8", "{mode:?}: {small:#?}");
-        let big = alloc(fx.sandbox().args(["--max-memory", "64M"]), 512);
+        let big = alloc(fx.sandbox().flag("--max-memory", "64M"), 512);
         let refused = line(&big, "alloc") == "MemoryError" || big.code == 137;
         assert!(
             refused,

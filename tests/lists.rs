@@ -134,7 +134,7 @@ fn system_secrets_are_unreadable_for_a_root_caller_unless_re_allowed() {
     }
     // Re-allowed, the sandbox reads it: the deny list is what kept it.
     let out = readability(
-        fx.sandbox().args(["--allow-read", "/etc/shadow"]),
+        fx.sandbox().flag("--allow-read", "/etc/shadow"),
         &present[..1],
         None,
     );

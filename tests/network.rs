@@ -43,29 +43,13 @@ fn only_lo_inside() {
         out.ok();
         assert_eq!(interfaces(&out.stdout), vec!["lo"], "{mode:?}: {out:#?}");
         // Control: lo is up (UDP, which Landlock does not restrict).
-        let out = fx.sandbox().py(
-            "import socket\n\
-             a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.bind(('127.0.0.1', 0))\n\
-             b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); b.sendto(b'ping', a.getsockname())\n\
-             print('udp:', a.recv(10).decode())\n",
-        );
+        let out = fx.sandbox().py(include_str!("py/net_udp_lo.py"));
         assert_eq!(line(&out, "udp"), "ping", "{mode:?}: lo not up: {out:#?}");
     });
 }
 
-fn connect_script(port: u16) -> String {
-    format!(
-        "import socket, errno\n\
-         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n\
-         s.settimeout(5)\n\
-         try:\n\
-         \x20   s.connect(('127.0.0.1', {port}))\n\
-         \x20   s.sendall(b'from-sandbox')\n\
-         \x20   print('connect: OK')\n\
-         except OSError as e:\n\
-         \x20   print('connect: ERR', errno.errorcode.get(e.errno, e.errno) if e.errno else type(e).__name__)\n"
-    )
-}
+/// A TCP connect to 127.0.0.1:argv[1] from inside.
+const CONNECT_PY: &str = include_str!("py/net_connect.py");
 
 #[test]
 fn host_loopback_listener_is_unreachable() {
@@ -80,7 +64,7 @@ fn host_loopback_listener_is_unreachable() {
     listener.set_nonblocking(true).unwrap();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let out = fx.sandbox().py(&connect_script(port));
+        let out = fx.sandbox().py_args(CONNECT_PY, &[&port.to_string()]);
         assert!(
             line(&out, "connect").starts_with("ERR"),
             "{mode:?}: reached the host: {out:#?}"
@@ -89,9 +73,8 @@ fn host_loopback_listener_is_unreachable() {
         // another network namespace.
         let out = fx
             .sandbox()
-            .arg("--allow-local-port")
-            .arg(port.to_string())
-            .py(&connect_script(port));
+            .flag("--allow-local-port", &port.to_string())
+            .py_args(CONNECT_PY, &[&port.to_string()]);
         assert_eq!(
             line(&out, "connect"),
             "ERR ECONNREFUSED",
@@ -104,26 +87,8 @@ fn host_loopback_listener_is_unreachable() {
     });
 }
 
-fn local_server_script(port: u16) -> String {
-    format!(
-        "import socket, errno, threading\n\
-         def err(e): return errno.errorcode.get(e.errno, e.errno)\n\
-         srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n\
-         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
-         try:\n\
-         \x20   srv.bind(('127.0.0.1', {port})); srv.listen(1); print('bind: OK')\n\
-         except OSError as e:\n\
-         \x20   print('bind: ERR', err(e))\n\
-         def serve():\n\
-         \x20   c, _ = srv.accept(); c.sendall(b'hello-' + c.recv(10)); c.close()\n\
-         threading.Thread(target=serve, daemon=True).start()\n\
-         cl = socket.socket(socket.AF_INET, socket.SOCK_STREAM); cl.settimeout(5)\n\
-         try:\n\
-         \x20   cl.connect(('127.0.0.1', {port})); cl.sendall(b'x'); print('connect: OK', cl.recv(20).decode())\n\
-         except OSError as e:\n\
-         \x20   print('connect: ERR', err(e) if e.errno else type(e).__name__)\n"
-    )
-}
+/// A server on 127.0.0.1:argv[1] inside, and a client of it.
+const LOCAL_SERVER_PY: &str = include_str!("py/net_local_server.py");
 
 #[test]
 fn allow_local_port_opens_only_that_port() {
@@ -137,16 +102,15 @@ fn allow_local_port_opens_only_that_port() {
         let fx = Fixture::new(mode);
         let allowed = fx
             .sandbox()
-            .arg("--allow-local-port")
-            .arg(port.to_string())
-            .py(&local_server_script(port));
+            .flag("--allow-local-port", &port.to_string())
+            .py_args(LOCAL_SERVER_PY, &[&port.to_string()]);
         assert_eq!(line(&allowed, "bind"), "OK", "{mode:?}: {allowed:#?}");
         assert_eq!(
             line(&allowed, "connect"),
             "OK hello-x",
             "{mode:?}: {allowed:#?}"
         );
-        let denied = fx.sandbox().py(&local_server_script(port));
+        let denied = fx.sandbox().py_args(LOCAL_SERVER_PY, &[&port.to_string()]);
         assert_eq!(line(&denied, "bind"), "ERR EACCES", "{mode:?}: {denied:#?}");
         assert_eq!(
             line(&denied, "connect"),
@@ -157,9 +121,8 @@ fn allow_local_port_opens_only_that_port() {
         let other = if port == 65535 { port - 1 } else { port + 1 };
         let out = fx
             .sandbox()
-            .arg("--allow-local-port")
-            .arg(port.to_string())
-            .py(&local_server_script(other));
+            .flag("--allow-local-port", &port.to_string())
+            .py_args(LOCAL_SERVER_PY, &[&other.to_string()]);
         assert_eq!(line(&out, "bind"), "ERR EACCES", "{mode:?}: {out:#?}");
     });
 }
@@ -325,113 +288,95 @@ fn request_lines(conn: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Python client helpers, prepended to each client script. Each call
-/// prints one line `label: CODE "body as JSON"`: CODE is the HTTP status
-/// (for CONNECT: the proxy's, followed by the body the tunnel carried) or,
-/// for SOCKS, the reply code as 0xNN.
-const PY_CLIENT: &str = r#"
-import errno, json, socket
-PROXY = ('127.0.0.1', 3128)
-SOCKS = ('127.0.0.1', 1080)
+/// A script of tests/py/ with the client helpers (tests/py/net_client.py)
+/// before it. Each helper call prints one line `label: CODE "body as
+/// JSON"`: CODE is the HTTP status (for CONNECT: the proxy's, followed by
+/// the body the tunnel carried) or, for SOCKS, the reply code as 0xNN.
+macro_rules! with_client {
+    ($($file:literal),+) => {
+        concat!(include_str!("py/net_client.py"), $(include_str!(concat!("py/", $file))),+)
+    };
+}
 
-def read_all(s):
-    data = b''
-    while True:
-        try:
-            chunk = s.recv(65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
+/// Runs the calls given as JSON in argv[1].
+const CALLS_PY: &str = with_client!("net_calls.py");
 
-def split(resp):
-    head, _, body = resp.partition(b'\r\n\r\n')
-    parts = head.split(b' ', 2)
-    return (parts[1].decode() if len(parts) > 1 else 'none'), body
+/// Calls of the client helpers, run in order inside the sandbox.
+#[derive(Default)]
+struct Calls(Vec<serde_json::Value>);
 
-def out(label, code, body=b''):
-    print(label + ': ' + code + ' ' + json.dumps(body.decode('utf-8', 'replace')), flush=True)
+impl Calls {
+    fn call(mut self, name: &str, args: serde_json::Value, kwargs: serde_json::Value) -> Self {
+        self.0.push(serde_json::json!([name, args, kwargs]));
+        self
+    }
 
-def guard(label, f):
-    try:
-        f()
-    except OSError as e:
-        print(label + ': EXC ' + errno.errorcode.get(e.errno, type(e).__name__), flush=True)
+    /// An absolute-form GET of http://TARGET through the HTTP proxy.
+    fn get(self, label: &str, target: &str) -> Self {
+        self.call(
+            "get",
+            serde_json::json!([label, target]),
+            serde_json::json!({}),
+        )
+    }
 
-def get(label, target, host=None, extra=b''):
-    """Absolute-form GET http://TARGET through the HTTP proxy."""
-    def run():
-        authority = target.split('/')[0]
-        s = socket.create_connection(PROXY, timeout=30)
-        s.sendall(('GET http://%s HTTP/1.1\r\nHost: %s\r\n\r\n' % (target, host or authority)).encode() + extra)
-        code, body = split(read_all(s))
-        s.close()
-        out(label, code, body)
-    guard(label, run)
+    /// [`Calls::get`] with a `Host` header of its own.
+    fn get_host(self, label: &str, target: &str, host: &str) -> Self {
+        self.call(
+            "get",
+            serde_json::json!([label, target]),
+            serde_json::json!({ "host": host }),
+        )
+    }
 
-def tunnel(label, authority, path='/'):
-    """CONNECT AUTHORITY, then a GET through the tunnel."""
-    def run():
-        s = socket.create_connection(PROXY, timeout=30)
-        s.sendall(('CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n' % (authority, authority)).encode())
-        head = b''
-        while b'\r\n\r\n' not in head:
-            c = s.recv(1)
-            if not c:
-                break
-            head += c
-        code, _ = split(head)
-        if code != '200':
-            out(label, code, read_all(s))
-            return
-        s.sendall(('GET %s HTTP/1.1\r\nHost: %s\r\n\r\n' % (path, authority)).encode())
-        _, body = split(read_all(s))
-        s.close()
-        out(label, code, body)
-    guard(label, run)
+    /// CONNECT AUTHORITY, then a GET through the tunnel.
+    fn tunnel(self, label: &str, authority: &str) -> Self {
+        self.call(
+            "tunnel",
+            serde_json::json!([label, authority]),
+            serde_json::json!({}),
+        )
+    }
 
-def recv_exact(s, n):
-    data = b''
-    while len(data) < n:
-        c = s.recv(n - len(data))
-        if not c:
-            break
-        data += c
-    return data
+    /// A SOCKS5 CONNECT to a name (then a GET through it).
+    fn socks(self, label: &str, host: &str, port: u16) -> Self {
+        self.socks_as(label, host, port, 1, 3)
+    }
 
-def socks(label, host, port, cmd=1, atyp=3):
-    """A SOCKS5 request (CONNECT unless cmd says otherwise); on success, a
-    GET through the connection."""
-    def run():
-        s = socket.create_connection(SOCKS, timeout=30)
-        s.sendall(b'\x05\x01\x00')
-        if recv_exact(s, 2) != b'\x05\x00':
-            out(label, 'nomethod')
-            return
-        if atyp == 3:
-            name = host.encode() if isinstance(host, str) else host
-            addr = bytes([3, len(name)]) + name
-        elif atyp == 1:
-            addr = b'\x01' + socket.inet_pton(socket.AF_INET, host)
-        else:
-            addr = b'\x04' + socket.inet_pton(socket.AF_INET6, host)
-        s.sendall(bytes([5, cmd, 0]) + addr + port.to_bytes(2, 'big'))
-        rep = recv_exact(s, 10)
-        if len(rep) < 2:
-            out(label, 'closed')
-            return
-        body = b''
-        if rep[1] == 0:
-            s.sendall(('GET / HTTP/1.1\r\nHost: x:%d\r\n\r\n' % port).encode())
-            _, body = split(read_all(s))
-        s.close()
-        out(label, '0x%02x' % rep[1], body)
-    guard(label, run)
-"#;
+    /// A SOCKS5 request with command `cmd` (1 CONNECT, 2 BIND, 3 UDP
+    /// ASSOCIATE) and address type `atyp` (1 IPv4, 3 name, 4 IPv6).
+    fn socks_as(self, label: &str, host: &str, port: u16, cmd: u8, atyp: u8) -> Self {
+        self.call(
+            "socks",
+            serde_json::json!([label, host, port]),
+            serde_json::json!({ "cmd": cmd, "atyp": atyp }),
+        )
+    }
 
-/// `label`'s result from a [`PY_CLIENT`] script: (code, body).
+    /// `data` sent to the HTTP proxy as it is.
+    fn raw(self, label: &str, data: &str) -> Self {
+        self.call(
+            "raw",
+            serde_json::json!([label, data]),
+            serde_json::json!({}),
+        )
+    }
+
+    /// `url` fetched by urllib with the proxy the environment names.
+    fn urlopen(self, label: &str, url: &str) -> Self {
+        self.call(
+            "urlopen",
+            serde_json::json!([label, url]),
+            serde_json::json!({}),
+        )
+    }
+
+    fn json(&self) -> String {
+        serde_json::Value::Array(self.0.clone()).to_string()
+    }
+}
+
+/// `label`'s result from a [`with_client`] script: (code, body).
 fn reply(out: &Output, label: &str) -> (String, String) {
     let rest = line(out, label);
     let (code, body) = rest.split_once(' ').unwrap_or((rest, "\"\""));
@@ -464,9 +409,9 @@ fn expect_refused(out: &Output, label: &str, code: &str, needles: &[&str]) {
     }
 }
 
-/// Runs a [`PY_CLIENT`] script in the sandbox.
-fn client(sb: Sandbox, script: &str) -> Output {
-    sb.py(&format!("{PY_CLIENT}\n{script}"))
+/// Runs `calls` in the sandbox.
+fn client(sb: Sandbox, calls: &Calls) -> Output {
+    sb.py_args(CALLS_PY, &[&calls.json()])
 }
 
 /// For a test that names external hosts or addresses: namespaces of the
@@ -482,10 +427,10 @@ fn contained() -> Option<TestNet> {
 }
 
 /// [`client`], in `net` if given.
-fn client_in(net: Option<&TestNet>, sb: Sandbox, script: &str) -> Output {
+fn client_in(net: Option<&TestNet>, sb: Sandbox, calls: &Calls) -> Output {
     match net {
-        Some(net) => net.client(sb, script),
-        None => client(sb, script),
+        Some(net) => net.run(&sb, &py_command(CALLS_PY, &[&calls.json()])),
+        None => client(sb, calls),
     }
 }
 
@@ -493,7 +438,7 @@ fn client_in(net: Option<&TestNet>, sb: Sandbox, script: &str) -> Output {
 fn allowing(fx: &Fixture, rules: &[&str]) -> Sandbox {
     rules
         .iter()
-        .fold(fx.sandbox(), |sb, r| sb.arg("--allow-domain").arg(r))
+        .fold(fx.sandbox(), |sb, r| sb.flag("--allow-domain", r))
 }
 
 fn have_curl() -> bool {
@@ -576,10 +521,6 @@ impl TestNet {
             .stderr(Stdio::piped())
             .stdin(Stdio::null());
         Running::start(c, None, RUN_TIMEOUT).wait()
-    }
-
-    fn client(&self, sb: Sandbox, script: &str) -> Output {
-        self.run(&sb, &[PY, "-c", &format!("{PY_CLIENT}\n{script}")])
     }
 }
 
@@ -681,14 +622,12 @@ fn python_reaches_an_allowed_upstream_by_each_way_of_asking() {
         let fx = Fixture::new(mode);
         let up = Upstream::start("allowed");
         let p = up.port;
-        let script = format!(
-            "get('get', '127.0.0.1:{p}/x')\n\
-             tunnel('connect', '127.0.0.1:{p}')\n\
-             socks('socks-ipv4', '127.0.0.1', {p}, atyp=1)\n\
-             socks('socks-name', '127.0.0.1', {p})\n\
-             import urllib.request\n\
-             print('urllib-env: 200 ' + json.dumps(urllib.request.urlopen('http://host.cordon.internal:{p}/u', timeout=30).read().decode()))\n"
-        );
+        let script = Calls::default()
+            .get("get", &format!("127.0.0.1:{p}/x"))
+            .tunnel("connect", &format!("127.0.0.1:{p}"))
+            .socks_as("socks-ipv4", "127.0.0.1", p, 1, 1)
+            .socks("socks-name", "127.0.0.1", p)
+            .urlopen("urllib-env", &format!("http://host.cordon.internal:{p}/u"));
         let out = client(
             allowing(
                 &fx,
@@ -722,22 +661,6 @@ fn programs_that_ignore_the_proxy_do_not_get_out() {
         let fx = Fixture::new(mode);
         let up = Upstream::start("bypassed");
         let p = up.port;
-        let script = format!(
-            "import socket, errno, urllib.request\n\
-             def direct(label, family, addr):\n\
-             \x20   s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(10)\n\
-             \x20   try:\n\
-             \x20       s.connect(addr); s.sendall(b'GET /direct HTTP/1.1\\r\\n\\r\\n'); print(label + ': OPEN')\n\
-             \x20   except OSError as e:\n\
-             \x20       print(label + ': ERR', errno.errorcode.get(e.errno, type(e).__name__))\n\
-             direct('v4', socket.AF_INET, ('127.0.0.1', {p}))\n\
-             direct('v6', socket.AF_INET6, ('::1', {v6_port}))\n\
-             try:\n\
-             \x20   o = urllib.request.build_opener(urllib.request.ProxyHandler({{}}))\n\
-             \x20   o.open('http://127.0.0.1:{p}/urllib', timeout=10).read(); print('urllib: OPEN')\n\
-             except OSError as e:\n\
-             \x20   print('urllib: ERR', type(e).__name__)\n"
-        );
         for extra in [
             vec![],
             vec!["--allow-local-port".to_string(), p.to_string()],
@@ -745,12 +668,12 @@ fn programs_that_ignore_the_proxy_do_not_get_out() {
             // The upstream is allowed at the proxy; with --allow-local-port
             // Landlock lets the connect through and only the network
             // namespace stands in the way.
-            let out = extra
-                .iter()
-                .fold(allowing(&fx, &[&format!("127.0.0.1:{p}")]), |sb, a| {
-                    sb.arg(a)
-                })
-                .py(&script);
+            let out = allowing(&fx, &[&format!("127.0.0.1:{p}")])
+                .args(&extra)
+                .py_args(
+                    include_str!("py/net_direct.py"),
+                    &[&p.to_string(), &v6_port.to_string()],
+                );
             out.ok();
             for label in ["v4", "v6", "urllib"] {
                 assert!(
@@ -782,28 +705,25 @@ fn denied_and_unlisted_hosts_are_refused_with_the_rule_and_the_fix() {
         let denied = Upstream::start_in("denied", net.as_ref());
         let unlisted = Upstream::start_in("unlisted", net.as_ref());
         let (p, q) = (denied.port, unlisted.port);
-        let script = format!(
-            "get('denied-ip', '127.0.0.1:{p}/')\n\
-             tunnel('denied-ip-connect', '127.0.0.1:{p}')\n\
-             socks('denied-ip-socks', '127.0.0.1', {p}, atyp=1)\n\
-             get('unlisted-ip', '127.0.0.1:{q}/')\n\
-             tunnel('unlisted-ip-connect', '127.0.0.1:{q}')\n\
-             socks('unlisted-ip-socks', '127.0.0.1', {q}, atyp=1)\n\
-             get('unlisted-name', 'example.com/')\n\
-             tunnel('unlisted-name-connect', 'example.com:443')\n\
-             socks('unlisted-name-socks', 'example.com', 443)\n\
-             get('denied-name', 'evil.example.com/')\n\
-             tunnel('denied-name-connect', 'evil.example.com:443')\n\
-             socks('denied-name-socks', 'evil.example.com', 443)\n"
-        );
+        let script = Calls::default()
+            .get("denied-ip", &format!("127.0.0.1:{p}/"))
+            .tunnel("denied-ip-connect", &format!("127.0.0.1:{p}"))
+            .socks_as("denied-ip-socks", "127.0.0.1", p, 1, 1)
+            .get("unlisted-ip", &format!("127.0.0.1:{q}/"))
+            .tunnel("unlisted-ip-connect", &format!("127.0.0.1:{q}"))
+            .socks_as("unlisted-ip-socks", "127.0.0.1", q, 1, 1)
+            .get("unlisted-name", "example.com/")
+            .tunnel("unlisted-name-connect", "example.com:443")
+            .socks("unlisted-name-socks", "example.com", 443)
+            .get("denied-name", "evil.example.com/")
+            .tunnel("denied-name-connect", "evil.example.com:443")
+            .socks("denied-name-socks", "evil.example.com", 443);
         // Each denied destination is also allowed: deny beats allow.
         let out = client_in(
             net.as_ref(),
             allowing(&fx, &[&format!("127.0.0.1:{p}"), "*.example.com"])
-                .arg("--deny-domain")
-                .arg(format!("127.0.0.1:{p}"))
-                .arg("--deny-domain")
-                .arg("evil.example.com"),
+                .flag("--deny-domain", format!("127.0.0.1:{p}"))
+                .flag("--deny-domain", "evil.example.com"),
             &script,
         );
         out.ok();
@@ -887,12 +807,11 @@ fn ports_are_limited_to_the_rule_or_the_port_list() {
         let up = Upstream::start("ports");
         let other = Upstream::start("other-port");
         let (p, q) = (up.port, other.port);
-        let script = format!(
-            "get('p', '127.0.0.1:{p}/')\n\
-             tunnel('p-connect', '127.0.0.1:{p}')\n\
-             socks('p-socks', '127.0.0.1', {p}, atyp=1)\n\
-             get('q', '127.0.0.1:{q}/')\n"
-        );
+        let script = Calls::default()
+            .get("p", &format!("127.0.0.1:{p}/"))
+            .tunnel("p-connect", &format!("127.0.0.1:{p}"))
+            .socks_as("p-socks", "127.0.0.1", p, 1, 1)
+            .get("q", &format!("127.0.0.1:{q}/"));
         // A rule without a port: 80 and 443 only.
         let out = client(allowing(&fx, &["127.0.0.0/8"]), &script);
         out.ok();
@@ -912,9 +831,7 @@ fn ports_are_limited_to_the_rule_or_the_port_list() {
         expect_refused(&out, "p-socks", "0x02", &[]);
         // --ports changes the list: now p passes, q does not.
         let out = client(
-            allowing(&fx, &["127.0.0.0/8"])
-                .arg("--ports")
-                .arg(format!("443,{p}")),
+            allowing(&fx, &["127.0.0.0/8"]).flag("--ports", format!("443,{p}")),
             &script,
         );
         out.ok();
@@ -958,24 +875,22 @@ fn ip_literals_need_a_rule_naming_the_address_and_odd_forms_are_refused() {
             ("compatible", format!("[::127.0.0.1]:{p}")),
             ("nat64", format!("[64:ff9b::7f00:1]:{p}")),
         ];
-        let mut script = format!(
-            "get('canonical', '127.0.0.1:{p}/')\n\
-             socks('canonical-socks', '127.0.0.1', {p}, atyp=1)\n\
-             socks('mapped-socks', '::ffff:127.0.0.1', {p}, atyp=4)\n\
-             get('metadata', '169.254.169.254/latest/meta-data/')\n\
-             tunnel('metadata-connect', '169.254.169.254:80')\n\
-             socks('metadata-socks', '169.254.169.254', 80, atyp=1)\n\
-             get('metadata-alibaba', '100.100.100.200/')\n\
-             get('metadata-v6', '[fd00:ec2::254]/')\n"
-        );
+        let mut script = Calls::default()
+            .get("canonical", &format!("127.0.0.1:{p}/"))
+            .socks_as("canonical-socks", "127.0.0.1", p, 1, 1)
+            .socks_as("mapped-socks", "::ffff:127.0.0.1", p, 1, 4)
+            .get("metadata", "169.254.169.254/latest/meta-data/")
+            .tunnel("metadata-connect", "169.254.169.254:80")
+            .socks_as("metadata-socks", "169.254.169.254", 80, 1, 1)
+            .get("metadata-alibaba", "100.100.100.200/")
+            .get("metadata-v6", "[fd00:ec2::254]/");
         for (label, authority) in &odd {
-            script.push_str(&format!(
-                "get('{label}', '{authority}/')\n\
-                 tunnel('{label}-connect', '{authority}')\n"
-            ));
+            script = script
+                .get(label, &format!("{authority}/"))
+                .tunnel(&format!("{label}-connect"), authority);
             if let Some((host, _)) = authority.rsplit_once(':') {
                 if !host.starts_with('[') {
-                    script.push_str(&format!("socks('{label}-socks', '{host}', {p})\n"));
+                    script = script.socks(&format!("{label}-socks"), host, p);
                 }
             }
         }
@@ -1037,14 +952,13 @@ fn host_cordon_internal_reaches_the_host_loopback_only_on_allowed_ports() {
         let up = Upstream::start("host-internal");
         let other = Upstream::start("other");
         let (p, q) = (up.port, other.port);
-        let script = format!(
-            "get('get', 'host.cordon.internal:{p}/')\n\
-             get('get-case', 'Host.CORDON.Internal.:{p}/')\n\
-             tunnel('connect', 'host.cordon.internal:{p}')\n\
-             socks('socks', 'host.cordon.internal', {p})\n\
-             get('other-port', 'host.cordon.internal:{q}/')\n\
-             socks('other-port-socks', 'host.cordon.internal', {q})\n"
-        );
+        let script = Calls::default()
+            .get("get", &format!("host.cordon.internal:{p}/"))
+            .get("get-case", &format!("Host.CORDON.Internal.:{p}/"))
+            .tunnel("connect", &format!("host.cordon.internal:{p}"))
+            .socks("socks", "host.cordon.internal", p)
+            .get("other-port", &format!("host.cordon.internal:{q}/"))
+            .socks("other-port-socks", "host.cordon.internal", q);
         let out = client(
             allowing(&fx, &[&format!("host.cordon.internal:{p}")]),
             &script,
@@ -1095,21 +1009,28 @@ fn host_header_must_match_the_target() {
         let up = Upstream::start("target");
         let other = Upstream::start("header");
         let (p, q) = (up.port, other.port);
-        let script = format!(
-            "get('other-port', '127.0.0.1:{p}/', host='127.0.0.1:{q}')\n\
-             get('other-host', '127.0.0.1:{p}/', host='example.com')\n\
-             get('no-port', '127.0.0.1:{p}/', host='127.0.0.1')\n\
-             get('control', '127.0.0.1:{p}/', host='127.0.0.1:{p}')\n\
-             def raw(label, data):\n\
-             \x20   def run():\n\
-             \x20       s = socket.create_connection(PROXY, timeout=30); s.sendall(data)\n\
-             \x20       code, body = split(read_all(s)); out(label, code, body)\n\
-             \x20   guard(label, run)\n\
-             raw('no-host', b'GET http://127.0.0.1:{p}/ HTTP/1.1\\r\\n\\r\\n')\n\
-             raw('two-hosts', b'GET http://127.0.0.1:{p}/ HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\nHost: 127.0.0.1:{q}\\r\\n\\r\\n')\n\
-             raw('origin-form', b'GET / HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n')\n\
-             raw('userinfo', b'GET http://127.0.0.1:{q}@127.0.0.1:{p}/ HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n')\n"
-        );
+        let script = Calls::default()
+            .get_host("other-port", &format!("127.0.0.1:{p}/"), &format!("127.0.0.1:{q}"))
+            .get_host("other-host", &format!("127.0.0.1:{p}/"), "example.com")
+            .get_host("no-port", &format!("127.0.0.1:{p}/"), "127.0.0.1")
+            .get_host("control", &format!("127.0.0.1:{p}/"), &format!("127.0.0.1:{p}"))
+            .raw("no-host", &format!("GET http://127.0.0.1:{p}/ HTTP/1.1\r\n\r\n"))
+            .raw(
+                "two-hosts",
+                &format!(
+                    "GET http://127.0.0.1:{p}/ HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nHost: 127.0.0.1:{q}\r\n\r\n"
+                ),
+            )
+            .raw(
+                "origin-form",
+                &format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n\r\n"),
+            )
+            .raw(
+                "userinfo",
+                &format!(
+                    "GET http://127.0.0.1:{q}@127.0.0.1:{p}/ HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n\r\n"
+                ),
+            );
         let out = client(
             allowing(&fx, &[&format!("127.0.0.1:{p}"), &format!("127.0.0.1:{q}")]),
             &script,
@@ -1153,56 +1074,19 @@ fn a_second_request_on_the_connection_never_reaches_a_denied_host() {
         let allowed = Upstream::start("first");
         let denied = Upstream::start("second");
         let (p, q) = (allowed.port, denied.port);
-        let first =
-            format!("GET http://127.0.0.1:{p}/first HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n");
-        let second = format!(
-            "GET http://127.0.0.1:{q}/second HTTP/1.1\\r\\nHost: 127.0.0.1:{q}\\r\\n\\r\\n"
-        );
-        let script = format!(
-            "def pipelined(label, data):\n\
-             \x20   def run():\n\
-             \x20       s = socket.create_connection(PROXY, timeout=30); s.sendall(data)\n\
-             \x20       resp = read_all(s); code, body = split(resp)\n\
-             \x20       out(label, code, body)\n\
-             \x20       print(label + '-responses:', resp.count(b'HTTP/1.1 '))\n\
-             \x20   guard(label, run)\n\
-             # Both requests in one write.\n\
-             pipelined('pipelined', b'{first}\\r\\n{second}')\n\
-             # Keep-alive asked for; the second request in the body's place.\n\
-             pipelined('keepalive', b'{first}Connection: keep-alive\\r\\n\\r\\n{second}')\n\
-             # A body of 5 bytes, then a request glued after it.\n\
-             pipelined('after-body', b'{first}Content-Length: 5\\r\\n\\r\\nhello{second}')\n\
-             # The second request sent after the first answer arrived.\n\
-             def sequential():\n\
-             \x20   s = socket.create_connection(PROXY, timeout=30)\n\
-             \x20   s.sendall(b'{first}Connection: keep-alive\\r\\n\\r\\n')\n\
-             \x20   resp = b''\n\
-             \x20   while {body_len} > len(resp.partition(b'\\r\\n\\r\\n')[2]):\n\
-             \x20       c = s.recv(65536)\n\
-             \x20       if not c: break\n\
-             \x20       resp += c\n\
-             \x20   code, body = split(resp); out('sequential', code, body)\n\
-             \x20   try:\n\
-             \x20       s.sendall(b'{second}'); more = read_all(s)\n\
-             \x20   except OSError:\n\
-             \x20       more = b''\n\
-             \x20   print('sequential-more:', json.dumps(more.decode('utf-8', 'replace')))\n\
-             guard('sequential', sequential)\n\
-             # Through a CONNECT tunnel: the tunnel goes to the allowed host only.\n\
-             def tunneled():\n\
-             \x20   s = socket.create_connection(PROXY, timeout=30)\n\
-             \x20   s.sendall(b'CONNECT 127.0.0.1:{p} HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n' + b'GET /tunnel-second HTTP/1.1\\r\\nHost: 127.0.0.1:{q}\\r\\n\\r\\n')\n\
-             \x20   resp = read_all(s); print('tunneled:', resp.count(b'{up_body}'))\n\
-             guard('tunneled', tunneled)\n",
-            body_len = allowed.body.len(),
-            up_body = allowed.body,
-        );
-        let out = client(
-            allowing(&fx, &[&format!("127.0.0.1:{p}")])
-                .arg("--deny-domain")
-                .arg(format!("127.0.0.1:{q}")),
-            &script,
-        );
+        let first = format!("GET http://127.0.0.1:{p}/first HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n");
+        let second =
+            format!("GET http://127.0.0.1:{q}/second HTTP/1.1\r\nHost: 127.0.0.1:{q}\r\n\r\n");
+        let args = [
+            &p.to_string(),
+            &q.to_string(),
+            &first,
+            &second,
+            &allowed.body,
+        ];
+        let out = allowing(&fx, &[&format!("127.0.0.1:{p}")])
+            .flag("--deny-domain", &format!("127.0.0.1:{q}"))
+            .py_args(with_client!("net_pipelined.py"), &args);
         out.ok();
         for label in ["pipelined", "keepalive", "after-body"] {
             expect_reached(&out, label, "200", &allowed);
@@ -1248,13 +1132,12 @@ fn socks_bind_and_udp_associate_are_refused() {
         let fx = Fixture::new(mode);
         let up = Upstream::start("socks");
         let p = up.port;
-        let script = format!(
-            "socks('connect', '127.0.0.1', {p}, atyp=1)\n\
-             socks('bind', '127.0.0.1', {p}, cmd=2, atyp=1)\n\
-             socks('udp-associate', '127.0.0.1', {p}, cmd=3, atyp=1)\n\
-             socks('udp-associate-any', '0.0.0.0', 0, cmd=3, atyp=1)\n\
-             socks('bind-name', 'host.cordon.internal', {p}, cmd=2)\n"
-        );
+        let script = Calls::default()
+            .socks_as("connect", "127.0.0.1", p, 1, 1)
+            .socks_as("bind", "127.0.0.1", p, 2, 1)
+            .socks_as("udp-associate", "127.0.0.1", p, 3, 1)
+            .socks_as("udp-associate-any", "0.0.0.0", 0, 3, 1)
+            .socks_as("bind-name", "host.cordon.internal", p, 2, 3);
         let out = client(
             allowing(
                 &fx,
@@ -1316,35 +1199,14 @@ fn no_dns_inside() {
     let resolver = host_resolver();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let mut script = String::from(
-            "import socket, errno\n\
-             def err(e): return errno.errorcode.get(e.errno, e.errno) if isinstance(e.errno, int) and e.errno > 0 else type(e).__name__\n\
-             for label, name in [('example', 'example.com'), ('host-internal', 'host.cordon.internal')]:\n\
-             \x20   try:\n\
-             \x20       print(label + ': OPEN', socket.getaddrinfo(name, 80))\n\
-             \x20   except OSError as e:\n\
-             \x20       print(label + ': ERR', err(e))\n",
-        );
-        if let Some(ip) = resolver {
-            let family = if ip.is_ipv4() { "AF_INET" } else { "AF_INET6" };
-            // A DNS query for example.com, by hand.
-            script.push_str(&format!(
-                "q = bytes.fromhex('abcd01000001000000000000076578616d706c6503636f6d0000010001')\n\
-                 s = socket.socket(socket.{family}, socket.SOCK_DGRAM); s.settimeout(5)\n\
-                 try:\n\
-                 \x20   s.connect(('{ip}', 53)); s.send(q); s.recv(512); print('resolver: OPEN')\n\
-                 except OSError as e:\n\
-                 \x20   print('resolver: ERR', err(e))\n\
-                 t = socket.socket(socket.{family}, socket.SOCK_DGRAM)\n\
-                 try:\n\
-                 \x20   t.sendto(q, ('{ip}', 53)); print('resolver-sendto: OPEN')\n\
-                 except OSError as e:\n\
-                 \x20   print('resolver-sendto: ERR', err(e))\n"
-            ));
-        } else {
+        // With the host's resolver, a DNS query for example.com by hand too.
+        let resolver_arg: Vec<String> = resolver.iter().map(ToString::to_string).collect();
+        if resolver_arg.is_empty() {
             eprintln!("no nameserver in /etc/resolv.conf: the resolver case is skipped");
         }
-        let out = fx.sandbox().py(&script);
+        let out = fx
+            .sandbox()
+            .py_args(include_str!("py/net_dns.py"), &resolver_arg);
         out.ok();
         for label in ["example", "host-internal"] {
             assert!(
@@ -1405,35 +1267,9 @@ fn udp_and_ipv6_do_not_get_out() {
         .map(|ip| (format!("own-{ip}"), ip.to_string()))
         .collect();
     targets.push(("global-v6".into(), "2001:db8::1".into()));
-    let mut script = format!(
-        "import socket, errno\n\
-         def err(e): return errno.errorcode.get(e.errno, e.errno)\n\
-         def udp(label, family, addr):\n\
-         \x20   s = socket.socket(family, socket.SOCK_DGRAM)\n\
-         \x20   try:\n\
-         \x20       s.sendto(b'from-sandbox', addr); print(label + ': SENT')\n\
-         \x20   except OSError as e:\n\
-         \x20       print(label + ': ERR', err(e))\n\
-         def tcp(label, family, addr):\n\
-         \x20   s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(10)\n\
-         \x20   try:\n\
-         \x20       s.connect(addr); print(label + ': OPEN')\n\
-         \x20   except OSError as e:\n\
-         \x20       print(label + ': ERR', err(e) if e.errno else type(e).__name__)\n\
-         udp('udp4-lo', socket.AF_INET, ('127.0.0.1', {u4}))\n\
-         udp('udp6-lo', socket.AF_INET6, ('::1', {u6}))\n\
-         tcp('tcp6-lo', socket.AF_INET6, ('::1', {t6}))\n"
-    );
+    let mut args = vec![u4.to_string(), u6.to_string(), t6.to_string()];
     for (label, ip) in &targets {
-        let family = if ip.contains(':') {
-            "AF_INET6"
-        } else {
-            "AF_INET"
-        };
-        script.push_str(&format!(
-            "udp('udp-{label}', socket.{family}, ('{ip}', 9))\n\
-             tcp('tcp-{label}', socket.{family}, ('{ip}', {t6}))\n"
-        ));
+        args.extend([label.clone(), ip.clone()]);
     }
     each_mode(|mode| {
         let fx = Fixture::new(mode);
@@ -1441,9 +1277,8 @@ fn udp_and_ipv6_do_not_get_out() {
         // only the network namespace is tested.
         let out = fx
             .sandbox()
-            .arg("--allow-local-port")
-            .arg(t6.to_string())
-            .py(&script);
+            .flag("--allow-local-port", &t6.to_string())
+            .py_args(include_str!("py/net_off_loopback.py"), &args);
         out.ok();
         // Sent on the sandbox's own lo, where nobody listens.
         assert_eq!(line(&out, "udp4-lo"), "SENT", "{mode:?}: {out:#?}");
@@ -1498,30 +1333,36 @@ fn names_are_normalised_before_matching() {
         let fx = Fixture::new(mode);
         let up = Upstream::start_in("names", Some(&net));
         let p = up.port;
-        let script = format!(
-            "get('idna-punycode', 'xn--bcher-kva.example:{p}/')\n\
-             get('idna-unicode', 'bücher.example:{p}/')\n\
-             get('idna-upper', 'BÜCHER.Example.:{p}/')\n\
-             tunnel('idna-connect', 'BÜCHER.EXAMPLE:{p}')\n\
-             socks('idna-socks', 'bücher.example', {p})\n\
-             get('wildcard-sub', 'www.cordon-test.example:{p}/')\n\
-             get('wildcard-sub-upper', 'WWW.Cordon-Test.Example.:{p}/')\n\
-             get('wildcard-apex', 'cordon-test.example:{p}/')\n\
-             socks('wildcard-apex-socks', 'cordon-test.example', {p})\n\
-             get('deny', 'evil.cordon-test.example:{p}/')\n\
-             get('deny-upper', 'EVIL.Cordon-Test.EXAMPLE.:{p}/')\n\
-             tunnel('deny-connect', 'evil.cordon-test.example:{p}')\n\
-             socks('deny-socks', 'Evil.cordon-test.example.', {p})\n\
-             get('metadata', 'metadata.cordon-test.example:{p}/')\n\
-             socks('metadata-socks', 'metadata.cordon-test.example', {p})\n\
-             get('private', 'private.cordon-test.example:{p}/')\n\
-             get('bad-empty-label', 'a..cordon-test.example:{p}/')\n\
-             get('bad-underscore', 'under_score.cordon-test.example:{p}/')\n\
-             get('bad-hyphen', '-dash.cordon-test.example:{p}/')\n\
-             get('bad-numeric', 'www.cordon-test.123:{p}/')\n\
-             socks('bad-socks', 'a..cordon-test.example', {p})\n"
-        );
-        let out = net.client(
+        let script = Calls::default()
+            .get("idna-punycode", &format!("xn--bcher-kva.example:{p}/"))
+            .get("idna-unicode", &format!("bücher.example:{p}/"))
+            .get("idna-upper", &format!("BÜCHER.Example.:{p}/"))
+            .tunnel("idna-connect", &format!("BÜCHER.EXAMPLE:{p}"))
+            .socks("idna-socks", "bücher.example", p)
+            .get("wildcard-sub", &format!("www.cordon-test.example:{p}/"))
+            .get(
+                "wildcard-sub-upper",
+                &format!("WWW.Cordon-Test.Example.:{p}/"),
+            )
+            .get("wildcard-apex", &format!("cordon-test.example:{p}/"))
+            .socks("wildcard-apex-socks", "cordon-test.example", p)
+            .get("deny", &format!("evil.cordon-test.example:{p}/"))
+            .get("deny-upper", &format!("EVIL.Cordon-Test.EXAMPLE.:{p}/"))
+            .tunnel("deny-connect", &format!("evil.cordon-test.example:{p}"))
+            .socks("deny-socks", "Evil.cordon-test.example.", p)
+            .get("metadata", &format!("metadata.cordon-test.example:{p}/"))
+            .socks("metadata-socks", "metadata.cordon-test.example", p)
+            .get("private", &format!("private.cordon-test.example:{p}/"))
+            .get("bad-empty-label", &format!("a..cordon-test.example:{p}/"))
+            .get(
+                "bad-underscore",
+                &format!("under_score.cordon-test.example:{p}/"),
+            )
+            .get("bad-hyphen", &format!("-dash.cordon-test.example:{p}/"))
+            .get("bad-numeric", &format!("www.cordon-test.123:{p}/"))
+            .socks("bad-socks", "a..cordon-test.example", p);
+        let out = client_in(
+            Some(&net),
             allowing(
                 &fx,
                 &[
@@ -1530,8 +1371,7 @@ fn names_are_normalised_before_matching() {
                     &format!("127.0.0.1:{p}"),
                 ],
             )
-            .arg("--deny-domain")
-            .arg("EVIL.cordon-test.example."),
+            .flag("--deny-domain", "EVIL.cordon-test.example."),
             &script,
         );
         out.ok();
@@ -1603,11 +1443,11 @@ fn names_are_normalised_before_matching() {
 
         // The rule in punycode, the request in Unicode; and a name for
         // loopback, with the IP rule that loopback needs.
-        let script = format!(
-            "get('unicode', 'Bücher.example:{p}/')\n\
-             get('localhost', 'LocalHost.:{p}/')\n"
-        );
-        let out = net.client(
+        let script = Calls::default()
+            .get("unicode", &format!("Bücher.example:{p}/"))
+            .get("localhost", &format!("LocalHost.:{p}/"));
+        let out = client_in(
+            Some(&net),
             allowing(
                 &fx,
                 &[
@@ -1634,14 +1474,14 @@ fn an_allowed_name_does_not_open_loopback() {
         let fx = Fixture::new(mode);
         let up = Upstream::start_in("loopback", Some(&net));
         let p = up.port;
-        let script = format!(
-            "get('localhost', 'localhost:{p}/')\n\
-             tunnel('localhost-connect', 'localhost:{p}')\n\
-             socks('localhost-socks', 'localhost', {p})\n\
-             get('name', 'www.cordon-test.example:{p}/')\n\
-             socks('name-socks', 'www.cordon-test.example', {p})\n"
-        );
-        let out = net.client(
+        let script = Calls::default()
+            .get("localhost", &format!("localhost:{p}/"))
+            .tunnel("localhost-connect", &format!("localhost:{p}"))
+            .socks("localhost-socks", "localhost", p)
+            .get("name", &format!("www.cordon-test.example:{p}/"))
+            .socks("name-socks", "www.cordon-test.example", p);
+        let out = client_in(
+            Some(&net),
             allowing(
                 &fx,
                 &[
@@ -1688,63 +1528,15 @@ fn many_tunnels_are_held_at_once_under_a_low_descriptor_limit() {
         let fx = Fixture::new(mode);
         let up = Upstream::start("many");
         let p = up.port;
-        let script = format!(
-            "import resource, socket\n\
-             soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n\
-             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))\n\
-             held, errors = [], {{}}\n\
-             for i in range({N}):\n\
-             \x20   try:\n\
-             \x20       s = socket.create_connection(('127.0.0.1', 3128), timeout=30)\n\
-             \x20       s.sendall(b'CONNECT 127.0.0.1:{p} HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n')\n\
-             \x20       head = b''\n\
-             \x20       while b'\\r\\n\\r\\n' not in head:\n\
-             \x20           c = s.recv(1)\n\
-             \x20           if not c: raise OSError('closed')\n\
-             \x20           head += c\n\
-             \x20       if not head.startswith(b'HTTP/1.1 200'): raise OSError(head.split(b'\\r\\n')[0].decode())\n\
-             \x20       held.append(s)\n\
-             \x20   except OSError as e:\n\
-             \x20       errors[str(e)] = errors.get(str(e), 0) + 1\n\
-             ok = 0\n\
-             for s in held:\n\
-             \x20   try:\n\
-             \x20       s.sendall(b'GET / HTTP/1.1\\r\\nHost: 127.0.0.1:{p}\\r\\n\\r\\n')\n\
-             \x20       data = b''\n\
-             \x20       while True:\n\
-             \x20           c = s.recv(4096)\n\
-             \x20           if not c: break\n\
-             \x20           data += c\n\
-             \x20       ok += data.endswith(b'{body}')\n\
-             \x20   except OSError as e:\n\
-             \x20       errors[str(e)] = errors.get(str(e), 0) + 1\n\
-             print('held:', len(held), 'ok:', ok, 'errors:', errors)\n",
-            body = up.body
-        );
-        let sb = fx
+        let script = include_str!("py/net_many_tunnels.py");
+        let out = fx
             .sandbox()
-            .arg("--allow-domain")
-            .arg(format!("127.0.0.1:{p}"));
-        let inner = sb.command(&[PY, "-c", &script]);
-        let mut c = Command::new("sh");
-        c.arg("-c")
-            .arg("ulimit -S -n 1024 && exec \"$@\"")
-            .arg("sh")
-            .arg(inner.get_program())
-            .args(inner.get_args())
-            .env_clear();
-        for (k, v) in inner.get_envs() {
-            if let Some(v) = v {
-                c.env(k, v);
-            }
-        }
-        if let Some(d) = inner.get_current_dir() {
-            c.current_dir(d);
-        }
-        c.stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .stdin(Stdio::null());
-        let out = Running::start(c, None, RUN_TIMEOUT).wait();
+            .flag("--allow-domain", &format!("127.0.0.1:{p}"))
+            .run_under_sh(
+                "ulimit -S -n 1024 && exec \"$@\"",
+                &[],
+                &py_command(script, &[p.to_string(), N.to_string(), up.body.clone()]),
+            );
         out.ok();
         assert_eq!(
             line(&out, "held"),
@@ -1756,7 +1548,7 @@ fn many_tunnels_are_held_at_once_under_a_low_descriptor_limit() {
 }
 
 /// Sends a valid request and then the ambiguous one `label` (from
-/// [`framing::AMBIGUOUS_FRAMING`]) to the HTTP proxy from inside a sandbox:
+/// [`framing::labels`]) to the HTTP proxy from inside a sandbox:
 /// the valid one reaches the loopback upstream, the ambiguous one gets a
 /// 400 and reaches nothing.
 fn refuses_ambiguous_framing(label: &str) {
@@ -1765,18 +1557,11 @@ fn refuses_ambiguous_framing(label: &str) {
         let up = Upstream::start("framing");
         let p = up.port;
         let authority = format!("127.0.0.1:{p}");
-        let script = format!(
-            "{}\n\
-             def raw(label, data):\n\
-             \x20   def run():\n\
-             \x20       s = socket.create_connection(PROXY, timeout=30); s.sendall(data)\n\
-             \x20       code, body = split(read_all(s)); out(label, code, body)\n\
-             \x20   guard(label, run)\n\
-             raw('control', HEAD + b'Content-Length: 5\\r\\n\\r\\nhello')\n\
-             raw('{label}', dict(CASES)['{label}'])\n",
-            framing::python_cases(&format!("http://{authority}/framing"), &authority)
+        let target = format!("http://{authority}/framing");
+        let out = allowing(&fx, &[&authority]).py_args(
+            with_client!("framing_cases.py", "net_framing.py"),
+            &[&target, &authority, label],
         );
-        let out = client(allowing(&fx, &[&authority]), &script);
         out.ok();
         expect_reached(&out, "control", "200", &up);
         let (code, body) = reply(&out, label);
@@ -1801,8 +1586,7 @@ macro_rules! ambiguous_framing_tests {
         #[test]
         fn every_ambiguous_framing_has_its_test() {
             let tested = [$($label),*];
-            let cases: Vec<&str> = framing::AMBIGUOUS_FRAMING.iter().map(|(l, _)| *l).collect();
-            assert_eq!(tested.to_vec(), cases);
+            assert_eq!(tested.to_vec(), framing::labels());
         }
     };
 }

@@ -21,7 +21,7 @@ fn unknown_key_in_policy_file_refuses_and_runs_nothing() {
             "[files]\ndeny_read = []\nallow_wrte = [\"/x\"]\n",
         );
         let marker = fx.project.join("marker");
-        let out = fx.sandbox().arg("--policy").arg(&policy).sh("touch marker");
+        let out = fx.sandbox().flag("--policy", &policy).sh("touch marker");
         assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
         assert!(
             out.stderr.contains(&format!("{}:3", policy.display())),
@@ -32,8 +32,7 @@ fn unknown_key_in_policy_file_refuses_and_runs_nothing() {
         // Control: the same file without the typo runs.
         write_owned(&fx, &policy, "[files]\ndeny_read = []\n");
         fx.sandbox()
-            .arg("--policy")
-            .arg(&policy)
+            .flag("--policy", &policy)
             .sh("touch marker")
             .ok();
         assert!(marker.exists(), "{mode:?}");

@@ -49,11 +49,9 @@ fn probe(fx: &Fixture, args: &[&str], env: &[(&str, &str)]) -> (Output, Report) 
     let mut sb = fx
         .sandbox()
         .subcommand("probe")
-        .arg("--project")
-        .arg(fx.project.as_os_str())
+        .flag("--project", fx.project.as_os_str())
         .arg("--json")
-        .arg("--audit")
-        .arg("none")
+        .flag("--audit", "none")
         .env("GITHUB_TOKEN", format!("ghp_{}", fx.token));
     for a in args {
         sb = sb.arg(*a);
@@ -214,10 +212,8 @@ fn table_and_doctor_probe() {
     let out = fx
         .sandbox()
         .subcommand("probe")
-        .arg("--project")
-        .arg(fx.project.as_os_str())
-        .arg("--audit")
-        .arg("none")
+        .flag("--project", fx.project.as_os_str())
+        .flag("--audit", "none")
         .run(&[]);
     out.ok();
     for needle in [

@@ -224,7 +224,7 @@ fn host_socket_inside_the_project_is_unreachable_even_by_symlink() {
             ],
         );
         let log = fx.outside.join("audit.jsonl");
-        let out = fx.sandbox().arg("--audit").arg(&log).py(&script);
+        let out = fx.audited(&log).py(&script);
         let (n_in, got_in) = inside.finish();
         let (n_out, got_out) = outside.finish();
         assert!(
@@ -474,8 +474,7 @@ fn allow_unix_socket_opens_exactly_that_socket() {
         let out = fx
             .sandbox()
             .env("XDG_RUNTIME_DIR", &runtime)
-            .arg("--allow-unix-socket")
-            .arg(&allowed_path)
+            .flag("--allow-unix-socket", &allowed_path)
             .py(&script);
         let (_, got_allowed) = allowed.finish();
         let (n_other, got_other) = other.finish();
@@ -497,8 +496,7 @@ fn allow_unix_socket_that_is_not_a_socket_refuses_to_run() {
     ] {
         let out = fx
             .sandbox()
-            .arg("--allow-unix-socket")
-            .arg(&path)
+            .flag("--allow-unix-socket", &path)
             .run(&["true"]);
         out.expect_code(125);
         assert!(
@@ -518,8 +516,7 @@ fn explain_warns_about_root_equivalent_sockets() {
     let out = fx
         .sandbox()
         .subcommand("explain")
-        .arg("--allow-unix-socket")
-        .arg(&docker)
+        .flag("--allow-unix-socket", &docker)
         .run(&[]);
     out.ok();
     let row = out
@@ -534,8 +531,7 @@ fn explain_warns_about_root_equivalent_sockets() {
     // And `run` says so too, before starting.
     let out = fx
         .sandbox()
-        .arg("--allow-unix-socket")
-        .arg(&docker)
+        .flag("--allow-unix-socket", &docker)
         .run(&["true"]);
     out.ok();
     assert!(

@@ -333,7 +333,11 @@ impl Sandbox {
         self.args.push(a.into());
         self
     }
-    /// Several arguments at once: a flag and its value, or a policy chain.
+    /// A flag and its value (`--allow-domain example.com`).
+    pub fn flag(self, name: &str, value: impl Into<OsString>) -> Self {
+        self.arg(name).arg(value)
+    }
+    /// Several arguments at once.
     pub fn args<I, A>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = A>,
@@ -408,7 +412,7 @@ impl Sandbox {
 
     /// Runs the python script `code` (usually a `tests/py/*.py` file
     /// loaded with `include_str!`) with `args` as its `sys.argv[1:]`.
-    pub fn py_args(&self, code: &str, args: &[&str]) -> Output {
+    pub fn py_args<S: AsRef<str>>(&self, code: &str, args: &[S]) -> Output {
         self.run(&py_command(code, args))
     }
 
@@ -619,10 +623,10 @@ pub fn listing(dir: &Path) -> Vec<String> {
 }
 
 /// The command line that runs the python script `code` with `args`.
-pub fn py_command<'a>(code: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+pub fn py_command<'a, S: AsRef<str>>(code: &'a str, args: &'a [S]) -> Vec<&'a str> {
     [PY, "-c", code]
         .into_iter()
-        .chain(args.iter().copied())
+        .chain(args.iter().map(AsRef::as_ref))
         .collect()
 }
 
@@ -638,12 +642,28 @@ impl Sandbox {
     /// Runs cordon the way a shell would after `exec 5>path`: with an extra
     /// inherited descriptor 5 open on `path`.
     pub fn run_with_fd5(&self, path: &Path, cmd: &[&str]) -> Output {
+        self.run_under_sh(
+            "f=$1; shift; exec 5>\"$f\"; exec \"$@\"",
+            &[path.as_os_str()],
+            cmd,
+        )
+    }
+
+    /// Runs cordon from `sh -c script sh SCRIPT_ARGS... CORDON...`: the
+    /// script sets something up for it (a descriptor, a limit), then ends
+    /// in `exec "$@"` after shifting its own arguments away.
+    pub fn run_under_sh(
+        &self,
+        script: &str,
+        script_args: &[&std::ffi::OsStr],
+        cmd: &[&str],
+    ) -> Output {
         let inner = self.command(cmd);
         let mut c = Command::new("/bin/sh");
         c.arg("-c")
-            .arg("f=$1; shift; exec 5>\"$f\"; exec \"$@\"")
+            .arg(script)
             .arg("sh")
-            .arg(path)
+            .args(script_args)
             .arg(inner.get_program())
             .args(inner.get_args());
         c.env_clear();
