@@ -790,16 +790,6 @@ fn rules_bad_certificates_and_opaque_tunnels() {
             mode,
         );
         let log = fx.outside.join("audit.jsonl");
-        let opaque = format!(
-            "import socket\n\
-             s = socket.create_connection(('127.0.0.1', 3128))\n\
-             s.sendall(b'CONNECT 127.0.0.1:{tcp_port} HTTP/1.1\\r\\n\\r\\n')\n\
-             print('connect:', s.recv(100).split(b'\\r\\n')[0].decode())\n\
-             import os\n\
-             s.sendall(b'GET /?t=' + os.environ['TEST_TOKEN'].encode() + b' HTTP/1.1\\r\\n\\r\\n')\n\
-             s.settimeout(10)\n\
-             print('opaque:', repr(s.recv(100)))\n"
-        );
         // curl trusting the upstreams' CA alone, not the sandbox's bundle.
         let own_cert = |port: u16, path: &str| {
             format!(
@@ -820,7 +810,7 @@ fn rules_bad_certificates_and_opaque_tunnels() {
              echo '== http'\n\
              curl -sS --max-time 20 --noproxy '' -x http://127.0.0.1:3128 -D - \"http://127.0.0.1:{tcp_port}/?t=$TEST_TOKEN\"\n\
              echo '== opaque'\n\
-             {PY} -c \"$OPAQUE\"\n",
+             {PY} -c \"$OPAQUE\" {tcp_port}\n",
             curl(up.port, "/allowed/x", "-H \"X-Token: $TEST_TOKEN\""),
             curl(up.port, "/allowed/x", "-X POST"),
             curl(up.port, "/other", ""),
@@ -833,7 +823,7 @@ fn rules_bad_certificates_and_opaque_tunnels() {
         let out = fx
             .sandbox()
             .env("TEST_TOKEN", &secret)
-            .env("OPAQUE", &opaque)
+            .env("OPAQUE", include_str!("py/cred_opaque.py"))
             .flag("--audit", &log)
             .flag("--policy", &policy)
             .flag("--allow-domain", "127.0.0.1")
@@ -1100,17 +1090,8 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
         let ca_file = upstream_ca(&fx, &ca);
         // One kept-alive HTTP/1.1 connection: the upstream closes after the
         // second request; the third must still work (on a new connection).
-        let script = format!(
-            "import http.client, ssl\n\
-             c = http.client.HTTPSConnection('127.0.0.1', 3128, context=ssl.create_default_context())\n\
-             c.set_tunnel('127.0.0.1', {port})\n\
-             for path in ['/one', '/close', '/three']:\n\
-             \x20   c.request('GET', path)\n\
-             \x20   r = c.getresponse()\n\
-             \x20   print(path, r.status, r.read().split(b' ')[1].decode())\n",
-            port = up.port
-        );
-        let out = inspecting(&fx, &ca_file, &format!("127.0.0.1:{}", up.port)).py(&script);
+        let out = inspecting(&fx, &ca_file, &format!("127.0.0.1:{}", up.port))
+            .py_args(include_str!("py/cred_keepalive.py"), &[up.port.to_string()]);
         out.ok();
         for line in ["/one 200 /one", "/close 200 /close", "/three 200 /three"] {
             assert!(out.stdout.contains(line), "{mode:?}: {out:#?}");
@@ -1126,32 +1107,16 @@ fn sni_and_host_must_name_the_connect_host() {
         let fx = Fixture::new(mode);
         let ca_file = upstream_ca(&fx, &ca);
         let log = fx.outside.join("audit.jsonl");
-        let script = format!(
-            "import socket, ssl\n\
-             s = socket.create_connection(('127.0.0.1', 3128))\n\
-             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
-             print('connect:', s.recv(100).split(b'\\r\\n')[0].decode())\n\
-             ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE\n\
-             try:\n\
-             \x20   ctx.wrap_socket(s, server_hostname='evil.example'); print('sni: accepted')\n\
-             except (OSError, ssl.SSLError) as e:\n\
-             \x20   print('sni: refused')\n\
-             p = socket.create_connection(('127.0.0.1', 3128))\n\
-             p.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
-             p.recv(100)\n\
-             p.sendall(b'GET /plain HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n')\n\
-             print('plaintext:', b''.join(iter(lambda: p.recv(1000), b'')).decode().replace('\\r\\n', ' '))\n",
-            port = up.port
-        );
         let out = fx
             .sandbox()
-            .env("SNI", &script)
+            .env("SNI", include_str!("py/cred_sni.py"))
             .flag("--audit", &log)
             .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
             .flag("--inspect", "127.0.0.1")
             .flag("--upstream-ca", &ca_file)
             .sh(&format!(
-                "{PY} -c \"$SNI\"\necho '== host'\n{}\n",
+                "{PY} -c \"$SNI\" {}\necho '== host'\n{}\n",
+                up.port,
                 curl(up.port, "/x", "--http1.1 -H 'Host: other.example'")
             ));
         assert!(
@@ -1212,21 +1177,8 @@ fn upgraded_connections_are_relayed_through_inspection() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let ca_file = upstream_ca(&fx, &ca);
-        let script = format!(
-            "import socket, ssl\n\
-             s = socket.create_connection(('127.0.0.1', 3128))\n\
-             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n')\n\
-             s.recv(100)\n\
-             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
-             t.sendall(b'GET /ws HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: Upgrade\\r\\nUpgrade: websocket\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n\\r\\n')\n\
-             head = b''\n\
-             while not head.endswith(b'\\r\\n\\r\\n'): head += t.recv(1)\n\
-             print('status:', head.split(b'\\r\\n')[0].decode())\n\
-             t.sendall(b'ping-pong')\n\
-             print('echo:', t.recv(100).decode())\n",
-            port = up.port
-        );
-        let out = inspecting(&fx, &ca_file, &format!("127.0.0.1:{}", up.port)).py(&script);
+        let out = inspecting(&fx, &ca_file, &format!("127.0.0.1:{}", up.port))
+            .py_args(include_str!("py/cred_websocket.py"), &[up.port.to_string()]);
         out.ok();
         assert!(
             out.stdout.contains("status: HTTP/1.1 101"),
@@ -1271,51 +1223,49 @@ fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
     });
 }
 
-/// Python: `upgrade(label, port, path, send)` opens an inspected tunnel to
-/// 127.0.0.1:port, asks to upgrade `path` to WebSocket (the upstream's
-/// echo; `headers` holding an `Upgrade:` replace the handshake's own),
-/// prints `label-status: CODE`, and after a 101 sends `send` and prints
-/// `label-echo: ` and the JSON of what came back within a second.
-const PY_UPGRADE: &str = r#"
-import json, socket, ssl, time
-WS = b'Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n'
-def upgrade(label, port, path, send=b'ping-pong', headers=b''):
-    s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
-    s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n' % port)
-    s.recv(100)
-    t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')
-    t.sendall(b'GET ' + path + b' HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: Upgrade\r\n' % port + (b'' if b'Upgrade:' in headers else WS) + headers + b'\r\n')
-    head = b''
-    while not head.endswith(b'\r\n\r\n'):
-        c = t.recv(1)
-        if not c: break
-        head += c
-    print(label + '-status:', head.split(b' ')[1].decode() if b' ' in head else 'none', flush=True)
-    if b' 101 ' not in head.split(b'\r\n')[0]:
-        rest = b''
-        length = [int(l.split(b':')[1]) for l in head.lower().split(b'\r\n') if l.startswith(b'content-length:')]
-        try:
-            while len(rest) < (length or [0])[0]:
-                c = t.recv(4096)
-                if not c: break
-                rest += c
-        except OSError:
-            pass
-        print(label + '-body:', json.dumps(rest.decode('utf-8', 'replace')), flush=True)
-        return
-    got = b''
-    try:
-        t.sendall(send)
-        t.settimeout(1)
-        end = time.time() + 3
-        while time.time() < end:
-            c = t.recv(65536)
-            if not c: break
-            got += c
-    except OSError:
-        pass
-    print(label + '-echo:', json.dumps(got.decode('utf-8', 'replace')), flush=True)
-"#;
+/// A script of tests/py/ after the python `upgrade(label, port, path,
+/// send, headers)` (tests/py/cred_upgrade.py) and the runner of the calls
+/// an [`Upgrades`] lists.
+macro_rules! with_upgrades {
+    ($($file:literal),*) => {
+        concat!(
+            include_str!("py/cred_upgrade.py"),
+            include_str!("py/cred_upgrade_calls.py")
+            $(, include_str!(concat!("py/", $file)))*
+        )
+    };
+}
+
+/// Calls of `upgrade()` inside the sandbox; `$TEST_TOKEN` in a value
+/// stands for that variable's value there (the placeholder).
+#[derive(Default)]
+struct Upgrades(Vec<serde_json::Value>);
+
+impl Upgrades {
+    /// Upgrade `path` on 127.0.0.1:`port` with the WebSocket handshake.
+    fn ws(self, label: &str, port: u16, path: &str) -> Self {
+        self.with(label, port, path, None, "")
+    }
+
+    /// The same with `send` after a 101 (instead of `ping-pong`) and extra
+    /// `headers` (an `Upgrade:` among them replaces the handshake's).
+    fn with(
+        mut self,
+        label: &str,
+        port: u16,
+        path: &str,
+        send: Option<&str>,
+        headers: &str,
+    ) -> Self {
+        self.0
+            .push(serde_json::json!([label, port, path, send, headers]));
+        self
+    }
+
+    fn json(&self) -> String {
+        serde_json::Value::Array(self.0.clone()).to_string()
+    }
+}
 
 #[test]
 fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
@@ -1337,11 +1287,9 @@ fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
             mode,
         );
         let log = fx.outside.join("audit.jsonl");
-        let script = format!(
-            "{PY_UPGRADE}\nupgrade('glob', {g}, b'/ws')\nupgrade('exact', {e}, b'/ws')\n",
-            g = glob.port,
-            e = exact.port
-        );
+        let upgrades = Upgrades::default()
+            .ws("glob", glob.port, "/ws")
+            .ws("exact", exact.port, "/ws");
         let before = glob.seen().matches("GET /ws").count();
         let out = fx
             .audited(&log)
@@ -1349,7 +1297,7 @@ fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
             .flag("--allow-domain", "127.0.0.1")
             .flag("--ports", format!("{},{}", glob.port, exact.port))
             .flag("--upstream-ca", &ca_file)
-            .py(&script);
+            .py_args(with_upgrades!(), &[upgrades.json()]);
         out.ok();
         // A wildcard admits GETs, not the stream an upgrade leaves behind.
         assert_eq!(line(&out, "glob-status"), "403", "{mode:?}: {out:#?}");
@@ -1441,46 +1389,6 @@ fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
         // Each connection sends a head announcing 1 MiB (the most the
         // proxy buffers whole) and all of the body but its last byte, then
         // waits: the supervisor holds whatever it accepted.
-        let script = format!(
-            "import asyncio, os, ssl\n\
-             BODY = b'a' * (1 << 20)\n\
-             ctx = ssl.create_default_context()\n\
-             keep = []\n\
-             async def answer(r, wait):\n\
-             \x20   try:\n\
-             \x20       return await asyncio.wait_for(r.read(4096), wait)\n\
-             \x20   except asyncio.TimeoutError:\n\
-             \x20       return None\n\
-             async def one():\n\
-             \x20   try:\n\
-             \x20       r, w = await asyncio.open_connection('127.0.0.1', 3128)\n\
-             \x20       w.write(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); await r.readuntil(b'\\r\\n\\r\\n')\n\
-             \x20       await w.start_tls(ctx, server_hostname='127.0.0.1')\n\
-             \x20       keep.append(w)\n\
-             \x20       w.write(b'POST /hold HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nContent-Length: %d\\r\\n\\r\\n' % len(BODY))\n\
-             \x20       resp = await answer(r, 2)\n\
-             \x20       if resp is None:\n\
-             \x20           for at in range(0, len(BODY) - 1, 1 << 16):\n\
-             \x20               w.write(BODY[at:min(at + (1 << 16), len(BODY) - 1)]); await asyncio.wait_for(w.drain(), 60)\n\
-             \x20           resp = await answer(r, 2)\n\
-             \x20       return resp or b'held'\n\
-             \x20   except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:\n\
-             \x20       return ('EXC ' + type(e).__name__).encode()\n\
-             async def main():\n\
-             \x20   got = await asyncio.gather(*[one() for _ in range({CONNECTIONS})])\n\
-             \x20   print('held:', sum(1 for g in got if g == b'held'))\n\
-             \x20   print('refused:', sum(1 for g in got if g.startswith(b'HTTP/1.1 503')))\n\
-             \x20   print('other:', [g[:200] for g in got if g != b'held' and not g.startswith(b'HTTP/1.1 503')][:3])\n\
-             \x20   print('reason:', next((g.split(b'\\r\\n\\r\\n')[1].decode() for g in got if g.startswith(b'HTTP/1.1 503')), '').strip(), flush=True)\n\
-             \x20   open('{held}', 'w').write('x')\n\
-             \x20   for _ in range(1200):\n\
-             \x20       if os.path.exists('{done}'): break\n\
-             \x20       await asyncio.sleep(0.05)\n\
-             asyncio.run(main())\n",
-            port = up.port,
-            held = held.display(),
-            done = done.display(),
-        );
         let log = fx.outside.join("audit.jsonl");
         let running = fx
             .audited(&log)
@@ -1489,7 +1397,15 @@ fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
             .flag("--inspect", "127.0.0.1")
             .flag("--upstream-ca", &ca_file)
             .timeout(std::time::Duration::from_secs(120))
-            .spawn(&[PY, "-c", &script]);
+            .spawn(&py_command(
+                include_str!("py/cred_hold_bodies.py"),
+                &[
+                    up.port.to_string(),
+                    held.display().to_string(),
+                    done.display().to_string(),
+                    CONNECTIONS.to_string(),
+                ],
+            ));
         let (out, peak) = supervisor_memory_while_held(running, &held, &done, mode, |_| {});
         // The budget is a quarter of --max-memory (32 MiB): 32 bodies at
         // most, where 200 would be 200 MiB and more.
@@ -1526,37 +1442,38 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
         let secret = format!("s3cret/{}+x=y~z", fx.token);
         let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
         let log = fx.outside.join("audit.jsonl");
-        let trailers = format!(
-            "import os, socket, ssl\n\
-             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
-             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
-             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
-             t.sendall(b'GET /trailers HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nTE: trailers\\r\\nConnection: close\\r\\nX-Token: ' + os.environ['TEST_TOKEN'].encode() + b'\\r\\n\\r\\n')\n\
-             print(b''.join(iter(lambda: t.recv(65536), b'')).decode('utf-8', 'replace'))\n",
-            port = up.port
-        );
-        let upgrades = format!(
-            "{PY_UPGRADE}\nimport os\nph = os.environ['TEST_TOKEN'].encode()\n\
-             upgrade('ws', {up}, b'/ws?frames=whole', send=b'ping-pong', headers=b'X-Token: ' + ph + b'\\r\\n')\n\
-             upgrade('ws-forbidden', {other}, b'/ws', send=b'stolen: ' + ph)\n",
-            up = up.port,
-            other = other.port
-        );
+        let upgrades = Upgrades::default()
+            .with(
+                "ws",
+                up.port,
+                "/ws?frames=whole",
+                Some("ping-pong"),
+                "X-Token: $TEST_TOKEN\r\n",
+            )
+            .with(
+                "ws-forbidden",
+                other.port,
+                "/ws",
+                Some("stolen: $TEST_TOKEN"),
+                "",
+            );
         let script = format!(
             "echo '== encoded'\n{}\n\
              echo '== encoded-h2'\n{}\n\
              echo '== trailers-h2'\n{}\n\
-             echo '== trailers-stream'\n{PY} -c \"$TRAILERS\"\n\
-             echo '== upgrades'\n{PY} -c \"$UPGRADES\"\n",
+             echo '== trailers-stream'\n{PY} -c \"$TRAILERS\" {}\n\
+             echo '== upgrades'\n{PY} -c \"$UPGRADES\" \"$UPGRADE_CALLS\"\n",
             curl(up.port, "/encoded", "--http1.1 -H \"X-Token: $TEST_TOKEN\""),
             curl(up.port, "/encoded", "--http2 -H \"X-Token: $TEST_TOKEN\""),
             curl(up.port, "/trailers", "--http2 -H \"X-Token: $TEST_TOKEN\""),
+            up.port,
         );
         let out = fx
             .sandbox()
             .env("TEST_TOKEN", &secret)
-            .env("TRAILERS", &trailers)
-            .env("UPGRADES", &upgrades)
+            .env("TRAILERS", include_str!("py/cred_trailers.py"))
+            .env("UPGRADES", with_upgrades!())
+            .env("UPGRADE_CALLS", upgrades.json())
             .flag("--audit", &log)
             .flag("--policy", &policy)
             .flag("--allow-domain", "127.0.0.1")
@@ -1635,27 +1552,40 @@ fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
         let fx = Fixture::new(mode);
         let ca_file = upstream_ca(&fx, &ca);
         let authority = format!("127.0.0.1:{}", up.port);
-        let script = format!(
-            "{PY_UPGRADE}\n\
-             upgrade('ws', {port}, b'/ws')\n\
-             upgrade('h2c', {port}, b'/ws', headers=b'Upgrade: h2c\\r\\nHTTP2-Settings: AAMAAABkAAQAAP__\\r\\n')\n\
-             upgrade('nokey', {port}, b'/ws', headers=b'Upgrade: websocket\\r\\nSec-WebSocket-Version: 13\\r\\n')\n\
-             upgrade('v8', {port}, b'/ws', headers=b'Upgrade: websocket\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 8\\r\\n')\n\
-             upgrade('list', {port}, b'/ws', headers=b'Upgrade: websocket, h2c\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n')\n\
-             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
-             s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
-             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
-             t.sendall(b'GET /not-upgraded HTTP/1.1\\r\\nHost: {authority}\\r\\n' + WS + b'\\r\\n'\n\
-             \x20   + b'POST /smuggled HTTP/1.1\\r\\nHost: {authority}\\r\\nTransfer-Encoding: chunked\\r\\nContent-Length: 5\\r\\n\\r\\n0\\r\\n\\r\\n')\n\
-             got = b''\n\
-             try:\n\
-             \x20   for c in iter(lambda: t.recv(65536), b''): got += c\n\
-             except OSError:\n\
-             \x20   pass\n\
-             print('answers:', got.count(b'HTTP/1.1 '), flush=True)\n",
-            port = up.port
+        let upgrades = Upgrades::default()
+            .ws("ws", up.port, "/ws")
+            .with(
+                "h2c",
+                up.port,
+                "/ws",
+                None,
+                "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n",
+            )
+            .with(
+                "nokey",
+                up.port,
+                "/ws",
+                None,
+                "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n",
+            )
+            .with(
+                "v8",
+                up.port,
+                "/ws",
+                None,
+                "Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 8\r\n",
+            )
+            .with(
+                "list",
+                up.port,
+                "/ws",
+                None,
+                "Upgrade: websocket, h2c\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n",
+            );
+        let out = inspecting(&fx, &ca_file, &authority).py_args(
+            with_upgrades!("cred_upgrade_smuggle.py"),
+            &[&upgrades.json(), &authority],
         );
-        let out = inspecting(&fx, &ca_file, &authority).py(&script);
         out.ok();
         assert_eq!(line(&out, "ws-status"), "101", "{mode:?}: {out:#?}");
         for label in ["h2c", "nokey", "v8", "list"] {
@@ -1681,21 +1611,8 @@ fn one_host_without_userinfo_and_origin_form_upstream() {
         let fx = Fixture::new(mode);
         let ca_file = upstream_ca(&fx, &ca);
         let authority = format!("127.0.0.1:{}", up.port);
-        let script = format!(
-            "import socket, ssl\n\
-             def send(label, data):\n\
-             \x20   s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
-             \x20   s.sendall(b'CONNECT {authority} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
-             \x20   t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
-             \x20   t.sendall(data)\n\
-             \x20   got = b''.join(iter(lambda: t.recv(65536), b''))\n\
-             \x20   print(label + ':', got.split(b' ')[1].decode() if b' ' in got else 'none', flush=True)\n\
-             send('two-hosts', b'GET /two HTTP/1.1\\r\\nHost: {authority}\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
-             send('userinfo', b'GET /user HTTP/1.1\\r\\nHost: evil@{authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
-             send('abs-userinfo', b'GET https://evil@{authority}/absuser HTTP/1.1\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n\
-             send('absolute', b'GET https://{authority}/absolute?q=1 HTTP/1.1\\r\\nHost: {authority}\\r\\nConnection: close\\r\\n\\r\\n')\n",
-        );
-        let out = inspecting(&fx, &ca_file, &authority).py(&script);
+        let out = inspecting(&fx, &ca_file, &authority)
+            .py_args(include_str!("py/cred_one_host.py"), &[&authority]);
         out.ok();
         for label in ["two-hosts", "userinfo", "abs-userinfo"] {
             assert_eq!(line(&out, label), "403", "{mode:?} {label}: {out:#?}");
@@ -1719,28 +1636,16 @@ fn request_targets_with_a_fragment_are_refused() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let ca_file = upstream_ca(&fx, &ca);
-        let script = format!(
-            "import socket, ssl\n\
-             def status(t):\n\
-             \x20   got = b''.join(iter(lambda: t.recv(65536), b''))\n\
-             \x20   return got.split(b' ')[1].decode() if b' ' in got else 'none'\n\
-             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
-             s.sendall(b'GET http://127.0.0.1:{tcp_port}/admin/delete#/issues HTTP/1.1\\r\\nHost: 127.0.0.1:{tcp_port}\\r\\nConnection: close\\r\\n\\r\\n')\n\
-             print('plain:', status(s), flush=True)\n\
-             s = socket.create_connection(('127.0.0.1', 3128), timeout=20)\n\
-             s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); s.recv(100)\n\
-             t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')\n\
-             t.sendall(b'GET /fragment#/issues HTTP/1.1\\r\\nHost: 127.0.0.1:{port}\\r\\nConnection: close\\r\\n\\r\\n')\n\
-             print('inspected:', status(t), flush=True)\n",
-            port = up.port
-        );
         let out = fx
             .audited("none")
             .flag("--allow-domain", "127.0.0.1")
             .flag("--ports", format!("{},{tcp_port}", up.port))
             .flag("--inspect", format!("127.0.0.1:{}", up.port))
             .flag("--upstream-ca", &ca_file)
-            .py(&script);
+            .py_args(
+                include_str!("py/cred_fragment.py"),
+                &[tcp_port.to_string(), up.port.to_string()],
+            );
         out.ok();
         assert_eq!(line(&out, "plain"), "400", "{mode:?}: {out:#?}");
         assert_eq!(line(&out, "inspected"), "400", "{mode:?}: {out:#?}");
@@ -1759,14 +1664,18 @@ fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages(
         let secret = format!("s3cret-{}", fx.token);
         let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
         let log = fx.outside.join("audit.jsonl");
-        let script = format!(
-            "{PY_UPGRADE}\nimport os\nph = b'X-Token: ' + os.environ['TEST_TOKEN'].encode() + b'\\r\\n'\n\
-             upgrade('whole', {port}, b'/ws?frames=whole', headers=ph)\n\
-             upgrade('asked', {port}, b'/ws?frames=whole', headers=ph + b'Sec-WebSocket-Extensions: permessage-deflate\\r\\n')\n\
-             upgrade('claimed', {port}, b'/ws?frames=deflate', headers=ph)\n\
-             upgrade('split', {port}, b'/ws?frames=split', headers=ph)\n",
-            port = up.port
-        );
+        let ph = "X-Token: $TEST_TOKEN\r\n";
+        let upgrades = Upgrades::default()
+            .with("whole", up.port, "/ws?frames=whole", None, ph)
+            .with(
+                "asked",
+                up.port,
+                "/ws?frames=whole",
+                None,
+                &format!("{ph}Sec-WebSocket-Extensions: permessage-deflate\r\n"),
+            )
+            .with("claimed", up.port, "/ws?frames=deflate", None, ph)
+            .with("split", up.port, "/ws?frames=split", None, ph);
         let out = fx
             .sandbox()
             .env("TEST_TOKEN", &secret)
@@ -1775,7 +1684,7 @@ fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages(
             .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
             .flag("--inspect", "127.0.0.1")
             .flag("--upstream-ca", &ca_file)
-            .py(&script);
+            .py_args(with_upgrades!(), &[upgrades.json()]);
         out.ok();
         assert!(up.seen().contains(&secret), "{mode:?}");
         assert!(
@@ -1822,45 +1731,6 @@ fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
         // Each connection speaks HTTP/2 by hand: a stream window of one
         // byte, five requests for /big (3 MiB streamed each), and it never
         // reads again: whatever the upstream sends piles up in the proxy.
-        let script = format!(
-            "import asyncio, os, ssl, struct\n\
-             ctx = ssl.create_default_context()\n\
-             ctx.set_alpn_protocols(['h2'])\n\
-             keep = []\n\
-             def frame(kind, flags, stream, payload):\n\
-             \x20   return struct.pack('>I', len(payload))[1:] + bytes([kind, flags]) + struct.pack('>I', stream) + payload\n\
-             def lit(index, value):\n\
-             \x20   return bytes([index]) + bytes([len(value)]) + value\n\
-             async def one():\n\
-             \x20   try:\n\
-             \x20       r, w = await asyncio.open_connection('127.0.0.1', 3128)\n\
-             \x20       w.write(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n'); await r.readuntil(b'\\r\\n\\r\\n')\n\
-             \x20       await w.start_tls(ctx, server_hostname='127.0.0.1')\n\
-             \x20       keep.append(w)\n\
-             \x20       if w.get_extra_info('ssl_object').selected_alpn_protocol() != 'h2':\n\
-             \x20           return b'refused'\n\
-             \x20       out = b'PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n' + frame(4, 0, 0, struct.pack('>HI', 4, 1))\n\
-             \x20       for i in range({REQUESTS}):\n\
-             \x20           block = b'\\x82\\x87' + lit(0x44, b'/big') + lit(0x41, b'127.0.0.1:{port}')\n\
-             \x20           out += frame(1, 5, 1 + 2 * i, block)\n\
-             \x20       w.write(out); await w.drain()\n\
-             \x20       return b'held'\n\
-             \x20   except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:\n\
-             \x20       return ('EXC ' + type(e).__name__).encode()\n\
-             async def main():\n\
-             \x20   got = await asyncio.gather(*[one() for _ in range({CONNECTIONS})])\n\
-             \x20   print('held:', sum(1 for g in got if g == b'held'))\n\
-             \x20   print('other:', [g for g in got if g != b'held'][:3], flush=True)\n\
-             \x20   await asyncio.sleep(5)\n\
-             \x20   open('{held}', 'w').write('x')\n\
-             \x20   for _ in range(1200):\n\
-             \x20       if os.path.exists('{done}'): break\n\
-             \x20       await asyncio.sleep(0.05)\n\
-             asyncio.run(main())\n",
-            port = up.port,
-            held = held.display(),
-            done = done.display(),
-        );
         let running = fx
             .sandbox()
             .flag("--max-memory", "128M")
@@ -1868,7 +1738,16 @@ fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
             .flag("--inspect", "127.0.0.1")
             .flag("--upstream-ca", &ca_file)
             .timeout(std::time::Duration::from_secs(120))
-            .spawn(&[PY, "-c", &script]);
+            .spawn(&py_command(
+                include_str!("py/cred_h2_windows.py"),
+                &[
+                    up.port.to_string(),
+                    held.display().to_string(),
+                    done.display().to_string(),
+                    CONNECTIONS.to_string(),
+                    REQUESTS.to_string(),
+                ],
+            ));
         let (out, peak) = supervisor_memory_while_held(running, &held, &done, mode, |supervisor| {
             // The upstream streams as fast as the windows let it: wait until
             // the supervisor stops growing (3 s without a new MiB).

@@ -1,0 +1,58 @@
+# argv[4] connections inside inspected tunnels to 127.0.0.1:argv[1], each
+# sending a head announcing 1 MiB (the most the proxy buffers whole) and
+# all of the body but its last byte, then waiting: the supervisor holds
+# whatever it accepted. Prints how many were held and refused (and why),
+# writes the file argv[2], then waits (up to a minute) for the file argv[3].
+import asyncio
+import os
+import ssl
+import sys
+
+port, held_file, done_file, connections = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+BODY = b'a' * (1 << 20)
+ctx = ssl.create_default_context()
+keep = []
+
+
+async def answer(r, wait):
+    try:
+        return await asyncio.wait_for(r.read(4096), wait)
+    except asyncio.TimeoutError:
+        return None
+
+
+async def one():
+    try:
+        r, w = await asyncio.open_connection('127.0.0.1', 3128)
+        w.write(('CONNECT 127.0.0.1:%s HTTP/1.1\r\n\r\n' % port).encode())
+        await r.readuntil(b'\r\n\r\n')
+        await w.start_tls(ctx, server_hostname='127.0.0.1')
+        keep.append(w)
+        w.write(('POST /hold HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Length: %d\r\n\r\n'
+                 % (port, len(BODY))).encode())
+        resp = await answer(r, 2)
+        if resp is None:
+            for at in range(0, len(BODY) - 1, 1 << 16):
+                w.write(BODY[at:min(at + (1 << 16), len(BODY) - 1)])
+                await asyncio.wait_for(w.drain(), 60)
+            resp = await answer(r, 2)
+        return resp or b'held'
+    except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:
+        return ('EXC ' + type(e).__name__).encode()
+
+
+async def main():
+    got = await asyncio.gather(*[one() for _ in range(connections)])
+    print('held:', sum(1 for g in got if g == b'held'))
+    print('refused:', sum(1 for g in got if g.startswith(b'HTTP/1.1 503')))
+    print('other:', [g[:200] for g in got if g != b'held' and not g.startswith(b'HTTP/1.1 503')][:3])
+    print('reason:', next((g.split(b'\r\n\r\n')[1].decode() for g in got
+                           if g.startswith(b'HTTP/1.1 503')), '').strip(), flush=True)
+    open(held_file, 'w').write('x')
+    for _ in range(1200):
+        if os.path.exists(done_file):
+            break
+        await asyncio.sleep(0.05)
+
+
+asyncio.run(main())
