@@ -171,7 +171,7 @@ fn host_pathname_unix_socket_is_unreachable() {
                 ),
             )],
         );
-        let out = fx.sandbox().py(&script);
+        let out = fx.sandbox().tries(&script);
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         server.join().unwrap();
         let received = String::from_utf8_lossy(&got.lock().unwrap()).into_owned();
@@ -358,11 +358,10 @@ fn protected_paths_resist_link_rename_and_fd_tricks() {
                 "open('pkg/.git/config', 'a').write('x')".into(),
             ),
         ];
-        let mut script = py_tries(MODULES, "", &cases);
-        script.push_str(&format!(
+        let script = py_tries(MODULES, "", &cases).then(&format!(
             "import subprocess\nr = subprocess.run('{GIT} config --file .git/config core.hooksPath /tmp', shell=True, capture_output=True)\nprint('git-config-file:', 'OK' if r.returncode == 0 else 'ERR')\n"
         ));
-        let out = fx.sandbox().py(&script);
+        let out = fx.sandbox().tries(&script);
         for l in [
             "hardlink-config",
             "rename-over-config",
@@ -454,7 +453,7 @@ fn process_escapes_are_refused() {
             ("kill-init", "os.kill(1, 9); import time; time.sleep(0.2); os.kill(1, 0); raise OSError(errno.EPERM, 'init survived')".into()),
             ("sandbox-ok", "open('/tmp/ok', 'w').write('x')".into()),
         ];
-        let out = fx.sandbox().py(&py_tries(MODULES, prelude, &cases));
+        let out = fx.sandbox().tries(&py_tries(MODULES, prelude, &cases));
         assert_eq!(line(&out, "sandbox-ok"), "OK", "{mode:?}: {out:#?}");
         for (l, _) in &cases {
             if *l == "sandbox-ok" {
@@ -549,7 +548,7 @@ fn dev_shm_is_size_capped() {
                 "f = open('/dev/shm/fill', 'wb')\n    [f.write(b'\\0' * (1 << 20)) for _ in range(64)]\n    f.flush(); f.close()".into(),
             )],
         );
-        let out = fx.sandbox().flag("--max-tmp", "8M").py(&script);
+        let out = fx.sandbox().flag("--max-tmp", "8M").tries(&script);
         assert_eq!(line(&out, "fill"), "ERR ENOSPC", "{mode:?}: {out:#?}");
     });
 }
@@ -579,9 +578,9 @@ fn denied_files_unreadable_through_proc_and_links() {
                 ),
             ),
         ];
-        let mut script = py_tries(MODULES, "", &cases);
-        script.push_str("print('mountinfo-bytes:', len(open('/proc/self/mountinfo').read()))\n");
-        let out = fx.sandbox().py(&script);
+        let script = py_tries(MODULES, "", &cases)
+            .then("print('mountinfo-bytes:', len(open('/proc/self/mountinfo').read()))\n");
+        let out = fx.sandbox().tries(&script);
         let canary = fx.canary(".ssh/id_rsa");
         assert!(!out.has(&canary), "{mode:?}: canary leaked: {out:#?}");
         for (l, _) in &cases {
@@ -660,7 +659,7 @@ fn no_tcp_path_to_host_loopback() {
                 ),
             ],
         );
-        let out = fx.sandbox().py(&script);
+        let out = fx.sandbox().tries(&script);
         assert!(line(&out, "tcp").starts_with("ERR"), "{mode:?}: {out:#?}");
         assert!(line(&out, "udp").starts_with("ERR"), "{mode:?}: {out:#?}");
         assert!(

@@ -726,7 +726,7 @@ fn the_audit_key_is_out_of_the_sandboxs_reach() {
                 ],
             )
         };
-        let out = fx.sandbox().py(&attempts(&key, &state));
+        let out = fx.sandbox().tries(&attempts(&key, &state));
         out.ok();
         for label in ["read key", "list state", "replace key", "move state aside"] {
             assert!(
@@ -745,7 +745,7 @@ fn the_audit_key_is_out_of_the_sandboxs_reach() {
         deny(run()).ok();
         let inner_key = inner_state.join("cordon/audit.key");
         let original = std::fs::read(&inner_key).expect("the key in the project's state dir");
-        let out = run().py(&attempts(&inner_key, inner_key.parent().unwrap()));
+        let out = run().tries(&attempts(&inner_key, inner_key.parent().unwrap()));
         for label in ["read key", "list state", "replace key", "move state aside"] {
             assert!(
                 line(&out, label).starts_with("ERR"),

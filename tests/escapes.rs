@@ -61,7 +61,7 @@ fn privilege_bits_cannot_be_set_on_files_the_sandbox_writes() {
             ("tmpfile", tmpfile.into()),
             ("plain_chmod", "os.chmod('f', 0o755)".into()),
         ];
-        let out = fx.sandbox().py(&py_tries(&[], prelude, &cases));
+        let out = fx.sandbox().tries(&py_tries(&[], prelude, &cases));
         for (label, _) in &cases[..cases.len() - 1] {
             assert_eq!(
                 line(&out, label),
@@ -429,50 +429,7 @@ fn a_rename_cannot_undo_deny_write_or_move_the_audit_log() {
 fn creating_calls_behave_as_they_do_without_the_gate() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let script = r#"
-import os, errno, fcntl, stat, sys, ctypes, socket
-libc = ctypes.CDLL(None, use_errno=True)
-def t(label, f):
-    try:
-        r = f()
-        print(label, 'OK', '' if r is None else r)
-    except OSError as e:
-        print(label, 'ERR', errno.errorcode.get(e.errno, e.errno))
-os.mkdir(sys.argv[1]); os.chdir(sys.argv[1])
-os.umask(0o027)
-def mode(p): return oct(os.lstat(p).st_mode & 0o7777)
-t('umask', lambda: (os.close(os.open('a', os.O_CREAT | os.O_WRONLY, 0o666)), mode('a'))[1])
-t('excl', lambda: os.open('a', os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-t('cloexec', lambda: fcntl.fcntl(os.open('b', os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC), fcntl.F_GETFD) & fcntl.FD_CLOEXEC)
-t('inherit', lambda: fcntl.fcntl(os.open('b2', os.O_CREAT | os.O_WRONLY), fcntl.F_GETFD) & fcntl.FD_CLOEXEC)
-t('append', lambda: (os.write(os.open('a', os.O_CREAT | os.O_APPEND | os.O_WRONLY), b'x'), os.path.getsize('a'))[1])
-t('trunc', lambda: (os.close(os.open('a', os.O_CREAT | os.O_TRUNC | os.O_WRONLY)), os.path.getsize('a'))[1])
-t('mkdir', lambda: (os.mkdir('d', 0o777), mode('d'))[1])
-t('mkdir-again', lambda: os.mkdir('d'))
-t('mkdir-missing-parent', lambda: os.mkdir('x/y'))
-t('under-a-file', lambda: os.open('a/z', os.O_CREAT | os.O_WRONLY))
-t('trailing-slash', lambda: os.open('new/', os.O_CREAT | os.O_WRONLY))
-t('dir-creat', lambda: os.open('d', os.O_CREAT | os.O_WRONLY))
-t('dot', lambda: os.mkdir('.'))
-t('long-name', lambda: os.open('n' * 300, os.O_CREAT | os.O_WRONLY))
-t('symlink', lambda: os.symlink('target-missing', 'l'))
-t('through-symlink', lambda: (os.close(os.open('l', os.O_CREAT | os.O_WRONLY)), os.path.exists('target-missing'))[1])
-t('nofollow', lambda: os.open('l', os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW))
-t('excl-symlink', lambda: os.open('l', os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-t('loop', lambda: (os.symlink('loop', 'loop'), os.open('loop', os.O_CREAT | os.O_WRONLY)))
-t('link', lambda: (os.link('a', 'a2'), os.stat('a').st_nlink)[1])
-t('link-exists', lambda: os.link('a', 'b'))
-t('rename', lambda: (os.rename('a2', 'a3'), os.path.exists('a3'))[1])
-t('rename-dir-onto-file', lambda: os.rename('d', 'a3'))
-t('renameat2-noreplace', lambda: libc.renameat2(-100, b'a3', -100, b'b', 1) or ctypes.get_errno())
-t('fifo', lambda: (os.mkfifo('f', 0o666), mode('f'))[1])
-t('dirfd', lambda: (os.close(os.open('in-d', os.O_CREAT | os.O_WRONLY, dir_fd=os.open('d', os.O_RDONLY))), os.path.exists('d/in-d'))[1])
-t('tmpfile', lambda: (os.link('/proc/self/fd/%d' % os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o600), 'named', follow_symlinks=True), mode('named'))[1])
-t('dev-fd', lambda: os.write(os.open('/dev/fd/%d' % os.open('a', os.O_WRONLY), os.O_CREAT | os.O_WRONLY), b'y'))
-t('proc-self', lambda: os.write(os.open('/proc/self/fd/%d' % os.open('a', os.O_WRONLY), os.O_CREAT | os.O_WRONLY), b'y'))
-t('cwd-link', lambda: (os.close(os.open('/proc/self/cwd/via-cwd', os.O_CREAT | os.O_WRONLY)), os.path.exists('via-cwd'))[1])
-t('bind-umask', lambda: (os.umask(0o077), socket.socket(socket.AF_UNIX).bind('us'), mode('us'), os.umask(0o027))[2])
-"#;
+        let script = include_str!("py/creating_calls.py");
         let host_dir = fx.outside.join("host-run");
         let host = fx
             .host_cmd(PY)

@@ -19,38 +19,7 @@ const MODULES: &[&str] = &["ctypes", "socket", "array", "threading"];
 
 /// ctypes helpers: raw connect(AF_UNSPEC) and sendmmsg, which python's
 /// socket module does not offer.
-const CTYPES: &str = r#"
-libc = ctypes.CDLL(None, use_errno=True)
-def raw(ret):
-    if ret < 0:
-        e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
-    return ret
-def unspec(s):
-    raw(libc.connect(s.fileno(), ctypes.byref(ctypes.c_ushort(0)), 2))
-class iovec(ctypes.Structure):
-    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
-class msghdr(ctypes.Structure):
-    _fields_ = [('name', ctypes.c_void_p), ('namelen', ctypes.c_uint32), ('iov', ctypes.POINTER(iovec)),
-                ('iovlen', ctypes.c_size_t), ('control', ctypes.c_void_p), ('controllen', ctypes.c_size_t),
-                ('flags', ctypes.c_int)]
-class mmsghdr(ctypes.Structure):
-    _fields_ = [('hdr', msghdr), ('len', ctypes.c_uint)]
-def sockaddr_un(path):
-    b = path.encode()
-    return ctypes.create_string_buffer(ctypes.c_ushort(socket.AF_UNIX).value.to_bytes(2, 'little') + b + b'\0', 2 + len(b) + 1)
-def sendmmsg(s, payloads, path=None):
-    addr = sockaddr_un(path) if path else None
-    bufs = [ctypes.create_string_buffer(p, len(p)) for p in payloads]
-    vecs = [iovec(ctypes.cast(b, ctypes.c_void_p), len(p)) for b, p in zip(bufs, payloads)]
-    msgs = (mmsghdr * len(payloads))()
-    for i, v in enumerate(vecs):
-        msgs[i].hdr.iov = ctypes.pointer(v); msgs[i].hdr.iovlen = 1
-        if addr is not None:
-            msgs[i].hdr.name = ctypes.cast(addr, ctypes.c_void_p); msgs[i].hdr.namelen = ctypes.sizeof(addr)
-    n = raw(libc.sendmmsg(s.fileno(), msgs, len(payloads), 0))
-    if n != len(payloads) or any(msgs[i].len != len(p) for i, p in enumerate(payloads)):
-        raise OSError(errno.EIO, 'short sendmmsg: %d %r' % (n, [m.len for m in msgs]))
-"#;
+const CTYPES: &str = include_str!("py/unix_ctypes.py");
 
 /// A host stream listener that records what any client sends, until the
 /// returned stop flag is set and the thread joined.
@@ -178,7 +147,7 @@ fn host_datagram_socket_is_unreachable_every_way() {
                 ),
             ],
         );
-        let out = fx.sandbox().py(&script);
+        let out = fx.sandbox().tries(&script);
         let got = drain(&host);
         for label in [
             "sendto",
@@ -224,7 +193,7 @@ fn host_socket_inside_the_project_is_unreachable_even_by_symlink() {
             ],
         );
         let log = fx.outside.join("audit.jsonl");
-        let out = fx.audited(&log).py(&script);
+        let out = fx.audited(&log).tries(&script);
         let (n_in, got_in) = inside.finish();
         let (n_out, got_out) = outside.finish();
         assert!(
@@ -275,7 +244,7 @@ fn host_abstract_socket_is_unreachable() {
                 ),
             )],
         );
-        let out = fx.sandbox().py(&script);
+        let out = fx.sandbox().tries(&script);
         let (n, got) = host.finish();
         assert!(
             line(&out, "abstract").starts_with("ERR"),
@@ -357,7 +326,7 @@ fn sockets_the_sandbox_makes_keep_working() {
                 ),
             ],
         );
-        let out = fx.sandbox().py(&script);
+        let out = fx.sandbox().tries(&script);
         for label in [
             "stream",
             "proc_self",
@@ -390,39 +359,13 @@ fn address_rewritten_during_connect_never_reaches_the_host() {
         let own_path = fx.project.join("race.sock");
         // Same length, so only the bytes change, never the length.
         assert_eq!(host_path.as_os_str().len(), own_path.as_os_str().len());
-        let script = format!(
-            r#"import os, errno, ctypes, socket, threading
-{CTYPES}
-host, own = {host:?}, {own:?}
-srv = socket.socket(socket.AF_UNIX); srv.bind(own); srv.listen(4096); srv.setblocking(False)
-buf = sockaddr_un(own)
-stop = False
-def flip():
-    a, b = host.encode(), own.encode()
-    while not stop:
-        ctypes.memmove(ctypes.addressof(buf) + 2, a, len(a))
-        ctypes.memmove(ctypes.addressof(buf) + 2, b, len(b))
-t = threading.Thread(target=flip); t.start()
-ok = refused = 0
-for i in range(3000):
-    s = socket.socket(socket.AF_UNIX)
-    if libc.connect(s.fileno(), buf, ctypes.sizeof(buf)) == 0:
-        ok += 1
-        try: s.send(b'race')
-        except OSError: pass
-    else:
-        refused += 1
-    s.close()
-    try:
-        while True: srv.accept()[0].close()
-    except OSError: pass
-stop = True; t.join()
-print('ok:', ok); print('refused:', refused)
-"#,
-            host = host_path.to_str().unwrap(),
-            own = own_path.to_str().unwrap(),
+        let out = fx.sandbox().py_args(
+            concat!(
+                include_str!("py/unix_ctypes.py"),
+                include_str!("py/unix_connect_race.py")
+            ),
+            &[host_path.to_str().unwrap(), own_path.to_str().unwrap()],
         );
-        let out = fx.sandbox().py(&script);
         let (n, got) = host.finish();
         assert_eq!(
             n, 0,
@@ -475,7 +418,7 @@ fn allow_unix_socket_opens_exactly_that_socket() {
             .sandbox()
             .env("XDG_RUNTIME_DIR", &runtime)
             .flag("--allow-unix-socket", &allowed_path)
-            .py(&script);
+            .tries(&script);
         let (_, got_allowed) = allowed.finish();
         let (n_other, got_other) = other.finish();
         assert_eq!(line(&out, "allowed"), "OK", "{mode:?}: {out:#?}");
@@ -609,7 +552,7 @@ fn hostile_gated_calls_are_refused_and_init_survives() {
                 ("alive", "pass".to_string()),
             ],
         );
-        let out = fx.sandbox().py(&script);
+        let out = fx.sandbox().tries(&script);
         assert_eq!(
             line(&out, "wrapping_cmsg"),
             "ERR EINVAL",
@@ -629,14 +572,6 @@ fn hostile_gated_calls_are_refused_and_init_survives() {
 #[test]
 fn blocked_connects_do_not_stall_other_gated_calls() {
     let fx = Fixture::new(Mode::Root);
-    let out = fx.sandbox().py("import socket, threading, os, time\n\
-         srv = socket.socket(socket.AF_UNIX); srv.bind('/tmp/full.sock'); srv.listen(0)\n\
-         def stuck():\n\
-         \x20   try: socket.socket(socket.AF_UNIX).connect('/tmp/full.sock')\n\
-         \x20   except OSError: pass\n\
-         for i in range(100): threading.Thread(target=stuck, daemon=True).start()\n\
-         time.sleep(1)\n\
-         t = time.time(); a, b = socket.socketpair(); a.sendmsg([b'x']); b.recv(1)\n\
-         print('sendmsg: OK', flush=True); os._exit(0)\n");
+    let out = fx.sandbox().py(include_str!("py/unix_blocked_connects.py"));
     assert!(out.stdout.contains("sendmsg: OK"), "{out:#?}");
 }

@@ -630,14 +630,6 @@ pub fn py_command<'a, S: AsRef<str>>(code: &'a str, args: &'a [S]) -> Vec<&'a st
         .collect()
 }
 
-/// A python snippet that prints `OK` if `expr` (an os call) succeeds and
-/// `ERR <errno name>` otherwise.
-pub fn py_try(stmt: &str) -> String {
-    format!(
-        "import os, errno, sys\ntry:\n    {stmt}\n    print('OK')\nexcept OSError as e:\n    print('ERR', errno.errorcode.get(e.errno, e.errno))\n"
-    )
-}
-
 impl Sandbox {
     /// Runs cordon the way a shell would after `exec 5>path`: with an extra
     /// inherited descriptor 5 open on `path`.
@@ -744,16 +736,53 @@ pub fn line<'a>(out: &'a Output, label: &str) -> &'a str {
         .unwrap_or("<missing>")
 }
 
-/// A python script that imports `os`, `errno` and `modules`, runs
-/// `prelude`, then tries each (label, statement) and prints `label: OK` or
-/// `label: ERR <errno>`.
-pub fn py_tries(modules: &[&str], prelude: &str, cases: &[(&str, String)]) -> String {
-    let modules: Vec<&str> = ["os", "errno"].iter().chain(modules).copied().collect();
-    let mut s = format!("import {}\n{prelude}\n", modules.join(", "));
-    for (label, stmt) in cases {
-        s.push_str(&format!(
-            "try:\n    {stmt}\n    print('{label}: OK')\nexcept OSError as e:\n    print('{label}: ERR', errno.errorcode.get(e.errno, e.errno))\n"
-        ));
+/// What tests/py/tries.py runs: it imports `os`, `errno` and `modules`,
+/// runs `prelude`, then tries each (label, statement) and prints `label:
+/// OK` or `label: ERR <errno>`, then runs the code given to [`Tries::then`].
+pub struct Tries {
+    modules: Vec<String>,
+    prelude: String,
+    cases: Vec<(String, String)>,
+    then: String,
+}
+
+/// The tries of `cases` (see [`Tries`]), run with [`Sandbox::tries`].
+pub fn py_tries(modules: &[&str], prelude: &str, cases: &[(&str, String)]) -> Tries {
+    Tries {
+        modules: modules.iter().map(|m| m.to_string()).collect(),
+        prelude: prelude.to_string(),
+        cases: cases
+            .iter()
+            .map(|(label, stmt)| (label.to_string(), stmt.clone()))
+            .collect(),
+        then: String::new(),
     }
-    s
+}
+
+impl Tries {
+    /// Code run after the tries, unguarded.
+    pub fn then(mut self, code: &str) -> Self {
+        self.then.push_str(code);
+        self
+    }
+
+    fn json(&self) -> String {
+        serde_json::json!({
+            "modules": self.modules,
+            "prelude": self.prelude,
+            "cases": self.cases,
+            "then": self.then,
+        })
+        .to_string()
+    }
+}
+
+/// Runs the tries given as JSON in argv[1].
+const TRIES_PY: &str = include_str!("../py/tries.py");
+
+impl Sandbox {
+    /// Runs `tries` in the sandbox.
+    pub fn tries(&self, tries: &Tries) -> Output {
+        self.py_args(TRIES_PY, &[tries.json()])
+    }
 }
