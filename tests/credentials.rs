@@ -311,32 +311,8 @@ fn gives_away(text: &[u8], secret: &str) -> bool {
     };
     let text_str = String::from_utf8_lossy(text).to_string();
     let unescaped = text_str.replace("\\/", "/");
-    let unicode = unescaped
-        .split("\\u00")
-        .enumerate()
-        .map(|(i, part)| {
-            if i == 0 || part.len() < 2 {
-                return part.to_string();
-            }
-            match u8::from_str_radix(&part[..2], 16) {
-                Ok(b) => format!("{}{}", b as char, &part[2..]),
-                Err(_) => part.to_string(),
-            }
-        })
-        .collect::<String>();
-    let percent = text_str
-        .split('%')
-        .enumerate()
-        .map(|(i, part)| {
-            if i == 0 || part.len() < 2 {
-                return part.to_string();
-            }
-            match u8::from_str_radix(&part[..2], 16) {
-                Ok(b) => format!("{}{}", b as char, &part[2..]),
-                Err(_) => part.to_string(),
-            }
-        })
-        .collect::<String>();
+    let unicode = unescape_hex(&unescaped, "\\u00");
+    let percent = unescape_hex(&text_str, "%");
     if [text, &reversed[..], unicode.as_bytes(), percent.as_bytes()]
         .iter()
         .any(|t| found(t))
@@ -361,6 +337,23 @@ fn gives_away(text: &[u8], secret: &str) -> bool {
         }
     }
     false
+}
+
+/// `text` with each `marker` followed by two hex digits replaced by the
+/// byte they name (`\u00XX` JSON escapes, `%XX` percent-encoding).
+fn unescape_hex(text: &str, marker: &str) -> String {
+    text.split(marker)
+        .enumerate()
+        .map(|(i, part)| {
+            if i == 0 || part.len() < 2 {
+                return part.to_string();
+            }
+            match u8::from_str_radix(&part[..2], 16) {
+                Ok(b) => format!("{}{}", b as char, &part[2..]),
+                Err(_) => part.to_string(),
+            }
+        })
+        .collect()
 }
 
 /// A response body sent in the given chunks, without a length.
@@ -931,14 +924,7 @@ fn git_over_https_with_basic_auth() {
     let repo = served.path().join("repo.git");
     let run = |args: &[&str], dir: &Path| {
         let out = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@e",
-                "-c",
-                "init.defaultBranch=main",
-            ])
+            .args(GIT_IDENTITY)
             .args(args)
             .current_dir(dir)
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -1328,7 +1314,31 @@ fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
     });
 }
 
-/// A process's memory figure (`VmHWM`, `VmRSS`) from /proc, in bytes.
+/// Starts `script` in `sb` under `--max-memory 128M`, inspecting
+/// 127.0.0.1:`port` with `ca_file`: its argv is the port, the `held` and
+/// `done` files of [`supervisor_memory_while_held`], then `counts`.
+fn spawn_holding(
+    sb: Sandbox,
+    ca_file: &Path,
+    port: u16,
+    script: &str,
+    (held, done): (&Path, &Path),
+    counts: &[usize],
+) -> Running {
+    let mut args = vec![
+        port.to_string(),
+        held.display().to_string(),
+        done.display().to_string(),
+    ];
+    args.extend(counts.iter().map(ToString::to_string));
+    sb.flag("--max-memory", "128M")
+        .flag("--allow-domain", format!("127.0.0.1:{port}"))
+        .flag("--inspect", "127.0.0.1")
+        .flag("--upstream-ca", ca_file)
+        .timeout(std::time::Duration::from_secs(120))
+        .spawn(&py_command(script, &args))
+}
+
 /// The supervisor's peak and current memory while the sandbox's clients
 /// hold what they hold: waits until the script inside makes `held`, lets
 /// `settle` wait some more (given the supervisor's pid), reads `VmHWM`
@@ -1367,6 +1377,7 @@ fn supervisor_memory_while_held(
     (out, peak)
 }
 
+/// A process's memory figure (`VmHWM`, `VmRSS`) from /proc, in bytes.
 fn proc_memory(pid: i32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let kib: u64 = status
@@ -1390,22 +1401,17 @@ fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
         // proxy buffers whole) and all of the body but its last byte, then
         // waits: the supervisor holds whatever it accepted.
         let log = fx.outside.join("audit.jsonl");
-        let running = fx
-            .audited(&log)
-            .flag("--max-memory", "128M")
-            .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
-            .flag("--inspect", "127.0.0.1")
-            .flag("--upstream-ca", &ca_file)
-            .timeout(std::time::Duration::from_secs(120))
-            .spawn(&py_command(
-                include_str!("py/cred_hold_bodies.py"),
-                &[
-                    up.port.to_string(),
-                    held.display().to_string(),
-                    done.display().to_string(),
-                    CONNECTIONS.to_string(),
-                ],
-            ));
+        let running = spawn_holding(
+            fx.audited(&log),
+            &ca_file,
+            up.port,
+            concat!(
+                include_str!("py/cred_held.py"),
+                include_str!("py/cred_hold_bodies.py")
+            ),
+            (&held, &done),
+            &[CONNECTIONS],
+        );
         let (out, peak) = supervisor_memory_while_held(running, &held, &done, mode, |_| {});
         // The budget is a quarter of --max-memory (32 MiB): 32 bodies at
         // most, where 200 would be 200 MiB and more.
@@ -1731,23 +1737,17 @@ fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
         // Each connection speaks HTTP/2 by hand: a stream window of one
         // byte, five requests for /big (3 MiB streamed each), and it never
         // reads again: whatever the upstream sends piles up in the proxy.
-        let running = fx
-            .sandbox()
-            .flag("--max-memory", "128M")
-            .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
-            .flag("--inspect", "127.0.0.1")
-            .flag("--upstream-ca", &ca_file)
-            .timeout(std::time::Duration::from_secs(120))
-            .spawn(&py_command(
-                include_str!("py/cred_h2_windows.py"),
-                &[
-                    up.port.to_string(),
-                    held.display().to_string(),
-                    done.display().to_string(),
-                    CONNECTIONS.to_string(),
-                    REQUESTS.to_string(),
-                ],
-            ));
+        let running = spawn_holding(
+            fx.sandbox(),
+            &ca_file,
+            up.port,
+            concat!(
+                include_str!("py/cred_held.py"),
+                include_str!("py/cred_h2_windows.py")
+            ),
+            (&held, &done),
+            &[CONNECTIONS, REQUESTS],
+        );
         let (out, peak) = supervisor_memory_while_held(running, &held, &done, mode, |supervisor| {
             // The upstream streams as fast as the windows let it: wait until
             // the supervisor stops growing (3 s without a new MiB).

@@ -92,6 +92,11 @@ fn find<'a>(r: &'a Report, name: &str) -> &'a cordon::probe::Probe {
 }
 
 #[track_caller]
+/// [`probe`] with the layers `layers` switched off (`CORDON_TEST_WEAKEN`).
+fn weakened(fx: &Fixture, layers: &str) -> (Output, Report) {
+    probe(fx, &[], &[("CORDON_TEST_WEAKEN", layers)])
+}
+
 fn assert_open(r: &Report, names: &[&str]) {
     let closed: Vec<String> = names
         .iter()
@@ -243,11 +248,7 @@ fn files_door_probes_fail_without_mount_view_and_landlock() {
     let _g = serial();
     let mode = weak_mode();
     let fx = fixture(mode);
-    let (out, r) = probe(
-        &fx,
-        &[],
-        &[("CORDON_TEST_WEAKEN", "files,landlock,initenv,unixgate")],
-    );
+    let (out, r) = weakened(&fx, "files,landlock,initenv,unixgate");
     assert_eq!(out.code, 1, "{out:#?}");
     assert_open(
         &r,
@@ -286,11 +287,7 @@ fn files_door_probes_fail_without_mount_view_and_landlock() {
         // /proc/1 is the sandbox's init in a fresh /proc of its own pid
         // namespace; without them, it is the host's, whose root only the
         // capabilities reach.
-        let (_, r) = probe(
-            &fx,
-            &[],
-            &[("CORDON_TEST_WEAKEN", "namespaces,landlock,caps")],
-        );
+        let (_, r) = weakened(&fx, "namespaces,landlock,caps");
         // Some hosts (this suite's CI VM among them) keep their pid 1 from
         // root itself; there the probe cannot flip.
         if std::fs::read_link("/proc/1/root").is_ok() {
@@ -316,7 +313,7 @@ fn persistence_probes_fail_without_the_seccomp_layer() {
         let fx = fixture(mode);
         // The mount view still keeps existing protected files; what the
         // filter and its gate refuse opens.
-        let (out, r) = probe(&fx, &[], &[("CORDON_TEST_WEAKEN", "seccomp")]);
+        let (out, r) = weakened(&fx, "seccomp");
         assert_eq!(out.code, 1, "{out:#?}");
         assert_open(
             &r,
@@ -417,7 +414,7 @@ fn proxy_probes_fail_when_the_proxy_lets_everything_through() {
 fn unix_socket_probe_fails_without_the_gate() {
     let _g = serial();
     let fx = fixture(weak_mode());
-    let (_, r) = probe(&fx, &[], &[("CORDON_TEST_WEAKEN", "unixgate")]);
+    let (_, r) = weakened(&fx, "unixgate");
     assert_open(&r, &["connect to a host UNIX socket (path)"]);
     // The abstract socket stays out of reach: the network namespace holds it.
     assert_eq!(
@@ -430,7 +427,7 @@ fn unix_socket_probe_fails_without_the_gate() {
 fn credentials_door_probes_fail_without_the_scrub() {
     let _g = serial();
     let fx = fixture(weak_mode());
-    let (out, r) = probe(&fx, &[], &[("CORDON_TEST_WEAKEN", "env,initenv")]);
+    let (out, r) = weakened(&fx, "env,initenv");
     assert_eq!(out.code, 1, "{out:#?}");
     assert_open(
         &r,
@@ -447,11 +444,7 @@ fn credentials_door_probes_fail_without_the_scrub() {
     // (Landlock keeps a sandboxed process from reading the /proc files of
     // processes outside its domain, and a process without capabilities
     // may not read those of one that has them: both go too.)
-    let (_, r) = probe(
-        &fx,
-        &[],
-        &[("CORDON_TEST_WEAKEN", "namespaces,landlock,caps")],
-    );
+    let (_, r) = weakened(&fx, "namespaces,landlock,caps");
     assert_open(&r, &["read other processes' environ"]);
 }
 
@@ -460,11 +453,7 @@ fn process_door_probes_fail_without_seccomp_and_namespaces() {
     let _g = serial();
     let mode = weak_mode();
     let fx = fixture(mode);
-    let (out, r) = probe(
-        &fx,
-        &[],
-        &[("CORDON_TEST_WEAKEN", "namespaces,seccomp,caps,nnp,landlock")],
-    );
+    let (out, r) = weakened(&fx, "namespaces,seccomp,caps,nnp,landlock");
     assert_eq!(out.code, 1, "{out:#?}");
     assert_open(
         &r,
@@ -485,7 +474,7 @@ fn process_door_probes_fail_without_seccomp_and_namespaces() {
         assert_open(&r, &["bpf"]);
         // Mount: inside its own namespaces, with the capabilities the user
         // namespace gives uid 0 kept (Landlock forbids mounts as well).
-        let (_, r) = probe(&fx, &[], &[("CORDON_TEST_WEAKEN", "seccomp,caps,landlock")]);
+        let (_, r) = weakened(&fx, "seccomp,caps,landlock");
         assert_open(&r, &["mount"]);
     }
     let module = find(&r, "load a kernel module");

@@ -30,6 +30,16 @@ pub fn cordon_bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_cordon")))
 }
 
+/// git options for commits the tests make: a fixed identity and branch.
+pub const GIT_IDENTITY: &[&str] = &[
+    "-c",
+    "user.name=t",
+    "-c",
+    "user.email=t@e",
+    "-c",
+    "init.defaultBranch=main",
+];
+
 /// The unprivileged test uid/gid when the suite runs as root.
 pub const TEST_UID: u32 = 65534;
 /// How long one cordon run may take before the harness kills it.
@@ -207,22 +217,13 @@ impl Fixture {
 
     /// A sandbox with its audit log at `log` (or `none`).
     pub fn audited(&self, log: impl AsRef<std::ffi::OsStr>) -> Sandbox {
-        self.sandbox().arg("--audit").arg(log.as_ref())
+        self.sandbox().flag("--audit", log.as_ref())
     }
 
     /// Runs `git` on the host as the mode's uid in `dir`.
     pub fn host_git(&self, dir: &Path, args: &[&str]) -> std::process::Output {
         let mut cmd = self.host_cmd("git");
-        cmd.args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir);
+        cmd.args(GIT_IDENTITY).args(args).current_dir(dir);
         let out = cmd.output().expect("git");
         assert!(out.status.success(), "git {args:?}: {out:?}");
         out

@@ -4,7 +4,6 @@
 # upstream sends piles up in the proxy. Prints how many were held, writes
 # the file argv[2], then waits (up to a minute) for the file argv[3].
 import asyncio
-import os
 import ssl
 import struct
 import sys
@@ -49,11 +48,7 @@ async def main():
     print('held:', sum(1 for g in got if g == b'held'))
     print('other:', [g for g in got if g != b'held'][:3], flush=True)
     await asyncio.sleep(5)
-    open(held_file, 'w').write('x')
-    for _ in range(1200):
-        if os.path.exists(done_file):
-            break
-        await asyncio.sleep(0.05)
+    await held_until(held_file, done_file)
 
 
 asyncio.run(main())

@@ -4,7 +4,6 @@
 # whatever it accepted. Prints how many were held and refused (and why),
 # writes the file argv[2], then waits (up to a minute) for the file argv[3].
 import asyncio
-import os
 import ssl
 import sys
 
@@ -48,11 +47,7 @@ async def main():
     print('other:', [g[:200] for g in got if g != b'held' and not g.startswith(b'HTTP/1.1 503')][:3])
     print('reason:', next((g.split(b'\r\n\r\n')[1].decode() for g in got
                            if g.startswith(b'HTTP/1.1 503')), '').strip(), flush=True)
-    open(held_file, 'w').write('x')
-    for _ in range(1200):
-        if os.path.exists(done_file):
-            break
-        await asyncio.sleep(0.05)
+    await held_until(held_file, done_file)
 
 
 asyncio.run(main())
