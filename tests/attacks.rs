@@ -404,17 +404,10 @@ fn protected_paths_resist_link_rename_and_fd_tricks() {
 fn process_escapes_are_refused() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        // The guard keeps these calls from ever running on the host (e.g.
-        // against a fake cordon): inside, the command's parent is init.
-        let prelude = "import sys\n\
-            if os.getppid() != 1: sys.exit('not inside a sandbox: refusing to run host-affecting probes')\n\
-            libc = ctypes.CDLL(None, use_errno=True)\n\
-            libc.syscall.restype = ctypes.c_long\n\
-            def sc(*a):\n\
-            \x20   r = libc.syscall(*[ctypes.c_long(x) if isinstance(x, int) else x for x in a])\n\
-            \x20   if r < 0: raise OSError(ctypes.get_errno(), 'syscall')\n\
-            \x20   return r\n\
-            CLONE_NEWUSER = 0x10000000\n";
+        // The prelude's guard keeps these calls from ever running on the
+        // host (e.g. against a fake cordon): inside, the command's parent is
+        // init.
+        let prelude = include_str!("py/attacks_syscalls.py");
         let cases: Vec<(&str, String)> = vec![
             ("init-root", "os.listdir('/proc/1/root/')".into()),
             ("init-cwd", "os.readlink('/proc/1/cwd')".into()),

@@ -602,6 +602,18 @@ fn inject_policy(fx: &Fixture, env: &str, port: u16) -> PathBuf {
     path
 }
 
+/// One mode's fixture for a test of injection into 127.0.0.1:`port`: the
+/// fixture, the upstreams' CA in a file, a secret unique to the run, a
+/// policy that injects `TEST_TOKEN` there, and where the audit log goes.
+fn injecting(mode: Mode, ca: &TestCa, port: u16) -> (Fixture, PathBuf, String, PathBuf, PathBuf) {
+    let fx = Fixture::new(mode);
+    let ca_file = upstream_ca(&fx, ca);
+    let secret = format!("s3cret-{}", fx.token);
+    let policy = inject_policy(&fx, "TEST_TOKEN", port);
+    let log = fx.outside.join("audit.jsonl");
+    (fx, ca_file, secret, policy, log)
+}
+
 /// The audit log's lines.
 fn audit_text(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
@@ -613,11 +625,7 @@ fn curl_and_python_see_only_the_placeholder() {
     let up = Upstream::start(&ca);
     let other = Upstream::start(&ca);
     each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let ca_file = upstream_ca(&fx, &ca);
-        let secret = format!("s3cret-{}", fx.token);
-        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
-        let log = fx.outside.join("audit.jsonl");
+        let (fx, ca_file, secret, policy, log) = injecting(mode, &ca, up.port);
         let script = format!(
             "echo \"env: $TEST_TOKEN\"\n\
              {}\n\
@@ -628,7 +636,7 @@ fn curl_and_python_see_only_the_placeholder() {
              echo '== other'\n\
              {}\n\
              echo '== python'\n\
-             NO_PROXY= no_proxy= {PY} -c \"import os, urllib.request as u; r = u.Request('https://127.0.0.1:{}/py', headers={{'X-Key': os.environ['TEST_TOKEN']}}); print('py:', u.urlopen(r).read().decode())\"\n\
+             NO_PROXY= no_proxy= {PY} -c \"$URLLIB\" {}\n\
              echo '== environ'\n\
              cat /proc/self/environ | tr '\\0' '\\n' | grep -c '{secret}' || true\n",
             curl(up.port, "/echo?t=$TEST_TOKEN", "--http1.1 -H \"Authorization: Bearer $TEST_TOKEN\" --data-binary \"body=$TEST_TOKEN\""),
@@ -640,6 +648,7 @@ fn curl_and_python_see_only_the_placeholder() {
         let out = fx
             .sandbox()
             .env("TEST_TOKEN", &secret)
+            .env("URLLIB", include_str!("py/cred_urllib.py"))
             .flag("--audit", &log)
             .flag("--policy", &policy)
             .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
@@ -1001,11 +1010,7 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
     let up = Upstream::start(&ca);
     let other = Upstream::start(&ca);
     each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let ca_file = upstream_ca(&fx, &ca);
-        let secret = format!("s3cret-{}", fx.token);
-        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
-        let log = fx.outside.join("audit.jsonl");
+        let (fx, ca_file, secret, policy, log) = injecting(mode, &ca, up.port);
         let script = format!(
             "{} -o /tmp/big\n\
              echo \"size: $(wc -c < /tmp/big)\"\n\
@@ -1665,11 +1670,7 @@ fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages(
     let ca = TestCa::new("cordon test upstream CA");
     let up = Upstream::start(&ca);
     each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let ca_file = upstream_ca(&fx, &ca);
-        let secret = format!("s3cret-{}", fx.token);
-        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
-        let log = fx.outside.join("audit.jsonl");
+        let (fx, ca_file, secret, policy, log) = injecting(mode, &ca, up.port);
         let ph = "X-Token: $TEST_TOKEN\r\n";
         let upgrades = Upgrades::default()
             .with("whole", up.port, "/ws?frames=whole", None, ph)
@@ -1844,11 +1845,7 @@ fn crafted_upstream(ca: &TestCa, answer: fn(&str, &[u8]) -> Vec<u8>) -> u16 {
 /// the crafted upstream on `port`; returns the output, the real value and
 /// the audit log's text.
 fn run_injecting(mode: Mode, ca: &TestCa, port: u16, script: &str) -> (Output, String, String) {
-    let fx = Fixture::new(mode);
-    let ca_file = upstream_ca(&fx, ca);
-    let secret = format!("s3cret-{}", fx.token);
-    let policy = inject_policy(&fx, "TEST_TOKEN", port);
-    let log = fx.outside.join("audit.jsonl");
+    let (fx, ca_file, secret, policy, log) = injecting(mode, ca, port);
     let out = fx
         .sandbox()
         .env("TEST_TOKEN", &secret)

@@ -27,13 +27,7 @@ fn privileged_files(dir: &Path) -> Vec<PathBuf> {
 fn privilege_bits_cannot_be_set_on_files_the_sandbox_writes() {
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let prelude = "import ctypes\n\
-            libc = ctypes.CDLL(None, use_errno=True)\n\
-            def sys(*a):\n    \
-                if libc.syscall(*a) < 0:\n        \
-                    raise OSError(ctypes.get_errno(), 'syscall')\n\
-            open('f', 'w').close()\n\
-            fd = os.open('f', os.O_RDONLY)\n";
+        let prelude = include_str!("py/privilege_bits.py");
         let tmpfile = "t = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o4755); \
              os.link('/proc/self/fd/%d' % t, 'tmp-linked', follow_symlinks=True)";
         let cases: Vec<(&str, String)> = vec![
