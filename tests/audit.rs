@@ -192,7 +192,7 @@ fn allowed_and_denied_connections_are_logged_and_summarised() {
         let secret = format!("tok{}", fx.token);
         let out = fx
             .audited(&log)
-            .flag("--allow-domain", &format!("127.0.0.1:{port}"))
+            .flag("--allow-domain", format!("127.0.0.1:{port}"))
             .flag("--deny-domain", "denied.example")
             .py_args(
                 with_helpers!("audit_mixed.py"),
@@ -325,7 +325,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
         let run = |status: [&str; 3], quiet: bool| {
             let mut sb = fx
                 .audited(&log)
-                .flag("--allow-domain", &format!("127.0.0.1:{port}"));
+                .flag("--allow-domain", format!("127.0.0.1:{port}"));
             if quiet {
                 sb = sb.arg("--quiet");
             }
@@ -480,7 +480,7 @@ fn connection_cap_refuses_with_503_and_is_reported_once() {
         let out = fx
             .audited(&log)
             .flag("--max-connections", "2")
-            .flag("--allow-domain", &format!("127.0.0.1:{port}"))
+            .flag("--allow-domain", format!("127.0.0.1:{port}"))
             .py_args(with_helpers!("audit_cap.py"), &[&port.to_string()]);
         out.ok();
         let established = "HTTP/1.1 200 Connection established";
@@ -776,7 +776,7 @@ fn a_loop_of_allowed_connections_does_not_grow_the_log_past_the_limit() {
     let log = fx.outside.join("audit.jsonl");
     let out = fx
         .audited(&log)
-        .flag("--allow-domain", &format!("127.0.0.1:{port}"))
+        .flag("--allow-domain", format!("127.0.0.1:{port}"))
         .py_args(with_helpers!("audit_loop.py"), &[&port.to_string(), "150"]);
     out.ok();
     assert_eq!(line(&out, "ok"), "150", "{out:#?}");

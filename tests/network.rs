@@ -73,7 +73,7 @@ fn host_loopback_listener_is_unreachable() {
         // another network namespace.
         let out = fx
             .sandbox()
-            .flag("--allow-local-port", &port.to_string())
+            .flag("--allow-local-port", port.to_string())
             .py_args(CONNECT_PY, &[&port.to_string()]);
         assert_eq!(
             line(&out, "connect"),
@@ -102,7 +102,7 @@ fn allow_local_port_opens_only_that_port() {
         let fx = Fixture::new(mode);
         let allowed = fx
             .sandbox()
-            .flag("--allow-local-port", &port.to_string())
+            .flag("--allow-local-port", port.to_string())
             .py_args(LOCAL_SERVER_PY, &[&port.to_string()]);
         assert_eq!(line(&allowed, "bind"), "OK", "{mode:?}: {allowed:#?}");
         assert_eq!(
@@ -121,7 +121,7 @@ fn allow_local_port_opens_only_that_port() {
         let other = if port == 65535 { port - 1 } else { port + 1 };
         let out = fx
             .sandbox()
-            .flag("--allow-local-port", &port.to_string())
+            .flag("--allow-local-port", port.to_string())
             .py_args(LOCAL_SERVER_PY, &[&other.to_string()]);
         assert_eq!(line(&out, "bind"), "ERR EACCES", "{mode:?}: {out:#?}");
     });
@@ -1085,7 +1085,7 @@ fn a_second_request_on_the_connection_never_reaches_a_denied_host() {
             &allowed.body,
         ];
         let out = allowing(&fx, &[&format!("127.0.0.1:{p}")])
-            .flag("--deny-domain", &format!("127.0.0.1:{q}"))
+            .flag("--deny-domain", format!("127.0.0.1:{q}"))
             .py_args(with_client!("net_pipelined.py"), &args);
         out.ok();
         for label in ["pipelined", "keepalive", "after-body"] {
@@ -1277,7 +1277,7 @@ fn udp_and_ipv6_do_not_get_out() {
         // only the network namespace is tested.
         let out = fx
             .sandbox()
-            .flag("--allow-local-port", &t6.to_string())
+            .flag("--allow-local-port", t6.to_string())
             .py_args(include_str!("py/net_off_loopback.py"), &args);
         out.ok();
         // Sent on the sandbox's own lo, where nobody listens.
@@ -1531,7 +1531,7 @@ fn many_tunnels_are_held_at_once_under_a_low_descriptor_limit() {
         let script = include_str!("py/net_many_tunnels.py");
         let out = fx
             .sandbox()
-            .flag("--allow-domain", &format!("127.0.0.1:{p}"))
+            .flag("--allow-domain", format!("127.0.0.1:{p}"))
             .run_under_sh(
                 "ulimit -S -n 1024 && exec \"$@\"",
                 &[],
