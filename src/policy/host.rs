@@ -34,7 +34,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use ipnet::IpNet;
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde::{Serialize, Serializer};
 
 use crate::policy::{Source, Sourced};
@@ -301,30 +301,6 @@ impl fmt::Display for Cidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
     }
-}
-
-const fn mask32(prefix: u8) -> u32 {
-    if prefix == 0 {
-        0
-    } else {
-        u32::MAX << (32 - prefix as u32)
-    }
-}
-
-const fn mask128(prefix: u8) -> u128 {
-    if prefix == 0 {
-        0
-    } else {
-        u128::MAX << (128 - prefix as u32)
-    }
-}
-
-fn in_v4(ip: Ipv4Addr, net: u32, prefix: u8) -> bool {
-    u32::from(ip) & mask32(prefix) == net
-}
-
-fn in_v6(ip: Ipv6Addr, net: u128, prefix: u8) -> bool {
-    u128::from(ip) & mask128(prefix) == net
 }
 
 // ---------------------------------------------------------------------------
@@ -936,106 +912,110 @@ fn shell_word(rule: &str) -> String {
 // ---------------------------------------------------------------------------
 // Address classes.
 
-const fn v4(a: u8, b: u8, c: u8, d: u8) -> u32 {
-    u32::from_be_bytes([a, b, c, d])
+/// The range `a.b.c.d/prefix`, for the tables.
+const fn net4(a: u8, b: u8, c: u8, d: u8, prefix: u8) -> Ipv4Net {
+    Ipv4Net::new_assert(Ipv4Addr::new(a, b, c, d), prefix)
 }
 
 /// Refused IPv4 ranges; the first match names the class, so specific entries come first.
-const V4_RANGES: &[(u32, u8, AddressClass)] = &[
-    (v4(169, 254, 169, 254), 32, AddressClass::Metadata),
-    (v4(169, 254, 170, 2), 32, AddressClass::Metadata),
-    (v4(100, 100, 100, 200), 32, AddressClass::Metadata),
-    (v4(192, 0, 0, 192), 32, AddressClass::Metadata),
-    (v4(255, 255, 255, 255), 32, AddressClass::Broadcast),
-    (v4(0, 0, 0, 0), 8, AddressClass::Unspecified),
-    (v4(10, 0, 0, 0), 8, AddressClass::Private),
-    (v4(100, 64, 0, 0), 10, AddressClass::SharedCgnat),
-    (v4(127, 0, 0, 0), 8, AddressClass::Loopback),
-    (v4(169, 254, 0, 0), 16, AddressClass::LinkLocal),
-    (v4(172, 16, 0, 0), 12, AddressClass::Private),
-    (v4(192, 0, 0, 0), 24, AddressClass::Reserved),
-    (v4(192, 0, 2, 0), 24, AddressClass::Documentation),
-    (v4(192, 88, 99, 0), 24, AddressClass::Reserved),
-    (v4(192, 168, 0, 0), 16, AddressClass::Private),
-    (v4(198, 18, 0, 0), 15, AddressClass::Benchmark),
-    (v4(198, 51, 100, 0), 24, AddressClass::Documentation),
-    (v4(203, 0, 113, 0), 24, AddressClass::Documentation),
-    (v4(224, 0, 0, 0), 4, AddressClass::Multicast),
-    (v4(240, 0, 0, 0), 4, AddressClass::Reserved),
+const V4_RANGES: &[(Ipv4Net, AddressClass)] = &[
+    (net4(169, 254, 169, 254, 32), AddressClass::Metadata),
+    (net4(169, 254, 170, 2, 32), AddressClass::Metadata),
+    (net4(100, 100, 100, 200, 32), AddressClass::Metadata),
+    (net4(192, 0, 0, 192, 32), AddressClass::Metadata),
+    (net4(255, 255, 255, 255, 32), AddressClass::Broadcast),
+    (net4(0, 0, 0, 0, 8), AddressClass::Unspecified),
+    (net4(10, 0, 0, 0, 8), AddressClass::Private),
+    (net4(100, 64, 0, 0, 10), AddressClass::SharedCgnat),
+    (net4(127, 0, 0, 0, 8), AddressClass::Loopback),
+    (net4(169, 254, 0, 0, 16), AddressClass::LinkLocal),
+    (net4(172, 16, 0, 0, 12), AddressClass::Private),
+    (net4(192, 0, 0, 0, 24), AddressClass::Reserved),
+    (net4(192, 0, 2, 0, 24), AddressClass::Documentation),
+    (net4(192, 88, 99, 0, 24), AddressClass::Reserved),
+    (net4(192, 168, 0, 0, 16), AddressClass::Private),
+    (net4(198, 18, 0, 0, 15), AddressClass::Benchmark),
+    (net4(198, 51, 100, 0, 24), AddressClass::Documentation),
+    (net4(203, 0, 113, 0, 24), AddressClass::Documentation),
+    (net4(224, 0, 0, 0, 4), AddressClass::Multicast),
+    (net4(240, 0, 0, 0, 4), AddressClass::Reserved),
 ];
 
-const fn v6(s: [u16; 8]) -> u128 {
-    let mut out = 0u128;
-    let mut i = 0;
-    while i < 8 {
-        out = (out << 16) | s[i] as u128;
-        i += 1;
-    }
-    out
+/// The range of the eight 16-bit groups `s` and `prefix`, for the tables.
+const fn net6(s: [u16; 8], prefix: u8) -> Ipv6Net {
+    Ipv6Net::new_assert(
+        Ipv6Addr::new(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]),
+        prefix,
+    )
 }
+
+/// NAT64's well-known prefix, 64:ff9b::/96.
+const NAT64_WELL_KNOWN: Ipv6Net = net6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96);
+/// 6to4, 2002::/16.
+const SIX_TO_FOUR: Ipv6Net = net6([0x2002, 0, 0, 0, 0, 0, 0, 0], 16);
+/// Teredo, 2001::/32.
+const TEREDO: Ipv6Net = net6([0x2001, 0, 0, 0, 0, 0, 0, 0], 32);
 
 /// Refused IPv6 ranges; the first match names the class. Embeddings whose
 /// verdict depends on the IPv4 inside (NAT64, 6to4, Teredo) are in [`classify`].
-const V6_RANGES: &[(u128, u8, AddressClass)] = &[
+const V6_RANGES: &[(Ipv6Net, AddressClass)] = &[
     (
-        v6([0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254]),
-        128,
+        net6([0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254], 128),
         AddressClass::Metadata,
     ),
-    (0, 128, AddressClass::Unspecified),
-    (1, 128, AddressClass::Loopback),
+    (net6([0; 8], 128), AddressClass::Unspecified),
+    (net6([0, 0, 0, 0, 0, 0, 0, 1], 128), AddressClass::Loopback),
     (
-        v6([0, 0, 0, 0, 0, 0xffff, 0, 0]),
-        96,
+        net6([0, 0, 0, 0, 0, 0xffff, 0, 0], 96),
         AddressClass::Ipv4Mapped,
     ),
     (
-        v6([0, 0, 0, 0, 0xffff, 0, 0, 0]),
-        96,
+        net6([0, 0, 0, 0, 0xffff, 0, 0, 0], 96),
         AddressClass::Ipv4Mapped,
     ),
-    (0, 96, AddressClass::Ipv4Compatible),
+    (net6([0; 8], 96), AddressClass::Ipv4Compatible),
     (
-        v6([0x64, 0xff9b, 1, 0, 0, 0, 0, 0]),
-        48,
+        net6([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48),
         AddressClass::Nat64,
     ),
-    (v6([0x100, 0, 0, 0, 0, 0, 0, 0]), 64, AddressClass::Reserved),
     (
-        v6([0x2001, 2, 0, 0, 0, 0, 0, 0]),
-        48,
+        net6([0x100, 0, 0, 0, 0, 0, 0, 0], 64),
+        AddressClass::Reserved,
+    ),
+    (
+        net6([0x2001, 2, 0, 0, 0, 0, 0, 0], 48),
         AddressClass::Benchmark,
     ),
     (
-        v6([0x2001, 0x10, 0, 0, 0, 0, 0, 0]),
-        28,
+        net6([0x2001, 0x10, 0, 0, 0, 0, 0, 0], 28),
         AddressClass::Reserved,
     ),
     (
-        v6([0x2001, 0x20, 0, 0, 0, 0, 0, 0]),
-        28,
+        net6([0x2001, 0x20, 0, 0, 0, 0, 0, 0], 28),
         AddressClass::Reserved,
     ),
     (
-        v6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0]),
-        32,
+        net6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32),
         AddressClass::Documentation,
     ),
     (
-        v6([0x3fff, 0, 0, 0, 0, 0, 0, 0]),
-        20,
+        net6([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20),
         AddressClass::Documentation,
     ),
-    (v6([0xfc00, 0, 0, 0, 0, 0, 0, 0]), 7, AddressClass::Private),
     (
-        v6([0xfe80, 0, 0, 0, 0, 0, 0, 0]),
-        10,
+        net6([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7),
+        AddressClass::Private,
+    ),
+    (
+        net6([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10),
         AddressClass::LinkLocal,
     ),
-    (v6([0xfec0, 0, 0, 0, 0, 0, 0, 0]), 10, AddressClass::Private),
     (
-        v6([0xff00, 0, 0, 0, 0, 0, 0, 0]),
-        8,
+        net6([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10),
+        AddressClass::Private,
+    ),
+    (
+        net6([0xff00, 0, 0, 0, 0, 0, 0, 0], 8),
         AddressClass::Multicast,
     ),
 ];
@@ -1052,26 +1032,23 @@ pub fn classify(addr: IpAddr) -> Option<AddressClass> {
 fn classify_v4(ip: Ipv4Addr) -> Option<AddressClass> {
     V4_RANGES
         .iter()
-        .find(|(net, prefix, _)| in_v4(ip, *net, *prefix))
-        .map(|(_, _, class)| *class)
+        .find(|(net, _)| net.contains(&ip))
+        .map(|(_, class)| *class)
 }
 
 fn classify_v6(ip: Ipv6Addr) -> Option<AddressClass> {
-    if let Some((_, _, class)) = V6_RANGES
-        .iter()
-        .find(|(net, prefix, _)| in_v6(ip, *net, *prefix))
-    {
+    if let Some((_, class)) = V6_RANGES.iter().find(|(net, _)| net.contains(&ip)) {
         return Some(*class);
     }
     let refused = |v4: Ipv4Addr| classify_v4(v4).is_some();
     let bits = u128::from(ip);
-    if in_v6(ip, v6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0]), 96) && refused(low32(bits)) {
+    if NAT64_WELL_KNOWN.contains(&ip) && refused(low32(bits)) {
         return Some(AddressClass::Nat64);
     }
-    if in_v6(ip, v6([0x2002, 0, 0, 0, 0, 0, 0, 0]), 16) && refused(sixtofour_v4(bits)) {
+    if SIX_TO_FOUR.contains(&ip) && refused(sixtofour_v4(bits)) {
         return Some(AddressClass::SixToFour);
     }
-    if in_v6(ip, v6([0x2001, 0, 0, 0, 0, 0, 0, 0]), 32) {
+    if TEREDO.contains(&ip) {
         let (server, client) = teredo_v4(bits);
         if refused(server) || refused(client) {
             return Some(AddressClass::Teredo);
@@ -1104,18 +1081,18 @@ pub fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
     let bits = u128::from(ip);
     let mut out = Vec::new();
     let low_forms = [
-        (v6([0, 0, 0, 0, 0, 0xffff, 0, 0]), 96),
-        (v6([0, 0, 0, 0, 0xffff, 0, 0, 0]), 96),
-        (0, 96),
-        (v6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0]), 96),
+        net6([0, 0, 0, 0, 0, 0xffff, 0, 0], 96),
+        net6([0, 0, 0, 0, 0xffff, 0, 0, 0], 96),
+        net6([0; 8], 96),
+        NAT64_WELL_KNOWN,
     ];
-    if low_forms.iter().any(|(net, p)| in_v6(ip, *net, *p)) && bits > 1 {
+    if low_forms.iter().any(|net| net.contains(&ip)) && bits > 1 {
         out.push(low32(bits));
     }
-    if in_v6(ip, v6([0x2002, 0, 0, 0, 0, 0, 0, 0]), 16) {
+    if SIX_TO_FOUR.contains(&ip) {
         out.push(sixtofour_v4(bits));
     }
-    if in_v6(ip, v6([0x2001, 0, 0, 0, 0, 0, 0, 0]), 32) {
+    if TEREDO.contains(&ip) {
         let (server, client) = teredo_v4(bits);
         out.push(server);
         out.push(client);
