@@ -584,13 +584,13 @@ fn upstream_ca(fx: &Fixture, ca: &TestCa) -> PathBuf {
     path
 }
 
-/// A sandbox without an audit log that allows `authority` and inspects
-/// 127.0.0.1, trusting `ca_file` for the upstreams.
-fn inspecting(fx: &Fixture, ca_file: &Path, authority: &str) -> Sandbox {
+/// A sandbox without an audit log that allows 127.0.0.1:`port` and
+/// inspects 127.0.0.1, trusting `ca` for the upstreams.
+fn inspecting(fx: &Fixture, ca: &TestCa, port: u16) -> Sandbox {
     fx.audited("none")
-        .flag("--allow-domain", authority)
+        .flag("--allow-domain", format!("127.0.0.1:{port}"))
         .flag("--inspect", "127.0.0.1")
-        .flag("--upstream-ca", ca_file)
+        .flag("--upstream-ca", upstream_ca(fx, ca))
 }
 
 /// A policy file that injects the variable `env` into requests to
@@ -1078,10 +1078,9 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
     let up = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = upstream_ca(&fx, &ca);
         // One kept-alive HTTP/1.1 connection: the upstream closes after the
         // second request; the third must still work (on a new connection).
-        let out = inspecting(&fx, &ca_file, &format!("127.0.0.1:{}", up.port))
+        let out = inspecting(&fx, &ca, up.port)
             .py_args(include_str!("py/cred_keepalive.py"), &[up.port.to_string()]);
         out.ok();
         for line in ["/one 200 /one", "/close 200 /close", "/three 200 /three"] {
@@ -1167,8 +1166,7 @@ fn upgraded_connections_are_relayed_through_inspection() {
     let up = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = upstream_ca(&fx, &ca);
-        let out = inspecting(&fx, &ca_file, &format!("127.0.0.1:{}", up.port))
+        let out = inspecting(&fx, &ca, up.port)
             .py_args(include_str!("py/cred_websocket.py"), &[up.port.to_string()]);
         out.ok();
         assert!(
@@ -1185,10 +1183,9 @@ fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
     let up = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = upstream_ca(&fx, &ca);
         let authority = format!("127.0.0.1:{}", up.port);
         let before = up.seen().matches("POST /framing").count();
-        let out = inspecting(&fx, &ca_file, &authority).py_args(
+        let out = inspecting(&fx, &ca, up.port).py_args(
             concat!(
                 include_str!("py/framing_cases.py"),
                 include_str!("py/cred_framing.py")
@@ -1561,7 +1558,6 @@ fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
     let up = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = upstream_ca(&fx, &ca);
         let authority = format!("127.0.0.1:{}", up.port);
         let upgrades = Upgrades::default()
             .ws("ws", up.port, "/ws")
@@ -1593,7 +1589,7 @@ fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
                 None,
                 "Upgrade: websocket, h2c\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n",
             );
-        let out = inspecting(&fx, &ca_file, &authority).py_args(
+        let out = inspecting(&fx, &ca, up.port).py_args(
             with_upgrades!("cred_upgrade_smuggle.py"),
             &[&upgrades.json(), &authority],
         );
@@ -1620,9 +1616,8 @@ fn one_host_without_userinfo_and_origin_form_upstream() {
     let up = Upstream::start(&ca);
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let ca_file = upstream_ca(&fx, &ca);
         let authority = format!("127.0.0.1:{}", up.port);
-        let out = inspecting(&fx, &ca_file, &authority)
+        let out = inspecting(&fx, &ca, up.port)
             .py_args(include_str!("py/cred_one_host.py"), &[&authority]);
         out.ok();
         for label in ["two-hosts", "userinfo", "abs-userinfo"] {

@@ -25,10 +25,7 @@ def lit(index, value):
 
 async def one():
     try:
-        r, w = await asyncio.open_connection('127.0.0.1', 3128)
-        w.write(('CONNECT 127.0.0.1:%s HTTP/1.1\r\n\r\n' % port).encode())
-        await r.readuntil(b'\r\n\r\n')
-        await w.start_tls(ctx, server_hostname='127.0.0.1')
+        r, w = await inspected_tunnel(port, ctx)
         keep.append(w)
         if w.get_extra_info('ssl_object').selected_alpn_protocol() != 'h2':
             return b'refused'

@@ -22,10 +22,7 @@ async def answer(r, wait):
 
 async def one():
     try:
-        r, w = await asyncio.open_connection('127.0.0.1', 3128)
-        w.write(('CONNECT 127.0.0.1:%s HTTP/1.1\r\n\r\n' % port).encode())
-        await r.readuntil(b'\r\n\r\n')
-        await w.start_tls(ctx, server_hostname='127.0.0.1')
+        r, w = await inspected_tunnel(port, ctx)
         keep.append(w)
         w.write(('POST /hold HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Length: %d\r\n\r\n'
                  % (port, len(BODY))).encode())
