@@ -14,6 +14,7 @@ pub mod create_gate;
 pub mod files;
 pub mod gitconfig;
 pub mod init;
+pub mod kernel;
 pub mod landlock;
 pub mod limits;
 pub mod repos;

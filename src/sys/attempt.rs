@@ -127,7 +127,6 @@ pub fn allow_any_tracer() -> io::Result<()> {
 /// `prctl(PR_GET_NO_NEW_PRIVS)`.
 pub fn no_new_privs() -> io::Result<bool> {
     // SAFETY: integer arguments only.
-    let r =
-        check(unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } as libc::c_long)?;
+    let r = check(unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } as libc::c_long)?;
     Ok(r == 1)
 }
