@@ -6,8 +6,10 @@
 //!      └─ CMD                  exit status and signals pass through
 //! ```
 //!
-//! The files door is [`files`] (mount view) and [`landlock`]; process
-//! hardening is [`init`] and [`seccomp`]; limits are [`limits`].
+//! The supervisor's hold on init (start, wait, the one kill path) is
+//! `supervisor`. The files door is [`files`] (mount view) and
+//! [`landlock`]; process hardening is [`init`] and [`seccomp`], its kernel
+//! calls and their order [`kernel`]; limits are [`limits`].
 
 pub mod channel;
 pub mod create_gate;
