@@ -220,31 +220,12 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             warn_degraded(Layer::Limits, &e.to_string());
             LimitPlan::rlimits_only(&policy.limits)
         }
-        Err(e) => {
-            // Report the more fundamental failure first.
-            if let (Err(ns), false) = (
-                support::try_namespaces(),
-                policy.degraded_ok(Layer::Namespaces),
-            ) {
-                return Err(namespaces_error(&ns));
-            }
-            return Err(e.into());
-        }
+        Err(e) => return Err(namespaces_first(policy, e.into())),
     };
     let cgroup = CgroupCleanup(&limits);
     let audit_log = match audit_log {
         Some(Ok(log)) => Some(log),
-        Some(Err(e)) => {
-            // Inside another sandbox, both the namespaces and the home
-            // directory are out of reach: name the namespaces first.
-            if let (Err(ns), false) = (
-                support::try_namespaces(),
-                policy.degraded_ok(Layer::Namespaces),
-            ) {
-                return Err(namespaces_error(&ns));
-            }
-            return Err(e);
-        }
+        Some(Err(e)) => return Err(namespaces_first(policy, e)),
         None => None,
     };
     if let Some(log) = &audit_log {
@@ -296,18 +277,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         &req.command[0],
         inspector,
     )?;
-    for removal in withheld {
-        let mut event = audit::Event::new(
-            audit::Door::Credentials,
-            audit::Kind::Withheld,
-            audit::Verdict::Deny,
-            removal.name,
-        );
-        event.rule = Some(removal.rule);
-        event.source = Some(removal.source.to_string());
-        event.reason = Some("unset in the command's environment".into());
-        auditor.record(event);
-    }
+    record_withheld(&auditor, withheld);
     let relay = handover
         .pty_master
         .map(|master| tty::Relay::new(master, caller_tty));
@@ -410,6 +380,34 @@ fn start_proxy(
     }
     .map_err(io_err("starting the proxy"))?;
     Ok((auditor, Some(proxy)))
+}
+
+/// `e`, or the namespaces' own failure if they cannot be made either and
+/// the user did not allow running without them: that is the more
+/// fundamental one to report (inside another sandbox, the cgroups and the
+/// home directory are out of reach too).
+fn namespaces_first(policy: &Policy, e: SandboxError) -> SandboxError {
+    match support::try_namespaces() {
+        Err(ns) if !policy.degraded_ok(Layer::Namespaces) => namespaces_error(&ns),
+        _ => e,
+    }
+}
+
+/// Records the caller's variables the command goes without (names and
+/// rules, never values).
+fn record_withheld(auditor: &Auditor, withheld: Vec<Removal>) {
+    for removal in withheld {
+        let mut event = audit::Event::new(
+            audit::Door::Credentials,
+            audit::Kind::Withheld,
+            audit::Verdict::Deny,
+            removal.name,
+        );
+        event.rule = Some(removal.rule);
+        event.source = Some(removal.source.to_string());
+        event.reason = Some("unset in the command's environment".into());
+        auditor.record(event);
+    }
 }
 
 fn namespaces_error(why: &str) -> SandboxError {
