@@ -371,3 +371,26 @@ fn builtin_denial(
     event.reason = Some(reason.into());
     event
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_dropped_before_it_exited_is_killed_and_reaped() {
+        let child = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(child.id() as i32);
+        drop(Init { pid, reaped: false });
+        let status = waitpid(pid, Some(WaitPidFlag::WNOHANG));
+        if status != Err(nix::errno::Errno::ECHILD) {
+            // Still our child: end it, so a failing run leaves nothing behind.
+            kill_and_reap(pid);
+        }
+        // Reaped: no longer our child, and gone.
+        assert_eq!(status, Err(nix::errno::Errno::ECHILD));
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+}
