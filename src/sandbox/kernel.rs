@@ -3,21 +3,23 @@
 //! a unit test's recorder notes them instead, to check their order
 //! without root (see `init`'s tests).
 //!
-//! The order is the security argument, and each step has its reason:
+//! The order is part of the security argument:
 //!
 //! 1. inherited descriptors closed first: nothing of the caller's stays
 //!    open through set-up or into the command;
 //! 2. the mount view, while init holds its user namespace's capabilities
-//!    (mounting needs them) and before seccomp;
+//!    (mounting needs `CAP_SYS_ADMIN` there);
 //! 3. `no_new_privs`, which the kernel requires of a task without
-//!    `CAP_SYS_ADMIN` before it takes a Landlock domain or a seccomp
-//!    filter, and which keeps exec from granting set-user-ID privileges;
-//! 4. Landlock, while the capabilities still hold: a path re-allowed
-//!    beneath a hidden (mode 000) directory is opened for its rule through
-//!    that directory;
-//! 5. every capability dropped;
-//! 6. init's seccomp filter, after the gate's sock_diag socket is open
-//!    (the filter closes netlink);
+//!    `CAP_SYS_ADMIN` (the degraded, namespace-less run) before it takes a
+//!    Landlock domain or a seccomp filter, and which keeps exec from
+//!    granting set-user-ID or file-capability privileges;
+//! 4. Landlock, after the view: its rules name paths of the final view
+//!    (a path that does not open there gets no rule), and a Landlocked
+//!    task can no longer mount; it runs while the capabilities still hold,
+//!    so each rule's path opens with the reach the view was built with;
+//! 5. every capability dropped, and the securebits locked;
+//! 6. init's seccomp filter, last of init's own steps, after the UNIX
+//!    socket gate's sock_diag socket is open (the filter closes netlink);
 //! 7. in the command's process, its own filter, then exec.
 //!
 //! The mounts go through the files door's [`MountOps`], which this trait

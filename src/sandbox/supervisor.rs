@@ -371,3 +371,28 @@ fn builtin_denial(
     event.reason = Some(reason.into());
     event
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_dropped_before_it_exited_is_killed_and_reaped() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(child.id() as i32);
+        drop(Init { pid, reaped: false });
+        // Reaped already: the child's own wait finds nothing to wait for.
+        let waited = child.try_wait();
+        let reaped = matches!(&waited, Err(e) if e.raw_os_error() == Some(libc::ECHILD));
+        if !reaped {
+            // Still running: end it, so a failing run leaves nothing behind.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert!(reaped, "{waited:?}");
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+}

@@ -16,19 +16,10 @@ use super::check;
 /// `ptrace(PTRACE_SEIZE, pid)`: attaches without stopping the tracee.
 /// The attachment ends when the calling process exits.
 pub fn ptrace_seize(pid: Pid) -> io::Result<()> {
-    const PTRACE_SEIZE: libc::c_long = 0x4206;
-    // SAFETY: PTRACE_SEIZE with null addr and zero options passes no
-    // memory; it only names a pid.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_ptrace,
-            PTRACE_SEIZE,
-            pid.as_raw() as libc::c_long,
-            0usize,
-            0usize,
-        )
-    })
-    .map(drop)
+    Ok(nix::sys::ptrace::seize(
+        pid,
+        nix::sys::ptrace::Options::empty(),
+    )?)
 }
 
 /// `keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)`: looks
@@ -91,18 +82,11 @@ pub fn io_uring_setup() -> io::Result<OwnedFd> {
 /// `finit_module(fd, "", 0)`: asks the module loader to load what
 /// `fd` holds. Callers pass an empty file, which no kernel loads.
 pub fn finit_module(fd: BorrowedFd<'_>) -> io::Result<()> {
-    let params = c"";
-    // SAFETY: `params` is a valid NUL-terminated string; the kernel
-    // only reads it. `fd` is open.
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_finit_module,
-            fd.as_raw_fd() as libc::c_long,
-            params.as_ptr(),
-            0 as libc::c_long,
-        )
-    })
-    .map(drop)
+    Ok(nix::kmod::finit_module(
+        fd,
+        c"",
+        nix::kmod::ModuleInitFlags::empty(),
+    )?)
 }
 
 /// `ioctl(fd, TIOCSTI, &byte)`: pushes one byte into the terminal's input.
@@ -126,7 +110,5 @@ pub fn allow_any_tracer() -> io::Result<()> {
 
 /// `prctl(PR_GET_NO_NEW_PRIVS)`.
 pub fn no_new_privs() -> io::Result<bool> {
-    // SAFETY: integer arguments only.
-    let r = check(unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } as libc::c_long)?;
-    Ok(r == 1)
+    Ok(nix::sys::prctl::get_no_new_privs()?)
 }
