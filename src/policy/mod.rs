@@ -9,6 +9,7 @@ pub mod defaults;
 pub mod env;
 pub mod host;
 pub mod inspection;
+pub mod keys;
 pub mod load;
 pub mod pattern;
 pub mod trust;
