@@ -458,3 +458,93 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Flags of the commands that take [`PolicyArgs`] that are not policy keys.
+    const OTHER_FLAGS: &[&str] = &[PROJECT, POLICY, "quiet", "json", "help"];
+
+    #[test]
+    fn every_declared_flag_is_on_the_command_line_and_nothing_else() {
+        let cli = Cli::command();
+        for name in ["run", "explain", "probe"] {
+            let cmd = cli.find_subcommand(name).unwrap();
+            for key in keys::KEYS {
+                let Some(flag) = &key.about().flag else {
+                    continue;
+                };
+                let arg = cmd
+                    .get_arguments()
+                    .find(|a| a.get_long() == Some(flag.name))
+                    .unwrap_or_else(|| panic!("{name}: no --{}", flag.name));
+                assert_eq!(
+                    arg.get_help().map(ToString::to_string).as_deref(),
+                    Some(flag.help)
+                );
+                if flag.takes != Takes::Switch {
+                    let names: Vec<&str> = arg
+                        .get_value_names()
+                        .into_iter()
+                        .flatten()
+                        .map(|n| n.as_str())
+                        .collect();
+                    assert_eq!(names, vec![flag.value_name], "--{}", flag.name);
+                }
+            }
+            for long in cmd.get_arguments().filter_map(|a| a.get_long()) {
+                assert!(
+                    OTHER_FLAGS.contains(&long) || keys::by_flag(long).is_some(),
+                    "{name}: --{long} is not a declared key's flag"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn flags_reach_the_policy_through_their_declaration() {
+        let cli = Cli::try_parse_from([
+            "cordon",
+            "explain",
+            "--allow-write",
+            "a",
+            "--ports",
+            "80,443",
+            "--clear-env",
+            "--allow-write",
+            "b",
+            "--max-procs",
+            "5",
+            "--project",
+            "/p",
+        ])
+        .unwrap();
+        let Command::Explain(args) = cli.command else {
+            panic!("not explain");
+        };
+        let given: Vec<(String, Vec<String>)> = args
+            .policy
+            .flags
+            .iter()
+            .map(|f| (f.key.about().dotted(), f.values.clone()))
+            .collect();
+        let owned =
+            |k: &str, v: &[&str]| (k.to_string(), v.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            given,
+            vec![
+                owned("files.allow_write", &["a", "b"]),
+                owned("limits.max_procs", &["5"]),
+                owned("credentials.clear_env", &[]),
+                owned("network.ports", &["80", "443"]),
+            ]
+        );
+        assert_eq!(args.policy.project, Some(PathBuf::from("/p")));
+        // clap still checks the declared value types.
+        for bad in [["--max-procs", "many"], ["--ports", "70000"]] {
+            assert!(Cli::try_parse_from(["cordon", "explain", bad[0], bad[1]]).is_err());
+        }
+    }
+}

@@ -8,7 +8,8 @@ use serde::Serialize;
 use crate::credentials::env::{EnvFilter, Removal};
 use crate::policy::env::SECRET_PATTERNS;
 use crate::policy::host::{HostPattern, HostRule};
-use crate::policy::load::{human_duration, human_size, join_ports};
+use crate::policy::keys::{self, Key};
+use crate::policy::load::join_ports;
 use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
 
 /// Where the sandbox's private temp dir appears inside.
@@ -100,7 +101,7 @@ pub fn render_text(policy: &Policy) -> String {
         what: "ports".to_string(),
         note: format!(
             "{}: what rules without :PORT allow",
-            join_ports(&view.network.ports.ports)
+            (keys::PORTS.show)(&view.network.ports.ports)
         ),
         source: view.network.ports.from.clone(),
     });
@@ -569,10 +570,11 @@ struct LayerView {
     degraded_allowed_by_text: Vec<String>,
 }
 
-fn size_view(s: &Sourced<u64>) -> SizeView {
+/// A size setting as its declaration `key` shows it.
+fn size_view(key: &Key<u64>, s: &Sourced<u64>) -> SizeView {
     SizeView {
         bytes: s.value,
-        human: human_size(s.value),
+        human: (key.show)(&s.value),
         source: s.source.clone(),
         from: s.source.to_string(),
     }
@@ -594,7 +596,7 @@ impl View {
                 PRIVATE_TMP.to_string(),
                 Some(&format!(
                     "private temp dir, {}",
-                    human_size(limits.max_tmp.value)
+                    (keys::MAX_TMP.show)(&limits.max_tmp.value)
                 )),
                 &limits.max_tmp.source,
             ),
@@ -799,11 +801,14 @@ impl View {
                 source: limits.max_procs.source.clone(),
                 from: limits.max_procs.source.to_string(),
             },
-            max_tmp: size_view(&limits.max_tmp),
-            max_memory: limits.max_memory.as_ref().map(size_view),
+            max_tmp: size_view(&keys::MAX_TMP, &limits.max_tmp),
+            max_memory: limits
+                .max_memory
+                .as_ref()
+                .map(|m| size_view(&keys::MAX_MEMORY, m)),
             timeout: limits.timeout.as_ref().map(|t| DurationView {
                 seconds: t.value.as_secs_f64(),
-                human: human_duration(t.value),
+                human: (keys::TIMEOUT.show)(&t.value),
                 source: t.source.clone(),
                 from: t.source.to_string(),
             }),

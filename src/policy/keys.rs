@@ -71,6 +71,12 @@ impl About {
     pub fn dotted(&self) -> String {
         format!("{}.{}", self.section, self.name)
     }
+
+    /// `--flag` when the key has one, else `section.name`: how a value
+    /// given as strings names its source.
+    pub fn flag_or_key(&self) -> String {
+        self.flag.as_ref().map_or_else(|| self.dotted(), Flag::long)
+    }
 }
 
 /// A command-line flag that sets a key.

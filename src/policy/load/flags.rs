@@ -33,11 +33,7 @@ impl FlagValue {
 
     /// `--name`, as errors and sources name it.
     pub fn flag(&self) -> String {
-        let about = self.key.about();
-        match &about.flag {
-            Some(flag) => flag.long(),
-            None => about.dotted(),
-        }
+        self.key.about().flag_or_key()
     }
 }
 
@@ -71,13 +67,7 @@ pub fn apply_flags(
         fragment.push(Setting { pending, at: 0 });
     }
     fragment.apply_with(policy, |pending| {
-        let about = pending.key().about();
-        Source::Flag(
-            about
-                .flag
-                .as_ref()
-                .map_or_else(|| about.dotted(), |f| f.long()),
-        )
+        Source::Flag(pending.key().about().flag_or_key())
     });
     Ok(())
 }

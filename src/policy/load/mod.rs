@@ -42,11 +42,23 @@
 //! ports = [80, 443]                   # ports rules without `:PORT` allow
 //!
 //! max_connections = 4096             # proxy connections at once; more get 503
+//! inspect     = ["api.github.com"]    # terminate TLS to these hosts (`*`: all)
+//! no_inspect  = ["pinned.example"]    # keep these opaque tunnels (widening)
+//! upstream_ca = ["~/corp-ca.pem"]     # extra roots for upstream servers (widening)
+//!
+//! [[network.rules]]                   # on an inspected host, only these requests
+//! host    = "api.github.com"
+//! methods = ["GET", "HEAD"]
+//! paths   = ["/repos/**"]
 //!
 //! [credentials]
 //! deny_env  = ["CORP_*"]               # also unset these (names or globs)
 //! keep_env  = ["GITHUB_TOKEN"]         # keep one a secret pattern would unset (widening)
 //! clear_env = false                    # true: keep only keep_env names
+//!
+//! [[credentials.inject]]               # a real value sent only to these hosts (widening)
+//! env   = "GITHUB_TOKEN"               # the placeholder's variable inside
+//! hosts = ["api.github.com"]           # `file` or `command` may give the value
 //!
 //! [sandbox]
 //! allow_degraded = ["landlock"]

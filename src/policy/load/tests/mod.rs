@@ -122,6 +122,12 @@ fn exact(p: &Path) -> PathPattern {
     PathPattern::Exact(p.to_path_buf())
 }
 
+fn rule_texts(v: &[Sourced<HostRule>]) -> Vec<(String, Source)> {
+    v.iter()
+        .map(|r| (r.value.to_string(), r.source.clone()))
+        .collect()
+}
+
 fn values<T: Clone>(v: &[Sourced<T>]) -> Vec<T> {
     v.iter().map(|s| s.value.clone()).collect()
 }

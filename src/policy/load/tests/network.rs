@@ -2,12 +2,6 @@
 
 use super::*;
 
-fn rule_texts(v: &[Sourced<HostRule>]) -> Vec<(String, Source)> {
-    v.iter()
-        .map(|r| (r.value.to_string(), r.source.clone()))
-        .collect()
-}
-
 #[test]
 fn network_rules_layer_with_sources() {
     let fx = Fx::new();
