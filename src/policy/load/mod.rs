@@ -3,7 +3,7 @@
 //! Layers, in order; later layers append to lists and replace limits:
 //!
 //! 1. built-in defaults: the project directory is writable, the credential
-//!    deny list applies under every home, [`PROTECTED_NAMES`] stay read-only,
+//!    deny list applies under every home, [`PROTECTED_NAMES`](crate::policy::defaults::PROTECTED_NAMES) stay read-only,
 //!    cordon's own config directory is read-only, and the default limits;
 //! 2. the user config, `$XDG_CONFIG_HOME/cordon/config.toml` (relative paths
 //!    are an error there; `~/` is fine);
