@@ -111,20 +111,17 @@ impl Args for PolicyArgs {
 /// The clap argument for a declared flag.
 fn flag_arg(flag: &'static Flag) -> Arg {
     let arg = Arg::new(flag.name).long(flag.name).help(flag.help);
-    let typed = |arg: Arg, kind: FlagType| match kind {
+    let (arg, kind) = match flag.takes {
+        Takes::Switch => return arg.action(ArgAction::SetTrue),
+        Takes::One(kind) => (arg.action(ArgAction::Set), kind),
+        Takes::Many(kind) => (arg.action(ArgAction::Append), kind),
+        Takes::CommaList(kind) => (arg.action(ArgAction::Append).value_delimiter(','), kind),
+    };
+    let arg = arg.value_name(flag.value_name);
+    match kind {
         FlagType::Text => arg.value_parser(clap::value_parser!(String)),
         FlagType::Number => arg.value_parser(clap::value_parser!(u64)),
         FlagType::Port => arg.value_parser(clap::value_parser!(u16)),
-    };
-    let arg = arg.value_name(flag.value_name);
-    match flag.takes {
-        Takes::Switch => Arg::new(flag.name)
-            .long(flag.name)
-            .help(flag.help)
-            .action(ArgAction::SetTrue),
-        Takes::One(kind) => typed(arg.action(ArgAction::Set), kind),
-        Takes::Many(kind) => typed(arg.action(ArgAction::Append), kind),
-        Takes::CommaList(kind) => typed(arg.action(ArgAction::Append).value_delimiter(','), kind),
     }
 }
 

@@ -69,6 +69,9 @@
 //!
 //! Each key is declared once, with its meaning, in [`crate::policy::keys`]. Errors
 //! name the file, line, column and dotted key, and abort the whole load:
+//! nothing is half-applied. The loader's parts: [`document`] reads a file, [`flags`]
+//! the command line, [`layer`] applies one layer, [`widen`] is the trust rule,
+//! [`builtin`] the first layer and [`values`] the checks files and flags share.
 
 pub mod builtin;
 pub mod document;
