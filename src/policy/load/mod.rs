@@ -265,6 +265,7 @@ pub fn user_config_dir(env: &EnvFacts) -> PathBuf {
     env.xdg_config_home.join("cordon")
 }
 
+/// Builds the effective policy from all layers. Any error aborts the load.
 pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
     if !req.cwd.is_absolute() {
         return Err(LoadError::RelativeCwd(req.cwd.clone()));

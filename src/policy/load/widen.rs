@@ -34,38 +34,34 @@ pub fn first_widening(fragment: &Fragment, in_force: &Policy) -> Option<Widening
 
 /// Why `value` for `key` would widen `in_force`, or `None` when it does not.
 pub fn detail<V>(key: &Key<V>, value: &V, in_force: &Policy) -> Option<String> {
-    let current = || match &key.merge {
-        Merge::Replace { get, .. } => Ok(get(in_force)),
-        // A kind that compares with the value in force, on a key that has
-        // none: fail closed.
-        Merge::Append(_) => Err(Some(format!(
-            "{} cannot be compared with the value in force; ",
-            (key.show)(value)
-        ))),
+    let old = match &key.widens {
+        Widens::Never => return None,
+        Widens::AnyValue => return Some(String::new()),
+        Widens::AnyEntry(is_empty) => return (!is_empty(value)).then(String::new),
+        Widens::Raise { .. } | Widens::NewEntries { .. } | Widens::TurnsOff { .. } => {
+            match &key.merge {
+                // None in force: nothing to exceed.
+                Merge::Replace { get, .. } => get(in_force)?,
+                // No one value in force to compare with: fail closed.
+                Merge::Append(_) => {
+                    return Some(format!(
+                        "{} cannot be compared with the value in force; ",
+                        (key.show)(value)
+                    ))
+                }
+            }
+        }
     };
     match &key.widens {
-        Widens::Never => None,
-        Widens::AnyValue => Some(String::new()),
-        Widens::AnyEntry(is_empty) => (!is_empty(value)).then(String::new),
-        Widens::Raise { above, word } => {
-            let old = match current() {
-                Ok(old) => old?,
-                Err(refused) => return refused,
-            };
-            above(value, &old.value).then(|| {
-                format!(
-                    "{} is {word} than the {} in force ({}); ",
-                    (key.show)(value),
-                    (key.show)(&old.value),
-                    old.source
-                )
-            })
-        }
+        Widens::Raise { above, word } => above(value, &old.value).then(|| {
+            format!(
+                "{} is {word} than the {} in force ({}); ",
+                (key.show)(value),
+                (key.show)(&old.value),
+                old.source
+            )
+        }),
         Widens::NewEntries { added, what } => {
-            let old = match current() {
-                Ok(old) => old?,
-                Err(refused) => return refused,
-            };
             let added = added(value, &old.value);
             (!added.is_empty()).then(|| {
                 format!(
@@ -77,13 +73,9 @@ pub fn detail<V>(key: &Key<V>, value: &V, in_force: &Policy) -> Option<String> {
                 )
             })
         }
-        Widens::TurnsOff { is_on, what } => {
-            let old = match current() {
-                Ok(old) => old?,
-                Err(refused) => return refused,
-            };
-            (is_on(&old.value) && !is_on(value))
-                .then(|| format!("the {} in force {what}; ", old.source))
-        }
+        Widens::TurnsOff { is_on, what } => (is_on(&old.value) && !is_on(value))
+            .then(|| format!("the {} in force {what}; ", old.source)),
+        // Answered above.
+        Widens::Never | Widens::AnyValue | Widens::AnyEntry(_) => None,
     }
 }
