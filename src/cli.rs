@@ -3,10 +3,11 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::escape::{json_printable, printable, printable_lines};
-use crate::policy::load::{self, EnvFacts, FlagOverrides, LoadRequest};
+use crate::policy::keys::{self, Flag, FlagType, Takes};
+use crate::policy::load::{self, EnvFacts, FlagValue, LoadRequest};
 use crate::policy::{trust, Policy};
 use crate::{doctor, explain, probe, sandbox};
 
@@ -60,93 +61,109 @@ pub enum Command {
     },
 }
 
-/// Options that shape the policy (shared by `run` and `explain`).
-#[derive(Debug, Args, Clone, Default)]
+/// Options that shape the policy (shared by `run` and `explain`): `--project`,
+/// `--policy`, and the flag of every declared policy key
+/// ([`crate::policy::keys::KEYS`]), whose names and help come from the
+/// declaration.
+#[derive(Debug, Clone, Default)]
 pub struct PolicyArgs {
     /// Project directory, writable inside [default: the current directory].
-    #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
-    /// Also make PATH writable (repeatable).
-    #[arg(long, value_name = "PATH")]
-    pub allow_write: Vec<String>,
-    /// Re-allow reading PATH although a deny rule (e.g. the credential list) covers it (repeatable).
-    #[arg(long, value_name = "PATH")]
-    pub allow_read: Vec<String>,
-    /// Make PATH unreadable (repeatable; globs allowed).
-    #[arg(long, value_name = "PATH")]
-    pub deny_read: Vec<String>,
-    /// Keep PATH read-only even inside a writable area (repeatable; globs allowed).
-    #[arg(long, value_name = "PATH")]
-    pub deny_write: Vec<String>,
-    /// Most tasks (processes + threads) alive at once [default: 4096].
-    #[arg(long, value_name = "N")]
-    pub max_procs: Option<u64>,
-    /// Size of the private /tmp, e.g. 512M [default: 1G].
-    #[arg(long, value_name = "SIZE")]
-    pub max_tmp: Option<String>,
-    /// Memory cap for the whole sandbox, e.g. 8G [default: none].
-    #[arg(long, value_name = "SIZE")]
-    pub max_memory: Option<String>,
-    /// Kill the sandbox after DURATION, e.g. 30m, 2h, 90s (exit code 124).
-    #[arg(long, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// TCP port programs inside may bind and connect to on the sandbox's own lo (repeatable).
-    #[arg(long, value_name = "PORT")]
-    pub allow_local_port: Vec<u16>,
-    /// Let programs inside connect to the host UNIX socket at PATH (repeatable).
-    /// Docker's, containerd's and podman's sockets give root on the host.
-    #[arg(long, value_name = "PATH")]
-    pub allow_unix_socket: Vec<String>,
-    /// Also unset NAME (or a glob, e.g. 'CORP_*') in the command's environment (repeatable).
-    /// Secret-looking names (*_TOKEN, *SECRET*, *_API_KEY, *PASSWORD*, AWS keys, ...) are
-    /// unset already; `cordon explain` lists them.
-    #[arg(long, value_name = "NAME")]
-    pub deny_env: Vec<String>,
-    /// Keep NAME (or a glob) although a secret pattern, or --clear-env, would unset it (repeatable).
-    #[arg(long, value_name = "NAME")]
-    pub keep_env: Vec<String>,
-    /// Start the command from an empty environment, plus --keep-env names and cordon's own
-    /// (TMPDIR, the proxy variables).
-    #[arg(long)]
-    pub clear_env: bool,
-    /// Let the proxy connect to PATTERN (repeatable): api.github.com, *.example.com
-    /// (subdomains only), example.com:8443, an IP or CIDR (10.1.0.0/16:5432),
-    /// host.cordon.internal:PORT (the host's own 127.0.0.1:PORT).
-    #[arg(long, value_name = "PATTERN")]
-    pub allow_domain: Vec<String>,
-    /// Refuse PATTERN even if an allow rule covers it (repeatable; same forms as --allow-domain).
-    #[arg(long, value_name = "PATTERN")]
-    pub deny_domain: Vec<String>,
-    /// Ports that --allow-domain rules without :PORT allow [default: 80,443].
-    #[arg(long, value_name = "PORT", value_delimiter = ',')]
-    pub ports: Option<Vec<u16>>,
-    /// Proxy connections served at once; more are refused (HTTP 503, SOCKS5 reply 1)
-    /// and the first refusal is reported [default: 4096].
-    #[arg(long, value_name = "N")]
-    pub max_connections: Option<u64>,
-    /// Append one JSON line per decision (allowed and blocked connections, with the rule
-    /// that decided) to FILE, each line authenticated with your audit key; `--audit none` turns the log off
-    /// [default: $XDG_STATE_HOME/cordon/audit.jsonl, else ~/.local/state/cordon/audit.jsonl].
-    /// If the log cannot be opened, nothing runs.
-    #[arg(long, value_name = "FILE")]
-    pub audit: Option<String>,
-    /// Run even if LAYER cannot be applied (namespaces, landlock, seccomp, limits); warns every time.
-    #[arg(long, value_name = "LAYER", value_delimiter = ',')]
-    pub allow_degraded: Vec<String>,
-    /// Terminate TLS to HOST in the proxy (repeatable; `*` = every allowed host), with a
-    /// CA made for this sandbox and trusted inside: enables [[network.rules]] and
-    /// [[credentials.inject]] there. Hosts named by those are inspected anyway.
-    #[arg(long, value_name = "HOST")]
-    pub inspect: Vec<String>,
-    /// Keep HOST an opaque tunnel even if --inspect covers it (pinned clients, mTLS; repeatable).
-    #[arg(long, value_name = "HOST")]
-    pub no_inspect: Vec<String>,
-    /// Also trust the CA certificates in FILE (PEM) for inspected upstreams (repeatable).
-    #[arg(long, value_name = "FILE")]
-    pub upstream_ca: Vec<String>,
-    /// Load a policy file (trusted; repeatable, later files win).
-    #[arg(long, value_name = "FILE")]
+    /// Policy files (trusted; later files win).
     pub policy: Vec<PathBuf>,
+    /// The policy flags given, in declaration order.
+    pub flags: Vec<FlagValue>,
+}
+
+/// The argument id of `--project`.
+const PROJECT: &str = "project";
+/// The argument id of `--policy`.
+const POLICY: &str = "policy";
+
+impl Args for PolicyArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let cmd = cmd.arg(
+            Arg::new(PROJECT)
+                .long(PROJECT)
+                .value_name("DIR")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("Project directory, writable inside [default: the current directory]"),
+        );
+        let cmd = keys::KEYS
+            .iter()
+            .filter_map(|key| key.about().flag.as_ref())
+            .fold(cmd, |cmd, flag| cmd.arg(flag_arg(flag)));
+        cmd.arg(
+            Arg::new(POLICY)
+                .long(POLICY)
+                .value_name("FILE")
+                .action(ArgAction::Append)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("Load a policy file (trusted; repeatable, later files win)"),
+        )
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// The clap argument for a declared flag.
+fn flag_arg(flag: &'static Flag) -> Arg {
+    let arg = Arg::new(flag.name).long(flag.name).help(flag.help);
+    let (arg, kind) = match flag.takes {
+        Takes::Switch => return arg.action(ArgAction::SetTrue),
+        Takes::One(kind) => (arg.action(ArgAction::Set), kind),
+        Takes::Many(kind) => (arg.action(ArgAction::Append), kind),
+        Takes::CommaList(kind) => (arg.action(ArgAction::Append).value_delimiter(','), kind),
+    };
+    let arg = arg.value_name(flag.value_name);
+    match kind {
+        FlagType::Text => arg.value_parser(clap::value_parser!(String)),
+        FlagType::Number => arg.value_parser(clap::value_parser!(u64)),
+        FlagType::Port => arg.value_parser(clap::value_parser!(u16)),
+    }
+}
+
+impl FromArgMatches for PolicyArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = PolicyArgs::default();
+        args.update_from_arg_matches(matches)?;
+        Ok(args)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        if let Some(dir) = matches.get_one::<PathBuf>(PROJECT) {
+            self.project = Some(dir.clone());
+        }
+        if let Some(files) = matches.get_many::<PathBuf>(POLICY) {
+            self.policy = files.cloned().collect();
+        }
+        self.flags = keys::KEYS
+            .iter()
+            .filter_map(|&key| flag_value(matches, key))
+            .collect();
+        Ok(())
+    }
+}
+
+/// The values `key`'s flag was given, if it was.
+fn flag_value(matches: &ArgMatches, key: &'static dyn keys::Declared) -> Option<FlagValue> {
+    let flag = key.about().flag.as_ref()?;
+    let id = flag.name;
+    let values = match flag.takes {
+        Takes::Switch => matches.get_flag(id).then(Vec::new),
+        Takes::One(kind) | Takes::Many(kind) | Takes::CommaList(kind) => match kind {
+            FlagType::Text => matches.get_many::<String>(id).map(|v| v.cloned().collect()),
+            FlagType::Number => matches
+                .get_many::<u64>(id)
+                .map(|v| v.map(u64::to_string).collect()),
+            FlagType::Port => matches
+                .get_many::<u16>(id)
+                .map(|v| v.map(u16::to_string).collect()),
+        },
+    }?;
+    Some(FlagValue { key, values })
 }
 
 #[derive(Debug, Args)]
@@ -246,35 +263,11 @@ impl<E: std::fmt::Display> From<E> for Failure {
 
 fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
     let cwd = std::env::current_dir()?;
-    let flags = FlagOverrides {
-        allow_write: args.allow_write.clone(),
-        allow_read: args.allow_read.clone(),
-        deny_read: args.deny_read.clone(),
-        deny_write: args.deny_write.clone(),
-        max_procs: args.max_procs,
-        max_tmp: args.max_tmp.clone(),
-        max_memory: args.max_memory.clone(),
-        timeout: args.timeout.clone(),
-        allow_degraded: args.allow_degraded.clone(),
-        local_ports: args.allow_local_port.clone(),
-        unix_sockets: args.allow_unix_socket.clone(),
-        deny_env: args.deny_env.clone(),
-        keep_env: args.keep_env.clone(),
-        clear_env: args.clear_env,
-        allow_domain: args.allow_domain.clone(),
-        deny_domain: args.deny_domain.clone(),
-        ports: args.ports.clone(),
-        max_connections: args.max_connections,
-        audit: args.audit.clone(),
-        inspect: args.inspect.clone(),
-        no_inspect: args.no_inspect.clone(),
-        upstream_ca: args.upstream_ca.clone(),
-    };
     let req = LoadRequest {
         cwd: cwd.clone(),
         project: args.project.clone(),
         policy_files: args.policy.clone(),
-        flags,
+        flags: args.flags.clone(),
         env: EnvFacts::from_process()?,
     };
     Ok((load::load(&req)?, cwd))
@@ -459,6 +452,96 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                 );
             }
             Ok(0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Flags of the commands that take [`PolicyArgs`] that are not policy keys.
+    const OTHER_FLAGS: &[&str] = &[PROJECT, POLICY, "quiet", "json", "help"];
+
+    #[test]
+    fn every_declared_flag_is_on_the_command_line_and_nothing_else() {
+        let cli = Cli::command();
+        for name in ["run", "explain", "probe"] {
+            let cmd = cli.find_subcommand(name).unwrap();
+            for key in keys::KEYS {
+                let Some(flag) = &key.about().flag else {
+                    continue;
+                };
+                let arg = cmd
+                    .get_arguments()
+                    .find(|a| a.get_long() == Some(flag.name))
+                    .unwrap_or_else(|| panic!("{name}: no --{}", flag.name));
+                assert_eq!(
+                    arg.get_help().map(ToString::to_string).as_deref(),
+                    Some(flag.help)
+                );
+                if flag.takes != Takes::Switch {
+                    let names: Vec<&str> = arg
+                        .get_value_names()
+                        .into_iter()
+                        .flatten()
+                        .map(|n| n.as_str())
+                        .collect();
+                    assert_eq!(names, vec![flag.value_name], "--{}", flag.name);
+                }
+            }
+            for long in cmd.get_arguments().filter_map(|a| a.get_long()) {
+                assert!(
+                    OTHER_FLAGS.contains(&long) || keys::by_flag(long).is_some(),
+                    "{name}: --{long} is not a declared key's flag"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn flags_reach_the_policy_through_their_declaration() {
+        let cli = Cli::try_parse_from([
+            "cordon",
+            "explain",
+            "--allow-write",
+            "a",
+            "--ports",
+            "80,443",
+            "--clear-env",
+            "--allow-write",
+            "b",
+            "--max-procs",
+            "5",
+            "--project",
+            "/p",
+        ])
+        .unwrap();
+        let Command::Explain(args) = cli.command else {
+            panic!("not explain");
+        };
+        let given: Vec<(String, Vec<String>)> = args
+            .policy
+            .flags
+            .iter()
+            .map(|f| (f.key.about().dotted(), f.values.clone()))
+            .collect();
+        let owned =
+            |k: &str, v: &[&str]| (k.to_string(), v.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            given,
+            vec![
+                owned("files.allow_write", &["a", "b"]),
+                owned("limits.max_procs", &["5"]),
+                owned("credentials.clear_env", &[]),
+                owned("network.ports", &["80", "443"]),
+            ]
+        );
+        assert_eq!(args.policy.project, Some(PathBuf::from("/p")));
+        // clap still checks the declared value types.
+        for bad in [["--max-procs", "many"], ["--ports", "70000"]] {
+            assert!(Cli::try_parse_from(["cordon", "explain", bad[0], bad[1]]).is_err());
         }
     }
 }

@@ -8,7 +8,8 @@ use serde::Serialize;
 use crate::credentials::env::{EnvFilter, Removal};
 use crate::policy::env::SECRET_PATTERNS;
 use crate::policy::host::{HostPattern, HostRule};
-use crate::policy::load::{human_duration, human_size, join_ports};
+use crate::policy::keys::{self, Key};
+use crate::policy::load::join_ports;
 use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
 
 /// Where the sandbox's private temp dir appears inside.
@@ -100,7 +101,7 @@ pub fn render_text(policy: &Policy) -> String {
         what: "ports".to_string(),
         note: format!(
             "{}: what rules without :PORT allow",
-            join_ports(&view.network.ports.ports)
+            (keys::PORTS.show)(&view.network.ports.ports)
         ),
         source: view.network.ports.from.clone(),
     });
@@ -569,10 +570,11 @@ struct LayerView {
     degraded_allowed_by_text: Vec<String>,
 }
 
-fn size_view(s: &Sourced<u64>) -> SizeView {
+/// A size setting as its declaration `key` shows it.
+fn size_view(key: &Key<u64>, s: &Sourced<u64>) -> SizeView {
     SizeView {
         bytes: s.value,
-        human: human_size(s.value),
+        human: (key.show)(&s.value),
         source: s.source.clone(),
         from: s.source.to_string(),
     }
@@ -594,7 +596,7 @@ impl View {
                 PRIVATE_TMP.to_string(),
                 Some(&format!(
                     "private temp dir, {}",
-                    human_size(limits.max_tmp.value)
+                    (keys::MAX_TMP.show)(&limits.max_tmp.value)
                 )),
                 &limits.max_tmp.source,
             ),
@@ -799,11 +801,14 @@ impl View {
                 source: limits.max_procs.source.clone(),
                 from: limits.max_procs.source.to_string(),
             },
-            max_tmp: size_view(&limits.max_tmp),
-            max_memory: limits.max_memory.as_ref().map(size_view),
+            max_tmp: size_view(&keys::MAX_TMP, &limits.max_tmp),
+            max_memory: limits
+                .max_memory
+                .as_ref()
+                .map(|m| size_view(&keys::MAX_MEMORY, m)),
             timeout: limits.timeout.as_ref().map(|t| DurationView {
                 seconds: t.value.as_secs_f64(),
-                human: human_duration(t.value),
+                human: (keys::TIMEOUT.show)(&t.value),
                 source: t.source.clone(),
                 from: t.source.to_string(),
             }),
@@ -1140,7 +1145,8 @@ fn render_lines(lines: &[Line]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::load::{load, EnvFacts, FlagOverrides, LoadRequest};
+    use crate::policy::load::flags::given;
+    use crate::policy::load::{load, EnvFacts, FlagValue, LoadRequest};
     use std::fs;
 
     struct Fixture {
@@ -1163,7 +1169,7 @@ mod tests {
         }
     }
 
-    fn policy(fx: &Fixture, flags: FlagOverrides) -> Policy {
+    fn policy(fx: &Fixture, flags: Vec<FlagValue>) -> Policy {
         load(&LoadRequest {
             cwd: fx.project.clone(),
             project: None,
@@ -1189,7 +1195,7 @@ mod tests {
     #[test]
     fn default_text_names_sources() {
         let fx = fixture();
-        let p = policy(&fx, FlagOverrides::default());
+        let p = policy(&fx, Vec::new());
         let text = render_text(&p);
         let project = fx.project.display().to_string();
         line_with(&text, &[&project, "project", "built-in"]);
@@ -1234,7 +1240,7 @@ mod tests {
     #[test]
     fn audit_log_and_connection_cap() {
         let fx = fixture();
-        let p = policy(&fx, FlagOverrides::default());
+        let p = policy(&fx, Vec::new());
         let text = render_text(&p);
         let default = fx.home.join(".local/state/cordon/audit.jsonl");
         line_with(&text, &["log", &default.display().to_string(), "built-in"]);
@@ -1244,11 +1250,7 @@ mod tests {
         assert_eq!(json["audit"]["from"], "built-in");
         assert_eq!(json["network"]["max_connections"]["value"], 4096);
 
-        let flags = FlagOverrides {
-            audit: Some("none".into()),
-            max_connections: Some(64),
-            ..FlagOverrides::default()
-        };
+        let flags = given(&[("--audit", &["none"]), ("--max-connections", &["64"])]);
         let p = policy(&fx, flags);
         let text = render_text(&p);
         line_with(&text, &["log", "off (--audit none)", "flag --audit"]);
@@ -1267,16 +1269,15 @@ mod tests {
     #[test]
     fn flags_show_as_their_sources() {
         let fx = fixture();
-        let flags = FlagOverrides {
-            allow_write: vec!["/var/tmp/build".into()],
-            allow_read: vec!["~/.npmrc".into(), "~/.config/gh/hosts.yml".into()],
-            deny_read: vec!["./secrets".into()],
-            max_tmp: Some("512M".into()),
-            timeout: Some("1h30m".into()),
-            allow_degraded: vec!["landlock".into()],
-            local_ports: vec![3000],
-            ..FlagOverrides::default()
-        };
+        let flags = given(&[
+            ("--allow-write", &["/var/tmp/build"]),
+            ("--allow-read", &["~/.npmrc", "~/.config/gh/hosts.yml"]),
+            ("--deny-read", &["./secrets"]),
+            ("--max-tmp", &["512M"]),
+            ("--timeout", &["1h30m"]),
+            ("--allow-degraded", &["landlock"]),
+            ("--allow-local-port", &["3000"]),
+        ]);
         let p = policy(&fx, flags);
         let text = render_text(&p);
         line_with(&text, &["/var/tmp/build", "flag --allow-write"]);
@@ -1307,13 +1308,12 @@ mod tests {
     #[test]
     fn json_has_the_same_content() {
         let fx = fixture();
-        let flags = FlagOverrides {
-            allow_read: vec!["~/.npmrc".into()],
-            max_memory: Some("8G".into()),
-            allow_degraded: vec!["seccomp".into()],
-            local_ports: vec![8080],
-            ..FlagOverrides::default()
-        };
+        let flags = given(&[
+            ("--allow-read", &["~/.npmrc"]),
+            ("--max-memory", &["8G"]),
+            ("--allow-degraded", &["seccomp"]),
+            ("--allow-local-port", &["8080"]),
+        ]);
         let p = policy(&fx, flags);
         let json = render_json(&p);
         assert_eq!(json["files"]["writable"][0]["from"], "built-in");
@@ -1355,11 +1355,10 @@ mod tests {
              [[credentials.inject]]\nenv = \"CORDON_EXPLAIN_TEST_TOKEN\"\nhosts = [\"api.github.com\"]\n",
         )
         .unwrap();
-        let flags = FlagOverrides {
-            inspect: vec!["127.0.0.1".into()],
-            no_inspect: vec!["pinned.example".into()],
-            ..FlagOverrides::default()
-        };
+        let flags = given(&[
+            ("--inspect", &["127.0.0.1"]),
+            ("--no-inspect", &["pinned.example"]),
+        ]);
         let p = policy(&fx, flags);
         let text = render_text(&p);
         line_with(&text, &["127.0.0.1", "flag --inspect"]);
@@ -1391,7 +1390,7 @@ mod tests {
         );
         // Off by default, and says how to turn it on.
         fs::remove_file(user.join("config.toml")).unwrap();
-        let text = render_text(&policy(&fx, FlagOverrides::default()));
+        let text = render_text(&policy(&fx, Vec::new()));
         line_with(&text, &["off: add --inspect HOST"]);
     }
 
@@ -1403,19 +1402,21 @@ mod tests {
             "[network]\ndeny = [\"upload.example.com\", \"*.evil.test:8080\"]\n",
         )
         .unwrap();
-        let flags = FlagOverrides {
-            allow_domain: vec![
-                "api.github.com".into(),
-                "*.Bücher.example".into(),
-                "example.com:8443".into(),
-                "host.cordon.internal:5432".into(),
-                "10.1.0.0/16:5432".into(),
-                "[::1]:8080".into(),
-            ],
-            deny_domain: vec!["10.1.2.0/24".into()],
-            ports: Some(vec![443, 8080]),
-            ..FlagOverrides::default()
-        };
+        let flags = given(&[
+            (
+                "--allow-domain",
+                &[
+                    "api.github.com",
+                    "*.Bücher.example",
+                    "example.com:8443",
+                    "host.cordon.internal:5432",
+                    "10.1.0.0/16:5432",
+                    "[::1]:8080",
+                ],
+            ),
+            ("--deny-domain", &["10.1.2.0/24"]),
+            ("--ports", &["443", "8080"]),
+        ]);
         let p = policy(&fx, flags);
         let text = render_text(&p);
         let project = format!("project {}", fx.project.join("cordon.toml").display());
@@ -1504,7 +1505,7 @@ mod tests {
     #[test]
     fn network_defaults_in_json() {
         let fx = fixture();
-        let json = render_json(&policy(&fx, FlagOverrides::default()));
+        let json = render_json(&policy(&fx, Vec::new()));
         let net = &json["network"];
         assert_eq!(net["allow"], serde_json::json!([]));
         assert_eq!(net["deny"], serde_json::json!([]));
@@ -1521,7 +1522,7 @@ mod tests {
             "[files]\ndeny_write = [\"./vendor\"]\nprotect = [\".github/workflows\"]\n[limits]\ntimeout = \"2h\"\n",
         )
         .unwrap();
-        let p = policy(&fx, FlagOverrides::default());
+        let p = policy(&fx, Vec::new());
         let text = render_text(&p);
         let source = format!("project {}", fx.project.join("cordon.toml").display());
         let vendor = fx.project.join("vendor").display().to_string();

@@ -58,6 +58,8 @@ fn spawn_on(sb: &Sandbox, cmd: &[&str], on_tty: [bool; 3]) -> PtyRun {
         Stdio::piped()
     });
     let slave_raw = slave.as_raw_fd();
+    // The test's own pty plumbing; cordon's code has no `unsafe` outside src/sys.
+    #[allow(unsafe_code)]
     // SAFETY: only async-signal-safe calls (setsid, ioctl) between fork and exec.
     unsafe {
         c.pre_exec(move || {

@@ -12,9 +12,9 @@
 //!
 //! The supervisor uses it in two steps. Before the sandbox exists,
 //! [`plan`] makes the placeholders (the command's environment carries them,
-//! see [`placeholders`]) and an empty file for the trust bundle, which the
-//! file view binds read-only over the distribution's bundle (see
-//! [`Plan::bind`] and [`trust_env`]). After the sandbox's init is forked,
+//! see [`Plan::placeholders`]) and an empty file for the trust bundle, which
+//! the file view binds read-only over the distribution's bundle (see
+//! [`Plan::bind`] and [`Plan::trust_env`]). After the sandbox's init is forked,
 //! and before it builds its view, [`Plan::start`] generates the CA, writes
 //! the bundle (system roots plus the CA certificate; never its key),
 //! resolves the real values, from which the proxy's inspector is built.
@@ -30,7 +30,6 @@ pub mod inject;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use crate::policy::inspection::InspectionPolicy;
 
@@ -79,27 +78,12 @@ pub enum CredentialsError {
     },
 }
 
-static PLACEHOLDERS: OnceLock<Vec<(String, String)>> = OnceLock::new();
-static TRUST_ENV: OnceLock<Vec<(String, String)>> = OnceLock::new();
-
-/// The variables that hold placeholders inside the sandbox, with their
-/// values: `(name, placeholder)`. Empty until [`plan`] ran (one sandbox per
-/// cordon process), and when nothing is injected. The command's environment
-/// must carry these instead of the caller's values of the same names.
-pub fn placeholders() -> Vec<(String, String)> {
-    PLACEHOLDERS.get().cloned().unwrap_or_default()
-}
-
-/// The CA bundle variables ([`CA_ENV_VARS`]) pointing at the sandbox's
-/// bundle; empty when nothing is inspected.
-pub fn trust_env() -> Vec<(String, String)> {
-    TRUST_ENV.get().cloned().unwrap_or_default()
-}
-
 /// The credentials door prepared before the sandbox exists.
 pub struct Plan {
     policy: InspectionPolicy,
     placeholders: Vec<(String, String)>,
+    /// [`CA_ENV_VARS`], each naming the bundle's path inside.
+    trust_env: Vec<(String, String)>,
     /// The distribution's bundle (the path programs open), if any.
     system: Option<PathBuf>,
     /// The file on the host the bundle is written to.
@@ -152,16 +136,14 @@ pub fn plan(policy: &InspectionPolicy, sandbox: &str) -> Result<Option<Plan>, Cr
             source,
         })?;
     let shown = shown.display().to_string();
-    let _ = TRUST_ENV.set(
-        CA_ENV_VARS
-            .iter()
-            .map(|v| (v.to_string(), shown.clone()))
-            .collect(),
-    );
-    let _ = PLACEHOLDERS.set(placeholders.clone());
+    let trust_env = CA_ENV_VARS
+        .iter()
+        .map(|v| (v.to_string(), shown.clone()))
+        .collect();
     Ok(Some(Plan {
         policy: policy.clone(),
         placeholders,
+        trust_env,
         system,
         host_file,
         target,
@@ -169,6 +151,20 @@ pub fn plan(policy: &InspectionPolicy, sandbox: &str) -> Result<Option<Plan>, Cr
 }
 
 impl Plan {
+    /// The variables that hold placeholders inside the sandbox, with their
+    /// values: `(name, placeholder)`; empty when nothing is injected. The
+    /// command's environment must carry these instead of the caller's
+    /// values of the same names.
+    pub fn placeholders(&self) -> &[(String, String)] {
+        &self.placeholders
+    }
+
+    /// The CA bundle variables ([`CA_ENV_VARS`]) pointing at the sandbox's
+    /// bundle.
+    pub fn trust_env(&self) -> &[(String, String)] {
+        &self.trust_env
+    }
+
     /// The bundle bind for the file view: (host file, path inside).
     pub fn bind(&self) -> (PathBuf, PathBuf) {
         (self.host_file.clone(), self.target.clone())

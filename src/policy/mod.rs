@@ -4,11 +4,14 @@
 //! built-in defaults ([`defaults`]), the user's config, the project's
 //! `cordon.toml` (narrowing only until trusted), `--policy` files, and flags.
 //! Every entry carries its [`Source`] so `cordon explain` can say why it is there.
+//! Each setting of the file format and the command line is declared once, in
+//! [`keys`]: its names, its readers, how layers merge it and what widens it.
 
 pub mod defaults;
 pub mod env;
 pub mod host;
 pub mod inspection;
+pub mod keys;
 pub mod load;
 pub mod pattern;
 pub mod trust;

@@ -18,9 +18,11 @@ use nix::unistd::Pid;
 
 use super::channel::{Channel, Message};
 use super::create_gate::Guard;
-use super::files::{FileView, KernelMounts};
+use super::files::FileView;
+use super::kernel::{InitKernel, Linux};
 use super::limits::LimitPlan;
-use super::{landlock, seccomp, weaken, FORWARDED_SIGNALS};
+use super::supervisor::kill_and_reap;
+use super::{seccomp, weaken, FORWARDED_SIGNALS};
 use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::policy::Layer;
@@ -80,9 +82,10 @@ pub fn run(plan: &InitPlan<'_>, channel: Channel) -> ! {
     // If the supervisor dies, so does the sandbox. Checked against the
     // channel below, which closes if the supervisor died before this line.
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    let code = match setup(plan, &channel) {
+    let kernel = &mut Linux::default();
+    let code = match setup(kernel, plan, &channel) {
         // The channel stays open: the gate reports refusals on it.
-        Ok(prepared) => supervise(plan, prepared, Arc::new(channel)),
+        Ok(prepared) => supervise(kernel, plan, prepared, Arc::new(channel)),
         Err(f) => {
             let _ = channel.send(
                 &Message::Failed {
@@ -97,57 +100,66 @@ pub fn run(plan: &InitPlan<'_>, channel: Channel) -> ! {
     std::process::exit(code)
 }
 
-fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
+/// Builds the view and hardens init, in the order [`super::kernel`]
+/// explains; the command's own steps follow in [`start_command`].
+fn setup(
+    k: &mut dyn InitKernel,
+    plan: &InitPlan<'_>,
+    channel: &Channel,
+) -> Result<Prepared, Failure> {
     match channel.recv() {
         Ok((Message::Go, _)) => {}
         _ => std::process::exit(125),
     }
     // No file descriptor leaks in, except the channel and stdio.
-    let keep = channel.as_fd().as_raw_fd();
-    sys::close_from(keep + 1).map_err(|e| fail(Layer::Namespaces, format!("close_range: {e}")))?;
-    for fd in 3..keep {
-        let _ = nix::unistd::close(fd);
-    }
-    nix::unistd::setsid().map_err(|e| fail(Layer::Namespaces, format!("setsid: {e}")))?;
+    k.close_fds_except(channel.as_fd().as_raw_fd())
+        .map_err(|e| fail(Layer::Namespaces, format!("close_range: {e}")))?;
+    k.new_session()
+        .map_err(|e| fail(Layer::Namespaces, format!("setsid: {e}")))?;
     let mut listeners: Vec<OwnedFd> = Vec::new();
 
     if plan.namespaces {
-        nix::unistd::sethostname("cordon")
+        k.set_hostname("cordon")
             .map_err(|e| fail(Layer::Namespaces, format!("sethostname: {e}")))?;
-        sys::bring_up_loopback()
+        k.bring_up_loopback()
             .map_err(|e| fail(Layer::Namespaces, format!("bring up lo: {e}")))?;
-        listeners = proxy_listeners()
+        // The proxy's listening sockets, created on the sandbox's own
+        // loopback so programs inside reach them without any route out;
+        // the supervisor accepts on them from the host side.
+        listeners = [HTTP_PORT, SOCKS_PORT]
+            .into_iter()
+            .map(|port| k.listen_loopback(port))
+            .collect::<std::io::Result<_>>()
             .map_err(|e| fail(Layer::Namespaces, format!("proxy listeners on lo: {e}")))?;
         // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=files` keeps the host's view.
         if !weaken::off("files") {
             plan.view
-                .apply(&mut KernelMounts)
+                .apply(k.mounts())
                 .map_err(|e| fail(Layer::Namespaces, e))?;
         }
         // A cgroup namespace rooted at the sandbox's own cgroup, if any.
-        let _ = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP);
+        let _ = k.unshare_cgroup();
     }
-    if nix::unistd::chdir(plan.cwd).is_err() {
+    if k.chdir(plan.cwd).is_err() {
         let project = plan
             .view
             .writable
             .first()
             .map(PathBuf::as_path)
             .unwrap_or(Path::new("/"));
-        nix::unistd::chdir(project).map_err(|e| {
+        k.chdir(project).map_err(|e| {
             fail(
                 Layer::Namespaces,
                 format!("chdir {}: {e}", project.display()),
             )
         })?;
     }
-    plan.limits
-        .apply_rlimits()
+    k.apply_rlimits(plan.limits)
         .map_err(|e| fail(Layer::Limits, e))?;
 
     let pty = if plan.pty {
-        let pty = open_pty()
-            .and_then(|(master, slave)| take_terminal_stdio(&slave).map(|()| (master, slave)))
+        let pty = k
+            .open_terminal()
             .map_err(|e| fail(Layer::Namespaces, format!("pty: {e}")))?;
         Some(pty)
     } else {
@@ -157,7 +169,7 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
     // TEST-ONLY (debug builds): each `CORDON_TEST_WEAKEN` name below skips
     // its layer (see `weaken`); release builds skip nothing.
     if !weaken::off("nnp") {
-        nix::sys::prctl::set_no_new_privs()
+        k.set_no_new_privs()
             .map_err(|e| fail(Layer::Seccomp, format!("no_new_privs: {e}")))?;
     }
     let connect_only: &[u16] = if listeners.is_empty() {
@@ -166,11 +178,11 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
         &[HTTP_PORT, SOCKS_PORT]
     };
     if !weaken::off("landlock") {
-        let landlocked = landlock::restrict(plan.view, &plan.tcp_ports, connect_only);
+        let landlocked = k.landlock(plan.view, &plan.tcp_ports, connect_only);
         degrade_or_fail(plan, channel, Layer::Landlock, landlocked)?;
     }
     if !weaken::off("caps") {
-        drop_capabilities()
+        k.drop_capabilities()
             .map_err(|e| fail(Layer::Namespaces, format!("dropping capabilities: {e}")))?;
     }
     let filtered = (|| {
@@ -180,11 +192,11 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
         // Netlink is closed to everything after the filter, init included.
         let diag = plan
             .namespaces
-            .then(UnixGate::open_diag)
+            .then(|| k.open_sock_diag())
             .transpose()
             .map_err(|e| format!("sock_diag socket for the UNIX socket gate: {e}"))?;
         let filter = seccomp::init_filter().map_err(|e| e.to_string())?;
-        seccomp::install(&filter).map_err(|e| e.to_string())?;
+        k.install_seccomp(&filter).map_err(|e| e.to_string())?;
         Ok::<_, String>(diag)
     })();
     let command_filter = match filtered {
@@ -220,10 +232,10 @@ fn setup(plan: &InitPlan<'_>, channel: &Channel) -> Result<Prepared, Failure> {
     // environ as it was.
     if !weaken::off("initenv") {
         // What /proc/1/environ and /proc/1/cmdline would show: the caller's.
-        sys::wipe_startup_strings()
+        k.wipe_startup_strings()
             .map_err(|e| fail(Layer::Namespaces, format!("wiping environ: {e}")))?;
         // Nothing inside may open init's /proc files (its fds, memory, environ).
-        nix::sys::prctl::set_dumpable(false)
+        k.set_dumpable(false)
             .map_err(|e| fail(Layer::Namespaces, format!("PR_SET_DUMPABLE: {e}")))?;
     }
     Ok(Prepared {
@@ -251,76 +263,13 @@ fn degrade_or_fail<T, E: std::fmt::Display>(
     }
 }
 
-/// The proxy's listening sockets, created on the sandbox's own loopback so
-/// programs inside reach them without any route out; the supervisor
-/// accepts on them from the host side.
-fn proxy_listeners() -> std::io::Result<Vec<OwnedFd>> {
-    [HTTP_PORT, SOCKS_PORT]
-        .into_iter()
-        .map(|port| std::net::TcpListener::bind(("127.0.0.1", port)).map(OwnedFd::from))
-        .collect()
-}
-
-/// Drops every capability for good: the bounding set, ambient,
-/// inheritable, permitted and effective sets, and locks the securebits so
-/// uid 0 regains nothing on exec.
-fn drop_capabilities() -> Result<(), caps::errors::CapsError> {
-    use caps::CapSet;
-    let _ = sys::set_securebits(sys::SECURE_NOROOT_LOCKED);
-    // Without CAP_SETPCAP (no user namespace of our own, degraded mode) the
-    // bounding set cannot shrink; no_new_privs, set before, already keeps
-    // exec from granting anything.
-    let may_shrink = caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP)?;
-    if may_shrink {
-        for cap in caps::all() {
-            caps::drop(None, CapSet::Bounding, cap)?;
-        }
-    }
-    caps::clear(None, CapSet::Ambient)?;
-    caps::clear(None, CapSet::Inheritable)?;
-    caps::clear(None, CapSet::Effective)?;
-    caps::clear(None, CapSet::Permitted)?;
-    Ok(())
-}
-
-/// A pty from the sandbox's own devpts: the master goes to the supervisor,
-/// the slave's path to the command.
-fn open_pty() -> nix::Result<(OwnedFd, PathBuf)> {
-    use nix::fcntl::OFlag;
-    use nix::pty::{grantpt, posix_openpt, ptsname_r, unlockpt};
-    let master = posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)?;
-    grantpt(&master)?;
-    unlockpt(&master)?;
-    let slave = PathBuf::from(ptsname_r(&master)?);
-    Ok((
-        sys::own_fd(std::os::fd::IntoRawFd::into_raw_fd(master)),
-        slave,
-    ))
-}
-
-/// Puts the pty's slave in place of each of init's stdio descriptors that
-/// is a terminal (the caller's): init lives inside the sandbox, so it may
-/// hold no descriptor of the caller's terminal either, and the command
-/// inherits the slave.
-fn take_terminal_stdio(slave: &Path) -> nix::Result<()> {
-    use nix::fcntl::{open, OFlag};
-    use nix::sys::stat::Mode;
-    let fd = open(
-        slave,
-        OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )?;
-    let fd = sys::own_fd(fd);
-    for target in 0..=2 {
-        if nix::unistd::isatty(target).unwrap_or(false) {
-            nix::unistd::dup2(fd.as_raw_fd(), target)?;
-        }
-    }
-    Ok(())
-}
-
 /// Starts the command and waits for it; returns init's exit code.
-fn supervise(plan: &InitPlan<'_>, prepared: Prepared, channel: Arc<Channel>) -> i32 {
+fn supervise(
+    k: &mut dyn InitKernel,
+    plan: &InitPlan<'_>,
+    prepared: Prepared,
+    channel: Arc<Channel>,
+) -> i32 {
     let mut mask = SigSet::empty();
     for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
         mask.add(*sig);
@@ -342,7 +291,7 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared, channel: Arc<Channel>) -> 
         CommandFilter::None => (None, Handoff::None),
     };
     let child = match sys::fork() {
-        Ok(Forked::Child) => exec_command(plan, prepared.pty_slave.as_deref(), command_end),
+        Ok(Forked::Child) => exec_command(k, plan, prepared.pty_slave.as_deref(), command_end),
         Ok(Forked::Parent(pid)) => pid,
         Err(e) => {
             eprintln!("cordon: cannot start the command: {e}");
@@ -354,11 +303,10 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared, channel: Arc<Channel>) -> 
     // Init's threads, the gate's included (they inherit it), keep none of
     // the deny list: init reads hostile input at the gate.
     if seccomp_on {
-        let filtered = seccomp::init_threads_filter().and_then(|f| seccomp::install(&f));
+        let filtered = seccomp::init_threads_filter().and_then(|f| k.install_seccomp(&f));
         if let Err(e) = filtered {
             eprintln!("cordon: refusing to run: the seccomp layer: init's own filter: {e}");
-            let _ = kill(child, Signal::SIGKILL);
-            let _ = waitpid(child, None);
+            kill_and_reap(child);
             return 125;
         }
     }
@@ -387,8 +335,7 @@ fn supervise(plan: &InitPlan<'_>, prepared: Prepared, channel: Arc<Channel>) -> 
         ) {
             // Killed: it may have started, but no gated call of its was answered.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
-            let _ = kill(child, Signal::SIGKILL);
-            let _ = waitpid(child, None);
+            kill_and_reap(child);
             return 125;
         }
     }
@@ -455,75 +402,73 @@ enum Handoff {
 /// In the command's process, last before exec: the command filter, whose
 /// listener init takes over. Writes and reads on the handoff socket are
 /// not gated.
-fn filter_command(handoff: Handoff) -> Result<(), String> {
+fn filter_command(k: &mut dyn InitKernel, handoff: Handoff) -> Result<(), String> {
     let mut end = match handoff {
         Handoff::None => return Ok(()),
         Handoff::Ungated => {
             let filter = seccomp::command_filter(false).map_err(|e| e.to_string())?;
-            return seccomp::install(&filter).map_err(|e| e.to_string());
+            return k.install_seccomp(&filter).map_err(|e| e.to_string());
         }
         Handoff::Gated(end) => end,
     };
     let filter = seccomp::command_filter(true).map_err(|e| e.to_string())?;
-    seccomp::install(&filter).map_err(|e| e.to_string())?;
+    k.install_seccomp(&filter).map_err(|e| e.to_string())?;
     let listener = seccomp::listener(&filter).map_err(|e| e.to_string())?;
     // Init's pidfd_getfd needs us dumpable; exec sets it anew.
-    nix::sys::prctl::set_dumpable(true).map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
+    k.set_dumpable(true)
+        .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
     end.write_all(&listener.as_raw_fd().to_ne_bytes())
         .and_then(|()| end.read_exact(&mut [0u8; 1]))
         .map_err(|e| format!("handing the listener to init: {e}"))
 }
 
 /// In the command's process: terminal, signal mask, then exec.
-fn exec_command(plan: &InitPlan<'_>, pty_slave: Option<&Path>, handoff: Handoff) -> ! {
-    let _ = SigSet::empty().thread_set_mask();
-    let _ = sys::default_sigpipe();
+fn exec_command(
+    k: &mut dyn InitKernel,
+    plan: &InitPlan<'_>,
+    pty_slave: Option<&Path>,
+    handoff: Handoff,
+) -> ! {
+    let failed = start_command(k, plan, pty_slave, handoff);
+    eprintln!("cordon: {}", failed.message);
+    std::process::exit(failed.code)
+}
+
+/// Why the command did not start, and init's exit code for it.
+struct NotStarted {
+    code: i32,
+    message: String,
+}
+
+/// The command's steps up to exec, which returns only if it failed.
+fn start_command(
+    k: &mut dyn InitKernel,
+    plan: &InitPlan<'_>,
+    pty_slave: Option<&Path>,
+    handoff: Handoff,
+) -> NotStarted {
+    let not_started = |code, message| NotStarted { code, message };
+    let _ = k.reset_signals();
     if let Some(slave) = pty_slave {
-        if let Err(e) = attach_terminal(slave) {
-            eprintln!("cordon: cannot attach the terminal: {e}");
-            std::process::exit(125);
+        if let Err(e) = k.attach_terminal(slave) {
+            return not_started(125, format!("cannot attach the terminal: {e}"));
         }
     }
     let Some(program) = resolve_command(&plan.argv[0], &plan.path_var) else {
-        eprintln!(
-            "cordon: {}: command not found",
-            printable(OsStr::from_bytes(plan.argv[0].as_bytes()))
-        );
-        std::process::exit(127);
+        let name = printable(OsStr::from_bytes(plan.argv[0].as_bytes()));
+        return not_started(127, format!("{name}: command not found"));
     };
-    if let Err(e) = filter_command(handoff) {
-        eprintln!("cordon: refusing to run: the seccomp layer could not be applied: the command's filter: {e}");
-        std::process::exit(125);
+    if let Err(e) = filter_command(k, handoff) {
+        return not_started(125, format!("refusing to run: the seccomp layer could not be applied: the command's filter: {e}"));
     }
-    let err = nix::unistd::execve(&program, &plan.argv, &plan.env).unwrap_err();
-    eprintln!(
-        "cordon: {}: {err}",
-        printable(OsStr::from_bytes(program.as_bytes()))
-    );
-    std::process::exit(if err == nix::errno::Errno::ENOENT {
+    let err = k.exec(&program, &plan.argv, &plan.env);
+    let code = if err == nix::errno::Errno::ENOENT {
         127
     } else {
         126
-    })
-}
-
-/// Makes the pty slave the command's controlling terminal and its stdio
-/// where the caller's stdio was a terminal (init put the slave there
-/// already); the others (a pipe, a file) stay as they are.
-fn attach_terminal(slave: &Path) -> nix::Result<()> {
-    use nix::fcntl::{open, OFlag};
-    use nix::sys::stat::Mode;
-    nix::unistd::setsid()?;
-    let fd = open(slave, OFlag::O_RDWR, Mode::empty())?;
-    let fd = sys::own_fd(fd);
-    sys::set_controlling_terminal(fd.as_fd())
-        .map_err(|e| nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
-    for target in 0..=2 {
-        if nix::unistd::isatty(target).unwrap_or(false) {
-            nix::unistd::dup2(fd.as_raw_fd(), target)?;
-        }
-    }
-    Ok(())
+    };
+    let name = printable(OsStr::from_bytes(program.as_bytes()));
+    not_started(code, format!("{name}: {err}"))
 }
 
 /// Finds `name` like `execvp` would, in the command's own `PATH`.
@@ -552,4 +497,274 @@ fn resolve_command(name: &CString, path_var: &OsString) -> Option<CString> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::CStr;
+    use std::os::fd::RawFd;
+
+    use libseccomp::ScmpFilterContext;
+
+    use super::*;
+    use crate::policy::{Limits, Source, Sourced};
+    use crate::sandbox::files::MountOps;
+    use crate::sandbox::landlock::LandlockError;
+    use crate::sandbox::limits::LimitsError;
+    use crate::sandbox::seccomp::SeccompError;
+
+    /// [`InitKernel`] that notes each call instead of making it; every
+    /// mount operation is noted as `mount`. `landlock_fails` makes the
+    /// Landlock step fail as on a kernel without it.
+    #[derive(Default)]
+    struct Recorder {
+        calls: Vec<&'static str>,
+        landlock_fails: bool,
+    }
+
+    impl Recorder {
+        fn note(&mut self, call: &'static str) -> std::io::Result<()> {
+            self.calls.push(call);
+            Ok(())
+        }
+
+        fn fd(&mut self, call: &'static str) -> std::io::Result<OwnedFd> {
+            self.calls.push(call);
+            std::fs::File::open("/dev/null").map(OwnedFd::from)
+        }
+
+        /// The calls with each run of mount operations as one `mount view`.
+        fn steps(&self) -> Vec<&'static str> {
+            let mut steps: Vec<&'static str> = Vec::new();
+            for call in &self.calls {
+                let step = if *call == "mount" { "mount view" } else { call };
+                if step != "mount view" || steps.last() != Some(&"mount view") {
+                    steps.push(step);
+                }
+            }
+            steps
+        }
+    }
+
+    impl MountOps for Recorder {
+        fn make_private(&mut self, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn mount_tmpfs(&mut self, _: &Path, _: &str) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn mount_proc(&mut self, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn mount_sysfs(&mut self, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn mount_devpts(&mut self, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn bind(&mut self, _: &Path, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn set_attrs(&mut self, _: &Path, _: u64, _: bool) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn pivot_root(&mut self, _: &Path, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn enter_root(&mut self, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn exists(&self, _: &Path) -> bool {
+            true
+        }
+        fn is_dir(&self, _: &Path) -> bool {
+            true
+        }
+        fn mkdir_all(&mut self, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn create_file(&mut self, _: &Path, _: u32) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn symlink(&mut self, _: &Path, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+    }
+
+    impl InitKernel for Recorder {
+        fn close_fds_except(&mut self, _: RawFd) -> std::io::Result<()> {
+            self.note("close fds")
+        }
+        fn new_session(&mut self) -> nix::Result<()> {
+            self.calls.push("setsid");
+            Ok(())
+        }
+        fn set_hostname(&mut self, _: &str) -> nix::Result<()> {
+            self.calls.push("hostname");
+            Ok(())
+        }
+        fn bring_up_loopback(&mut self) -> std::io::Result<()> {
+            self.note("lo up")
+        }
+        fn listen_loopback(&mut self, _: u16) -> std::io::Result<OwnedFd> {
+            self.fd("listen")
+        }
+        fn mounts(&mut self) -> &mut dyn MountOps {
+            self
+        }
+        fn unshare_cgroup(&mut self) -> nix::Result<()> {
+            self.calls.push("cgroup namespace");
+            Ok(())
+        }
+        fn chdir(&mut self, _: &Path) -> nix::Result<()> {
+            self.calls.push("chdir");
+            Ok(())
+        }
+        fn apply_rlimits(&mut self, _: &LimitPlan) -> Result<(), LimitsError> {
+            self.calls.push("rlimits");
+            Ok(())
+        }
+        fn open_terminal(&mut self) -> nix::Result<(OwnedFd, PathBuf)> {
+            unreachable!("the plan asks for no pty")
+        }
+        fn set_no_new_privs(&mut self) -> nix::Result<()> {
+            self.calls.push("no_new_privs");
+            Ok(())
+        }
+        fn landlock(&mut self, _: &FileView, _: &[u16], _: &[u16]) -> Result<(), LandlockError> {
+            self.calls.push("landlock");
+            match self.landlock_fails {
+                true => Err(LandlockError::NotEnforced),
+                false => Ok(()),
+            }
+        }
+        fn drop_capabilities(&mut self) -> Result<(), caps::errors::CapsError> {
+            self.calls.push("drop capabilities");
+            Ok(())
+        }
+        fn open_sock_diag(&mut self) -> std::io::Result<OwnedFd> {
+            self.fd("sock_diag")
+        }
+        fn install_seccomp(&mut self, _: &ScmpFilterContext) -> Result<(), SeccompError> {
+            self.calls.push("seccomp");
+            Ok(())
+        }
+        fn wipe_startup_strings(&mut self) -> std::io::Result<()> {
+            self.note("wipe environ")
+        }
+        fn set_dumpable(&mut self, dumpable: bool) -> nix::Result<()> {
+            self.calls
+                .push(if dumpable { "dumpable" } else { "not dumpable" });
+            Ok(())
+        }
+        fn reset_signals(&mut self) -> std::io::Result<()> {
+            self.note("reset signals")
+        }
+        fn attach_terminal(&mut self, _: &Path) -> nix::Result<()> {
+            unreachable!("the plan asks for no pty")
+        }
+        fn exec(&mut self, _: &CStr, _: &[CString], _: &[CString]) -> nix::Error {
+            self.calls.push("exec");
+            nix::errno::Errno::ENOENT
+        }
+    }
+
+    fn limits() -> LimitPlan {
+        LimitPlan::rlimits_only(&Limits {
+            max_procs: Sourced::new(64, Source::Builtin),
+            max_tmp: Sourced::new(1 << 20, Source::Builtin),
+            max_memory: None,
+            timeout: None,
+        })
+    }
+
+    fn plan<'a>(view: &'a FileView, limits: &'a LimitPlan, degraded: Vec<Layer>) -> InitPlan<'a> {
+        InitPlan {
+            view,
+            limits,
+            cwd: Path::new("/"),
+            argv: vec![c"/bin/true".into()],
+            env: Vec::new(),
+            path_var: OsString::new(),
+            tcp_ports: Vec::new(),
+            pty: false,
+            namespaces: true,
+            degraded,
+            unix_sockets: Vec::new(),
+        }
+    }
+
+    /// Runs init's set-up and the command's start on `kernel`; the
+    /// failure set-up reported, if any.
+    fn run_on(kernel: &mut Recorder, plan: &InitPlan<'_>) -> Option<(Layer, String)> {
+        let (supervisor, init) = Channel::pair().unwrap();
+        supervisor.send(&Message::Go, &[]).unwrap();
+        match setup(kernel, plan, &init) {
+            Ok(_) => {
+                let not_started = start_command(kernel, plan, None, Handoff::Ungated);
+                assert_eq!(not_started.code, 127, "{}", not_started.message);
+                None
+            }
+            Err(f) => Some((f.layer, f.what)),
+        }
+    }
+
+    /// The hardening steps in the order init must take them (why: see
+    /// `super::super::kernel`). The second seccomp is the command's own
+    /// filter, in its process, right before exec.
+    const HARDENED: [&str; 8] = [
+        "close fds",
+        "mount view",
+        "no_new_privs",
+        "landlock",
+        "drop capabilities",
+        "seccomp",
+        "seccomp",
+        "exec",
+    ];
+
+    /// The hardening steps among `steps`, in their order.
+    fn hardening(steps: &[&'static str]) -> Vec<&'static str> {
+        steps
+            .iter()
+            .copied()
+            .filter(|s| HARDENED.contains(s))
+            .collect()
+    }
+
+    #[test]
+    fn init_hardens_itself_in_order_then_filters_the_command_and_execs() {
+        let (view, limits) = (FileView::default(), limits());
+        let mut kernel = Recorder::default();
+        assert_eq!(run_on(&mut kernel, &plan(&view, &limits, Vec::new())), None);
+        let steps = kernel.steps();
+        assert_eq!(hardening(&steps), HARDENED, "{steps:?}");
+        let at = |step| steps.iter().position(|s| *s == step).unwrap();
+        // Init's filter closes netlink: the gate's socket is opened first.
+        assert!(at("sock_diag") < at("seccomp"), "{steps:?}");
+        // /proc/1/environ is wiped, and init made undumpable, before the
+        // command can start.
+        assert!(at("not dumpable") < at("reset signals"), "{steps:?}");
+    }
+
+    #[test]
+    fn a_layer_that_fails_stops_set_up_before_the_next_unless_degraded() {
+        let (view, limits) = (FileView::default(), limits());
+        let mut kernel = Recorder {
+            landlock_fails: true,
+            ..Recorder::default()
+        };
+        let failed = run_on(&mut kernel, &plan(&view, &limits, Vec::new()));
+        assert!(matches!(failed, Some((Layer::Landlock, _))), "{failed:?}");
+        assert_eq!(kernel.calls.last(), Some(&"landlock"), "{:?}", kernel.calls);
+
+        // Allowed to run without Landlock: every later step still happens.
+        let mut kernel = Recorder {
+            landlock_fails: true,
+            ..Recorder::default()
+        };
+        let degraded = plan(&view, &limits, vec![Layer::Landlock]);
+        assert_eq!(run_on(&mut kernel, &degraded), None);
+        assert_eq!(hardening(&kernel.steps()), HARDENED);
+    }
 }

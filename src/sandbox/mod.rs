@@ -6,18 +6,22 @@
 //!      └─ CMD                  exit status and signals pass through
 //! ```
 //!
-//! The files door is [`files`] (mount view) and [`landlock`]; process
-//! hardening is [`init`] and [`seccomp`]; limits are [`limits`].
+//! The supervisor's hold on init (start, wait, the one kill path) is
+//! `supervisor`. The files door is [`files`] (mount view) and
+//! [`landlock`]; process hardening is [`init`] and [`seccomp`], its kernel
+//! calls and their order [`kernel`]; limits are [`limits`].
 
 pub mod channel;
 pub mod create_gate;
 pub mod files;
 pub mod gitconfig;
 pub mod init;
+pub mod kernel;
 pub mod landlock;
 pub mod limits;
 pub mod repos;
 pub mod seccomp;
+mod supervisor;
 pub mod support;
 pub mod tty;
 pub mod unix_gate;
@@ -25,17 +29,12 @@ pub mod weaken;
 
 use std::ffi::{CString, OsString};
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sched::CloneFlags;
-use nix::sys::signal::{kill, SigSet, Signal};
-use nix::sys::signalfd::{SfdFlags, SignalFd};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use crate::audit::{self, AuditFile, AuditKey, AuditLog, Auditor};
 use crate::credentials::env::{EnvFilter, Removal};
@@ -44,8 +43,6 @@ use crate::net::gate::OpenGate;
 use crate::net::inside;
 use crate::policy::{EnvPolicy, Layer, PathPattern, Policy, Source, Sourced};
 use crate::sandbox::unix_gate::{root_equivalent, socket_id, SocketId};
-use crate::sys::{self, Forked};
-use channel::{Channel, Message};
 use files::{FileView, FilesError};
 use limits::{LimitPlan, LimitsError};
 
@@ -210,7 +207,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     // now (the environment and the file view need them); the CA and the
     // real values only after init is forked (see below).
     let credentials = crate::credentials::plan(&policy.inspection, &run_name)?;
-    let (env, path_var, withheld) = command_env(&policy.env)?;
+    let (env, path_var, withheld) = command_env(&policy.env, credentials.as_ref())?;
 
     let unix_sockets = allowed_unix_sockets(policy)?;
     // Anything changed after this instant was the sandbox's doing.
@@ -223,31 +220,12 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             warn_degraded(Layer::Limits, &e.to_string());
             LimitPlan::rlimits_only(&policy.limits)
         }
-        Err(e) => {
-            // Report the more fundamental failure first.
-            if let (Err(ns), false) = (
-                support::try_namespaces(),
-                policy.degraded_ok(Layer::Namespaces),
-            ) {
-                return Err(namespaces_error(&ns));
-            }
-            return Err(e.into());
-        }
+        Err(e) => return Err(namespaces_first(policy, e.into())),
     };
     let cgroup = CgroupCleanup(&limits);
     let audit_log = match audit_log {
         Some(Ok(log)) => Some(log),
-        Some(Err(e)) => {
-            // Inside another sandbox, both the namespaces and the home
-            // directory are out of reach: name the namespaces first.
-            if let (Err(ns), false) = (
-                support::try_namespaces(),
-                policy.degraded_ok(Layer::Namespaces),
-            ) {
-                return Err(namespaces_error(&ns));
-            }
-            return Err(e);
-        }
+        Some(Err(e)) => return Err(namespaces_first(policy, e)),
         None => None,
     };
     if let Some(log) = &audit_log {
@@ -258,15 +236,6 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             );
         }
     }
-
-    let mut mask = SigSet::empty();
-    for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
-        mask.add(*sig);
-    }
-    mask.thread_block()
-        .map_err(|e| io_err("blocking signals")(e.into()))?;
-    let flags = SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC;
-    let signals = SignalFd::with_flags(&mask, flags).map_err(|e| io_err("signalfd")(e.into()))?;
 
     // Any of stdin, stdout and stderr on a terminal: the command gets a
     // pty in their place, never the caller's terminal itself.
@@ -284,108 +253,35 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         degraded: policy.allow_degraded.iter().map(|l| l.value).collect(),
         unix_sockets,
     };
-    let (ours, theirs) = Channel::pair().map_err(io_err("socketpair"))?;
-    let flags = CloneFlags::CLONE_NEWUSER
-        | CloneFlags::CLONE_NEWNS
-        | CloneFlags::CLONE_NEWPID
-        | CloneFlags::CLONE_NEWNET
-        | CloneFlags::CLONE_NEWIPC
-        | CloneFlags::CLONE_NEWUTS;
-    // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=namespaces` takes the
-    // degraded path as if clone had failed.
-    let clone = if weaken::off("namespaces") {
-        Err(io::Error::other("weakened for a test"))
-    } else {
-        sys::clone_fork(flags)
-    };
-    let forked = match clone {
-        Ok(f) => f,
-        Err(e) if policy.degraded_ok(Layer::Namespaces) || weaken::off("namespaces") => {
-            warn_degraded(
-                Layer::Namespaces,
-                &format!("clone: {e}; only Landlock and seccomp confine the command"),
-            );
-            plan.namespaces = false;
-            sys::fork().map_err(io_err("fork"))?
-        }
-        Err(e) => return Err(namespaces_error(&e.to_string())),
-    };
-    let init_pid = match forked {
-        Forked::Child => {
-            drop(ours);
-            drop(signals);
-            init::run(&plan, theirs)
-        }
-        Forked::Parent(pid) => pid,
-    };
-    drop(theirs);
-    // From here on, a failure must not leave init behind.
+    // From here on, every early return drops the sandbox, which kills and
+    // reaps init (see `supervisor`).
+    let sandbox = supervisor::spawn(&mut plan, policy)?;
     // cordon: credentials door. Before init builds its view (it waits for
     // Go): the bundle must be written by then.
-    let inspector = match credentials
+    let inspector = credentials
         .as_ref()
         .map(|c| start_inspector(c, &run_name, policy.limits.max_memory.as_ref()))
-        .transpose()
-    {
-        Ok(inspector) => inspector,
-        Err(e) => {
-            let _ = kill(init_pid, Signal::SIGKILL);
-            let _ = waitpid(init_pid, None);
-            return Err(e);
-        }
-    };
-    let started = start_init(init_pid, &ours, &limits, plan.namespaces);
-    let started = match started {
-        Ok(started) => started,
-        Err(e) => {
-            let _ = kill(init_pid, Signal::SIGKILL);
-            let _ = waitpid(init_pid, None);
-            return Err(e);
-        }
-    };
+        .transpose()?;
+    let handover = sandbox.start(&limits, plan.namespaces)?;
     let deadline = policy
         .limits
         .timeout
         .as_ref()
         .map(|t| (Instant::now() + t.value, t.value));
     // Threads start only now: none may be alive across the clone above.
-    let proxy = start_proxy(
+    let (auditor, proxy) = start_proxy(
         policy,
-        started.listeners,
+        handover.listeners,
         audit_log,
         &run_name,
         &req.command[0],
         inspector,
-    );
-    let (auditor, proxy) = match proxy {
-        Ok(running) => running,
-        Err(e) => {
-            let _ = kill(init_pid, Signal::SIGKILL);
-            let _ = waitpid(init_pid, None);
-            return Err(e);
-        }
-    };
-    for removal in withheld {
-        let mut event = audit::Event::new(
-            audit::Door::Credentials,
-            audit::Kind::Withheld,
-            audit::Verdict::Deny,
-            removal.name,
-        );
-        event.rule = Some(removal.rule);
-        event.source = Some(removal.source.to_string());
-        event.reason = Some("unset in the command's environment".into());
-        auditor.record(event);
-    }
-    let code = wait_for_init(
-        init_pid,
-        signals,
-        started
-            .pty_master
-            .map(|master| tty::Relay::new(master, caller_tty)),
-        deadline,
-        Some((&ours, &auditor)),
-    );
+    )?;
+    record_withheld(&auditor, withheld);
+    let relay = handover
+        .pty_master
+        .map(|master| tty::Relay::new(master, caller_tty));
+    let code = sandbox.wait(relay, deadline, &auditor);
     // Every tunnel ends with the sandbox; their close events go to the
     // log before it is closed.
     if let Some(proxy) = proxy {
@@ -486,252 +382,40 @@ fn start_proxy(
     Ok((auditor, Some(proxy)))
 }
 
+/// `e`, or the namespaces' own failure if they cannot be made either and
+/// the user did not allow running without them: that is the more
+/// fundamental one to report (inside another sandbox, the cgroups and the
+/// home directory are out of reach too).
+fn namespaces_first(policy: &Policy, e: SandboxError) -> SandboxError {
+    match support::try_namespaces() {
+        Err(ns) if !policy.degraded_ok(Layer::Namespaces) => namespaces_error(&ns),
+        _ => e,
+    }
+}
+
+/// Records the caller's variables the command goes without (names and
+/// rules, never values).
+fn record_withheld(auditor: &Auditor, withheld: Vec<Removal>) {
+    for removal in withheld {
+        let mut event = audit::Event::new(
+            audit::Door::Credentials,
+            audit::Kind::Withheld,
+            audit::Verdict::Deny,
+            removal.name,
+        );
+        event.rule = Some(removal.rule);
+        event.source = Some(removal.source.to_string());
+        event.reason = Some("unset in the command's environment".into());
+        auditor.record(event);
+    }
+}
+
 fn namespaces_error(why: &str) -> SandboxError {
     SandboxError::Layer {
         layer: Layer::Namespaces,
         what: format!("creating user, mount, pid, net, ipc and uts namespaces: {why}"),
         fix: support::userns_fix(),
     }
-}
-
-/// What init hands over once every layer is in place.
-struct Started {
-    /// The proxy's listening sockets inside the sandbox (HTTP, SOCKS5);
-    /// none without a network namespace.
-    listeners: Vec<OwnedFd>,
-    /// The pty master, if the caller is on a terminal.
-    pty_master: Option<OwnedFd>,
-}
-
-/// Maps ids, joins the cgroup, lets init go, and waits until every layer is
-/// in place.
-fn start_init(
-    pid: Pid,
-    channel: &Channel,
-    limits: &LimitPlan,
-    namespaces: bool,
-) -> Result<Started, SandboxError> {
-    if namespaces {
-        write_id_maps(pid).map_err(|e| SandboxError::Layer {
-            layer: Layer::Namespaces,
-            what: format!("writing the uid/gid map: {e}"),
-            fix: support::userns_fix(),
-        })?;
-    }
-    limits.attach(pid)?;
-    channel
-        .send(&Message::Go, &[])
-        .map_err(io_err("starting init"))?;
-    loop {
-        match channel.recv() {
-            Ok((Message::Ready { pty }, mut fds)) => {
-                let pty_master = if pty { fds.pop() } else { None };
-                return Ok(Started {
-                    listeners: fds,
-                    pty_master,
-                });
-            }
-            Ok((Message::Degraded { layer, what }, _)) => warn_degraded(layer, &what),
-            Ok((Message::Failed { layer, what }, _)) => {
-                return Err(SandboxError::Layer {
-                    layer,
-                    fix: support::fix_for(layer),
-                    what,
-                })
-            }
-            Ok((
-                Message::Go
-                | Message::SocketRefused { .. }
-                | Message::SyscallRefused { .. }
-                | Message::CreateRefused { .. }
-                | Message::PrivilegeModeRefused { .. },
-                _,
-            )) => {}
-            Err(e) => {
-                return Err(SandboxError::Layer {
-                    layer: Layer::Namespaces,
-                    what: format!("the sandbox's init ended during set-up ({e})"),
-                    fix: support::userns_fix(),
-                })
-            }
-        }
-    }
-}
-
-/// The caller's own uid and gid, and no other, inside.
-fn write_id_maps(pid: Pid) -> io::Result<()> {
-    let uid = nix::unistd::geteuid();
-    let gid = nix::unistd::getegid();
-    let proc = PathBuf::from(format!("/proc/{pid}"));
-    std::fs::write(proc.join("setgroups"), "deny")?;
-    std::fs::write(proc.join("uid_map"), format!("{uid} {uid} 1\n"))?;
-    std::fs::write(proc.join("gid_map"), format!("{gid} {gid} 1\n"))?;
-    Ok(())
-}
-
-/// Forwards signals, relays the terminal, enforces the timeout, and returns
-/// the exit code once init is gone.
-fn wait_for_init(
-    init: Pid,
-    signals: SignalFd,
-    mut relay: Option<tty::Relay>,
-    deadline: Option<(Instant, Duration)>,
-    mut reports: Option<(&Channel, &Auditor)>,
-) -> i32 {
-    loop {
-        let timeout = match deadline {
-            Some((at, limit)) => {
-                let left = at.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    let _ = kill(init, Signal::SIGKILL);
-                    let _ = waitpid(init, None);
-                    if let Some(r) = relay.as_mut() {
-                        r.drain();
-                    }
-                    drop(relay);
-                    eprintln!(
-                        "cordon: timed out after {}s; the sandbox was killed",
-                        limit.as_secs_f64()
-                    );
-                    return EXIT_TIMEOUT;
-                }
-                PollTimeout::try_from(left.as_millis().min(60_000) as i32 + 1)
-                    .unwrap_or(PollTimeout::MAX)
-            }
-            None => PollTimeout::NONE,
-        };
-        let stdin = sys::stdio(0);
-        let (poll_stdin, poll_master) = relay
-            .as_ref()
-            .map_or((false, false), |r| (r.stdin_open, r.master_open));
-        let mut fds = vec![PollFd::new(signals.as_fd(), PollFlags::POLLIN)];
-        if poll_stdin {
-            fds.push(PollFd::new(stdin, PollFlags::POLLIN));
-        }
-        if let (true, Some(r)) = (poll_master, relay.as_ref()) {
-            fds.push(PollFd::new(r.master.as_fd(), PollFlags::POLLIN));
-        }
-        let reports_at = fds.len();
-        if let Some((channel, _)) = reports {
-            fds.push(PollFd::new(channel.as_fd(), PollFlags::POLLIN));
-        }
-        if poll(&mut fds, timeout).is_err() {
-            continue;
-        }
-        let ready: Vec<bool> = fds
-            .iter()
-            .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
-            .collect();
-        drop(fds);
-        if let (Some((channel, auditor)), Some(true)) = (reports, ready.get(reports_at)) {
-            if !record_report(channel, auditor) {
-                reports = None;
-            }
-        }
-        if let Some(r) = relay.as_mut() {
-            let mut i = 1;
-            if poll_stdin {
-                if ready[i] {
-                    r.stdin_open = tty::pump(stdin, r.master.as_fd());
-                }
-                i += 1;
-            }
-            if poll_master && ready[i] {
-                r.master_open = tty::pump(r.master.as_fd(), r.output());
-            }
-        }
-        if !ready[0] {
-            continue;
-        }
-        while let Ok(Some(info)) = signals.read_signal() {
-            let signo = info.ssi_signo as i32;
-            if signo == Signal::SIGCHLD as i32 {
-                continue;
-            }
-            match (Signal::try_from(signo), relay.as_ref()) {
-                // With a pty, the window size travels through the pty.
-                (Ok(Signal::SIGWINCH), Some(r)) => r.sync_window_size(),
-                (Ok(sig), _) => {
-                    let _ = kill(init, sig);
-                }
-                _ => {}
-            }
-        }
-        let code = match waitpid(init, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => code,
-            Ok(WaitStatus::Signaled(_, sig, _)) => 128 + sig as i32,
-            _ => continue,
-        };
-        if let Some(r) = relay.as_mut() {
-            r.drain();
-        }
-        // Init is gone, so the channel ends after what it still holds.
-        if let Some((channel, auditor)) = reports {
-            while record_report(channel, auditor) {}
-        }
-        return code;
-    }
-}
-
-/// Records one report from init; false once init has closed the channel.
-fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
-    match channel.recv() {
-        Ok((Message::SocketRefused { path }, _)) => {
-            let mut event = builtin_denial(
-                audit::Door::Network,
-                path,
-                "host UNIX sockets are unreachable",
-                "not a socket bound inside the sandbox; allow one with --allow-unix-socket PATH",
-            );
-            event.proto = Some(audit::Proto::Unix);
-            auditor.record(event);
-            true
-        }
-        Ok((Message::CreateRefused { path, why }, _)) => {
-            auditor.record(builtin_denial(
-                audit::Door::Files,
-                path,
-                "names that run code later outside the sandbox cannot be created",
-                &why,
-            ));
-            true
-        }
-        Ok((Message::PrivilegeModeRefused { syscall }, _)) => {
-            auditor.record(builtin_denial(
-                audit::Door::Files,
-                syscall,
-                "no set-user-ID or set-group-ID bits on files the sandbox writes",
-                "refused with EPERM: a file left on the host with them would run with its owner's privileges",
-            ));
-            true
-        }
-        Ok((Message::SyscallRefused { syscall }, _)) => {
-            auditor.record(builtin_denial(
-                audit::Door::Process,
-                syscall,
-                "seccomp: system calls no sandboxed program needs",
-                "refused with EPERM (`cordon explain` lists them)",
-            ));
-            true
-        }
-        Ok(_) => true,
-        Err(_) => false,
-    }
-}
-
-/// A denial init reported, by one of cordon's built-in rules: the events
-/// of the reports differ only in door, subject, rule and reason.
-fn builtin_denial(
-    door: audit::Door,
-    subject: impl Into<String>,
-    rule: &str,
-    reason: &str,
-) -> audit::Event {
-    let mut event = audit::Event::new(door, audit::Kind::Decision, audit::Verdict::Deny, subject);
-    event.rule = Some(rule.into());
-    event.source = Some(Source::Builtin.to_string());
-    event.reason = Some(reason.into());
-    event
 }
 
 /// The command's environment, its `PATH`, and the caller's variables it
@@ -741,8 +425,13 @@ type CommandEnv = (Vec<CString>, OsString, Vec<Removal>);
 /// The command's environment: the caller's without its secrets (see
 /// [`EnvFilter`]), with the temp dir pointed at the sandbox's own, and every
 /// proxy setting pointed at cordon's proxy (sockets and daemons of the host
-/// are unreachable, so their variables go).
-fn command_env(policy: &EnvPolicy) -> Result<CommandEnv, SandboxError> {
+/// are unreachable, so their variables go). With TLS inspection on,
+/// `credentials` names the variables that carry placeholders and the CA
+/// bundle instead.
+fn command_env(
+    policy: &EnvPolicy,
+    credentials: Option<&crate::credentials::Plan>,
+) -> Result<CommandEnv, SandboxError> {
     let mut vars: Vec<(OsString, OsString)> = Vec::new();
     let mut path_var = OsString::new();
     let mut java_options = None;
@@ -771,10 +460,11 @@ fn command_env(policy: &EnvPolicy) -> Result<CommandEnv, SandboxError> {
     vars.push(("TMPDIR".into(), "/tmp".into()));
     // cordon: credentials door. Injected secrets' variables hold their
     // placeholders, never the caller's values; the CA bundle variables
-    // point at the sandbox's bundle (both empty unless inspection is on).
-    let replaced: Vec<(String, String)> = crate::credentials::placeholders()
+    // point at the sandbox's bundle (neither unless inspection is on).
+    let replaced: Vec<(String, String)> = credentials
         .into_iter()
-        .chain(crate::credentials::trust_env())
+        .flat_map(|c| c.placeholders().iter().chain(c.trust_env()))
+        .cloned()
         .collect();
     vars.retain(|(key, _)| !replaced.iter().any(|(name, _)| key == name.as_str()));
     vars.extend(replaced.into_iter().map(|(k, v)| (k.into(), v.into())));

@@ -19,6 +19,7 @@
 //! network namespace, and the sandbox has its own.
 
 use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::{offset_of, size_of};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -64,10 +65,18 @@ const SEND_FLAGS: libc::c_int = libc::MSG_OOB
     | libc::MSG_NOSIGNAL
     | libc::MSG_CONFIRM;
 
-/// `struct msghdr` and `struct mmsghdr` on LP64 targets.
-const MSGHDR_LEN: usize = 56;
-const MMSGHDR_LEN: usize = 64;
-const CMSGHDR_LEN: usize = 16;
+// The structs the gate reads from the caller's memory, field by field:
+// the kernel's `user_msghdr`, `mmsghdr`, `iovec` and `cmsghdr`, laid out
+// as libc's types of the same names. Their `size_t` fields (`msg_iovlen`,
+// `msg_controllen`, `iov_len`, `cmsg_len`) and pointers are `usize` wide.
+const MSGHDR_LEN: usize = size_of::<libc::msghdr>();
+const MMSGHDR_LEN: usize = size_of::<libc::mmsghdr>();
+const IOVEC_LEN: usize = size_of::<libc::iovec>();
+/// Where a control message's data starts (`CMSG_LEN(0)`: the header is a
+/// multiple of the alignment).
+const CMSGHDR_LEN: usize = size_of::<libc::cmsghdr>();
+/// Control messages are aligned to `size_t` (`CMSG_ALIGN`).
+const CMSG_ALIGN: usize = size_of::<usize>();
 
 /// The gate of one sandbox.
 pub struct UnixGate {
@@ -282,7 +291,9 @@ impl UnixGate {
                             if !seccomp::still_waiting(&self.listener, call.id) {
                                 break;
                             }
-                            let at = header.checked_add(MSGHDR_LEN as u64).ok_or(libc::EFAULT)?;
+                            let at = header
+                                .checked_add(offset_of!(libc::mmsghdr, msg_len) as u64)
+                                .ok_or(libc::EFAULT)?;
                             caller.write_u32(at, n as u32)?;
                             sent += 1;
                         }
@@ -305,10 +316,14 @@ impl UnixGate {
         flags: libc::c_int,
     ) -> Result<i64, Errno> {
         let hdr = caller.read(header, MSGHDR_LEN, MSGHDR_LEN)?;
-        let word = |at| u64::from_ne_bytes(field(&hdr, at));
-        let (name, name_len) = (word(0), word(8) & 0xffff_ffff);
-        let (iov, iov_len) = (word(16), word(24) as usize);
-        let (control, control_len) = (word(32), word(40) as usize);
+        let word = |at| usize::from_ne_bytes(field(&hdr, at));
+        let name = word(offset_of!(libc::msghdr, msg_name)) as u64;
+        let name_len =
+            libc::socklen_t::from_ne_bytes(field(&hdr, offset_of!(libc::msghdr, msg_namelen)));
+        let iov = word(offset_of!(libc::msghdr, msg_iov)) as u64;
+        let iov_len = word(offset_of!(libc::msghdr, msg_iovlen));
+        let control = word(offset_of!(libc::msghdr, msg_control)) as u64;
+        let control_len = word(offset_of!(libc::msghdr, msg_controllen));
 
         let to = if name != 0 && name_len != 0 {
             let addr = caller.read(name, name_len as usize, MAX_ADDR)?;
@@ -319,12 +334,12 @@ impl UnixGate {
         if iov_len > MAX_IOV {
             return Err(libc::EMSGSIZE);
         }
-        let vecs = caller.read(iov, iov_len * 16, MAX_IOV * 16)?;
+        let vecs = caller.read(iov, iov_len * IOVEC_LEN, MAX_IOV * IOVEC_LEN)?;
         let mut budget = MAX_DATA;
         let mut buffers = Vec::with_capacity(iov_len);
-        for v in vecs.chunks_exact(16) {
-            let base = u64::from_ne_bytes(field(v, 0));
-            let len = u64::from_ne_bytes(field(v, 8)) as usize;
+        for v in vecs.chunks_exact(IOVEC_LEN) {
+            let base = usize::from_ne_bytes(field(v, offset_of!(libc::iovec, iov_base))) as u64;
+            let len = usize::from_ne_bytes(field(v, offset_of!(libc::iovec, iov_len)));
             let take = within(len, budget, sock)?;
             buffers.push(caller.read(base, take, take)?);
             budget -= take;
@@ -588,9 +603,10 @@ impl Caller {
         while at + CMSGHDR_LEN <= out.len() {
             // Every length is the caller's: checked before any sum, so a
             // huge one cannot wrap around (and take init down with a panic).
-            let len = u64::from_ne_bytes(field(&out, at));
-            let level = i32::from_ne_bytes(field(&out, at + 8));
-            let kind = i32::from_ne_bytes(field(&out, at + 12));
+            let len =
+                usize::from_ne_bytes(field(&out, at + offset_of!(libc::cmsghdr, cmsg_len))) as u64;
+            let level = i32::from_ne_bytes(field(&out, at + offset_of!(libc::cmsghdr, cmsg_level)));
+            let kind = i32::from_ne_bytes(field(&out, at + offset_of!(libc::cmsghdr, cmsg_type)));
             let room = (out.len() - at) as u64;
             if len < CMSGHDR_LEN as u64 || len > room {
                 return Err(libc::EINVAL);
@@ -612,7 +628,7 @@ impl Caller {
                 }
             }
             // Aligned up, within `room` + 7: no overflow.
-            at += (len + 7) & !7;
+            at += (len + CMSG_ALIGN - 1) & !(CMSG_ALIGN - 1);
         }
         Ok((out, fds))
     }
@@ -641,29 +657,48 @@ fn thread_group(tid: Pid) -> io::Result<Pid> {
 
 /// The `(device, inode)` of every socket file bound in this network
 /// namespace, in the kernel's encoding (`unix_diag_vfs`).
+///
+/// The netlink header and attributes are libc's `nlmsghdr` and `nlattr`;
+/// the UNIX half of sock_diag (`linux/unix_diag.h`), which libc does not
+/// carry, is spelled out here: a request of five fields and one attribute
+/// read back.
 fn diag_vfs_inodes(diag: &OwnedFd) -> io::Result<Vec<(u32, u32)>> {
+    // linux/sock_diag.h and linux/unix_diag.h.
     const SOCK_DIAG_BY_FAMILY: u16 = 20;
-    const NLM_F_REQUEST_DUMP: u16 = 0x1 | 0x300;
-    const NLMSG_ERROR: u16 = 2;
-    const NLMSG_DONE: u16 = 3;
     const UDIAG_SHOW_VFS: u32 = 0x2;
     const UNIX_DIAG_VFS: u16 = 1;
-    const NLMSG_HDR: usize = 16;
-    const UNIX_DIAG_MSG: usize = 16;
+    /// `struct unix_diag_req`: family, protocol, pad, states, inode,
+    /// show, cookie[2].
+    const UNIX_DIAG_REQ_LEN: usize = 24;
+    /// `struct unix_diag_msg`, which the attributes follow.
+    const UNIX_DIAG_MSG_LEN: usize = 16;
+    /// `struct unix_diag_vfs`: inode, then device.
+    const VFS_INO: usize = 0;
+    const VFS_DEV: usize = 4;
+    const NLMSG_HDR: usize = size_of::<libc::nlmsghdr>();
+    const NLA_HDR: usize = size_of::<libc::nlattr>();
+    let align = |len: usize| libc::NLMSG_ALIGN(len) as usize;
 
-    let mut req = Vec::with_capacity(NLMSG_HDR + 24);
-    req.extend_from_slice(&((NLMSG_HDR + 24) as u32).to_ne_bytes());
-    req.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    req.extend_from_slice(&NLM_F_REQUEST_DUMP.to_ne_bytes());
-    req.extend_from_slice(&1u32.to_ne_bytes()); // sequence
-    req.extend_from_slice(&0u32.to_ne_bytes()); // port id
-    req.push(libc::AF_UNIX as u8);
-    req.push(0); // protocol
+    let header = libc::nlmsghdr {
+        nlmsg_len: (NLMSG_HDR + UNIX_DIAG_REQ_LEN) as u32,
+        nlmsg_type: SOCK_DIAG_BY_FAMILY,
+        nlmsg_flags: (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16,
+        nlmsg_seq: 1,
+        nlmsg_pid: 0,
+    };
+    let mut req = Vec::with_capacity(NLMSG_HDR + UNIX_DIAG_REQ_LEN);
+    req.extend_from_slice(&header.nlmsg_len.to_ne_bytes());
+    req.extend_from_slice(&header.nlmsg_type.to_ne_bytes());
+    req.extend_from_slice(&header.nlmsg_flags.to_ne_bytes());
+    req.extend_from_slice(&header.nlmsg_seq.to_ne_bytes());
+    req.extend_from_slice(&header.nlmsg_pid.to_ne_bytes());
+    req.push(libc::AF_UNIX as u8); // sdiag_family
+    req.push(0); // sdiag_protocol
     req.extend_from_slice(&0u16.to_ne_bytes()); // pad
-    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // every state
-    req.extend_from_slice(&0u32.to_ne_bytes()); // inode: all
-    req.extend_from_slice(&UDIAG_SHOW_VFS.to_ne_bytes());
-    req.extend_from_slice(&[0xff; 8]); // cookie: none
+    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // udiag_states: every state
+    req.extend_from_slice(&0u32.to_ne_bytes()); // udiag_ino: all
+    req.extend_from_slice(&UDIAG_SHOW_VFS.to_ne_bytes()); // udiag_show
+    req.extend_from_slice(&[0xff; 8]); // udiag_cookie: none
     nix::sys::socket::sendto(
         diag.as_raw_fd(),
         &req,
@@ -677,30 +712,33 @@ fn diag_vfs_inodes(diag: &OwnedFd) -> io::Result<Vec<(u32, u32)>> {
         let n = nix::sys::socket::recv(diag.as_raw_fd(), &mut buf, MsgFlags::empty())?;
         let mut at = 0;
         while at + NLMSG_HDR <= n {
-            let len = u32::from_ne_bytes(field(&buf, at)) as usize;
-            let kind = u16::from_ne_bytes(field(&buf, at + 4));
+            let len = u32::from_ne_bytes(field(&buf, at + offset_of!(libc::nlmsghdr, nlmsg_len)))
+                as usize;
+            let kind = u16::from_ne_bytes(field(&buf, at + offset_of!(libc::nlmsghdr, nlmsg_type)));
             if len < NLMSG_HDR || at + len > n {
                 return Err(io::Error::from_raw_os_error(libc::EBADMSG));
             }
-            match kind {
-                NLMSG_DONE => return Ok(found),
-                NLMSG_ERROR => return Err(io::Error::from_raw_os_error(libc::EPROTO)),
+            match libc::c_int::from(kind) {
+                libc::NLMSG_DONE => return Ok(found),
+                libc::NLMSG_ERROR => return Err(io::Error::from_raw_os_error(libc::EPROTO)),
                 _ => {}
             }
-            let mut attr = at + NLMSG_HDR + UNIX_DIAG_MSG;
-            while attr + 4 <= at + len {
-                let alen = u16::from_ne_bytes(field(&buf, attr)) as usize;
-                let atype = u16::from_ne_bytes(field(&buf, attr + 2));
-                if alen < 4 || attr + alen > at + len {
+            let mut attr = at + NLMSG_HDR + UNIX_DIAG_MSG_LEN;
+            while attr + NLA_HDR <= at + len {
+                let alen = u16::from_ne_bytes(field(&buf, attr + offset_of!(libc::nlattr, nla_len)))
+                    as usize;
+                let atype =
+                    u16::from_ne_bytes(field(&buf, attr + offset_of!(libc::nlattr, nla_type)));
+                if alen < NLA_HDR || attr + alen > at + len {
                     break;
                 }
-                if atype == UNIX_DIAG_VFS && alen >= 12 {
-                    let vfs = |o| u32::from_ne_bytes(field(&buf, attr + o));
-                    found.push((vfs(8), vfs(4)));
+                if atype == UNIX_DIAG_VFS && alen >= NLA_HDR + 8 {
+                    let vfs = |o| u32::from_ne_bytes(field(&buf, attr + NLA_HDR + o));
+                    found.push((vfs(VFS_DEV), vfs(VFS_INO)));
                 }
-                attr += (alen + 3) & !3;
+                attr += align(alen);
             }
-            at += (len + 3) & !3;
+            at += align(len);
         }
     }
 }

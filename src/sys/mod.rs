@@ -1,7 +1,13 @@
 //! The only place with `unsafe`: raw system calls the safe crates do not wrap.
 //!
 //! Each function is small, takes plain Rust types, and states in a `SAFETY:`
-//! comment why its `unsafe` block is sound.
+//! comment why its `unsafe` block is sound. The compiler holds the rest of
+//! the crate to this: `unsafe_code` is denied everywhere but here (see
+//! `lib.rs`), and clippy's `undocumented_unsafe_blocks` refuses a block
+//! without its `SAFETY:` comment (`Cargo.toml`'s `[lints]`).
+//!
+//! The calls the runtime makes are in this file; the hostile ones
+//! `cordon probe` makes to prove the doors shut are in [`attempt`].
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -9,6 +15,8 @@ use std::path::Path;
 
 use nix::sched::CloneFlags;
 use nix::unistd::Pid;
+
+pub mod attempt;
 
 /// What a fork-like call returns in each process.
 pub enum Forked {
@@ -333,137 +341,6 @@ pub fn send_raw(
     // duration of the call, with its length beside it; sendmsg only reads.
     let sent = unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, flags) };
     check(sent as libc::c_long).map(|n| n as usize)
-}
-
-/// Raw attempts for `cordon probe`: each asks the kernel for one thing the
-/// sandbox must refuse, with fixed, harmless arguments (no memory the
-/// kernel could write to beyond the buffers given here).
-pub mod attempt {
-    use std::io;
-    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-
-    use nix::unistd::Pid;
-
-    use super::check;
-
-    /// `ptrace(PTRACE_SEIZE, pid)`: attaches without stopping the tracee.
-    /// The attachment ends when the calling process exits.
-    pub fn ptrace_seize(pid: Pid) -> io::Result<()> {
-        const PTRACE_SEIZE: libc::c_long = 0x4206;
-        // SAFETY: PTRACE_SEIZE with null addr and zero options passes no
-        // memory; it only names a pid.
-        check(unsafe {
-            libc::syscall(
-                libc::SYS_ptrace,
-                PTRACE_SEIZE,
-                pid.as_raw() as libc::c_long,
-                0usize,
-                0usize,
-            )
-        })
-        .map(drop)
-    }
-
-    /// `keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)`: looks
-    /// up the session keyring without creating it.
-    pub fn keyctl_session_keyring() -> io::Result<libc::c_long> {
-        const KEYCTL_GET_KEYRING_ID: libc::c_long = 0;
-        const KEY_SPEC_SESSION_KEYRING: libc::c_long = -3;
-        // SAFETY: this keyctl operation takes integers only.
-        check(unsafe {
-            libc::syscall(
-                libc::SYS_keyctl,
-                KEYCTL_GET_KEYRING_ID,
-                KEY_SPEC_SESSION_KEYRING,
-                0 as libc::c_long,
-            )
-        })
-    }
-
-    /// `bpf(BPF_MAP_CREATE)` of a one-entry array map; the map goes away
-    /// with the returned descriptor.
-    pub fn bpf_array_map() -> io::Result<OwnedFd> {
-        const BPF_MAP_CREATE: libc::c_long = 0;
-        const BPF_MAP_TYPE_ARRAY: u32 = 2;
-        // union bpf_attr for BPF_MAP_CREATE starts with map_type, key_size,
-        // value_size, max_entries; the rest stays zero.
-        let mut attr = [0u32; 32];
-        attr[..4].copy_from_slice(&[BPF_MAP_TYPE_ARRAY, 4, 4, 1]);
-        // SAFETY: `attr` is a zeroed, u32-aligned buffer of the size passed,
-        // alive for the call; the kernel only reads it for this command.
-        let fd = check(unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                BPF_MAP_CREATE,
-                attr.as_ptr(),
-                std::mem::size_of_val(&attr),
-            )
-        })?;
-        // SAFETY: the kernel just returned this descriptor to us alone.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-    }
-
-    /// `io_uring_setup(1, params)`: a ring with one entry, closed with the
-    /// returned descriptor.
-    pub fn io_uring_setup() -> io::Result<OwnedFd> {
-        // struct io_uring_params is 120 bytes; the kernel fills it in.
-        let mut params = [0u32; 30];
-        // SAFETY: `params` is a zeroed, writable, u32-aligned buffer the
-        // size of struct io_uring_params, alive for the call.
-        let fd = check(unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_setup,
-                1 as libc::c_long,
-                params.as_mut_ptr(),
-            )
-        })?;
-        // SAFETY: the kernel just returned this descriptor to us alone.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
-    }
-
-    /// `finit_module(fd, "", 0)`: asks the module loader to load what
-    /// `fd` holds. Callers pass an empty file, which no kernel loads.
-    pub fn finit_module(fd: BorrowedFd<'_>) -> io::Result<()> {
-        let params = c"";
-        // SAFETY: `params` is a valid NUL-terminated string; the kernel
-        // only reads it. `fd` is open.
-        check(unsafe {
-            libc::syscall(
-                libc::SYS_finit_module,
-                fd.as_raw_fd() as libc::c_long,
-                params.as_ptr(),
-                0 as libc::c_long,
-            )
-        })
-        .map(drop)
-    }
-
-    /// `ioctl(fd, TIOCSTI, &byte)`: pushes one byte into the terminal's input.
-    pub fn tiocsti(fd: BorrowedFd<'_>, byte: u8) -> io::Result<()> {
-        let c = byte as libc::c_char;
-        // SAFETY: TIOCSTI reads one char through the pointer, which points
-        // at a local alive for the call.
-        check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSTI, &c) } as libc::c_long).map(drop)
-    }
-
-    /// `prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY)`: lets any process of
-    /// this uid trace the caller where Yama would only allow ancestors, so
-    /// the probe's canary is traceable without the sandbox.
-    pub fn allow_any_tracer() -> io::Result<()> {
-        const PR_SET_PTRACER: libc::c_int = 0x5961_6d61;
-        const PR_SET_PTRACER_ANY: libc::c_ulong = libc::c_ulong::MAX;
-        // SAFETY: integer arguments only.
-        check(unsafe { libc::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) } as libc::c_long)
-            .map(drop)
-    }
-
-    /// `prctl(PR_GET_NO_NEW_PRIVS)`.
-    pub fn no_new_privs() -> io::Result<bool> {
-        // SAFETY: integer arguments only.
-        let r =
-            check(unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } as libc::c_long)?;
-        Ok(r == 1)
-    }
 }
 
 /// Asks the kernel to hand the CPU straight from a caller stopped at a

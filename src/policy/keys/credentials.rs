@@ -1,0 +1,110 @@
+//! `[credentials]`: the environment the command sees, injected secrets.
+
+use super::readers::{env_pattern, extend, many};
+use super::{About, Flag, Key, Merge, Read, Takes, Widens};
+use crate::policy::inspection::InjectSpec;
+use crate::policy::load::document::Scalar;
+
+/// `credentials.deny_env`: array of variable names or globs the command
+/// never sees, besides the built-in secret patterns. Narrows.
+pub static DENY_ENV: Key<Vec<String>> = Key {
+    about: About {
+        section: "credentials",
+        name: "deny_env",
+        flag: many(
+            "deny-env",
+            "NAME",
+            "Also unset NAME (or a glob, e.g. 'CORP_*') in the command's environment (repeatable). Secret-looking names (*_TOKEN, *SECRET*, *_API_KEY, *PASSWORD*, AWS keys, ...) are unset already; `cordon explain` lists them",
+        ),
+        examples: ["[\"CORP_*\"]", "[\"HOME\"]"],
+    },
+    read: each_string!(env_pattern),
+    merge: Merge::Append(|p, v, s| extend(&mut p.env.deny, v, s)),
+    widens: Widens::Never,
+    show: |v| v.join(", "),
+};
+
+/// `credentials.keep_env`: array of names or globs the command keeps
+/// although a pattern (or `clear_env`) would remove them. Widens.
+pub static KEEP_ENV: Key<Vec<String>> = Key {
+    about: About {
+        section: "credentials",
+        name: "keep_env",
+        flag: many(
+            "keep-env",
+            "NAME",
+            "Keep NAME (or a glob) although a secret pattern, or --clear-env, would unset it (repeatable)",
+        ),
+        examples: ["[]", "[\"GITHUB_TOKEN\"]"],
+    },
+    read: each_string!(env_pattern),
+    merge: Merge::Append(|p, v, s| extend(&mut p.env.keep, v, s)),
+    widens: Widens::AnyEntry(Vec::is_empty),
+    show: |v| v.join(", "),
+};
+
+/// `credentials.clear_env`: boolean; true starts the command from an
+/// empty environment plus `keep_env`. Widens when it turns it off.
+pub static CLEAR_ENV: Key<bool> = Key {
+    about: About {
+        section: "credentials",
+        name: "clear_env",
+        flag: Some(Flag {
+            name: "clear-env",
+            value_name: "",
+            help: "Start the command from an empty environment, plus --keep-env names and cordon's own (TMPDIR, the proxy variables)",
+            takes: Takes::Switch,
+        }),
+        examples: ["true", "false"],
+    },
+    read: Read {
+        file: |f, n| {
+            f.scalar(n, |v| match v {
+                Scalar::Boolean(b) => Ok(b),
+                other => Err(format!("expected true or false, found {}", other.kind())),
+            })
+        },
+        // A switch: given alone it turns the key on.
+        strings: |raw, _| match raw.last().map(String::as_str) {
+            None | Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(other) => Err(format!("expected true or false, found {other:?}")),
+        },
+    },
+    merge: Merge::Replace {
+        get: |p| Some(&p.env.clear),
+        set: |p, v| p.env.clear = v,
+    },
+    widens: Widens::TurnsOff {
+        is_on: |v| *v,
+        what: "clears the environment",
+    },
+    show: bool::to_string,
+};
+
+/// `[[credentials.inject]]`: tables with `env` (the variable, required),
+/// `file` or `command` (else the value comes from cordon's own `env`), and
+/// `hosts` (required): a real value sent to those hosts. Widens.
+pub static INJECT: Key<Vec<InjectSpec>> = Key {
+    about: About {
+        section: "credentials",
+        name: "inject",
+        flag: None,
+        examples: [
+            "[]",
+            "[{ env = \"AWS_SECRET_ACCESS_KEY\", hosts = [\"evil.example\"] }]",
+        ],
+    },
+    read: Read {
+        file: |f, n| f.tables(n, crate::policy::load::tables::inject),
+        strings: |_, _| Err("set only in a policy file ([[credentials.inject]] tables)".to_string()),
+    },
+    merge: Merge::Append(|p, v, s| extend(&mut p.inspection.inject, v, s)),
+    widens: Widens::AnyEntry(Vec::is_empty),
+    show: |v| {
+        v.iter()
+            .map(|i| i.env.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    },
+};

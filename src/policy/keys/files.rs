@@ -1,0 +1,77 @@
+//! `[files]`: what the sandbox may read and write.
+
+use super::readers::{extend, many, path_list, protect_name};
+use super::{About, Key, Merge, Widens};
+use crate::policy::pattern::PathPattern;
+
+/// `files.allow_write`: array of paths. Extra writable paths, besides the
+/// project and the private temp dir. Widens.
+pub static ALLOW_WRITE: Key<Vec<PathPattern>> = path_list(
+    "allow_write",
+    many(
+        "allow-write",
+        "PATH",
+        "Also make PATH writable (repeatable)",
+    ),
+    Widens::AnyEntry(Vec::is_empty),
+    ["[]", "[\"/var/tmp/build\"]"],
+    |p, v, s| extend(&mut p.files.allow_write, v, s),
+);
+
+/// `files.allow_read`: array of paths. Paths readable again although a
+/// deny rule (e.g. the built-in credential list) covers them. Widens.
+pub static ALLOW_READ: Key<Vec<PathPattern>> = path_list(
+    "allow_read",
+    many(
+        "allow-read",
+        "PATH",
+        "Re-allow reading PATH although a deny rule (e.g. the credential list) covers it (repeatable)",
+    ),
+    Widens::AnyEntry(Vec::is_empty),
+    ["[]", "[\"~/.ssh\"]"],
+    |p, v, s| extend(&mut p.files.allow_read, v, s),
+);
+
+/// `files.deny_read`: array of paths or globs made unreadable. Narrows.
+pub static DENY_READ: Key<Vec<PathPattern>> = path_list(
+    "deny_read",
+    many(
+        "deny-read",
+        "PATH",
+        "Make PATH unreadable (repeatable; globs allowed)",
+    ),
+    Widens::Never,
+    ["[\"./.env\"]", "[\"./**/*.pem\"]"],
+    |p, v, s| extend(&mut p.files.deny_read, v, s),
+);
+
+/// `files.deny_write`: array of paths or globs kept read-only inside
+/// writable areas. Narrows.
+pub static DENY_WRITE: Key<Vec<PathPattern>> = path_list(
+    "deny_write",
+    many(
+        "deny-write",
+        "PATH",
+        "Keep PATH read-only even inside a writable area (repeatable; globs allowed)",
+    ),
+    Widens::Never,
+    ["[\"./vendor\"]", "[\"/opt/**/*.so\"]"],
+    |p, v, s| extend(&mut p.files.deny_write, v, s),
+);
+
+/// `files.protect`: array of names, relative to the project and to every
+/// git repository under it, kept read-only and uncreatable (added to
+/// [`crate::policy::defaults::PROTECTED_NAMES`]). Relative, no `..`, no globs; a
+/// trailing `/` marks a directory, other names are files. Narrows.
+pub static PROTECT: Key<Vec<String>> = Key {
+    about: About {
+        section: "files",
+        name: "protect",
+        flag: None,
+        examples: ["[\".github/workflows/\"]", "[\"Makefile\"]"],
+    },
+    read: each_string!(protect_name),
+    merge: Merge::Append(|p, v, s| extend(&mut p.files.protected, v, s)),
+    widens: Widens::Never,
+    show: |v| v.join(", "),
+};

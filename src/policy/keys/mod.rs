@@ -1,0 +1,371 @@
+//! Every policy setting, declared once.
+//!
+//! A [`Key`] names a setting's place in the file format (`section.name`),
+//! its command-line flag, how its value is read from a file and from
+//! strings, where it lands in the [`Policy`] and how layers merge it
+//! ([`Merge`]), what an untrusted project file may not do with it
+//! ([`Widens`]), and how a value is shown. The loader (files, flags,
+//! layering, the trust rule, the unknown-key lists), the command line and
+//! `cordon explain` read these declarations, and so can an importer of
+//! another tool's settings ([`find`], then
+//! [`super::load::apply`]). A new setting is one entry in [`KEYS`]; the
+//! trust test in `load` covers it without anyone remembering.
+
+/// A key whose value is a list of strings, each read by `$entry`: from a
+/// file's array of strings, or from strings.
+macro_rules! each_string {
+    ($entry:path) => {
+        $crate::policy::keys::Read {
+            file: |f, n| $crate::policy::keys::readers::file_strings(f, n, $entry),
+            strings: |raw, ctx| $crate::policy::keys::readers::each(raw, ctx, $entry),
+        }
+    };
+}
+
+mod audit;
+mod credentials;
+mod files;
+mod limits;
+mod network;
+mod readers;
+mod sandbox;
+
+pub use audit::AUDIT_FILE;
+pub use credentials::{CLEAR_ENV, DENY_ENV, INJECT, KEEP_ENV};
+pub use files::{ALLOW_READ, ALLOW_WRITE, DENY_READ, DENY_WRITE, PROTECT};
+pub use limits::{MAX_MEMORY, MAX_PROCS, MAX_TMP, TIMEOUT};
+pub use network::{
+    HTTP_RULES, INSPECT, LOCAL_PORTS, MAX_CONNECTIONS, NET_ALLOW, NET_DENY, NO_INSPECT, PORTS,
+    UNIX_SOCKETS, UPSTREAM_CA,
+};
+pub use sandbox::ALLOW_DEGRADED;
+
+use super::load::document::{Field, Node};
+use super::load::LoadError;
+use super::pattern::PathContext;
+use super::{Policy, Source, Sourced};
+
+/// The sections of the file format, in the order errors list them.
+pub const SECTIONS: &[&str] = &[
+    "files",
+    "limits",
+    "network",
+    "credentials",
+    "sandbox",
+    "audit",
+];
+
+/// One policy setting whose value, as one layer gives it, is a `V`.
+pub struct Key<V: 'static> {
+    /// Its names and examples.
+    pub about: About,
+    /// How a value is read.
+    pub read: Read<V>,
+    /// Where it lands in the policy, and how a later layer's value meets
+    /// the one in force.
+    pub merge: Merge<V>,
+    /// What an untrusted project file may not do with it.
+    pub widens: Widens<V>,
+    /// A value as messages and `cordon explain` show it.
+    pub show: fn(&V) -> String,
+}
+
+/// The names of a setting, whatever its value type.
+pub struct About {
+    /// Its section in the file format (one of [`SECTIONS`]).
+    pub section: &'static str,
+    /// Its key in that section.
+    pub name: &'static str,
+    /// Its command-line flag, if it has one.
+    pub flag: Option<Flag>,
+    /// Two valid TOML values: the first narrows the sandbox (or is
+    /// neutral), the second widens it as [`Widens`] says (for a key that
+    /// never widens, any two values). The trust test sets the first in the
+    /// user config and the second in an untrusted project file.
+    pub examples: [&'static str; 2],
+}
+
+impl About {
+    /// `section.name`.
+    pub fn dotted(&self) -> String {
+        format!("{}.{}", self.section, self.name)
+    }
+
+    /// `--flag` when the key has one, else `section.name`: how a value
+    /// given as strings names its source.
+    pub fn flag_or_key(&self) -> String {
+        self.flag.as_ref().map_or_else(|| self.dotted(), Flag::long)
+    }
+}
+
+/// A command-line flag that sets a key.
+pub struct Flag {
+    /// The long name, without the leading `--`.
+    pub name: &'static str,
+    /// The placeholder in the help (empty for a switch).
+    pub value_name: &'static str,
+    /// The help text.
+    pub help: &'static str,
+    /// How many values it takes, and of what kind.
+    pub takes: Takes,
+}
+
+impl Flag {
+    /// `--name`: as errors and sources name it.
+    pub fn long(&self) -> String {
+        format!("--{}", self.name)
+    }
+}
+
+/// How many values a flag takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Takes {
+    /// None: giving the flag sets the key to true.
+    Switch,
+    /// One value; giving the flag twice is a usage error.
+    One(FlagType),
+    /// One value each time; repeatable.
+    Many(FlagType),
+    /// Comma-separated values; repeatable.
+    CommaList(FlagType),
+}
+
+/// What the command line checks a flag value is, before the key's own reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlagType {
+    /// Any text.
+    Text,
+    /// A whole number (`u64`).
+    Number,
+    /// A number that fits a TCP port (`u16`).
+    Port,
+}
+
+/// How a key's value is read.
+pub struct Read<V: 'static> {
+    /// From its node in a policy file (errors name the file, line, column
+    /// and key).
+    pub file: fn(&Field<'_>, Node<'_>) -> Result<V, LoadError>,
+    /// From strings, as flags (and importers) give it; relative paths are
+    /// relative to the context's base.
+    pub strings: fn(&[String], &PathContext<'_>) -> Result<V, String>,
+}
+
+/// How a layer's value meets the value in force.
+pub enum Merge<V: 'static> {
+    /// Its entries are added after those in force.
+    Append(fn(&mut Policy, V, &Source)),
+    /// It replaces the value in force.
+    Replace {
+        /// The value in force (none when unset).
+        get: fn(&Policy) -> Option<&Sourced<V>>,
+        /// Sets it.
+        set: fn(&mut Policy, Sourced<V>),
+    },
+}
+
+/// What an untrusted project file may not do with a key (see
+/// [`super::trust`]). A kind that needs the value in force on a key that
+/// [`Merge::Append`]s counts as widening: the rule fails closed.
+pub enum Widens<V: 'static> {
+    /// Nothing: the key only narrows (adds checks or takes access away).
+    Never,
+    /// Any value widens (moving or silencing the audit log).
+    AnyValue,
+    /// Any entry widens (each grants something); the function says
+    /// whether a value has none.
+    AnyEntry(fn(&V) -> bool),
+    /// A value above the one in force widens.
+    Raise {
+        /// Whether the first value is above the second.
+        above: fn(&V, &V) -> bool,
+        /// "more" or "longer", for the message.
+        word: &'static str,
+    },
+    /// Entries not among those in force widen (the value replaces them).
+    NewEntries {
+        /// The entries of the first value that the second lacks.
+        added: fn(&V, &V) -> Vec<String>,
+        /// What the entries are ("ports"), for the message.
+        what: &'static str,
+    },
+    /// Turning off what the value in force turns on widens.
+    TurnsOff {
+        /// Whether a value turns it on.
+        is_on: fn(&V) -> bool,
+        /// What the value in force does when on, for the message.
+        what: &'static str,
+    },
+}
+
+/// The kind of a [`Widens`], without its functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WidensKind {
+    /// [`Widens::Never`].
+    Never,
+    /// [`Widens::AnyValue`].
+    AnyValue,
+    /// [`Widens::AnyEntry`].
+    AnyEntry,
+    /// [`Widens::Raise`].
+    Raise,
+    /// [`Widens::NewEntries`].
+    NewEntries,
+    /// [`Widens::TurnsOff`].
+    TurnsOff,
+}
+
+impl<V> Widens<V> {
+    /// Its kind.
+    pub fn kind(&self) -> WidensKind {
+        match self {
+            Widens::Never => WidensKind::Never,
+            Widens::AnyValue => WidensKind::AnyValue,
+            Widens::AnyEntry(_) => WidensKind::AnyEntry,
+            Widens::Raise { .. } => WidensKind::Raise,
+            Widens::NewEntries { .. } => WidensKind::NewEntries,
+            Widens::TurnsOff { .. } => WidensKind::TurnsOff,
+        }
+    }
+}
+
+/// A key's value read from one layer, not yet applied.
+pub trait Pending {
+    /// The key it sets.
+    fn key(&self) -> &'static dyn Declared;
+    /// Why it would widen `in_force` (a detail ending in "; ", or empty
+    /// when the key alone widens); `None` when it does not.
+    fn widening(&self, in_force: &Policy) -> Option<String>;
+    /// Applies it, every entry from `source`.
+    fn apply(self: Box<Self>, policy: &mut Policy, source: &Source);
+}
+
+/// What every [`Key`] offers, whatever its value type: the table holds these.
+pub trait Declared: Sync {
+    /// Its names and examples.
+    fn about(&self) -> &About;
+    /// What an untrusted project file may not do with it.
+    fn widens(&self) -> WidensKind;
+    /// Whether layers append to it (else they replace it).
+    fn appends(&self) -> bool;
+    /// Reads its value from a policy file.
+    fn read_file(
+        &'static self,
+        field: &Field<'_>,
+        node: Node<'_>,
+    ) -> Result<Box<dyn Pending>, LoadError>;
+    /// Reads its value from strings (flags, importers).
+    fn read_strings(
+        &'static self,
+        raw: &[String],
+        ctx: &PathContext<'_>,
+    ) -> Result<Box<dyn Pending>, String>;
+}
+
+/// Every policy setting, in the order of the command line's help; each
+/// section's keys in the order its unknown-key error lists them.
+pub static KEYS: &[&dyn Declared] = &[
+    &ALLOW_WRITE,
+    &ALLOW_READ,
+    &DENY_READ,
+    &DENY_WRITE,
+    &PROTECT,
+    &MAX_PROCS,
+    &MAX_TMP,
+    &MAX_MEMORY,
+    &TIMEOUT,
+    &LOCAL_PORTS,
+    &UNIX_SOCKETS,
+    &DENY_ENV,
+    &KEEP_ENV,
+    &CLEAR_ENV,
+    &NET_ALLOW,
+    &NET_DENY,
+    &PORTS,
+    &MAX_CONNECTIONS,
+    &AUDIT_FILE,
+    &ALLOW_DEGRADED,
+    &INSPECT,
+    &NO_INSPECT,
+    &UPSTREAM_CA,
+    &HTTP_RULES,
+    &INJECT,
+];
+
+/// The key at `section.name` (the dotted name of the file format).
+pub fn find(dotted: &str) -> Option<&'static dyn Declared> {
+    KEYS.iter().copied().find(|k| k.about().dotted() == dotted)
+}
+
+/// The key that `--flag` sets (`flag` with or without the dashes).
+pub fn by_flag(flag: &str) -> Option<&'static dyn Declared> {
+    let name = flag.trim_start_matches("--");
+    KEYS.iter()
+        .copied()
+        .find(|k| k.about().flag.as_ref().is_some_and(|f| f.name == name))
+}
+
+/// The keys of `section`, in declaration order.
+pub fn in_section(section: &str) -> impl Iterator<Item = &'static dyn Declared> + '_ {
+    KEYS.iter()
+        .copied()
+        .filter(move |k| k.about().section == section)
+}
+
+// ---------------------------------------------------------------------------
+// The table's entries, whatever their value type.
+
+/// A key's value from one layer.
+struct Set<V: 'static> {
+    key: &'static Key<V>,
+    value: V,
+}
+
+impl<V: 'static> Declared for Key<V> {
+    fn about(&self) -> &About {
+        &self.about
+    }
+
+    fn widens(&self) -> WidensKind {
+        self.widens.kind()
+    }
+
+    fn appends(&self) -> bool {
+        matches!(self.merge, Merge::Append(_))
+    }
+
+    fn read_file(
+        &'static self,
+        field: &Field<'_>,
+        node: Node<'_>,
+    ) -> Result<Box<dyn Pending>, LoadError> {
+        let value = (self.read.file)(field, node)?;
+        Ok(Box::new(Set { key: self, value }))
+    }
+
+    fn read_strings(
+        &'static self,
+        raw: &[String],
+        ctx: &PathContext<'_>,
+    ) -> Result<Box<dyn Pending>, String> {
+        let value = (self.read.strings)(raw, ctx)?;
+        Ok(Box::new(Set { key: self, value }))
+    }
+}
+
+impl<V: 'static> Pending for Set<V> {
+    fn key(&self) -> &'static dyn Declared {
+        self.key
+    }
+
+    fn widening(&self, in_force: &Policy) -> Option<String> {
+        super::load::widen::detail(self.key, &self.value, in_force)
+    }
+
+    fn apply(self: Box<Self>, policy: &mut Policy, source: &Source) {
+        match self.key.merge {
+            Merge::Append(append) => append(policy, self.value, source),
+            Merge::Replace { set, .. } => set(policy, Sourced::new(self.value, source.clone())),
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! The supervisor's hold on the sandbox: it forks init, lets it go once
+//! the host side is ready, waits for it, and tears it down.
+//!
+//! There is one way a sandbox ends early: [`kill_and_reap`]. The
+//! supervisor holds init as a [`Sandbox`] from the fork until init is
+//! reaped, and dropping it (a failed step after the fork, an error
+//! returned with `?`, a timeout) kills init, and with it every process of
+//! the sandbox's pid namespace, then reaps it. So no failure path can
+//! forget the teardown, or leave init behind.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sched::CloneFlags;
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use super::channel::{Channel, Message};
+use super::init::{self, InitPlan};
+use super::limits::LimitPlan;
+use super::{
+    io_err, namespaces_error, support, tty, warn_degraded, weaken, SandboxError, EXIT_TIMEOUT,
+    FORWARDED_SIGNALS,
+};
+use crate::audit::{self, Auditor};
+use crate::policy::{Layer, Policy, Source};
+use crate::sys::{self, Forked};
+
+/// Sends `pid` SIGKILL and waits until it is reaped: the one way cordon
+/// ends a sandbox (or, in init, a command) it started and must not leave
+/// running.
+pub(super) fn kill_and_reap(pid: Pid) {
+    let _ = kill(pid, Signal::SIGKILL);
+    let _ = waitpid(pid, None);
+}
+
+/// Init, from the fork until it is reaped: dropped before it exited, it is
+/// killed and reaped.
+struct Init {
+    pid: Pid,
+    reaped: bool,
+}
+
+impl Init {
+    /// Kills and reaps init, unless it is reaped already.
+    fn kill(&mut self) {
+        if !self.reaped {
+            kill_and_reap(self.pid);
+            self.reaped = true;
+        }
+    }
+}
+
+impl Drop for Init {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A forked init and the supervisor's ends of it: the channel, and the
+/// signals it forwards.
+pub(super) struct Sandbox {
+    init: Init,
+    channel: Channel,
+    signals: SignalFd,
+}
+
+/// What init hands over once every layer is in place.
+pub(super) struct Handover {
+    /// The proxy's listening sockets inside the sandbox (HTTP, SOCKS5);
+    /// none without a network namespace.
+    pub listeners: Vec<OwnedFd>,
+    /// The pty master, if the caller is on a terminal.
+    pub pty_master: Option<OwnedFd>,
+}
+
+/// Forks the sandbox's init into new user, mount, pid, net, ipc and uts
+/// namespaces (or, if the user allowed running without them, a plain
+/// fork: `plan.namespaces` is then false). Init waits for
+/// [`Sandbox::start`].
+///
+/// Must be called while the process has a single thread: the child runs
+/// on after the fork.
+pub(super) fn spawn(plan: &mut InitPlan<'_>, policy: &Policy) -> Result<Sandbox, SandboxError> {
+    // Blocked before the fork, so that no forwarded signal is lost between
+    // it and init's own signalfd.
+    let mut mask = SigSet::empty();
+    for sig in FORWARDED_SIGNALS.iter().chain(&[Signal::SIGCHLD]) {
+        mask.add(*sig);
+    }
+    mask.thread_block()
+        .map_err(|e| io_err("blocking signals")(e.into()))?;
+    let flags = SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC;
+    let signals = SignalFd::with_flags(&mask, flags).map_err(|e| io_err("signalfd")(e.into()))?;
+    let (ours, theirs) = Channel::pair().map_err(io_err("socketpair"))?;
+    let flags = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWNET
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS;
+    // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=namespaces` takes the
+    // degraded path as if clone had failed.
+    let clone = if weaken::off("namespaces") {
+        Err(io::Error::other("weakened for a test"))
+    } else {
+        sys::clone_fork(flags)
+    };
+    let forked = match clone {
+        Ok(f) => f,
+        Err(e) if policy.degraded_ok(Layer::Namespaces) || weaken::off("namespaces") => {
+            warn_degraded(
+                Layer::Namespaces,
+                &format!("clone: {e}; only Landlock and seccomp confine the command"),
+            );
+            plan.namespaces = false;
+            sys::fork().map_err(io_err("fork"))?
+        }
+        Err(e) => return Err(namespaces_error(&e.to_string())),
+    };
+    match forked {
+        Forked::Child => {
+            drop(ours);
+            drop(signals);
+            init::run(plan, theirs)
+        }
+        Forked::Parent(pid) => Ok(Sandbox {
+            init: Init { pid, reaped: false },
+            channel: ours,
+            signals,
+        }),
+    }
+}
+
+impl Sandbox {
+    /// Maps ids, joins the cgroup, lets init go, and waits until every
+    /// layer is in place.
+    pub(super) fn start(
+        &self,
+        limits: &LimitPlan,
+        namespaces: bool,
+    ) -> Result<Handover, SandboxError> {
+        let pid = self.init.pid;
+        if namespaces {
+            write_id_maps(pid).map_err(|e| SandboxError::Layer {
+                layer: Layer::Namespaces,
+                what: format!("writing the uid/gid map: {e}"),
+                fix: support::userns_fix(),
+            })?;
+        }
+        limits.attach(pid)?;
+        self.channel
+            .send(&Message::Go, &[])
+            .map_err(io_err("starting init"))?;
+        loop {
+            match self.channel.recv() {
+                Ok((Message::Ready { pty }, mut fds)) => {
+                    let pty_master = if pty { fds.pop() } else { None };
+                    return Ok(Handover {
+                        listeners: fds,
+                        pty_master,
+                    });
+                }
+                Ok((Message::Degraded { layer, what }, _)) => warn_degraded(layer, &what),
+                Ok((Message::Failed { layer, what }, _)) => {
+                    return Err(SandboxError::Layer {
+                        layer,
+                        fix: support::fix_for(layer),
+                        what,
+                    })
+                }
+                Ok((
+                    Message::Go
+                    | Message::SocketRefused { .. }
+                    | Message::SyscallRefused { .. }
+                    | Message::CreateRefused { .. }
+                    | Message::PrivilegeModeRefused { .. },
+                    _,
+                )) => {}
+                Err(e) => {
+                    return Err(SandboxError::Layer {
+                        layer: Layer::Namespaces,
+                        what: format!("the sandbox's init ended during set-up ({e})"),
+                        fix: support::userns_fix(),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Forwards signals, relays the terminal, enforces the timeout, records
+    /// init's reports, and returns the exit code once init is gone (128+N
+    /// if it died of signal N).
+    pub(super) fn wait(
+        mut self,
+        mut relay: Option<tty::Relay>,
+        deadline: Option<(Instant, Duration)>,
+        auditor: &Auditor,
+    ) -> i32 {
+        let mut reports = Some(auditor);
+        loop {
+            let timeout = match deadline {
+                Some((at, limit)) => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        self.init.kill();
+                        if let Some(r) = relay.as_mut() {
+                            r.drain();
+                        }
+                        drop(relay);
+                        eprintln!(
+                            "cordon: timed out after {}s; the sandbox was killed",
+                            limit.as_secs_f64()
+                        );
+                        return EXIT_TIMEOUT;
+                    }
+                    PollTimeout::try_from(left.as_millis().min(60_000) as i32 + 1)
+                        .unwrap_or(PollTimeout::MAX)
+                }
+                None => PollTimeout::NONE,
+            };
+            let stdin = sys::stdio(0);
+            let (poll_stdin, poll_master) = relay
+                .as_ref()
+                .map_or((false, false), |r| (r.stdin_open, r.master_open));
+            let mut fds = vec![PollFd::new(self.signals.as_fd(), PollFlags::POLLIN)];
+            if poll_stdin {
+                fds.push(PollFd::new(stdin, PollFlags::POLLIN));
+            }
+            if let (true, Some(r)) = (poll_master, relay.as_ref()) {
+                fds.push(PollFd::new(r.master.as_fd(), PollFlags::POLLIN));
+            }
+            let reports_at = fds.len();
+            if reports.is_some() {
+                fds.push(PollFd::new(self.channel.as_fd(), PollFlags::POLLIN));
+            }
+            if poll(&mut fds, timeout).is_err() {
+                continue;
+            }
+            let ready: Vec<bool> = fds
+                .iter()
+                .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+                .collect();
+            drop(fds);
+            if let (Some(auditor), Some(true)) = (reports, ready.get(reports_at)) {
+                if !record_report(&self.channel, auditor) {
+                    reports = None;
+                }
+            }
+            if let Some(r) = relay.as_mut() {
+                let mut i = 1;
+                if poll_stdin {
+                    if ready[i] {
+                        r.stdin_open = tty::pump(stdin, r.master.as_fd());
+                    }
+                    i += 1;
+                }
+                if poll_master && ready[i] {
+                    r.master_open = tty::pump(r.master.as_fd(), r.output());
+                }
+            }
+            if !ready[0] {
+                continue;
+            }
+            while let Ok(Some(info)) = self.signals.read_signal() {
+                let signo = info.ssi_signo as i32;
+                if signo == Signal::SIGCHLD as i32 {
+                    continue;
+                }
+                match (Signal::try_from(signo), relay.as_ref()) {
+                    // With a pty, the window size travels through the pty.
+                    (Ok(Signal::SIGWINCH), Some(r)) => r.sync_window_size(),
+                    (Ok(sig), _) => {
+                        let _ = kill(self.init.pid, sig);
+                    }
+                    _ => {}
+                }
+            }
+            let code = match waitpid(self.init.pid, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(_, code)) => code,
+                Ok(WaitStatus::Signaled(_, sig, _)) => 128 + sig as i32,
+                _ => continue,
+            };
+            self.init.reaped = true;
+            if let Some(r) = relay.as_mut() {
+                r.drain();
+            }
+            // Init is gone, so the channel ends after what it still holds.
+            if let Some(auditor) = reports {
+                while record_report(&self.channel, auditor) {}
+            }
+            return code;
+        }
+    }
+}
+
+/// The caller's own uid and gid, and no other, inside.
+fn write_id_maps(pid: Pid) -> io::Result<()> {
+    let uid = nix::unistd::geteuid();
+    let gid = nix::unistd::getegid();
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    std::fs::write(proc.join("setgroups"), "deny")?;
+    std::fs::write(proc.join("uid_map"), format!("{uid} {uid} 1\n"))?;
+    std::fs::write(proc.join("gid_map"), format!("{gid} {gid} 1\n"))?;
+    Ok(())
+}
+
+/// Records one report from init; false once init has closed the channel.
+fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
+    match channel.recv() {
+        Ok((Message::SocketRefused { path }, _)) => {
+            let mut event = builtin_denial(
+                audit::Door::Network,
+                path,
+                "host UNIX sockets are unreachable",
+                "not a socket bound inside the sandbox; allow one with --allow-unix-socket PATH",
+            );
+            event.proto = Some(audit::Proto::Unix);
+            auditor.record(event);
+            true
+        }
+        Ok((Message::CreateRefused { path, why }, _)) => {
+            auditor.record(builtin_denial(
+                audit::Door::Files,
+                path,
+                "names that run code later outside the sandbox cannot be created",
+                &why,
+            ));
+            true
+        }
+        Ok((Message::PrivilegeModeRefused { syscall }, _)) => {
+            auditor.record(builtin_denial(
+                audit::Door::Files,
+                syscall,
+                "no set-user-ID or set-group-ID bits on files the sandbox writes",
+                "refused with EPERM: a file left on the host with them would run with its owner's privileges",
+            ));
+            true
+        }
+        Ok((Message::SyscallRefused { syscall }, _)) => {
+            auditor.record(builtin_denial(
+                audit::Door::Process,
+                syscall,
+                "seccomp: system calls no sandboxed program needs",
+                "refused with EPERM (`cordon explain` lists them)",
+            ));
+            true
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    }
+}
+
+/// A denial init reported, by one of cordon's built-in rules: the events
+/// of the reports differ only in door, subject, rule and reason.
+fn builtin_denial(
+    door: audit::Door,
+    subject: impl Into<String>,
+    rule: &str,
+    reason: &str,
+) -> audit::Event {
+    let mut event = audit::Event::new(door, audit::Kind::Decision, audit::Verdict::Deny, subject);
+    event.rule = Some(rule.into());
+    event.source = Some(Source::Builtin.to_string());
+    event.reason = Some(reason.into());
+    event
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_dropped_before_it_exited_is_killed_and_reaped() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(child.id() as i32);
+        drop(Init { pid, reaped: false });
+        // Reaped already: the child's own wait finds nothing to wait for.
+        let waited = child.try_wait();
+        let reaped = matches!(&waited, Err(e) if e.raw_os_error() == Some(libc::ECHILD));
+        if !reaped {
+            // Still running: end it, so a failing run leaves nothing behind.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert!(reaped, "{waited:?}");
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
+}
