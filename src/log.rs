@@ -73,17 +73,37 @@ pub fn parse_since(raw: &str, now: SystemTime) -> Result<String, LogError> {
             .unwrap_or_default();
         return Ok(audit::rfc3339(at.as_secs(), at.subsec_millis()));
     }
-    // A time as the log writes it, possibly shorter (to the second).
-    let t = raw.trim_end_matches('Z');
-    let valid = t.len() >= 10
-        && t.as_bytes()[4] == b'-'
-        && t.as_bytes()[7] == b'-'
-        && t.chars().all(|c| c.is_ascii_digit() || "-T:.".contains(c));
-    if valid {
-        Ok(t.to_string())
-    } else {
-        Err(LogError::Since(raw.to_string()))
+    let at = parse_time(raw).ok_or_else(|| LogError::Since(raw.to_string()))?;
+    let since = at.unix_timestamp_nanos().max(0);
+    let secs = u64::try_from(since / 1_000_000_000).unwrap_or(u64::MAX);
+    let millis = u32::try_from(since % 1_000_000_000 / 1_000_000).unwrap_or(0);
+    Ok(audit::rfc3339(secs, millis))
+}
+
+/// A time for `--since`: RFC 3339 with any offset (`2026-11-30T06:00:00Z`,
+/// `2026-11-30T08:00:00+02:00`), or shortened as people type it, read as
+/// UTC like the log (`2026-11-30`, `2026-11-30T06:00`,
+/// `2026-11-30T06:00:00`).
+fn parse_time(raw: &str) -> Option<time::OffsetDateTime> {
+    use time::format_description::well_known::Rfc3339;
+    use time::macros::format_description;
+    if let Ok(at) = time::OffsetDateTime::parse(raw, &Rfc3339) {
+        return Some(at);
     }
+    let local = raw.strip_suffix('Z').unwrap_or(raw);
+    let date_time = [
+        format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]"),
+        format_description!("[year]-[month]-[day]T[hour]:[minute]"),
+    ];
+    if let Some(at) = date_time
+        .iter()
+        .find_map(|form| time::PrimitiveDateTime::parse(local, form).ok())
+    {
+        return Some(at.assume_utc());
+    }
+    time::Date::parse(local, format_description!("[year]-[month]-[day]"))
+        .ok()
+        .map(|day| day.midnight().assume_utc())
 }
 
 /// One event as a line for people.
@@ -274,11 +294,25 @@ mod tests {
             parse_since("1h", now).unwrap(),
             audit::rfc3339(1_800_000_000 - 3600, 0)
         );
-        assert_eq!(
-            parse_since("2026-11-30T06:00:00Z", now).unwrap(),
-            "2026-11-30T06:00:00"
-        );
-        assert!(parse_since("yesterday", now).is_err());
+        for (typed, meant) in [
+            ("2026-11-30T06:00:00Z", "2026-11-30T06:00:00.000Z"),
+            ("2026-11-30T06:00:00.250Z", "2026-11-30T06:00:00.250Z"),
+            ("2026-11-30T08:00:00+02:00", "2026-11-30T06:00:00.000Z"),
+            ("2026-11-30T06:00:00", "2026-11-30T06:00:00.000Z"),
+            ("2026-11-30T06:00", "2026-11-30T06:00:00.000Z"),
+            ("2026-11-30", "2026-11-30T00:00:00.000Z"),
+        ] {
+            assert_eq!(parse_since(typed, now).unwrap(), meant, "{typed}");
+        }
+        for wrong in [
+            "yesterday",
+            "2026-13-01",
+            "2026-02-30",
+            "2026-11-30T25:00",
+            "2026-11",
+        ] {
+            assert!(parse_since(wrong, now).is_err(), "{wrong}");
+        }
     }
 
     #[test]
