@@ -37,8 +37,8 @@ use tokio::net::TcpStream;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
 use crate::credentials::ca::SandboxCa;
 use crate::credentials::inject::{Exfiltration, Secrets, Swaps};
+use crate::net::proxy::framing::{body_framing, framing_refusal};
 use crate::net::proxy::framing::{FrameCheck, HeadGuard};
-use crate::net::proxy::{body_framing, framing_refusal};
 use crate::net::Counted;
 use crate::policy::host::{normalize, Target};
 use crate::policy::inspection::InspectionPolicy;
@@ -290,7 +290,7 @@ const HOP_BY_HOP: &[&str] = &[
 
 /// Removes hop-by-hop headers (and those `Connection` names); keeps
 /// `te: trailers`, which HTTP/2 (gRPC) needs end to end.
-fn strip_hop_by_hop(headers: &mut HeaderMap) {
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
