@@ -94,28 +94,6 @@ fn after_an_upgrade_request_bytes_pass_as_they_are() {
 }
 
 #[test]
-fn websocket_frames_pass_whole_and_in_clear_only() {
-    let mut ok = FrameCheck::default();
-    // A text frame, a 300-byte binary frame split across reads, a ping.
-    let mut bytes = vec![0x81, 3, b'a', b'b', b'c', 0x82, 126, 1, 44];
-    bytes.extend(vec![0u8; 300]);
-    bytes.extend([0x89, 0]);
-    for piece in bytes.chunks(7) {
-        assert!(ok.check(piece).is_ok());
-    }
-    for bad in [
-        &[0xc1, 1, b'x'][..], // RSV1: permessage-deflate
-        &[0x01, 1, b'x'],     // FIN clear: first fragment
-        &[0x80, 1, b'x'],     // continuation
-        &[0x81, 0x81, 0, 0, 0, 0, b'x'],
-    ] {
-        let mut check = FrameCheck::default();
-        assert!(check.check(&[0x81, 1, b'y']).is_ok());
-        assert!(check.check(bad).is_err(), "{bad:?}");
-    }
-}
-
-#[test]
 fn framing_is_read_one_way_or_refused() {
     let head = |fields: &str| format!("POST http://h/ HTTP/1.1\r\nHost: h\r\n{fields}\r\n");
     let framing = |fields: &str| check_head(head(fields).as_bytes());

@@ -21,8 +21,7 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::uri::Authority;
 use http::{Method, Request, Response, StatusCode, Uri, Version};
-use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::{BodyExt, Empty};
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -34,14 +33,11 @@ use super::events::{CloseOnDrop, Conn};
 use super::framing::{
     ascii_shape, encode_non_ascii, target_span, Checked, HeadGuard, HeadLog, MAX_HEAD,
 };
-use super::inspect::strip_hop_by_hop;
+use super::inspect::{box_error, strip_hop_by_hop, text_response, BoxError, ProxyBody};
 use super::{Allowed, Denial, Gate, Proxy};
 use crate::audit::Proto;
 use crate::net::Counted;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-/// The body of every response the proxy gives.
-type ProxyBody = BoxBody<Bytes, BoxError>;
 /// The client's connection as hyper reads it.
 type ClientIo = HeadGuard<Lingering>;
 
@@ -155,7 +151,11 @@ impl<G: Gate> Proxy<G> {
         let mut resp = match self.judge(&mut req, &head, client).await {
             Ok(Judged::Tunnel(tunnel)) => {
                 *client.tunnel.lock().unwrap_or_else(PoisonError::into_inner) = Some(tunnel);
-                let mut resp = Response::new(empty());
+                let mut resp = Response::new(
+                    Empty::<Bytes>::new()
+                        .map_err(|never| match never {})
+                        .boxed(),
+                );
                 resp.extensions_mut()
                     .insert(hyper::ext::ReasonPhrase::from_static(
                         b"Connection established",
@@ -352,30 +352,10 @@ struct Forward {
 /// A refusal of the proxy's own, `status` with `message`. The connection
 /// closes with it: the request's body (if any) is left unread.
 fn text(status: StatusCode, message: String) -> Response<ProxyBody> {
-    let mut resp = Response::new(
-        Full::new(Bytes::from(message))
-            .map_err(|never| match never {})
-            .boxed(),
-    );
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
+    let mut resp = text_response(status, message);
     resp.headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
     resp
-}
-
-fn empty() -> ProxyBody {
-    Empty::<Bytes>::new()
-        .map_err(|never| match never {})
-        .boxed()
-}
-
-/// Boxes a body error (a function: its type must not name a lifetime).
-fn box_error(e: hyper::Error) -> BoxError {
-    Box::new(e)
 }
 
 /// Whether the upstream ends its connection after this response: a
