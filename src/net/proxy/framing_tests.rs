@@ -134,3 +134,40 @@ fn framing_is_read_one_way_or_refused() {
     let bytes = b"POST http://h/ HTTP/1.1\r\nTransfer-Encoding: \xffchunked\r\n\r\n";
     assert!(check_head(bytes).is_err());
 }
+
+#[test]
+fn a_logged_guard_tells_each_head_and_the_words_of_a_refusal() {
+    let log = HeadLog::default();
+    let mut guard = HeadGuard::logged((), log.clone());
+    let first: &[u8] = b"GET http://b\xc3\xbccher.example/p\xc3\xa4th HTTP/1.1\r\nHost: x\r\n\r\n";
+    let bad: &[u8] = b"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello";
+    guard.feed(&[first, bad].concat());
+    // hyper gets the target made ASCII, then a request it passes on.
+    let mut expected = b"GET http://bxxcher.example/pxxth HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+    expected.extend_from_slice(ANSWERED);
+    assert_eq!(guard.ready, expected);
+    assert_eq!(log.next(), Some(Checked::Head(first.to_vec())));
+    assert_eq!(
+        log.next(),
+        Some(Checked::Refused(framing_refusal(
+            "Content-Length appears more than once"
+        )))
+    );
+    assert_eq!(log.next(), None);
+    // Inside a body whose head hyper has, the body just ends.
+    let log = HeadLog::default();
+    let mut guard = HeadGuard::logged((), log.clone());
+    let chunked: &[u8] =
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n";
+    guard.feed(chunked);
+    // The head and the chunk's three bytes, no more.
+    assert_eq!(
+        guard.ready,
+        &chunked[..chunked.len() - b"lo\r\n0\r\n\r\n".len()]
+    );
+    assert!(matches!(log.next(), Some(Checked::Head(_))));
+    assert_eq!(
+        log.refusal().as_deref().map(|m| m.contains("CRLF")),
+        Some(true)
+    );
+}

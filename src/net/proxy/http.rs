@@ -41,8 +41,9 @@ use crate::net::Counted;
 /// The client's connection as hyper reads it.
 type ClientIo = HeadGuard<Lingering>;
 
-/// hyper's read and write buffers on a client connection: a whole request
-/// head ([`MAX_HEAD`]) and then some.
+/// hyper's read and write buffers on a client or upstream connection: a
+/// whole request head ([`MAX_HEAD`]) and then some, and within what a
+/// connection is assumed to cost the supervisor.
 const H1_BUFFER: usize = MAX_HEAD + (8 << 10);
 /// Header fields a request may have (as many as the proxy ever read).
 const MAX_HEADERS: usize = 128;
@@ -293,6 +294,7 @@ impl<G: Gate> Proxy<G> {
         // Read from the upstream is down, written to it is up.
         let upstream = Counted::new(upstream, exchange.down.clone(), exchange.up.clone());
         let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
+            .max_buf_size(H1_BUFFER)
             .preserve_header_case(true)
             .handshake::<_, ProxyBody>(TokioIo::new(upstream))
             .await
