@@ -2,7 +2,7 @@
 //! plain HTTP) and a SOCKS5 proxy (CONNECT only), both asking a [`Gate`]
 //! before every connection and connecting only to the address it checked.
 //!
-//! One file per concern: [`accept`](self) takes clients within the
+//! One file per concern: `accept` takes clients within the
 //! connection cap; `http` serves the HTTP proxy (hyper, behind the raw
 //! [`framing`] checks), `socks` the SOCKS5 handshake; `connect` resolves,
 //! checks and connects to a destination; `tunnel` relays an opened tunnel
