@@ -134,9 +134,11 @@ impl Gate for PolicyGate {
 /// TEST-ONLY: a gate that lets every destination through, for the tests
 /// that prove `cordon probe` notices an open network door
 /// (`CORDON_TEST_WEAKEN=proxy`, debug builds only; see
-/// `crate::sandbox::weaken`).
+/// `crate::sandbox::weaken`). Not compiled into release builds.
+#[cfg(debug_assertions)]
 pub struct OpenGate;
 
+#[cfg(debug_assertions)]
 impl Gate for OpenGate {
     fn check_destination(&self, host: &str, _port: u16) -> Result<Allowed, Denial> {
         let dest = match normalize(host) {

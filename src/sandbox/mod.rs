@@ -39,6 +39,7 @@ use nix::sys::signal::Signal;
 use crate::audit::{self, AuditFile, AuditKey, AuditLog, Auditor};
 use crate::credentials::env::{EnvFilter, Removal};
 use crate::escape::printable;
+#[cfg(debug_assertions)]
 use crate::net::gate::OpenGate;
 use crate::net::inside;
 use crate::policy::{EnvPolicy, Layer, PathPattern, Policy, Source, Sourced};
@@ -372,13 +373,16 @@ fn start_proxy(
         policy.limits.max_memory.as_ref(),
     );
     // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=proxy` lets every
-    // destination through.
-    let proxy = if weaken::off("proxy") {
-        crate::net::serve::spawn(listeners, || OpenGate, limits, auditor.clone(), inspector)
-    } else {
-        crate::net::serve::spawn(listeners, make_gate, limits, auditor.clone(), inspector)
+    // destination through; release builds have no such gate.
+    #[cfg(debug_assertions)]
+    if weaken::off("proxy") {
+        let proxy =
+            crate::net::serve::spawn(listeners, || OpenGate, limits, auditor.clone(), inspector)
+                .map_err(io_err("starting the proxy"))?;
+        return Ok((auditor, Some(proxy)));
     }
-    .map_err(io_err("starting the proxy"))?;
+    let proxy = crate::net::serve::spawn(listeners, make_gate, limits, auditor.clone(), inspector)
+        .map_err(io_err("starting the proxy"))?;
     Ok((auditor, Some(proxy)))
 }
 

@@ -1,32 +1,86 @@
-//! The raw request framing of an inspected HTTP/1.1 tunnel, checked before
-//! hyper reads it.
+//! Request framing, checked on the raw bytes before hyper reads them, on
+//! both HTTP paths (plain HTTP through the proxy and inspected tunnels).
 //!
 //! hyper resolves some ambiguous framings the way RFC 9112 allows instead
 //! of refusing them (`Transfer-Encoding` overrides a `Content-Length`,
 //! which it drops; identical repeated lengths are one; a bare LF ends a
 //! line), and what it parsed no longer shows them. [`HeadGuard`] sits
-//! between the client's TLS stream and hyper: it holds each request head
-//! until it is complete, checks it as the plain-HTTP proxy does
-//! ([`check_head`]), follows the body's framing to find the next head, and
-//! hands hyper only heads that passed. A head that fails is replaced by a
-//! request line hyper itself refuses (400, and the connection closes), so
-//! the client gets the same status on both paths.
+//! between the client's stream and hyper: it holds each request head
+//! until it is complete, checks it ([`check_head`]), follows the body's
+//! framing to find the next head, and hands hyper only heads that passed.
+//! A head that fails is replaced by one that makes hyper answer 400 and
+//! close: a request line hyper itself refuses, or (with a [`HeadLog`]) a
+//! request the proxy answers with the refusal's words.
 
+use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::net::proxy::{check_head, target_has_fragment, BodyFraming};
-
-/// The longest request head held back (as the plain-HTTP proxy reads).
-const MAX_HEAD: usize = 64 * 1024;
+/// The longest request head held back.
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
 /// The longest chunk-size or trailer line followed.
 const MAX_LINE: usize = 8 * 1024;
 /// What hyper is given in place of a head that failed: a method that is
 /// not a token, which it answers with 400 before closing.
 const REFUSED: &[u8] = b"\x01 / HTTP/1.1\r\n\r\n";
+/// With a [`HeadLog`], what hyper is given in place of a head that failed:
+/// a request it passes on, which the log says to refuse.
+const ANSWERED: &[u8] = b"GET / HTTP/1.1\r\n\r\n";
+/// The refusal of a head longer than [`MAX_HEAD`].
+const HEAD_TOO_LARGE: &str = "cordon: refused a request whose head is larger than 64 KiB\n";
+
+/// What a guard with a [`HeadLog`] passed to hyper, one entry per request
+/// head, in order.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// A head that passed, as the client sent it.
+    Head(Vec<u8>),
+    /// A head that failed, replaced by a request hyper passes on; the
+    /// words of the 400 that must answer it.
+    Refused(String),
+}
+
+/// The heads a guard passed, shared with the service that answers them:
+/// hyper hands the service requests in the order their heads were passed,
+/// so the service takes one entry per request, and an entry cannot be
+/// forged by anything the client sends.
+#[derive(Clone, Debug, Default)]
+pub struct HeadLog(Arc<Mutex<VecDeque<Checked>>>);
+
+impl HeadLog {
+    /// The entry for the next request hyper hands on.
+    pub fn next(&self) -> Option<Checked> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
+    }
+
+    /// The refusal of the request being served, when its body failed the
+    /// checks: the words of its 400.
+    pub fn refusal(&self) -> Option<String> {
+        let mut log = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match log.front() {
+            Some(Checked::Refused(_)) => match log.pop_front() {
+                Some(Checked::Refused(message)) => Some(message),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn push(&self, checked: Checked) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push_back(checked);
+    }
+}
 
 /// Where the guard is in the client's byte stream.
 #[derive(Debug)]
@@ -57,17 +111,35 @@ pub struct HeadGuard<S> {
     ready: Vec<u8>,
     /// Set once a head failed: nothing more is read from the client.
     refused: bool,
+    /// Where passed heads are told (plain HTTP), if anywhere.
+    log: Option<HeadLog>,
 }
 
 impl<S> HeadGuard<S> {
-    /// Guards `inner`, which starts at a request head.
+    /// Guards `inner`, which starts at a request head; hyper answers a
+    /// failed head with its own 400.
     pub fn new(inner: S) -> HeadGuard<S> {
         HeadGuard {
             inner,
             state: State::Head(Vec::new()),
             ready: Vec::new(),
             refused: false,
+            log: None,
         }
+    }
+
+    /// As [`HeadGuard::new`], telling `log` each head it passes and, for a
+    /// failed one, the words its 400 must carry.
+    pub fn logged(inner: S, log: HeadLog) -> HeadGuard<S> {
+        HeadGuard {
+            log: Some(log),
+            ..HeadGuard::new(inner)
+        }
+    }
+
+    /// The stream, and what was read from it but not yet taken.
+    pub fn into_parts(self) -> (S, Vec<u8>) {
+        (self.inner, self.ready)
     }
 
     /// Follows `data` (just read from the client) through the framing,
@@ -103,21 +175,27 @@ impl<S> HeadGuard<S> {
                 // The end may straddle the previous read.
                 let Some(end) = head_end(&head, before.saturating_sub(2)) else {
                     if head.len() > MAX_HEAD {
-                        return (self.refuse(), data.len());
+                        return (self.refuse(HEAD_TOO_LARGE.into()), data.len());
                     }
                     return (State::Head(head), data.len());
                 };
                 head.truncate(end);
                 let used = end - before;
-                let Ok(framing) = check_head(&head) else {
-                    return (self.refuse(), used);
+                let framing = match check_head(&head) {
+                    Ok(framing) => framing,
+                    Err(why) => return (self.refuse(framing_refusal(why)), used),
                 };
-                // hyper would drop a fragment silently; refused as on the
-                // plain-HTTP path, so both answer the same.
+                // hyper would drop a fragment silently.
                 if target_has_fragment(&head) {
-                    return (self.refuse(), used);
+                    return (self.refuse(FRAGMENT_REFUSAL.into()), used);
                 }
-                self.ready.extend_from_slice(&head);
+                match &self.log {
+                    Some(log) => {
+                        self.ready.extend_from_slice(&ascii_target(&head));
+                        log.push(Checked::Head(head.clone()));
+                    }
+                    None => self.ready.extend_from_slice(&head),
+                }
                 let next = if leaves_http(&head) {
                     State::Through
                 } else {
@@ -154,7 +232,8 @@ impl<S> HeadGuard<S> {
                 let expected: &[u8] = if left == 2 { b"\r\n" } else { b"\n" };
                 let n = data.len().min(usize::from(left));
                 if data[..n] != expected[..n] {
-                    return (self.refuse(), n);
+                    let why = "a chunk's data does not end with CRLF";
+                    return (self.refuse_body(framing_refusal(why)), n);
                 }
                 self.ready.extend_from_slice(&data[..n]);
                 let left = left - n as u8;
@@ -186,7 +265,8 @@ impl<S> HeadGuard<S> {
         };
         line.extend_from_slice(&data[..used]);
         if line.len() > MAX_LINE {
-            return (self.refuse(), used);
+            let why = "a chunk-size or trailer line is longer than 8 KiB";
+            return (self.refuse_body(framing_refusal(why)), used);
         }
         self.ready.extend_from_slice(&data[..used]);
         if !complete {
@@ -198,12 +278,16 @@ impl<S> HeadGuard<S> {
             return (state, used);
         }
         let Some(text) = line.strip_suffix(b"\r\n") else {
-            return (self.refuse(), used); // a bare LF ends a chunk line
+            let why = "a chunk-size or trailer line ends with a bare LF, not CRLF";
+            return (self.refuse_body(framing_refusal(why)), used);
         };
         let next = match (size, chunk_size(text)) {
             (true, Some(0)) => State::Trailers(Vec::new()),
             (true, Some(n)) => State::ChunkData(n),
-            (true, None) => return (self.refuse(), used),
+            (true, None) => {
+                let why = "a chunk size is not hex digits";
+                return (self.refuse_body(framing_refusal(why)), used);
+            }
             // An empty line ends the trailers, and the message.
             (false, _) if text.is_empty() => State::Head(Vec::new()),
             (false, _) => State::Trailers(Vec::new()),
@@ -211,13 +295,208 @@ impl<S> HeadGuard<S> {
         (next, used)
     }
 
-    /// Gives hyper a request it refuses in place of the failed head, and
-    /// reads nothing more from the client; the state to go on in.
-    fn refuse(&mut self) -> State {
-        self.ready.extend_from_slice(REFUSED);
+    /// Gives hyper a request to refuse in place of the failed head (the
+    /// log, if any, says with `message`), and reads nothing more from the
+    /// client; the state to go on in.
+    fn refuse(&mut self, message: String) -> State {
+        match &self.log {
+            Some(log) => {
+                log.push(Checked::Refused(message));
+                self.ready.extend_from_slice(ANSWERED);
+            }
+            None => self.ready.extend_from_slice(REFUSED),
+        }
         self.refused = true;
         State::Through
     }
+
+    /// As [`HeadGuard::refuse`], inside a body whose head hyper already
+    /// has: with a log, the body just ends there (hyper fails it as cut
+    /// short, and the service answers `message` from the log).
+    fn refuse_body(&mut self, message: String) -> State {
+        if let Some(log) = &self.log {
+            log.push(Checked::Refused(message));
+            self.refused = true;
+            return State::Through;
+        }
+        self.refuse(message)
+    }
+}
+
+/// How a request's body is delimited, once its framing is unambiguous.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyFraming {
+    /// Neither `Content-Length` nor `Transfer-Encoding`: no body.
+    Empty,
+    /// `Content-Length`, exactly once, plain digits.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`, exactly once, and no `Content-Length`.
+    Chunked,
+}
+
+/// The 400 body for a request whose framing is ambiguous.
+pub(crate) fn framing_refusal(why: &str) -> String {
+    format!("cordon: refused a request whose framing is ambiguous: {why}. RFC 9112 asks a proxy to reject such a request, since the upstream could read its end differently; send one Content-Length of plain digits or Transfer-Encoding: chunked alone, in a head whose lines end with CRLF\n")
+}
+
+/// The answer to a request target with a `#`: a client never sends a
+/// fragment, and a server may cut the path there or not, so the path the
+/// HTTP rules judge could differ from the one served.
+pub(crate) const FRAGMENT_REFUSAL: &str = "cordon: refused a request whose target holds a '#': a fragment is never sent to a server, and servers and the HTTP rules could read the path differently; drop the fragment (or encode it as %23)\n";
+
+/// Whether the request line of a raw head (its first line) holds a `#`.
+pub(crate) fn target_has_fragment(head: &[u8]) -> bool {
+    let line = head.split(|b| *b == b'\n').next().unwrap_or(head);
+    line.contains(&b'#')
+}
+
+/// Checks a raw request head (up to and including the blank line) the way
+/// RFC 9112 asks of a proxy: every line ends with CRLF, no NUL, no folded
+/// header lines, header names are tokens right up to the colon, and the
+/// body's framing is unambiguous ([`body_framing`]).
+pub(crate) fn check_head(head: &[u8]) -> Result<BodyFraming, &'static str> {
+    if head.contains(&0) {
+        return Err("the head holds a NUL byte");
+    }
+    for (i, b) in head.iter().enumerate() {
+        let bare = match b {
+            b'\r' => head.get(i + 1) != Some(&b'\n'),
+            b'\n' => i == 0 || head[i - 1] != b'\r',
+            _ => false,
+        };
+        if bare {
+            return Err("a line of the head ends with a bare CR or LF, not CRLF");
+        }
+    }
+    let body = head.strip_suffix(b"\r\n\r\n").unwrap_or(head);
+    let mut fields = Vec::new();
+    // Every LF is now the end of a CRLF: splitting on it and dropping the
+    // CR splits on CRLF.
+    let lines = body
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    for line in lines.skip(1) {
+        if line.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
+            return Err("a header line is folded onto the one before it (obs-fold)");
+        }
+        let Some(colon) = memchr::memchr(b':', line) else {
+            return Err("a header line has no colon");
+        };
+        let name = &line[..colon];
+        if name.is_empty() || !name.iter().all(|b| is_token_byte(*b)) {
+            return Err("a header name is empty or holds whitespace or another byte a name may not (before the colon)");
+        }
+        fields.push((name, &line[colon + 1..]));
+    }
+    body_framing(fields)
+}
+
+/// Whether `b` may appear in an HTTP token (a header name, a method).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// The body's framing from a request's header fields (`(name, value)`,
+/// values as sent after the colon): refused when two parsers could read it
+/// differently. `Transfer-Encoding` must be exactly `chunked`, once, and
+/// never with `Content-Length`; `Content-Length` must appear once and be
+/// plain digits (no sign, no spaces after it, no list, not too large).
+pub(crate) fn body_framing<'a>(
+    fields: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+) -> Result<BodyFraming, &'static str> {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let mut length = None;
+    let mut chunked = false;
+    for (name, value) in fields {
+        let start = value.iter().position(|b| !ows(b)).unwrap_or(value.len());
+        let value = &value[start..];
+        if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            let end = value.iter().rposition(|b| !ows(b)).map_or(0, |e| e + 1);
+            if chunked {
+                return Err("Transfer-Encoding appears more than once");
+            }
+            if !value[..end].eq_ignore_ascii_case(b"chunked") {
+                return Err("Transfer-Encoding is not exactly `chunked` (another coding, a list, or bytes that are not text)");
+            }
+            chunked = true;
+        } else if name.eq_ignore_ascii_case(b"content-length") {
+            if length.is_some() {
+                return Err("Content-Length appears more than once");
+            }
+            // At most 19 digits: always fits a u64.
+            let digits =
+                !value.is_empty() && value.len() <= 19 && value.iter().all(u8::is_ascii_digit);
+            let parsed = std::str::from_utf8(value)
+                .ok()
+                .filter(|_| digits)
+                .and_then(|v| v.parse::<u64>().ok());
+            let Some(n) = parsed else {
+                return Err("Content-Length is not plain digits (a sign, spaces, a list, another base, empty, or too large)");
+            };
+            length = Some(n);
+        }
+    }
+    match (chunked, length) {
+        (true, Some(_)) => Err("Transfer-Encoding and Content-Length are both present"),
+        (true, None) => Ok(BodyFraming::Chunked),
+        (false, Some(n)) => Ok(BodyFraming::Length(n)),
+        (false, None) => Ok(BodyFraming::Empty),
+    }
+}
+
+/// `bytes` with every byte that is not ASCII written as `%XX` (how a URL
+/// carries UTF-8), so that `http::Uri` reads it.
+pub(crate) fn encode_non_ascii(bytes: &[u8]) -> Cow<'_, [u8]> {
+    if bytes.is_ascii() {
+        return Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    for b in bytes {
+        if b.is_ascii() {
+            out.push(*b);
+        } else {
+            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `bytes` with every byte that is not ASCII replaced by `x`: the same
+/// length and the same ASCII structure (`:`, `/`, `@`, brackets), so that
+/// `http::Uri` finds where each part of a target is in the bytes as sent.
+pub(crate) fn ascii_shape(bytes: &[u8]) -> Cow<'_, [u8]> {
+    if bytes.is_ascii() {
+        return Cow::Borrowed(bytes);
+    }
+    Cow::Owned(
+        bytes
+            .iter()
+            .map(|b| if b.is_ascii() { *b } else { b'x' })
+            .collect(),
+    )
+}
+
+/// Where the request target is in a head: between the request line's
+/// first and last space.
+pub(crate) fn target_span(head: &[u8]) -> Option<std::ops::Range<usize>> {
+    let line = &head[..memchr::memchr(b'\r', head).unwrap_or(head.len())];
+    let first = memchr::memchr(b' ', line)?;
+    let last = memchr::memrchr(b' ', line)?;
+    (first < last).then_some(first + 1..last)
+}
+
+/// A checked head with its request target passed through [`ascii_shape`]:
+/// hyper reads only ASCII targets, and the service reads the target from
+/// the head as sent (an IDNA host, a UTF-8 path), which the [`HeadLog`]
+/// keeps.
+fn ascii_target(head: &[u8]) -> Cow<'_, [u8]> {
+    let Some(span) = target_span(head).filter(|s| !head[s.clone()].is_ascii()) else {
+        return Cow::Borrowed(head);
+    };
+    let mut out = head[..span.start].to_vec();
+    out.extend_from_slice(&ascii_shape(&head[span.clone()]));
+    out.extend_from_slice(&head[span.end..]);
+    Cow::Owned(out)
 }
 
 /// Where a head that starts at 0 ends (just past its empty line), looking
@@ -345,193 +624,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for HeadGuard<S> {
     }
 }
 
-/// Follows the WebSocket frames (RFC 6455 5.2) an upstream sends down an
-/// upgraded connection to a host that receives a real value. The mask
-/// over the stream finds a value only inside one frame's payload, as
-/// sent: a compressed frame (a reserved bit set, permessage-deflate) or a
-/// message split into fragments would carry it past. Such frames are
-/// refused, as are masked frames (a server never masks), so a value comes
-/// down only whole and in clear, where the mask finds it.
-#[derive(Debug, Default)]
-pub struct FrameCheck {
-    /// The current frame header, collected so far.
-    header: Vec<u8>,
-    /// Payload bytes of the current frame still to pass.
-    payload_left: u64,
-}
-
-impl FrameCheck {
-    /// Follows `data` (the next bytes from the upstream); an error names
-    /// the first frame that may not pass.
-    pub fn check(&mut self, mut data: &[u8]) -> Result<(), &'static str> {
-        while !data.is_empty() {
-            if self.payload_left > 0 {
-                let n = data
-                    .len()
-                    .min(usize::try_from(self.payload_left).unwrap_or(usize::MAX));
-                self.payload_left -= n as u64;
-                data = &data[n..];
-                continue;
-            }
-            self.header.push(data[0]);
-            data = &data[1..];
-            let Some(len) = self.frame_header()? else {
-                continue;
-            };
-            self.payload_left = len;
-            self.header.clear();
-        }
-        Ok(())
-    }
-
-    /// The payload length once the header is complete, `None` until then.
-    fn frame_header(&self) -> Result<Option<u64>, &'static str> {
-        let h = &self.header;
-        let first = h[0];
-        if first & 0x70 != 0 {
-            return Err("a frame with a reserved bit set (a compressed or extended frame)");
-        }
-        let opcode = first & 0x0f;
-        if first & 0x80 == 0 || opcode == 0 {
-            return Err("a fragmented message (a frame without FIN, or a continuation)");
-        }
-        let Some(&second) = h.get(1) else {
-            return Ok(None);
-        };
-        if second & 0x80 != 0 {
-            return Err("a masked frame from the server");
-        }
-        let (len, need) = match second & 0x7f {
-            126 => (None, 4),
-            127 => (None, 10),
-            n => (Some(u64::from(n)), 2),
-        };
-        if h.len() < need {
-            return Ok(None);
-        }
-        Ok(Some(len.unwrap_or_else(|| {
-            h[2..need]
-                .iter()
-                .fold(0u64, |acc, b| acc << 8 | u64::from(*b))
-        })))
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What hyper would be given for `input`, fed in pieces of `size`.
-    fn passed(input: &[u8], size: usize) -> Vec<u8> {
-        let mut guard = HeadGuard::new(());
-        let mut out = Vec::new();
-        for piece in input.chunks(size) {
-            guard.feed(piece);
-            out.append(&mut guard.ready);
-        }
-        out
-    }
-
-    #[test]
-    fn good_requests_pass_whole_in_any_pieces() {
-        let good: &[u8] = b"\r\nPOST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\
-            POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
-            5;ext=1\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\n\
-            GET /c HTTP/1.1\r\nHost: x\r\n\r\n";
-        for size in 1..good.len() {
-            assert_eq!(passed(good, size), good, "pieces of {size}");
-        }
-    }
-
-    #[test]
-    fn an_ambiguous_head_is_replaced_by_a_refused_one() {
-        let first: &[u8] = b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n";
-        let bad: &[u8] = b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
-        let mut input = first.to_vec();
-        input.extend_from_slice(bad);
-        for size in [1, 7, input.len()] {
-            let mut expected = first.to_vec();
-            expected.extend_from_slice(REFUSED);
-            assert_eq!(passed(&input, size), expected, "pieces of {size}");
-        }
-        // A head ended by bare LFs is refused, not held.
-        assert_eq!(passed(b"GET / HTTP/1.1\nHost: x\n\n", 2), REFUSED);
-        // A bare LF in a chunk line, or a bad size, too.
-        let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n";
-        assert!(passed(chunked, 3).ends_with(REFUSED));
-        let chunked =
-            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n";
-        assert!(passed(chunked, 3).ends_with(REFUSED));
-    }
-
-    #[test]
-    fn reads_through_the_stream_give_hyper_what_feeding_does() {
-        use tokio::io::AsyncReadExt;
-        let input: Vec<u8> = [
-            &b"POST /a HTTP/1.1\r\nContent-Length: 70000\r\n\r\n"[..],
-            &vec![b'x'; 70000],
-            b"POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n",
-            b"GET /c HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx",
-        ]
-        .concat();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let out = runtime.block_on(async {
-            let (mut client, server) = tokio::io::duplex(4096);
-            let writer = async {
-                use tokio::io::AsyncWriteExt;
-                client.write_all(&input).await.unwrap();
-                client.shutdown().await.unwrap();
-                client
-            };
-            let reader = async {
-                let mut guard = HeadGuard::new(server);
-                let mut out = Vec::new();
-                let mut buf = [0u8; 3000];
-                loop {
-                    let n = guard.read(&mut buf).await.unwrap();
-                    if n == 0 {
-                        return out;
-                    }
-                    out.extend_from_slice(&buf[..n]);
-                }
-            };
-            let (_, out) = tokio::join!(writer, reader);
-            out
-        });
-        let good = input.len()
-            - b"GET /c HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx".len();
-        assert_eq!(&out[..good], &input[..good]);
-        assert_eq!(&out[good..], REFUSED);
-    }
-
-    #[test]
-    fn after_an_upgrade_request_bytes_pass_as_they_are() {
-        let input: &[u8] =
-            b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n\x81\x05hello\n\n\r";
-        assert_eq!(passed(input, 4), input);
-    }
-
-    #[test]
-    fn websocket_frames_pass_whole_and_in_clear_only() {
-        let mut ok = FrameCheck::default();
-        // A text frame, a 300-byte binary frame split across reads, a ping.
-        let mut bytes = vec![0x81, 3, b'a', b'b', b'c', 0x82, 126, 1, 44];
-        bytes.extend(vec![0u8; 300]);
-        bytes.extend([0x89, 0]);
-        for piece in bytes.chunks(7) {
-            assert!(ok.check(piece).is_ok());
-        }
-        for bad in [
-            &[0xc1, 1, b'x'][..], // RSV1: permessage-deflate
-            &[0x01, 1, b'x'],     // FIN clear: first fragment
-            &[0x80, 1, b'x'],     // continuation
-            &[0x81, 0x81, 0, 0, 0, 0, b'x'],
-        ] {
-            let mut check = FrameCheck::default();
-            assert!(check.check(&[0x81, 1, b'y']).is_ok());
-            assert!(check.check(bad).is_err(), "{bad:?}");
-        }
-    }
-}
+#[path = "framing_tests.rs"]
+mod tests;

@@ -1,0 +1,140 @@
+//! What the proxy records in the audit log: each decision (denied,
+//! allowed but unreachable, opened) and, for each upstream connection
+//! opened, its close with the bytes it carried.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::{Allowed, Denial, Gate, Proxy};
+use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
+
+/// One upstream connection's tally, kept outside the future that serves
+/// it so that it survives the future being cancelled at shutdown.
+pub(super) struct Conn {
+    // Shared so TLS inspection, which needs owned streams, can count too.
+    pub(super) up: Arc<AtomicU64>,
+    pub(super) down: Arc<AtomicU64>,
+    /// Set once the upstream is connected: the close event to record.
+    open: Mutex<Option<(Event, Instant)>>,
+}
+
+impl Conn {
+    pub(super) fn new() -> Conn {
+        Conn {
+            up: Arc::new(AtomicU64::new(0)),
+            down: Arc::new(AtomicU64::new(0)),
+            open: Mutex::new(None),
+        }
+    }
+
+    /// Records the close event of the connection, if it was opened (once).
+    pub(super) fn closed(&self, audit: &Auditor) {
+        let Some((mut event, since)) = self.open.lock().ok().and_then(|mut o| o.take()) else {
+            return;
+        };
+        event.time = crate::audit::rfc3339_now();
+        event.bytes_up = Some(self.up.load(Ordering::Relaxed));
+        event.bytes_down = Some(self.down.load(Ordering::Relaxed));
+        event.duration_ms = Some(since.elapsed().as_millis() as u64);
+        audit.record(event);
+    }
+}
+
+/// Records its connection's close event when dropped: held by what lives
+/// exactly as long as the exchange (a forwarded response's body).
+pub(super) struct CloseOnDrop {
+    pub(super) conn: Arc<Conn>,
+    pub(super) audit: Auditor,
+}
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.conn.closed(&self.audit);
+    }
+}
+
+/// `host:port`, with brackets around an IPv6 host.
+pub(super) fn subject(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+impl<G: Gate> Proxy<G> {
+    /// Records a refusal.
+    pub(super) fn denied(
+        &self,
+        proto: Proto,
+        host: &str,
+        port: u16,
+        addr: Option<SocketAddr>,
+        d: &Denial,
+    ) {
+        let mut event = Event::new(
+            Door::Network,
+            audit::Kind::Decision,
+            Verdict::Deny,
+            subject(host, port),
+        );
+        event.address = addr.map(|a| a.to_string());
+        event.rule = Some(d.rule.clone());
+        event.source = Some(d.source.clone());
+        event.reason = Some(d.reason.clone());
+        event.proto = Some(proto);
+        self.audit.record(event);
+    }
+
+    /// Records an allowed connection that could not be made.
+    pub(super) fn unreachable(
+        &self,
+        proto: Proto,
+        host: &str,
+        port: u16,
+        allowed: &Allowed,
+        why: &str,
+    ) {
+        let mut event = Event::new(
+            Door::Network,
+            audit::Kind::Decision,
+            Verdict::Allow,
+            subject(host, port),
+        );
+        event.rule = Some(allowed.rule.clone());
+        event.source = Some(allowed.source.clone());
+        event.reason = Some(why.trim().to_string());
+        event.proto = Some(proto);
+        self.audit.record(event);
+    }
+
+    /// Records an allowed, connected destination, and arms its close event.
+    pub(super) fn opened(
+        &self,
+        conn: &Conn,
+        proto: Proto,
+        host: &str,
+        port: u16,
+        addr: SocketAddr,
+        allowed: &Allowed,
+    ) {
+        let mut event = Event::new(
+            Door::Network,
+            audit::Kind::Decision,
+            Verdict::Allow,
+            subject(host, port),
+        );
+        event.address = Some(addr.to_string());
+        event.rule = Some(allowed.rule.clone());
+        event.source = Some(allowed.source.clone());
+        event.proto = Some(proto);
+        let mut close = event.clone();
+        close.event = audit::Kind::Close;
+        self.audit.record(event);
+        if let Ok(mut open) = conn.open.lock() {
+            *open = Some((close, Instant::now()));
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Header plumbing of inspected requests and responses: hop-by-hop
+//! headers dropped, swaps applied to every value, placeholders found.
+
+use http::header::{self, HeaderName, HeaderValue};
+use http::{HeaderMap, Uri};
+
+use crate::credentials::inject::{Exfiltration, Swaps};
+
+/// Headers that belong to one hop, never relayed.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Removes hop-by-hop headers (and those `Connection` names); keeps
+/// `te: trailers`, which HTTP/2 (gRPC) needs end to end.
+pub(in crate::net::proxy) fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(*name);
+    }
+    let te_trailers = headers
+        .get(header::TE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("trailers"))
+        });
+    headers.remove(header::TE);
+    if te_trailers {
+        headers.insert(header::TE, HeaderValue::from_static("trailers"));
+    }
+}
+
+/// Applies `swaps` to every header (or trailer) value; the Basic forms it
+/// swaps are added to `learned`.
+pub(super) fn swap_headers(
+    headers: &mut HeaderMap,
+    swaps: &Swaps<'_>,
+    learned: &mut Swaps<'_>,
+) -> Result<(), Exfiltration> {
+    swap_values(headers, |v| swaps.apply_header(v, learned))
+}
+
+/// Replaces every value of `headers` by what `swap` makes of it (`None`:
+/// unchanged).
+pub(super) fn swap_values(
+    headers: &mut HeaderMap,
+    mut swap: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, Exfiltration>,
+) -> Result<(), Exfiltration> {
+    for value in headers.values_mut() {
+        if let Some(new) = swap(value.as_bytes())? {
+            // A swapped value is still free of CR/LF/NUL: both sides of
+            // every swap are (real values are checked when read). Should
+            // one not be, the value goes as a mask, never as it was.
+            *value = HeaderValue::from_bytes(&new)
+                .unwrap_or_else(|_| HeaderValue::from_static("cordon-masked"));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `placeholder` appears in the request target or a header value
+/// (inside `Basic` credentials too).
+pub(super) fn mentions(placeholder: &[u8], uri: &Uri, headers: &HeaderMap) -> bool {
+    use base64::Engine as _;
+    let found = |b: &[u8]| memchr::memmem::find(b, placeholder).is_some();
+    found(uri.to_string().as_bytes())
+        || headers.values().any(|v| {
+            let v = v.as_bytes();
+            found(v)
+                || v.get(..6)
+                    .filter(|p| p.eq_ignore_ascii_case(b"basic "))
+                    .and_then(|_| {
+                        base64::engine::general_purpose::STANDARD
+                            .decode(v[6..].trim_ascii())
+                            .ok()
+                    })
+                    .is_some_and(|d| found(&zeroize::Zeroizing::new(d)))
+        })
+}
+
+#[cfg(test)]
+#[path = "headers_tests.rs"]
+mod tests;

@@ -1,0 +1,341 @@
+//! Plain-HTTP forwarding through the proxy (hyper on both sides): chunked
+//! request bodies arrive intact, a client connection is kept alive between
+//! requests, and every request on it is checked on its own, the host rules
+//! and the framing checks alike.
+//!
+//! The upstreams are loopback servers of the test's own that keep their
+//! connections alive (answering with a Content-Length, never closing
+//! first), so that the proxy, not the upstream, decides what happens to
+//! the next request on a client connection.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use common::*;
+
+/// The client helpers (Python, run inside the sandbox).
+const PY_HELPERS: &str = include_str!("py/http_forwarding.py");
+
+/// One request as an upstream read it.
+#[derive(Debug, Clone)]
+struct Seen {
+    /// The request line, e.g. `POST /upload HTTP/1.1`.
+    line: String,
+    /// The body, de-chunked.
+    body: Vec<u8>,
+}
+
+/// A loopback HTTP/1.1 server that keeps each connection alive and
+/// answers every request with `NAME:PATH:` and the request's body.
+struct KeepAlive {
+    port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<Vec<JoinHandle<()>>>>,
+}
+
+impl KeepAlive {
+    fn start(name: &str) -> KeepAlive {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind upstream");
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let acceptor = {
+            let (seen, stop, name) = (seen.clone(), stop.clone(), name.to_string());
+            std::thread::spawn(move || {
+                let mut handlers = Vec::new();
+                loop {
+                    match listener.accept() {
+                        Ok((conn, _)) => {
+                            let (seen, name) = (seen.clone(), name.clone());
+                            handlers.push(std::thread::spawn(move || serve(conn, &name, &seen)));
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            if stop.load(Ordering::SeqCst) {
+                                return handlers;
+                            }
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                        Err(_) => return handlers,
+                    }
+                }
+            })
+        };
+        KeepAlive {
+            port,
+            seen,
+            stop,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    fn authority(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Stops accepting, waits for every connection to end (call after the
+    /// sandbox exited), and returns every request read.
+    fn finish(mut self) -> Vec<Seen> {
+        self.stop_and_join();
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(acceptor) = self.acceptor.take() {
+            for h in acceptor.join().unwrap_or_default() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Serves requests on one connection until the peer closes it.
+fn serve(conn: TcpStream, name: &str, seen: &Mutex<Vec<Seen>>) {
+    conn.set_nonblocking(false).unwrap();
+    // A safety net only: the proxy closes when the sandbox ends.
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut writer = conn.try_clone().unwrap();
+    let mut reader = BufReader::new(conn);
+    while let Some(request) = read_request(&mut reader) {
+        let path = request.line.split(' ').nth(1).unwrap_or("").to_string();
+        let mut reply = format!("{name}:{path}:").into_bytes();
+        reply.extend_from_slice(&request.body);
+        seen.lock().unwrap().push(request);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+            reply.len()
+        );
+        if writer.write_all(head.as_bytes()).is_err() || writer.write_all(&reply).is_err() {
+            return;
+        }
+    }
+}
+
+/// One request (head, then a Content-Length or chunked body); `None` at
+/// the end of the connection or on anything this server does not read.
+fn read_request(reader: &mut impl BufRead) -> Option<Seen> {
+    let mut line = String::new();
+    let read_line = |reader: &mut dyn BufRead, line: &mut String| {
+        line.clear();
+        matches!(reader.read_line(line), Ok(n) if n > 0)
+    };
+    if !read_line(reader, &mut line) {
+        return None;
+    }
+    let request_line = line.trim_end().to_string();
+    let (mut length, mut chunked) = (0usize, false);
+    loop {
+        if !read_line(reader, &mut line) {
+            return None;
+        }
+        let field = line.trim_end();
+        if field.is_empty() {
+            break;
+        }
+        let (name, value) = field.split_once(':')?;
+        match name.to_ascii_lowercase().as_str() {
+            "content-length" => length = value.trim().parse().ok()?,
+            "transfer-encoding" => chunked = value.trim().eq_ignore_ascii_case("chunked"),
+            _ => {}
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            if !read_line(reader, &mut line) {
+                return None;
+            }
+            let size = usize::from_str_radix(line.trim_end().split(';').next()?, 16).ok()?;
+            if size == 0 {
+                // Trailers, up to the empty line.
+                while read_line(reader, &mut line) && !line.trim_end().is_empty() {}
+                break;
+            }
+            let mut chunk = vec![0u8; size + 2];
+            reader.read_exact(&mut chunk).ok()?;
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else {
+        body.resize(length, 0);
+        reader.read_exact(&mut body).ok()?;
+    }
+    Some(Seen {
+        line: request_line,
+        body,
+    })
+}
+
+/// The body `pattern(n)` of the Python helpers.
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| ((i * 7 + 3) % 256) as u8).collect()
+}
+
+fn lines_of(seen: &[Seen]) -> Vec<&str> {
+    seen.iter().map(|s| s.line.as_str()).collect()
+}
+
+#[test]
+fn a_chunked_post_through_the_plain_proxy_arrives_intact() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let up = KeepAlive::start("up");
+        let a = up.authority();
+        let script = format!(
+            "{PY_HELPERS}\n\
+             import shutil, subprocess\n\
+             body = pattern(100000)\n\
+             s = connect()\n\
+             s.sendall(b'POST http://{a}/raw HTTP/1.1\\r\\nHost: {a}\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n'\n\
+             \x20         + chunked([body[:1], body[1:70001], body[70001:70005], body[70005:]]))\n\
+             code, headers, got = s.response()\n\
+             print('raw:', code, got == b'up:/raw:' + body, flush=True)\n\
+             if shutil.which('curl'):\n\
+             \x20   r = subprocess.run(['curl', '-sS', '--noproxy', '', '-x', 'http://127.0.0.1:3128', '-H', 'Transfer-Encoding: chunked',\n\
+             \x20                       '--data-binary', '@-', 'http://{a}/curl'], input=body, capture_output=True)\n\
+             \x20   print('curl:', r.returncode, r.stdout == b'up:/curl:' + body, flush=True)\n\
+             else:\n\
+             \x20   print('curl: 0 True', flush=True)\n"
+        );
+        let out = fx.sandbox().arg("--allow-domain").arg(&a).py(&script);
+        out.ok();
+        assert_eq!(line(&out, "raw"), "200 True", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "curl"), "0 True", "{mode:?}: {out:#?}");
+        let seen = up.finish();
+        assert!(
+            seen.iter()
+                .any(|s| s.line == "POST /raw HTTP/1.1" && s.body == pattern(100000)),
+            "{mode:?}: the upstream did not get the whole body: {:?}",
+            lines_of(&seen)
+        );
+    });
+}
+
+#[test]
+fn each_request_on_a_kept_alive_connection_is_checked_on_its_own() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let (a, b, d) = (
+            KeepAlive::start("a"),
+            KeepAlive::start("b"),
+            KeepAlive::start("d"),
+        );
+        let (pa, pb, pd) = (a.authority(), b.authority(), d.authority());
+        let script = format!(
+            "{PY_HELPERS}\n\
+             s = connect()\n\
+             for label, req in [('first', get('{pa}', '/first')), ('again', get('{pa}', '/again')),\n\
+             \x20                  ('other', get('{pb}', '/other')), ('denied', get('{pd}', '/second'))]:\n\
+             \x20   s.sendall(req)\n\
+             \x20   code, headers, body = s.response()\n\
+             \x20   out(label, code, body)\n\
+             print('closed:', s.closed(), flush=True)\n\
+             # A chunked body with a request to the denied host glued behind it.\n\
+             s = connect()\n\
+             s.sendall(b'POST http://{pa}/glued HTTP/1.1\\r\\nHost: {pa}\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n'\n\
+             \x20         + chunked([b'hello']) + get('{pd}', '/glued-second'))\n\
+             for label in ['glued', 'glued-denied']:\n\
+             \x20   code, headers, body = s.response()\n\
+             \x20   out(label, code, body)\n"
+        );
+        let out = fx
+            .sandbox()
+            .arg("--allow-domain")
+            .arg(&pa)
+            .arg("--allow-domain")
+            .arg(&pb)
+            .arg("--deny-domain")
+            .arg(&pd)
+            .py(&script);
+        out.ok();
+        let expect = |label: &str, want: &str| {
+            assert_eq!(line(&out, label), want, "{mode:?} {label}: {out:#?}");
+        };
+        expect("first", "200 \"a:/first:\"");
+        expect("again", "200 \"a:/again:\"");
+        expect("other", "200 \"b:/other:\"");
+        expect("glued", "200 \"a:/glued:hello\"");
+        for label in ["denied", "glued-denied"] {
+            let got = line(&out, label);
+            assert!(
+                got.starts_with("403 \"cordon: blocked 127.0.0.1:") && got.contains("deny rule"),
+                "{mode:?} {label}: {out:#?}"
+            );
+        }
+        expect("closed", "True");
+        let seen_a = a.finish();
+        assert_eq!(
+            lines_of(&seen_a),
+            [
+                "GET /first HTTP/1.1",
+                "GET /again HTTP/1.1",
+                "POST /glued HTTP/1.1"
+            ],
+            "{mode:?}"
+        );
+        assert_eq!(lines_of(&b.finish()), ["GET /other HTTP/1.1"], "{mode:?}");
+        assert_eq!(lines_of(&d.finish()), Vec::<&str>::new(), "{mode:?}");
+    });
+}
+
+#[test]
+fn smuggling_on_a_kept_alive_connection_is_refused_and_reaches_nothing() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let up = KeepAlive::start("up");
+        let a = up.authority();
+        let cases = framing::python_cases(&format!("http://{a}/smuggled"), &a);
+        let script = format!(
+            "{PY_HELPERS}\n{cases}\n\
+             # Chunk lines the guard must follow, glued to a request that would\n\
+             # reach the upstream if a chunk's end were read another way.\n\
+             CASES.append(('chunk-bare-lf', HEAD + b'Transfer-Encoding: chunked\\r\\n\\r\\n5\\nhello\\r\\n0\\r\\n\\r\\n' + get('{a}', '/smuggled-after')))\n\
+             CASES.append(('chunk-overrun', HEAD + b'Transfer-Encoding: chunked\\r\\n\\r\\n3\\r\\nhello\\r\\n0\\r\\n\\r\\n' + get('{a}', '/smuggled-after')))\n\
+             for label, data in CASES:\n\
+             \x20   s = connect()\n\
+             \x20   s.sendall(get('{a}', '/before'))\n\
+             \x20   before, _, _ = s.response()\n\
+             \x20   s.sendall(data)\n\
+             \x20   code, _, body = s.response()\n\
+             \x20   print(label + ':', before, code, s.closed(), flush=True)\n"
+        );
+        let out = fx.sandbox().arg("--allow-domain").arg(&a).py(&script);
+        out.ok();
+        let labels: Vec<&str> = framing::AMBIGUOUS_FRAMING
+            .iter()
+            .map(|(l, _)| *l)
+            .chain(["chunk-bare-lf", "chunk-overrun"])
+            .collect();
+        for label in &labels {
+            assert_eq!(
+                line(&out, label),
+                "200 400 True",
+                "{mode:?} {label}: {out:#?}"
+            );
+        }
+        let seen = up.finish();
+        assert_eq!(seen.len(), labels.len(), "{mode:?}: {:?}", lines_of(&seen));
+        for s in &seen {
+            assert_eq!(
+                s.line,
+                "GET /before HTTP/1.1",
+                "{mode:?}: {:?}",
+                lines_of(&seen)
+            );
+        }
+    });
+}
