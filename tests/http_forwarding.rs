@@ -22,6 +22,11 @@ use common::*;
 /// The client helpers (Python, run inside the sandbox).
 const PY_HELPERS: &str = include_str!("py/http_forwarding.py");
 
+/// `script` after the client helpers it calls.
+fn with_helpers(script: &str) -> String {
+    format!("{PY_HELPERS}\n{script}")
+}
+
 /// One request as an upstream read it.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -195,23 +200,11 @@ fn a_chunked_post_through_the_plain_proxy_arrives_intact() {
         let fx = Fixture::new(mode);
         let up = KeepAlive::start("up");
         let a = up.authority();
-        let script = format!(
-            "{PY_HELPERS}\n\
-             import shutil, subprocess\n\
-             body = pattern(100000)\n\
-             s = connect()\n\
-             s.sendall(b'POST http://{a}/raw HTTP/1.1\\r\\nHost: {a}\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n'\n\
-             \x20         + chunked([body[:1], body[1:70001], body[70001:70005], body[70005:]]))\n\
-             code, headers, got = s.response()\n\
-             print('raw:', code, got == b'up:/raw:' + body, flush=True)\n\
-             if shutil.which('curl'):\n\
-             \x20   r = subprocess.run(['curl', '-sS', '--noproxy', '', '-x', 'http://127.0.0.1:3128', '-H', 'Transfer-Encoding: chunked',\n\
-             \x20                       '--data-binary', '@-', 'http://{a}/curl'], input=body, capture_output=True)\n\
-             \x20   print('curl:', r.returncode, r.stdout == b'up:/curl:' + body, flush=True)\n\
-             else:\n\
-             \x20   print('curl: 0 True', flush=True)\n"
-        );
-        let out = fx.sandbox().arg("--allow-domain").arg(&a).py(&script);
+        let script = with_helpers(include_str!("py/http_chunked_post.py"));
+        let out = fx
+            .sandbox()
+            .flag("--allow-domain", &a)
+            .py_args(&script, &[&a]);
         out.ok();
         assert_eq!(line(&out, "raw"), "200 True", "{mode:?}: {out:#?}");
         assert_eq!(line(&out, "curl"), "0 True", "{mode:?}: {out:#?}");
@@ -235,32 +228,13 @@ fn each_request_on_a_kept_alive_connection_is_checked_on_its_own() {
             KeepAlive::start("d"),
         );
         let (pa, pb, pd) = (a.authority(), b.authority(), d.authority());
-        let script = format!(
-            "{PY_HELPERS}\n\
-             s = connect()\n\
-             for label, req in [('first', get('{pa}', '/first')), ('again', get('{pa}', '/again')),\n\
-             \x20                  ('other', get('{pb}', '/other')), ('denied', get('{pd}', '/second'))]:\n\
-             \x20   s.sendall(req)\n\
-             \x20   code, headers, body = s.response()\n\
-             \x20   out(label, code, body)\n\
-             print('closed:', s.closed(), flush=True)\n\
-             # A chunked body with a request to the denied host glued behind it.\n\
-             s = connect()\n\
-             s.sendall(b'POST http://{pa}/glued HTTP/1.1\\r\\nHost: {pa}\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n'\n\
-             \x20         + chunked([b'hello']) + get('{pd}', '/glued-second'))\n\
-             for label in ['glued', 'glued-denied']:\n\
-             \x20   code, headers, body = s.response()\n\
-             \x20   out(label, code, body)\n"
-        );
+        let script = with_helpers(include_str!("py/http_keepalive.py"));
         let out = fx
             .sandbox()
-            .arg("--allow-domain")
-            .arg(&pa)
-            .arg("--allow-domain")
-            .arg(&pb)
-            .arg("--deny-domain")
-            .arg(&pd)
-            .py(&script);
+            .flag("--allow-domain", &pa)
+            .flag("--allow-domain", &pb)
+            .flag("--deny-domain", &pd)
+            .py_args(&script, &[&pa, &pb, &pd]);
         out.ok();
         let expect = |label: &str, want: &str| {
             assert_eq!(line(&out, label), want, "{mode:?} {label}: {out:#?}");
@@ -298,26 +272,18 @@ fn smuggling_on_a_kept_alive_connection_is_refused_and_reaches_nothing() {
         let fx = Fixture::new(mode);
         let up = KeepAlive::start("up");
         let a = up.authority();
-        let cases = framing::python_cases(&format!("http://{a}/smuggled"), &a);
         let script = format!(
-            "{PY_HELPERS}\n{cases}\n\
-             # Chunk lines the guard must follow, glued to a request that would\n\
-             # reach the upstream if a chunk's end were read another way.\n\
-             CASES.append(('chunk-bare-lf', HEAD + b'Transfer-Encoding: chunked\\r\\n\\r\\n5\\nhello\\r\\n0\\r\\n\\r\\n' + get('{a}', '/smuggled-after')))\n\
-             CASES.append(('chunk-overrun', HEAD + b'Transfer-Encoding: chunked\\r\\n\\r\\n3\\r\\nhello\\r\\n0\\r\\n\\r\\n' + get('{a}', '/smuggled-after')))\n\
-             for label, data in CASES:\n\
-             \x20   s = connect()\n\
-             \x20   s.sendall(get('{a}', '/before'))\n\
-             \x20   before, _, _ = s.response()\n\
-             \x20   s.sendall(data)\n\
-             \x20   code, _, body = s.response()\n\
-             \x20   print(label + ':', before, code, s.closed(), flush=True)\n"
+            "{}\n{}",
+            framing::CASES_PY,
+            with_helpers(include_str!("py/http_smuggling.py"))
         );
-        let out = fx.sandbox().arg("--allow-domain").arg(&a).py(&script);
+        let out = fx
+            .sandbox()
+            .flag("--allow-domain", &a)
+            .py_args(&script, &[&a]);
         out.ok();
-        let labels: Vec<&str> = framing::AMBIGUOUS_FRAMING
-            .iter()
-            .map(|(l, _)| *l)
+        let labels: Vec<&str> = framing::labels()
+            .into_iter()
             .chain(["chunk-bare-lf", "chunk-overrun"])
             .collect();
         for label in &labels {
