@@ -121,6 +121,21 @@ fn serve(conn: TcpStream, name: &str, seen: &Mutex<Vec<Seen>>) {
         let mut reply = format!("{name}:{path}:").into_bytes();
         reply.extend_from_slice(&request.body);
         seen.lock().unwrap().push(request);
+        if path.starts_with("/gzip-te") {
+            // A body in a transfer coding besides chunked (its bytes are
+            // not really gzip: a proxy that relays them unlabelled is wrong
+            // either way).
+            let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+            let body = format!("{:x}\r\n", reply.len());
+            let sent = writer.write_all(head.as_bytes()).is_ok()
+                && writer.write_all(body.as_bytes()).is_ok()
+                && writer.write_all(&reply).is_ok()
+                && writer.write_all(b"\r\n0\r\n\r\n").is_ok();
+            if !sent {
+                return;
+            }
+            continue;
+        }
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
             reply.len()
@@ -303,5 +318,33 @@ fn smuggling_on_a_kept_alive_connection_is_refused_and_reaches_nothing() {
                 lines_of(&seen)
             );
         }
+    });
+}
+
+#[test]
+fn a_response_in_a_transfer_coding_besides_chunked_is_refused_not_relayed_unlabelled() {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let up = KeepAlive::start("up");
+        let a = up.authority();
+        let url = format!("http://{a}/gzip-te");
+        let out = fx.sandbox().flag("--allow-domain", &a).run(&[
+            "curl",
+            "-sS",
+            "--noproxy",
+            "",
+            "-x",
+            "http://127.0.0.1:3128",
+            "-w",
+            "\ncode: %{http_code}\n",
+            &url,
+        ]);
+        assert_eq!(line(&out, "code"), "502", "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains("transfer coding other than chunked"),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(!out.stdout.contains("up:/gzip-te:"), "{mode:?}: {out:#?}");
+        up.finish();
     });
 }

@@ -33,7 +33,9 @@ use super::events::{CloseOnDrop, Conn};
 use super::framing::{
     ascii_shape, encode_non_ascii, target_span, Checked, HeadGuard, HeadLog, MAX_HEAD,
 };
-use super::inspect::{box_error, strip_hop_by_hop, text_response, BoxError, ProxyBody};
+use super::inspect::{
+    box_error, has_coding_but, strip_hop_by_hop, text_response, BoxError, ProxyBody,
+};
 use super::{Allowed, Denial, Gate, Proxy};
 use crate::audit::Proto;
 use crate::net::Counted;
@@ -318,6 +320,18 @@ impl<G: Gate> Proxy<G> {
             }
         })?;
         let (mut parts, body) = resp.into_parts();
+        // hyper undoes chunked alone, and Transfer-Encoding is one hop's:
+        // a body still in another transfer coding (`gzip, chunked`) would
+        // reach the client with nothing saying how it is coded.
+        if has_coding_but(&parts.headers, header::TRANSFER_ENCODING, b"chunked") {
+            return Err(text(
+                StatusCode::BAD_GATEWAY,
+                format!(
+                    "cordon: the response of {}:{} has a transfer coding other than chunked, which cordon does not relay\n",
+                    to.host, to.port
+                ),
+            ));
+        }
         let upstream_closes = closes_after(parts.version, &parts.headers);
         strip_hop_by_hop(&mut parts.headers);
         if upstream_closes {

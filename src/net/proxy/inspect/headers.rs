@@ -46,6 +46,22 @@ pub(in crate::net::proxy) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
+/// Whether a value of the coding header `name` names any coding but
+/// `keep` (`chunked` for Transfer-Encoding, `identity` for
+/// Content-Encoding): bytes the proxy would pass on still coded.
+pub(in crate::net::proxy) fn has_coding_but(
+    headers: &HeaderMap,
+    name: HeaderName,
+    keep: &[u8],
+) -> bool {
+    headers.get_all(name).iter().any(|v| {
+        v.as_bytes()
+            .split(|b| *b == b',')
+            .map(<[u8]>::trim_ascii)
+            .any(|t| !t.is_empty() && !t.eq_ignore_ascii_case(keep))
+    })
+}
+
 /// Applies `swaps` to every header (or trailer) value; the Basic forms it
 /// swaps are added to `learned`.
 pub(super) fn swap_headers(

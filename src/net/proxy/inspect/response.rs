@@ -12,7 +12,7 @@ use super::body::{
     box_error, collect_capped, exact_len, text_response, ProxyBody, SwapBody, Whole,
 };
 use super::budget::BODY_CAP;
-use super::headers::{strip_hop_by_hop, swap_headers};
+use super::headers::{has_coding_but, strip_hop_by_hop, swap_headers};
 use super::session::Session;
 use super::Refusal;
 use crate::audit::Door;
@@ -32,14 +32,7 @@ impl Session {
         // Any coding but identity in any Content-Encoding value, or any
         // transfer coding but chunked (hyper decodes only that one, and
         // the header is not passed on), hides bytes from the mask.
-        let coded = |name, keep: &[u8]| {
-            parts.headers.get_all(name).iter().any(|v| {
-                v.as_bytes()
-                    .split(|b| *b == b',')
-                    .map(<[u8]>::trim_ascii)
-                    .any(|t| !t.is_empty() && !t.eq_ignore_ascii_case(keep))
-            })
-        };
+        let coded = |name, keep: &[u8]| has_coding_but(&parts.headers, name, keep);
         let compressed = if coded(header::TRANSFER_ENCODING, b"chunked") {
             Some("Transfer-Encoding")
         } else if injected && coded(header::CONTENT_ENCODING, b"identity") {
