@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::credentials::env::{EnvFilter, Removal};
 use crate::policy::env::SECRET_PATTERNS;
 use crate::policy::host::{HostPattern, HostRule};
-use crate::policy::keys::{self, Key};
+use crate::policy::keys::{self, Door};
 use crate::policy::load::join_ports;
 use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
 
@@ -97,22 +97,7 @@ pub fn render_text(policy: &Policy) -> String {
         note: view.network.proxy.clone(),
         source: Source::Builtin.to_string(),
     });
-    lines.push(Line::Row {
-        what: "ports".to_string(),
-        note: format!(
-            "{}: what rules without :PORT allow",
-            (keys::PORTS.show)(&view.network.ports.ports)
-        ),
-        source: view.network.ports.from.clone(),
-    });
-    lines.push(Line::Row {
-        what: "max connections".to_string(),
-        note: format!(
-            "{} at once through the proxy; more are refused",
-            view.network.max_connections.value
-        ),
-        source: view.network.max_connections.from.clone(),
-    });
+    lines.extend(settings_rows(policy, Door::Network));
     lines.push(Line::Row {
         what: "loopback, private, metadata, ...".to_string(),
         note: "refused unless a rule names the address".to_string(),
@@ -210,41 +195,7 @@ pub fn render_text(policy: &Policy) -> String {
     }
 
     lines.push(heading("limits"));
-    let l = &view.limits;
-    lines.push(Line::Row {
-        what: "max_procs".to_string(),
-        note: format!("{} tasks", l.max_procs.value),
-        source: l.max_procs.from.clone(),
-    });
-    lines.push(Line::Row {
-        what: "max_tmp".to_string(),
-        note: format!("{} in {PRIVATE_TMP}", l.max_tmp.human),
-        source: l.max_tmp.from.clone(),
-    });
-    lines.push(match &l.max_memory {
-        Some(m) => Line::Row {
-            what: "max_memory".to_string(),
-            note: m.human.clone(),
-            source: m.from.clone(),
-        },
-        None => Line::Row {
-            what: "max_memory".to_string(),
-            note: "none".to_string(),
-            source: Source::Builtin.to_string(),
-        },
-    });
-    lines.push(match &l.timeout {
-        Some(t) => Line::Row {
-            what: "timeout".to_string(),
-            note: t.human.clone(),
-            source: t.from.clone(),
-        },
-        None => Line::Row {
-            what: "timeout".to_string(),
-            note: "none".to_string(),
-            source: Source::Builtin.to_string(),
-        },
-    });
+    lines.extend(settings_rows(policy, Door::Limits));
 
     lines.push(heading("audit"));
     lines.push(Line::Row {
@@ -298,7 +249,8 @@ struct View {
     /// TLS inspection, HTTP rules, injected credentials.
     inspection: InspectionView,
     credentials: CredentialsView,
-    limits: LimitsView,
+    /// The limits, by name.
+    limits: Settings,
     audit: AuditView,
     layers: Vec<LayerView>,
 }
@@ -359,8 +311,6 @@ struct NetworkView {
     route_out: String,
     /// Whether the proxy enforces the rules yet.
     proxy: String,
-    /// Ports that allow rules without `:PORT` admit.
-    ports: PortsView,
     /// What resolved addresses are refused unless a rule names them.
     special_addresses: String,
     allow: Vec<RuleView>,
@@ -368,8 +318,10 @@ struct NetworkView {
     /// The host's own loopback ports opened with `host.cordon.internal:PORT`.
     host_internal: Vec<HostInternalView>,
     local_ports: Vec<PortView>,
-    /// Proxy connections served at once.
-    max_connections: CountView,
+    /// The settings of one row each (ports that allow rules without
+    /// `:PORT` admit, proxy connections served at once, ...), by name.
+    #[serde(flatten)]
+    settings: Settings,
     /// Host UNIX sockets programs inside may connect to.
     unix_sockets: Vec<UnixSocketView>,
 }
@@ -380,13 +332,6 @@ struct UnixSocketView {
     path: String,
     /// Set when the socket is a known way to root on the host.
     warning: Option<String>,
-    source: Source,
-    from: String,
-}
-
-#[derive(Serialize)]
-struct PortsView {
-    ports: Vec<u16>,
     source: Source,
     from: String,
 }
@@ -530,35 +475,39 @@ impl EnvPatternView {
     }
 }
 
-#[derive(Serialize)]
-struct CountView {
-    value: u64,
-    source: Source,
-    from: String,
+/// The settings of a door that show as one row each ([`Explain::Row`]),
+/// by name: the value's fields and its source, or null when unset.
+type Settings = serde_json::Map<String, serde_json::Value>;
+
+/// The JSON of the one-row settings in `door`.
+fn settings(policy: &Policy, door: Door) -> Settings {
+    keys::in_door(door)
+        .filter_map(|key| {
+            let shown = key.row(policy)?;
+            let value = shown.json.map_or(serde_json::Value::Null, |fields| {
+                let mut map: Settings = fields
+                    .into_iter()
+                    .map(|(name, v)| (name.to_string(), v))
+                    .collect();
+                map.insert("source".to_string(), serde_json::json!(shown.source));
+                map.insert("from".to_string(), shown.source.to_string().into());
+                serde_json::Value::Object(map)
+            });
+            Some((key.about().name.to_string(), value))
+        })
+        .collect()
 }
 
-#[derive(Serialize)]
-struct SizeView {
-    bytes: u64,
-    human: String,
-    source: Source,
-    from: String,
-}
-
-#[derive(Serialize)]
-struct DurationView {
-    seconds: f64,
-    human: String,
-    source: Source,
-    from: String,
-}
-
-#[derive(Serialize)]
-struct LimitsView {
-    max_procs: CountView,
-    max_tmp: SizeView,
-    max_memory: Option<SizeView>,
-    timeout: Option<DurationView>,
+/// The text rows of the one-row settings in `door`.
+fn settings_rows(policy: &Policy, door: Door) -> impl Iterator<Item = Line> + '_ {
+    keys::in_door(door).filter_map(move |key| {
+        let shown = key.row(policy)?;
+        Some(Line::Row {
+            what: shown.label.to_string(),
+            note: shown.note,
+            source: shown.source.to_string(),
+        })
+    })
 }
 
 #[derive(Serialize)]
@@ -568,16 +517,6 @@ struct LayerView {
     degraded_allowed_by: Vec<Source>,
     #[serde(skip)]
     degraded_allowed_by_text: Vec<String>,
-}
-
-/// A size setting as its declaration `key` shows it.
-fn size_view(key: &Key<u64>, s: &Sourced<u64>) -> SizeView {
-    SizeView {
-        bytes: s.value,
-        human: (key.show)(&s.value),
-        source: s.source.clone(),
-        from: s.source.to_string(),
-    }
 }
 
 impl View {
@@ -686,11 +625,6 @@ impl View {
                 crate::net::inside::HTTP_PORT,
                 crate::net::inside::SOCKS_PORT
             ),
-            ports: PortsView {
-                ports: hosts.ports.value.clone(),
-                source: hosts.ports.source.clone(),
-                from: hosts.ports.source.to_string(),
-            },
             special_addresses: "loopback, private, shared (CGNAT), link-local, cloud metadata, multicast, documentation and other special ranges, their IPv4-mapped, NAT64, 6to4 and Teredo forms, and the host's own addresses: refused after resolution unless an allow rule names the address or a range containing it".to_string(),
             allow: hosts
                 .allow
@@ -742,11 +676,7 @@ impl View {
                     })
                 })
                 .collect(),
-            max_connections: CountView {
-                value: policy.network.max_connections.value,
-                source: policy.network.max_connections.source.clone(),
-                from: policy.network.max_connections.source.to_string(),
-            },
+            settings: settings(policy, Door::Network),
         };
         let audit = AuditView {
             file: policy
@@ -795,25 +725,6 @@ impl View {
             },
         };
 
-        let limits_view = LimitsView {
-            max_procs: CountView {
-                value: limits.max_procs.value,
-                source: limits.max_procs.source.clone(),
-                from: limits.max_procs.source.to_string(),
-            },
-            max_tmp: size_view(&keys::MAX_TMP, &limits.max_tmp),
-            max_memory: limits
-                .max_memory
-                .as_ref()
-                .map(|m| size_view(&keys::MAX_MEMORY, m)),
-            timeout: limits.timeout.as_ref().map(|t| DurationView {
-                seconds: t.value.as_secs_f64(),
-                human: (keys::TIMEOUT.show)(&t.value),
-                source: t.source.clone(),
-                from: t.source.to_string(),
-            }),
-        };
-
         let layers = Layer::ALL
             .iter()
             .map(|&layer| {
@@ -844,7 +755,7 @@ impl View {
             network,
             inspection: InspectionView::of(&policy.inspection),
             credentials,
-            limits: limits_view,
+            limits: settings(policy, Door::Limits),
             audit,
             layers,
         }

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use super::readers::{count, last, number, one};
-use super::{About, Flag, FlagType, Key, Merge, Read, Widens};
+use serde_json::json;
+
+use super::{About, Door, Explain, Flag, FlagType, Key, Merge, Read, Row, Widens};
 use crate::policy::load::values::{self, check_procs, human_duration, human_size};
 use crate::policy::{Policy, Sourced};
 
@@ -34,6 +36,12 @@ pub static MAX_PROCS: Key<u64> = Key {
         word: "more",
     },
     show: u64::to_string,
+    explain: Explain::Row(Row {
+        door: Door::Limits,
+        label: "",
+        note: "{} tasks",
+        json: |v| vec![("value", json!(v))],
+    }),
 };
 
 /// `limits.max_tmp`: size string (`"512M"`) or integer bytes. Size of the
@@ -47,6 +55,7 @@ pub static MAX_TMP: Key<u64> = size_key(
         FlagType::Text,
     ),
     ["\"512M\"", "\"2G\""],
+    "{} in /tmp",
     |p| Some(&p.limits.max_tmp),
     |p, v| p.limits.max_tmp = v,
 );
@@ -62,6 +71,7 @@ pub static MAX_MEMORY: Key<u64> = size_key(
         FlagType::Text,
     ),
     ["\"4G\"", "\"16G\""],
+    "{}",
     |p| p.limits.max_memory.as_ref(),
     |p, v| p.limits.max_memory = Some(v),
 );
@@ -70,6 +80,7 @@ const fn size_key(
     name: &'static str,
     flag: Option<Flag>,
     examples: [&'static str; 2],
+    note: &'static str,
     get: fn(&Policy) -> Option<&Sourced<u64>>,
     set: fn(&mut Policy, Sourced<u64>),
 ) -> Key<u64> {
@@ -94,6 +105,12 @@ const fn size_key(
             word: "more",
         },
         show: |v| human_size(*v),
+        explain: Explain::Row(Row {
+            door: Door::Limits,
+            label: "",
+            note,
+            json: |v| vec![("bytes", json!(v)), ("human", json!(human_size(*v)))],
+        }),
     }
 }
 
@@ -129,4 +146,15 @@ pub static TIMEOUT: Key<Duration> = Key {
         word: "longer",
     },
     show: |v| human_duration(*v),
+    explain: Explain::Row(Row {
+        door: Door::Limits,
+        label: "",
+        note: "{}",
+        json: |v| {
+            vec![
+                ("seconds", json!(v.as_secs_f64())),
+                ("human", json!(human_duration(*v))),
+            ]
+        },
+    }),
 };
