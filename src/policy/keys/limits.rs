@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::readers::{count, last, number, one};
 use serde_json::json;
 
-use super::{About, Door, Explain, Flag, FlagType, Key, Merge, Read, Row, Widens};
+use super::{About, Explain, Flag, FlagType, Key, Merge, Read, Row, Widens};
 use crate::policy::load::values::{self, check_procs, human_duration, human_size};
 use crate::policy::{Policy, Sourced};
 
@@ -37,7 +37,6 @@ pub static MAX_PROCS: Key<u64> = Key {
     },
     show: u64::to_string,
     explain: Explain::Row(Row {
-        door: Door::Limits,
         label: "",
         note: "{} tasks",
         json: |v| vec![("value", json!(v))],
@@ -106,7 +105,6 @@ const fn size_key(
         },
         show: |v| human_size(*v),
         explain: Explain::Row(Row {
-            door: Door::Limits,
             label: "",
             note,
             json: |v| vec![("bytes", json!(v)), ("human", json!(human_size(*v)))],
@@ -147,7 +145,6 @@ pub static TIMEOUT: Key<Duration> = Key {
     },
     show: |v| human_duration(*v),
     explain: Explain::Row(Row {
-        door: Door::Limits,
         label: "",
         note: "{}",
         json: |v| {

@@ -77,8 +77,9 @@ pub struct Key<V: 'static> {
 
 /// How `cordon explain` shows a key.
 pub enum Explain<V: 'static> {
-    /// One row among its door's settings, built from the declaration
-    /// alone: a key declared so appears in `explain` with no other edit.
+    /// One row among its section's settings, built from the declaration
+    /// alone: a key declared so appears in `explain` (text and JSON, under
+    /// its section and name) with no other edit.
     Row(Row<V>),
     /// A door's own rendering, for values that need more than one row
     /// (resolved paths, host rules, the environment scrub): `explain`
@@ -90,8 +91,6 @@ pub enum Explain<V: 'static> {
 /// A [`Merge::Replace`] key only (one value in force); when none is in
 /// force the row says `none` and comes from the built-in defaults.
 pub struct Row<V: 'static> {
-    /// The door whose settings list it.
-    pub door: Door,
     /// The first column (the key's name when empty).
     pub label: &'static str,
     /// The note; `{}` stands for the value as [`Key::show`] gives it.
@@ -100,7 +99,8 @@ pub struct Row<V: 'static> {
     pub json: fn(&V) -> Vec<(&'static str, serde_json::Value)>,
 }
 
-/// A door, or a part of one, as `cordon explain` lays it out.
+/// A part of a door that `cordon explain` renders on its own, where that
+/// door's lines stand; each names the one key whose values it shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Door {
     /// The writable paths.
@@ -113,8 +113,6 @@ pub enum Door {
     Protected,
     /// The paths re-allowed for reading.
     ReAllowed,
-    /// The network door's settings (one row each).
-    Network,
     /// The sandbox's own loopback ports.
     LocalPorts,
     /// The host UNIX sockets reachable inside.
@@ -139,8 +137,6 @@ pub enum Door {
     EnvKeep,
     /// Whether the environment starts empty.
     EnvClear,
-    /// The limits (one row each).
-    Limits,
     /// The audit log.
     Audit,
     /// The layers cordon may run without.
@@ -337,8 +333,9 @@ pub trait Declared: Sync {
     fn widens(&self) -> WidensKind;
     /// Whether layers append to it (else they replace it).
     fn appends(&self) -> bool;
-    /// The door of `cordon explain` that shows it.
-    fn door(&self) -> Door;
+    /// The part of a door `cordon explain` renders it in; `None` for a
+    /// key shown as a row of its section ([`Explain::Row`]).
+    fn door(&self) -> Option<Door>;
     /// Its row in `cordon explain` for `policy`, when it declares one
     /// ([`Explain::Row`]).
     fn row<'p>(&self, policy: &'p Policy) -> Option<Shown<'p>>;
@@ -401,7 +398,7 @@ pub fn by_flag(flag: &str) -> Option<&'static dyn Declared> {
 
 /// The keys `cordon explain` shows in `door`, in declaration order.
 pub fn in_door(door: Door) -> impl Iterator<Item = &'static dyn Declared> {
-    KEYS.iter().copied().filter(move |k| k.door() == door)
+    KEYS.iter().copied().filter(move |k| k.door() == Some(door))
 }
 
 /// The keys of `section`, in declaration order.
@@ -433,10 +430,10 @@ impl<V: 'static> Declared for Key<V> {
         matches!(self.merge, Merge::Append(_))
     }
 
-    fn door(&self) -> Door {
+    fn door(&self) -> Option<Door> {
         match &self.explain {
-            Explain::Row(row) => row.door,
-            Explain::Door(door) => *door,
+            Explain::Row(_) => None,
+            Explain::Door(door) => Some(*door),
         }
     }
 

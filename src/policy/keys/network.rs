@@ -130,7 +130,6 @@ pub static PORTS: Key<Vec<u16>> = Key {
     },
     show: |v| join_ports(v),
     explain: Explain::Row(Row {
-        door: Door::Network,
         label: "",
         note: "{}: what rules without :PORT allow",
         json: |v| vec![("ports", json!(v))],
@@ -167,7 +166,6 @@ pub static MAX_CONNECTIONS: Key<u64> = Key {
     },
     show: u64::to_string,
     explain: Explain::Row(Row {
-        door: Door::Network,
         label: "max connections",
         note: "{} at once through the proxy; more are refused",
         json: |v| vec![("value", json!(v))],
