@@ -1175,43 +1175,12 @@ fn render_lines(lines: &[Line]) -> String {
 mod tests {
     use super::*;
     use crate::policy::load::flags::given;
-    use crate::policy::load::{load, EnvFacts, FlagValue, LoadRequest};
+    use crate::policy::load::tests::Fx;
+    use crate::policy::load::{load, FlagValue};
     use std::fs;
 
-    struct Fixture {
-        _dir: tempfile::TempDir,
-        home: PathBuf,
-        project: PathBuf,
-    }
-
-    fn fixture() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let home = root.join("home");
-        let project = root.join("proj");
-        fs::create_dir_all(home.join(".config")).unwrap();
-        fs::create_dir_all(&project).unwrap();
-        Fixture {
-            _dir: dir,
-            home,
-            project,
-        }
-    }
-
-    fn policy(fx: &Fixture, flags: Vec<FlagValue>) -> Policy {
-        load(&LoadRequest {
-            cwd: fx.project.clone(),
-            project: None,
-            policy_files: Vec::new(),
-            flags,
-            env: EnvFacts {
-                home: fx.home.clone(),
-                passwd_home: None,
-                xdg_config_home: fx.home.join(".config"),
-                xdg_state_home: fx.home.join(".local/state"),
-            },
-        })
-        .unwrap()
+    fn policy(fx: &Fx, flags: Vec<FlagValue>) -> Policy {
+        load(&fx.req(flags)).unwrap()
     }
 
     /// The line of `text` that contains every one of `parts`.
@@ -1223,7 +1192,7 @@ mod tests {
 
     #[test]
     fn default_text_names_sources() {
-        let fx = fixture();
+        let fx = Fx::new();
         let p = policy(&fx, Vec::new());
         let text = render_text(&p);
         let project = fx.project.display().to_string();
@@ -1268,7 +1237,7 @@ mod tests {
 
     #[test]
     fn audit_log_and_connection_cap() {
-        let fx = fixture();
+        let fx = Fx::new();
         let p = policy(&fx, Vec::new());
         let text = render_text(&p);
         let default = fx.home.join(".local/state/cordon/audit.jsonl");
@@ -1297,7 +1266,7 @@ mod tests {
 
     #[test]
     fn flags_show_as_their_sources() {
-        let fx = fixture();
+        let fx = Fx::new();
         let flags = given(&[
             ("--allow-write", &["/var/tmp/build"]),
             ("--allow-read", &["~/.npmrc", "~/.config/gh/hosts.yml"]),
@@ -1336,7 +1305,7 @@ mod tests {
 
     #[test]
     fn json_has_the_same_content() {
-        let fx = fixture();
+        let fx = Fx::new();
         let flags = given(&[
             ("--allow-read", &["~/.npmrc"]),
             ("--max-memory", &["8G"]),
@@ -1375,15 +1344,11 @@ mod tests {
 
     #[test]
     fn inspection_rules_and_injected_names_never_values() {
-        let fx = fixture();
-        let user = fx.home.join(".config/cordon");
-        fs::create_dir_all(&user).unwrap();
-        fs::write(
-            user.join("config.toml"),
+        let fx = Fx::new();
+        let user = fx.write_user(
             "[[network.rules]]\nhost = \"api.github.com\"\nmethods = [\"GET\"]\npaths = [\"/repos/**\"]\n\
              [[credentials.inject]]\nenv = \"CORDON_EXPLAIN_TEST_TOKEN\"\nhosts = [\"api.github.com\"]\n",
-        )
-        .unwrap();
+        );
         let flags = given(&[
             ("--inspect", &["127.0.0.1"]),
             ("--no-inspect", &["pinned.example"]),
@@ -1418,19 +1383,15 @@ mod tests {
             "api.github.com GET /repos/**"
         );
         // Off by default, and says how to turn it on.
-        fs::remove_file(user.join("config.toml")).unwrap();
+        fs::remove_file(user).unwrap();
         let text = render_text(&policy(&fx, Vec::new()));
         line_with(&text, &["off: add --inspect HOST"]);
     }
 
     #[test]
     fn network_rules_with_sources() {
-        let fx = fixture();
-        fs::write(
-            fx.project.join("cordon.toml"),
-            "[network]\ndeny = [\"upload.example.com\", \"*.evil.test:8080\"]\n",
-        )
-        .unwrap();
+        let fx = Fx::new();
+        fx.write_project("[network]\ndeny = [\"upload.example.com\", \"*.evil.test:8080\"]\n");
         let flags = given(&[
             (
                 "--allow-domain",
@@ -1533,7 +1494,7 @@ mod tests {
 
     #[test]
     fn network_defaults_in_json() {
-        let fx = fixture();
+        let fx = Fx::new();
         let json = render_json(&policy(&fx, Vec::new()));
         let net = &json["network"];
         assert_eq!(net["allow"], serde_json::json!([]));
@@ -1545,12 +1506,8 @@ mod tests {
 
     #[test]
     fn project_file_lines_name_the_file() {
-        let fx = fixture();
-        fs::write(
-            fx.project.join("cordon.toml"),
-            "[files]\ndeny_write = [\"./vendor\"]\nprotect = [\".github/workflows\"]\n[limits]\ntimeout = \"2h\"\n",
-        )
-        .unwrap();
+        let fx = Fx::new();
+        fx.write_project("[files]\ndeny_write = [\"./vendor\"]\nprotect = [\".github/workflows\"]\n[limits]\ntimeout = \"2h\"\n");
         let p = policy(&fx, Vec::new());
         let text = render_text(&p);
         let source = format!("project {}", fx.project.join("cordon.toml").display());

@@ -57,7 +57,10 @@ fn flag_args(key: &dyn Declared, value: &str) -> Option<Vec<String>> {
     }
     Some(match flag.takes {
         Takes::CommaList(_) => vec![flag.long(), values.join(",")],
-        _ => values.iter().flat_map(|v| [flag.long(), v.clone()]).collect(),
+        _ => values
+            .iter()
+            .flat_map(|v| [flag.long(), v.clone()])
+            .collect(),
     })
 }
 

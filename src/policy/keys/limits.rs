@@ -6,7 +6,7 @@ use super::readers::{count, last, number, one};
 use serde_json::json;
 
 use super::{About, Explain, Flag, FlagType, Key, Merge, Read, Row, Widens};
-use crate::policy::load::values::{self, check_procs, human_duration, human_size};
+use crate::policy::load::values::{self, at_least_one, human_duration, human_size};
 use crate::policy::{Policy, Sourced};
 
 /// `limits.max_procs`: integer, at least 1. Most tasks alive at once.
@@ -24,8 +24,8 @@ pub static MAX_PROCS: Key<u64> = Key {
         examples: ["100", "100000"],
     },
     read: Read {
-        file: |f, n| f.scalar(n, |v| count(v, check_procs)),
-        strings: |raw, _| last(raw).and_then(number).and_then(check_procs),
+        file: |f, n| f.scalar(n, |v| count(v, at_least_one)),
+        strings: |raw, _| last(raw).and_then(number).and_then(at_least_one),
     },
     merge: Merge::Replace {
         get: |p| Some(&p.limits.max_procs),
@@ -95,7 +95,7 @@ const fn size_key(
             strings: |raw, _| {
                 last(raw)
                     .and_then(values::parse_size)
-                    .and_then(values::nonzero_size)
+                    .and_then(values::nonzero)
             },
         },
         merge: Merge::Replace { get, set },
@@ -132,7 +132,7 @@ pub static TIMEOUT: Key<Duration> = Key {
         strings: |raw, _| {
             last(raw)
                 .and_then(values::parse_duration)
-                .and_then(values::nonzero_duration)
+                .and_then(values::nonzero)
         },
     },
     merge: Merge::Replace {
