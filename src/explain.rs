@@ -23,8 +23,8 @@ const MAX_NOTE_WIDTH: usize = 48;
 /// The effective policy as text: one section per door, then limits and
 /// layers; every line ends with where it came from. Each section shows the
 /// keys declared in it ([`keys::KEYS`]): a door's own rendering for a key
-/// declared with one ([`Explain::Door`]), a row from the declaration for the
-/// others ([`Explain::Row`]).
+/// declared with one ([`keys::Explain::Door`]), a row from the declaration for the
+/// others ([`keys::Explain::Row`]).
 pub fn render_text(policy: &Policy) -> String {
     let view = View::of(policy);
     let mut text = Text {

@@ -4,12 +4,15 @@
 //! its command-line flag, how its value is read from a file and from
 //! strings, where it lands in the [`Policy`] and how layers merge it
 //! ([`Merge`]), what an untrusted project file may not do with it
-//! ([`Widens`]), and how a value is shown. The loader (files, flags,
+//! ([`Widens`]), how a value is shown, and where `cordon explain` shows
+//! it ([`Explain`]: a row built from the declaration, or a door's own
+//! rendering). The loader (files, flags,
 //! layering, the trust rule, the unknown-key lists), the command line and
 //! `cordon explain` read these declarations, and so can an importer of
 //! another tool's settings ([`find`], then
 //! [`super::load::apply`]). A new setting is one entry in [`KEYS`]; the
-//! trust test in `load` covers it without anyone remembering.
+//! trust test in `load` and `tests/explain_keys.rs` (every key shows in
+//! `explain`, text and JSON) cover it without anyone remembering.
 
 /// A key whose value is a list of strings, each read by `$entry`: from a
 /// file's array of strings, or from strings.
