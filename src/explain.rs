@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::credentials::env::{EnvFilter, Removal};
 use crate::policy::env::SECRET_PATTERNS;
 use crate::policy::host::{HostPattern, HostRule};
-use crate::policy::keys::{self, Key};
+use crate::policy::keys::{self, About, Door};
 use crate::policy::load::join_ports;
 use crate::policy::{Layer, PathPattern, Policy, Source, Sourced};
 
@@ -21,262 +21,407 @@ const MAX_WHAT_WIDTH: usize = 44;
 const MAX_NOTE_WIDTH: usize = 48;
 
 /// The effective policy as text: one section per door, then limits and
-/// layers; every line ends with where it came from.
+/// layers; every line ends with where it came from. Each section shows the
+/// keys declared in it ([`keys::KEYS`]): a door's own rendering for a key
+/// declared with one ([`keys::Explain::Door`]), a row from the declaration for the
+/// others ([`keys::Explain::Row`]).
 pub fn render_text(policy: &Policy) -> String {
     let view = View::of(policy);
-    let mut lines: Vec<Line> = Vec::new();
-    let heading = |s: &str| Line::Heading(s.to_string());
-    let group = |s: String| Line::Group(s);
+    let mut text = Text {
+        view: &view,
+        policy,
+        lines: vec![Line::Title(format!(
+            "Effective policy for {}",
+            policy.project.value.display()
+        ))],
+    };
 
-    lines.push(Line::Title(format!(
-        "Effective policy for {}",
-        policy.project.value.display()
-    )));
+    text.heading("files");
+    text.door(Door::Writable);
+    text.group("readable");
+    text.entries(&view.files.readable);
+    text.door(Door::Unreadable);
+    text.door(Door::ReadOnly);
+    text.door(Door::Protected);
+    text.settings("files");
 
-    lines.push(heading("files"));
-    lines.push(group("writable".to_string()));
-    lines.extend(view.files.writable.iter().map(Line::row));
-    lines.push(group("readable".to_string()));
-    lines.extend(view.files.readable.iter().map(Line::row));
-    lines.push(group(
-        "unreadable (credential stores: see below)".to_string(),
-    ));
-    if view.files.unreadable.is_empty() {
-        lines.push(Line::Text("nothing else".to_string()));
-    }
-    lines.extend(view.files.unreadable.iter().map(Line::row));
-    lines.push(group("read-only inside writable areas".to_string()));
-    lines.extend(view.files.read_only.iter().map(Line::row));
-    lines.push(group(
-        "protected: read-only, and not creatable, in the project and every git repository git would see in a writable area"
-            .to_string(),
-    ));
-    lines.extend(view.files.protected.iter().map(Line::row));
+    text.heading("network");
+    text.builtin("route out", &view.network.route_out);
+    text.door(Door::LocalPorts);
+    text.door(Door::UnixSockets);
+    text.builtin("proxy", &view.network.proxy);
+    text.settings("network");
+    text.builtin(
+        "loopback, private, metadata, ...",
+        "refused unless a rule names the address",
+    );
+    text.door(Door::HostAllow);
+    text.door(Door::HostDeny);
+    text.door(Door::Inspect);
+    text.door(Door::NoInspect);
+    text.door(Door::UpstreamCa);
+    text.door(Door::HttpRules);
 
-    lines.push(heading("network"));
-    lines.push(Line::Row {
-        what: "route out".to_string(),
-        note: view.network.route_out.clone(),
-        source: Source::Builtin.to_string(),
-    });
-    if view.network.local_ports.is_empty() {
-        lines.push(Line::Row {
-            what: "local ports".to_string(),
-            note: "none: nothing may bind or connect on TCP, even on lo".to_string(),
-            source: Source::Builtin.to_string(),
-        });
-    }
-    for port in &view.network.local_ports {
-        lines.push(Line::Row {
-            what: format!("local port {}", port.port),
-            note: "bind and connect on the sandbox's own lo".to_string(),
-            source: port.from.clone(),
-        });
+    text.heading("credentials");
+    text.door(Door::Inject);
+    text.homes();
+    text.door(Door::ReAllowed);
+    text.door(Door::EnvClear);
+    text.door(Door::EnvDeny);
+    text.door(Door::EnvKeep);
+    text.unset();
+    text.settings("credentials");
+
+    text.heading("limits");
+    text.settings("limits");
+
+    text.heading("audit");
+    text.door(Door::Audit);
+    text.settings("audit");
+
+    text.heading("layers");
+    text.door(Door::Layers);
+    text.settings("sandbox");
+
+    render_lines(&text.lines)
+}
+
+/// The text being built, from the view of the policy.
+struct Text<'v> {
+    view: &'v View,
+    policy: &'v Policy,
+    lines: Vec<Line>,
+}
+
+impl Text<'_> {
+    fn heading(&mut self, name: &str) {
+        self.lines.push(Line::Heading(name.to_string()));
     }
 
-    if view.network.unix_sockets.is_empty() {
-        lines.push(Line::Row {
-            what: "host UNIX sockets".to_string(),
-            note: "none reachable (sockets the sandbox makes itself work); add --allow-unix-socket PATH".to_string(),
-            source: Source::Builtin.to_string(),
-        });
+    fn group(&mut self, name: &str) {
+        self.lines.push(Line::Group(name.to_string()));
     }
-    for socket in &view.network.unix_sockets {
-        let note = match &socket.warning {
-            Some(w) => format!("reachable. WARNING: {w}"),
-            None => "reachable".to_string(),
-        };
-        lines.push(Line::Row {
-            what: format!("host UNIX socket {}", socket.path),
-            note,
-            source: socket.from.clone(),
-        });
+
+    fn text(&mut self, text: &str) {
+        self.lines.push(Line::Text(text.to_string()));
     }
-    lines.push(Line::Row {
-        what: "proxy".to_string(),
-        note: view.network.proxy.clone(),
-        source: Source::Builtin.to_string(),
-    });
-    lines.push(Line::Row {
-        what: "ports".to_string(),
-        note: format!(
-            "{}: what rules without :PORT allow",
-            (keys::PORTS.show)(&view.network.ports.ports)
-        ),
-        source: view.network.ports.from.clone(),
-    });
-    lines.push(Line::Row {
-        what: "max connections".to_string(),
-        note: format!(
-            "{} at once through the proxy; more are refused",
-            view.network.max_connections.value
-        ),
-        source: view.network.max_connections.from.clone(),
-    });
-    lines.push(Line::Row {
-        what: "loopback, private, metadata, ...".to_string(),
-        note: "refused unless a rule names the address".to_string(),
-        source: Source::Builtin.to_string(),
-    });
-    lines.push(group("allowed hosts (deny beats allow)".to_string()));
-    if view.network.allow.is_empty() {
-        lines.push(Line::Text(
-            "none: add --allow-domain HOST, or [network] allow = [\"HOST\"]".to_string(),
-        ));
+
+    /// `text` when `entries` is empty.
+    fn when_empty<T>(&mut self, entries: &[T], text: &str) {
+        if entries.is_empty() {
+            self.text(text);
+        }
     }
-    lines.extend(view.network.allow.iter().map(RuleView::line));
-    lines.push(group("denied hosts".to_string()));
-    if view.network.deny.is_empty() {
-        lines.push(Line::Text("none".to_string()));
+
+    fn row(&mut self, what: String, note: String, source: String) {
+        self.lines.push(Line::Row { what, note, source });
     }
-    lines.extend(view.network.deny.iter().map(RuleView::line));
-    let (inspection, injected) = view.inspection.lines();
-    lines.extend(inspection);
-    lines.push(heading("credentials"));
-    lines.extend(injected);
-    for home in &view.credentials.homes {
-        lines.push(group(format!("unreadable under {}", home.home)));
-        for entry in &home.entries {
-            let note = entry
-                .re_allowed_by
-                .iter()
-                .map(|r| {
-                    if r.partly {
-                        format!("partly re-allowed by {} ({})", r.from, r.pattern)
-                    } else {
-                        format!("re-allowed by {}", r.from)
+
+    /// A row of cordon's own.
+    fn builtin(&mut self, what: &str, note: &str) {
+        self.row(
+            what.to_string(),
+            note.to_string(),
+            Source::Builtin.to_string(),
+        );
+    }
+
+    fn entries(&mut self, entries: &[Entry]) {
+        self.lines.extend(entries.iter().map(Line::row));
+    }
+
+    /// The rows of the keys of `section` declared as one row each.
+    fn settings(&mut self, section: &str) {
+        for key in keys::in_section(section) {
+            if let Some(shown) = key.row(self.policy) {
+                self.row(
+                    shown.label.to_string(),
+                    shown.note,
+                    shown.source.to_string(),
+                );
+            }
+        }
+    }
+
+    /// The lines of `door`, for each key declared to show in it.
+    fn door(&mut self, door: Door) {
+        for key in keys::in_door(door) {
+            self.door_lines(door, key.about());
+        }
+    }
+
+    /// A door's own rendering of the key `about` names.
+    fn door_lines(&mut self, door: Door, about: &About) {
+        let view = self.view;
+        match door {
+            Door::Writable => {
+                self.group("writable");
+                self.entries(&view.files.writable);
+            }
+            Door::Unreadable => {
+                self.group("unreadable (credential stores: see below)");
+                self.when_empty(&view.files.unreadable, "nothing else");
+                self.entries(&view.files.unreadable);
+            }
+            Door::ReadOnly => {
+                self.group("read-only inside writable areas");
+                self.entries(&view.files.read_only);
+            }
+            Door::Protected => {
+                self.group("protected: read-only, and not creatable, in the project and every git repository git would see in a writable area");
+                self.entries(&view.files.protected);
+            }
+            Door::LocalPorts => {
+                if view.network.local_ports.is_empty() {
+                    self.builtin(
+                        "local ports",
+                        "none: nothing may bind or connect on TCP, even on lo",
+                    );
+                }
+                for port in &view.network.local_ports {
+                    self.row(
+                        format!("local port {}", port.port),
+                        "bind and connect on the sandbox's own lo".to_string(),
+                        port.from.clone(),
+                    );
+                }
+            }
+            Door::UnixSockets => {
+                if view.network.unix_sockets.is_empty() {
+                    let note = format!(
+                        "none reachable (sockets the sandbox makes itself work); add {}",
+                        usage(about)
+                    );
+                    self.builtin("host UNIX sockets", &note);
+                }
+                for socket in &view.network.unix_sockets {
+                    let note = match &socket.warning {
+                        Some(w) => format!("reachable. WARNING: {w}"),
+                        None => "reachable".to_string(),
+                    };
+                    self.row(
+                        format!("host UNIX socket {}", socket.path),
+                        note,
+                        socket.from.clone(),
+                    );
+                }
+            }
+            Door::HostAllow => {
+                self.group("allowed hosts (deny beats allow)");
+                self.when_empty(&view.network.allow, &format!("none: {}", how_to_add(about)));
+                self.lines
+                    .extend(view.network.allow.iter().map(RuleView::line));
+            }
+            Door::HostDeny => {
+                self.group("denied hosts");
+                self.when_empty(&view.network.deny, "none");
+                self.lines
+                    .extend(view.network.deny.iter().map(RuleView::line));
+            }
+            Door::Inspect => self.inspected(about),
+            Door::NoInspect => {
+                for e in &view.inspection.no_inspect {
+                    let note = format!("not inspected ({})", about.name);
+                    self.row(e.path.clone(), note, e.from.clone());
+                }
+            }
+            Door::UpstreamCa => {
+                for e in &view.inspection.upstream_ca {
+                    let note = "also trusted for upstream certificates".to_string();
+                    self.row(e.path.clone(), note, e.from.clone());
+                }
+            }
+            Door::HttpRules => {
+                if !view.inspection.rules.is_empty() {
+                    self.group("HTTP rules (host methods paths; a host with rules admits only what they name)");
+                    self.entries(&view.inspection.rules);
+                }
+            }
+            Door::Inject => {
+                self.group("injected (the sandbox sees a placeholder; the proxy swaps in the value for these hosts)");
+                self.when_empty(&view.inspection.inject, "nothing");
+                for i in &view.inspection.inject {
+                    let note = format!("to {} (value from {})", i.hosts.join(", "), i.value_from);
+                    self.row(i.env.clone(), note, i.from.clone());
+                }
+            }
+            Door::ReAllowed => {
+                self.group("re-allowed for reading");
+                self.when_empty(&view.credentials.re_allowed, "nothing");
+                self.entries(&view.credentials.re_allowed);
+            }
+            Door::EnvClear => {
+                let env = &view.credentials.env;
+                if env.clear {
+                    self.row(
+                        "environment".to_string(),
+                        "cleared: only the kept names below, TMPDIR and the proxy variables"
+                            .to_string(),
+                        env.clear_from.clone(),
+                    );
+                }
+            }
+            Door::EnvDeny => {
+                let env = &view.credentials.env;
+                if !env.clear {
+                    let (builtin, denied): (Vec<_>, Vec<_>) = env
+                        .patterns
+                        .iter()
+                        .partition(|p| p.source == Source::Builtin);
+                    let builtin: Vec<&str> = builtin.iter().map(|p| p.pattern.as_str()).collect();
+                    let note = format!("unset: {}", builtin.join(" "));
+                    self.builtin("secret-looking variables", &note);
+                    for p in denied {
+                        self.row(
+                            format!("variables {}", p.pattern),
+                            "unset".to_string(),
+                            p.from.clone(),
+                        );
                     }
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            lines.push(Line::Row {
-                what: entry.relative.clone(),
-                note,
-                source: entry.from.clone(),
-            });
+                }
+            }
+            Door::EnvKeep => {
+                for k in &view.credentials.env.kept {
+                    self.row(
+                        format!("variables {}", k.pattern),
+                        "kept".to_string(),
+                        k.from.clone(),
+                    );
+                }
+            }
+            Door::Audit => {
+                let note = match &view.audit.file {
+                    Some(file) => {
+                        format!("{file} (JSON lines, each authenticated by your audit key)")
+                    }
+                    None => format!(
+                        "off ({} {}): decisions are not recorded",
+                        about.flag_or_key(),
+                        (keys::AUDIT_FILE.show)(&None)
+                    ),
+                };
+                self.row("log".to_string(), note, view.audit.from.clone());
+            }
+            Door::Layers => {
+                for layer in &view.layers {
+                    let (note, source) = if layer.required {
+                        ("required".to_string(), Source::Builtin.to_string())
+                    } else {
+                        let by = layer.degraded_allowed_by_text.join("; ");
+                        (
+                            format!("may be skipped ({}, {by})", about.flag_or_key()),
+                            String::new(),
+                        )
+                    };
+                    self.row(layer.layer.to_string(), note, source);
+                }
+            }
         }
     }
-    lines.push(group("re-allowed for reading".to_string()));
-    if view.credentials.re_allowed.is_empty() {
-        lines.push(Line::Text("nothing".to_string()));
-    }
-    lines.extend(view.credentials.re_allowed.iter().map(Line::row));
-    let env = &view.credentials.env;
-    if env.clear {
-        lines.push(Line::Row {
-            what: "environment".to_string(),
-            note: "cleared: only the kept names below, TMPDIR and the proxy variables".to_string(),
-            source: env.clear_from.clone(),
-        });
-    } else {
-        let builtin: Vec<&str> = env
-            .patterns
+
+    /// The hosts whose TLS is inspected: those `about`'s key names, and
+    /// those that HTTP rules and injected secrets name.
+    fn inspected(&mut self, about: &About) {
+        let inspection = &self.view.inspection;
+        self.group("TLS inspection (a CA made for this sandbox, trusted inside; HTTP rules and injected credentials apply here)");
+        if inspection.inspect.is_empty()
+            && inspection.rules.is_empty()
+            && inspection.inject.is_empty()
+        {
+            self.text(&format!("off: {}", how_to_add(about)));
+        }
+        self.entries(&inspection.inspect);
+        // Hosts that rules and inject entries name are inspected anyway.
+        let rules = format!("[[{}]]", keys::HTTP_RULES.about.dotted());
+        let inject = format!("[[{}]]", keys::INJECT.about.dotted());
+        let named = inspection
+            .rules
             .iter()
-            .filter(|p| p.source == Source::Builtin)
-            .map(|p| p.pattern.as_str())
-            .collect();
-        lines.push(Line::Row {
-            what: "secret-looking variables".to_string(),
-            note: format!("unset: {}", builtin.join(" ")),
-            source: Source::Builtin.to_string(),
-        });
-        for p in env.patterns.iter().filter(|p| p.source != Source::Builtin) {
-            lines.push(Line::Row {
-                what: format!("variables {}", p.pattern),
-                note: "unset".to_string(),
-                source: p.from.clone(),
-            });
+            .map(|r| {
+                (
+                    r.path.split(' ').next().unwrap_or_default(),
+                    &rules,
+                    r.from.as_str(),
+                )
+            })
+            .chain(inspection.inject.iter().flat_map(|i| {
+                i.hosts
+                    .iter()
+                    .map(|h| (h.as_str(), &inject, i.from.as_str()))
+            }));
+        let mut implied: Vec<(&str, &String, &str)> = Vec::new();
+        for (host, by, from) in named {
+            let listed = inspection
+                .inspect
+                .iter()
+                .any(|e| e.path == host || e.path == "*");
+            if !listed && !implied.iter().any(|(h, _, _)| *h == host) {
+                implied.push((host, by, from));
+            }
+        }
+        for (host, by, from) in implied {
+            self.row(
+                host.to_string(),
+                format!("inspected: {by} names it"),
+                from.to_string(),
+            );
         }
     }
-    for k in &env.kept {
-        lines.push(Line::Row {
-            what: format!("variables {}", k.pattern),
-            note: "kept".to_string(),
-            source: k.from.clone(),
-        });
-    }
-    lines.push(group(
-        "unset in this environment (names only, never values)".to_string(),
-    ));
-    if env.unset.is_empty() {
-        lines.push(Line::Text("nothing".to_string()));
-    }
-    for r in &env.unset {
-        lines.push(Line::Row {
-            what: r.name.clone(),
-            note: format!("matches {}", r.rule),
-            source: r.source.to_string(),
-        });
-    }
 
-    lines.push(heading("limits"));
-    let l = &view.limits;
-    lines.push(Line::Row {
-        what: "max_procs".to_string(),
-        note: format!("{} tasks", l.max_procs.value),
-        source: l.max_procs.from.clone(),
-    });
-    lines.push(Line::Row {
-        what: "max_tmp".to_string(),
-        note: format!("{} in {PRIVATE_TMP}", l.max_tmp.human),
-        source: l.max_tmp.from.clone(),
-    });
-    lines.push(match &l.max_memory {
-        Some(m) => Line::Row {
-            what: "max_memory".to_string(),
-            note: m.human.clone(),
-            source: m.from.clone(),
-        },
-        None => Line::Row {
-            what: "max_memory".to_string(),
-            note: "none".to_string(),
-            source: Source::Builtin.to_string(),
-        },
-    });
-    lines.push(match &l.timeout {
-        Some(t) => Line::Row {
-            what: "timeout".to_string(),
-            note: t.human.clone(),
-            source: t.from.clone(),
-        },
-        None => Line::Row {
-            what: "timeout".to_string(),
-            note: "none".to_string(),
-            source: Source::Builtin.to_string(),
-        },
-    });
-
-    lines.push(heading("audit"));
-    lines.push(Line::Row {
-        what: "log".to_string(),
-        note: match &view.audit.file {
-            Some(file) => format!("{file} (JSON lines, each authenticated by your audit key)"),
-            None => "off (--audit none): decisions are not recorded".to_string(),
-        },
-        source: view.audit.from.clone(),
-    });
-
-    lines.push(heading("layers"));
-    for layer in &view.layers {
-        let (note, source) = if layer.required {
-            ("required".to_string(), Source::Builtin.to_string())
-        } else {
-            (
-                format!(
-                    "may be skipped (--allow-degraded, {})",
-                    layer.degraded_allowed_by_text.join("; ")
-                ),
-                String::new(),
-            )
-        };
-        lines.push(Line::Row {
-            what: layer.layer.to_string(),
-            note,
-            source,
-        });
+    /// The built-in credential entries under each home, with what re-allows them.
+    fn homes(&mut self) {
+        let view = self.view;
+        for home in &view.credentials.homes {
+            self.group(&format!("unreadable under {}", home.home));
+            for entry in &home.entries {
+                let note = entry
+                    .re_allowed_by
+                    .iter()
+                    .map(|r| {
+                        if r.partly {
+                            format!("partly re-allowed by {} ({})", r.from, r.pattern)
+                        } else {
+                            format!("re-allowed by {}", r.from)
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                self.row(entry.relative.clone(), note, entry.from.clone());
+            }
+        }
     }
 
-    render_lines(&lines)
+    /// The variables of this environment the command would not get.
+    fn unset(&mut self) {
+        let env = &self.view.credentials.env;
+        self.group("unset in this environment (names only, never values)");
+        self.when_empty(&env.unset, "nothing");
+        for r in &env.unset {
+            self.row(
+                r.name.clone(),
+                format!("matches {}", r.rule),
+                r.source.to_string(),
+            );
+        }
+    }
+}
+
+/// `--flag VALUE`: how to give the key `about` names on the command line.
+fn usage(about: &About) -> String {
+    match &about.flag {
+        Some(flag) => format!("{} {}", flag.long(), flag.value_name),
+        None => about.dotted(),
+    }
+}
+
+/// How to add a host to the key `about` names, by flag or in a file.
+fn how_to_add(about: &About) -> String {
+    format!(
+        "add {} HOST, or [{}] {} = [\"HOST\"]",
+        about.flag_or_key(),
+        about.section,
+        about.name
+    )
 }
 
 /// The effective policy as JSON: the same content as [`render_text`], as
@@ -298,9 +443,13 @@ struct View {
     /// TLS inspection, HTTP rules, injected credentials.
     inspection: InspectionView,
     credentials: CredentialsView,
-    limits: LimitsView,
+    /// The limits, by name.
+    limits: Settings,
     audit: AuditView,
     layers: Vec<LayerView>,
+    /// The sandbox section's one-row keys (none yet).
+    #[serde(skip_serializing_if = "Settings::is_empty")]
+    sandbox: Settings,
 }
 
 /// Where decisions are recorded.
@@ -310,6 +459,9 @@ struct AuditView {
     file: Option<String>,
     source: Source,
     from: String,
+    /// The section's one-row keys.
+    #[serde(flatten)]
+    settings: Settings,
 }
 
 /// One line: a path (or name), an optional note, its source.
@@ -343,6 +495,9 @@ struct FilesView {
     read_only: Vec<Entry>,
     /// Protected names, relative to the project and each git repository.
     protected: Vec<Entry>,
+    /// The section's one-row keys.
+    #[serde(flatten)]
+    settings: Settings,
 }
 
 #[derive(Serialize)]
@@ -359,8 +514,6 @@ struct NetworkView {
     route_out: String,
     /// Whether the proxy enforces the rules yet.
     proxy: String,
-    /// Ports that allow rules without `:PORT` admit.
-    ports: PortsView,
     /// What resolved addresses are refused unless a rule names them.
     special_addresses: String,
     allow: Vec<RuleView>,
@@ -368,8 +521,10 @@ struct NetworkView {
     /// The host's own loopback ports opened with `host.cordon.internal:PORT`.
     host_internal: Vec<HostInternalView>,
     local_ports: Vec<PortView>,
-    /// Proxy connections served at once.
-    max_connections: CountView,
+    /// The settings of one row each (ports that allow rules without
+    /// `:PORT` admit, proxy connections served at once, ...), by name.
+    #[serde(flatten)]
+    settings: Settings,
     /// Host UNIX sockets programs inside may connect to.
     unix_sockets: Vec<UnixSocketView>,
 }
@@ -380,13 +535,6 @@ struct UnixSocketView {
     path: String,
     /// Set when the socket is a known way to root on the host.
     warning: Option<String>,
-    source: Source,
-    from: String,
-}
-
-#[derive(Serialize)]
-struct PortsView {
-    ports: Vec<u16>,
     source: Source,
     from: String,
 }
@@ -496,6 +644,9 @@ struct CredentialsView {
     re_allowed: Vec<Entry>,
     /// The environment scrub.
     env: EnvView,
+    /// The section's one-row keys.
+    #[serde(flatten)]
+    settings: Settings,
 }
 
 /// Which of the caller's environment variables the command does not see.
@@ -530,35 +681,27 @@ impl EnvPatternView {
     }
 }
 
-#[derive(Serialize)]
-struct CountView {
-    value: u64,
-    source: Source,
-    from: String,
-}
+/// The keys of a section shown as one row each ([`keys::Explain::Row`]),
+/// by name: the value's fields and its source, or null when unset.
+type Settings = serde_json::Map<String, serde_json::Value>;
 
-#[derive(Serialize)]
-struct SizeView {
-    bytes: u64,
-    human: String,
-    source: Source,
-    from: String,
-}
-
-#[derive(Serialize)]
-struct DurationView {
-    seconds: f64,
-    human: String,
-    source: Source,
-    from: String,
-}
-
-#[derive(Serialize)]
-struct LimitsView {
-    max_procs: CountView,
-    max_tmp: SizeView,
-    max_memory: Option<SizeView>,
-    timeout: Option<DurationView>,
+/// The JSON of the one-row keys of `section`.
+fn settings(policy: &Policy, section: &str) -> Settings {
+    keys::in_section(section)
+        .filter_map(|key| {
+            let shown = key.row(policy)?;
+            let value = shown.json.map_or(serde_json::Value::Null, |fields| {
+                let mut map: Settings = fields
+                    .into_iter()
+                    .map(|(name, v)| (name.to_string(), v))
+                    .collect();
+                map.insert("source".to_string(), serde_json::json!(shown.source));
+                map.insert("from".to_string(), shown.source.to_string().into());
+                serde_json::Value::Object(map)
+            });
+            Some((key.about().name.to_string(), value))
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -568,16 +711,6 @@ struct LayerView {
     degraded_allowed_by: Vec<Source>,
     #[serde(skip)]
     degraded_allowed_by_text: Vec<String>,
-}
-
-/// A size setting as its declaration `key` shows it.
-fn size_view(key: &Key<u64>, s: &Sourced<u64>) -> SizeView {
-    SizeView {
-        bytes: s.value,
-        human: (key.show)(&s.value),
-        source: s.source.clone(),
-        from: s.source.to_string(),
-    }
 }
 
 impl View {
@@ -686,11 +819,6 @@ impl View {
                 crate::net::inside::HTTP_PORT,
                 crate::net::inside::SOCKS_PORT
             ),
-            ports: PortsView {
-                ports: hosts.ports.value.clone(),
-                source: hosts.ports.source.clone(),
-                from: hosts.ports.source.to_string(),
-            },
             special_addresses: "loopback, private, shared (CGNAT), link-local, cloud metadata, multicast, documentation and other special ranges, their IPv4-mapped, NAT64, 6to4 and Teredo forms, and the host's own addresses: refused after resolution unless an allow rule names the address or a range containing it".to_string(),
             allow: hosts
                 .allow
@@ -742,11 +870,7 @@ impl View {
                     })
                 })
                 .collect(),
-            max_connections: CountView {
-                value: policy.network.max_connections.value,
-                source: policy.network.max_connections.source.clone(),
-                from: policy.network.max_connections.source.to_string(),
-            },
+            settings: settings(policy, "network"),
         };
         let audit = AuditView {
             file: policy
@@ -757,6 +881,7 @@ impl View {
                 .map(|p| p.display().to_string()),
             source: policy.audit.log.source.clone(),
             from: policy.audit.log.source.to_string(),
+            settings: settings(policy, "audit"),
         };
 
         let credentials = CredentialsView {
@@ -793,25 +918,7 @@ impl View {
                 clear: policy.env.clear.value,
                 clear_from: policy.env.clear.source.to_string(),
             },
-        };
-
-        let limits_view = LimitsView {
-            max_procs: CountView {
-                value: limits.max_procs.value,
-                source: limits.max_procs.source.clone(),
-                from: limits.max_procs.source.to_string(),
-            },
-            max_tmp: size_view(&keys::MAX_TMP, &limits.max_tmp),
-            max_memory: limits
-                .max_memory
-                .as_ref()
-                .map(|m| size_view(&keys::MAX_MEMORY, m)),
-            timeout: limits.timeout.as_ref().map(|t| DurationView {
-                seconds: t.value.as_secs_f64(),
-                human: (keys::TIMEOUT.show)(&t.value),
-                source: t.source.clone(),
-                from: t.source.to_string(),
-            }),
+            settings: settings(policy, "credentials"),
         };
 
         let layers = Layer::ALL
@@ -840,11 +947,13 @@ impl View {
                 unreadable,
                 read_only,
                 protected,
+                settings: settings(policy, "files"),
             },
             network,
             inspection: InspectionView::of(&policy.inspection),
             credentials,
-            limits: limits_view,
+            limits: settings(policy, "limits"),
+            sandbox: settings(policy, "sandbox"),
             audit,
             layers,
         }
@@ -918,86 +1027,6 @@ impl InspectionView {
                 })
                 .collect(),
         }
-    }
-
-    /// The lines for the network section, and those for the credentials section.
-    fn lines(&self) -> (Vec<Line>, Vec<Line>) {
-        let mut net = vec![Line::Group(
-            "TLS inspection (a CA made for this sandbox, trusted inside; HTTP rules and injected credentials apply here)"
-                .to_string(),
-        )];
-        if self.inspect.is_empty() && self.rules.is_empty() && self.inject.is_empty() {
-            net.push(Line::Text(
-                "off: add --inspect HOST, or [network] inspect = [\"HOST\"]".to_string(),
-            ));
-        }
-        net.extend(self.inspect.iter().map(Line::row));
-        // Hosts that rules and inject entries name are inspected anyway.
-        let mut implied: Vec<(&str, &str, &str)> = Vec::new();
-        let named = self
-            .rules
-            .iter()
-            .map(|r| {
-                (
-                    r.path.split(' ').next().unwrap_or_default(),
-                    "[[network.rules]]",
-                    r.from.as_str(),
-                )
-            })
-            .chain(self.inject.iter().flat_map(|i| {
-                i.hosts
-                    .iter()
-                    .map(move |h| (h.as_str(), "[[credentials.inject]]", i.from.as_str()))
-            }));
-        for (host, by, from) in named {
-            let listed = self.inspect.iter().any(|e| e.path == host || e.path == "*");
-            if !listed && !implied.iter().any(|(h, _, _)| *h == host) {
-                implied.push((host, by, from));
-            }
-        }
-        for (host, by, from) in implied {
-            net.push(Line::Row {
-                what: host.to_string(),
-                note: format!("inspected: {by} names it"),
-                source: from.to_string(),
-            });
-        }
-        for e in &self.no_inspect {
-            net.push(Line::Row {
-                what: e.path.clone(),
-                note: "not inspected (no_inspect)".to_string(),
-                source: e.from.clone(),
-            });
-        }
-        for e in &self.upstream_ca {
-            net.push(Line::Row {
-                what: e.path.clone(),
-                note: "also trusted for upstream certificates".to_string(),
-                source: e.from.clone(),
-            });
-        }
-        if !self.rules.is_empty() {
-            net.push(Line::Group(
-                "HTTP rules (host methods paths; a host with rules admits only what they name)"
-                    .to_string(),
-            ));
-            net.extend(self.rules.iter().map(Line::row));
-        }
-        let mut creds = vec![Line::Group(
-            "injected (the sandbox sees a placeholder; the proxy swaps in the value for these hosts)"
-                .to_string(),
-        )];
-        if self.inject.is_empty() {
-            creds.push(Line::Text("nothing".to_string()));
-        }
-        for i in &self.inject {
-            creds.push(Line::Row {
-                what: i.env.clone(),
-                note: format!("to {} (value from {})", i.hosts.join(", "), i.value_from),
-                source: i.from.clone(),
-            });
-        }
-        (net, creds)
     }
 }
 
@@ -1146,43 +1175,12 @@ fn render_lines(lines: &[Line]) -> String {
 mod tests {
     use super::*;
     use crate::policy::load::flags::given;
-    use crate::policy::load::{load, EnvFacts, FlagValue, LoadRequest};
+    use crate::policy::load::tests::Fx;
+    use crate::policy::load::{load, FlagValue};
     use std::fs;
 
-    struct Fixture {
-        _dir: tempfile::TempDir,
-        home: PathBuf,
-        project: PathBuf,
-    }
-
-    fn fixture() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let home = root.join("home");
-        let project = root.join("proj");
-        fs::create_dir_all(home.join(".config")).unwrap();
-        fs::create_dir_all(&project).unwrap();
-        Fixture {
-            _dir: dir,
-            home,
-            project,
-        }
-    }
-
-    fn policy(fx: &Fixture, flags: Vec<FlagValue>) -> Policy {
-        load(&LoadRequest {
-            cwd: fx.project.clone(),
-            project: None,
-            policy_files: Vec::new(),
-            flags,
-            env: EnvFacts {
-                home: fx.home.clone(),
-                passwd_home: None,
-                xdg_config_home: fx.home.join(".config"),
-                xdg_state_home: fx.home.join(".local/state"),
-            },
-        })
-        .unwrap()
+    fn policy(fx: &Fx, flags: Vec<FlagValue>) -> Policy {
+        load(&fx.req(flags)).unwrap()
     }
 
     /// The line of `text` that contains every one of `parts`.
@@ -1194,7 +1192,7 @@ mod tests {
 
     #[test]
     fn default_text_names_sources() {
-        let fx = fixture();
+        let fx = Fx::new();
         let p = policy(&fx, Vec::new());
         let text = render_text(&p);
         let project = fx.project.display().to_string();
@@ -1239,7 +1237,7 @@ mod tests {
 
     #[test]
     fn audit_log_and_connection_cap() {
-        let fx = fixture();
+        let fx = Fx::new();
         let p = policy(&fx, Vec::new());
         let text = render_text(&p);
         let default = fx.home.join(".local/state/cordon/audit.jsonl");
@@ -1268,7 +1266,7 @@ mod tests {
 
     #[test]
     fn flags_show_as_their_sources() {
-        let fx = fixture();
+        let fx = Fx::new();
         let flags = given(&[
             ("--allow-write", &["/var/tmp/build"]),
             ("--allow-read", &["~/.npmrc", "~/.config/gh/hosts.yml"]),
@@ -1307,7 +1305,7 @@ mod tests {
 
     #[test]
     fn json_has_the_same_content() {
-        let fx = fixture();
+        let fx = Fx::new();
         let flags = given(&[
             ("--allow-read", &["~/.npmrc"]),
             ("--max-memory", &["8G"]),
@@ -1346,15 +1344,11 @@ mod tests {
 
     #[test]
     fn inspection_rules_and_injected_names_never_values() {
-        let fx = fixture();
-        let user = fx.home.join(".config/cordon");
-        fs::create_dir_all(&user).unwrap();
-        fs::write(
-            user.join("config.toml"),
+        let fx = Fx::new();
+        let user = fx.write_user(
             "[[network.rules]]\nhost = \"api.github.com\"\nmethods = [\"GET\"]\npaths = [\"/repos/**\"]\n\
              [[credentials.inject]]\nenv = \"CORDON_EXPLAIN_TEST_TOKEN\"\nhosts = [\"api.github.com\"]\n",
-        )
-        .unwrap();
+        );
         let flags = given(&[
             ("--inspect", &["127.0.0.1"]),
             ("--no-inspect", &["pinned.example"]),
@@ -1389,19 +1383,15 @@ mod tests {
             "api.github.com GET /repos/**"
         );
         // Off by default, and says how to turn it on.
-        fs::remove_file(user.join("config.toml")).unwrap();
+        fs::remove_file(user).unwrap();
         let text = render_text(&policy(&fx, Vec::new()));
         line_with(&text, &["off: add --inspect HOST"]);
     }
 
     #[test]
     fn network_rules_with_sources() {
-        let fx = fixture();
-        fs::write(
-            fx.project.join("cordon.toml"),
-            "[network]\ndeny = [\"upload.example.com\", \"*.evil.test:8080\"]\n",
-        )
-        .unwrap();
+        let fx = Fx::new();
+        fx.write_project("[network]\ndeny = [\"upload.example.com\", \"*.evil.test:8080\"]\n");
         let flags = given(&[
             (
                 "--allow-domain",
@@ -1504,7 +1494,7 @@ mod tests {
 
     #[test]
     fn network_defaults_in_json() {
-        let fx = fixture();
+        let fx = Fx::new();
         let json = render_json(&policy(&fx, Vec::new()));
         let net = &json["network"];
         assert_eq!(net["allow"], serde_json::json!([]));
@@ -1516,12 +1506,8 @@ mod tests {
 
     #[test]
     fn project_file_lines_name_the_file() {
-        let fx = fixture();
-        fs::write(
-            fx.project.join("cordon.toml"),
-            "[files]\ndeny_write = [\"./vendor\"]\nprotect = [\".github/workflows\"]\n[limits]\ntimeout = \"2h\"\n",
-        )
-        .unwrap();
+        let fx = Fx::new();
+        fx.write_project("[files]\ndeny_write = [\"./vendor\"]\nprotect = [\".github/workflows\"]\n[limits]\ntimeout = \"2h\"\n");
         let p = policy(&fx, Vec::new());
         let text = render_text(&p);
         let source = format!("project {}", fx.project.join("cordon.toml").display());

@@ -257,6 +257,9 @@ pub struct InspectionPolicy {
     pub inject: Vec<Sourced<InjectSpec>>,
 }
 
+/// Whether the HTTP rules of a request's host admit it.
+pub type Verdict = Result<(), RuleDenial>;
+
 /// Why a request broke the HTTP rules of its host.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleDenial {
@@ -325,35 +328,25 @@ impl InspectionPolicy {
     /// Checks a request against the HTTP rules of its host. A host without
     /// rules admits everything; a host with rules admits what one of them
     /// admits. `path` is the request's path without the query.
-    pub fn check_request(
-        &self,
-        target: &Target,
-        port: u16,
-        method: &str,
-        path: &str,
-    ) -> Result<(), RuleDenial> {
-        let rules = self.host_rules(target, port);
-        if rules.is_empty() {
-            return Ok(());
-        }
-        let denial = |reason: &str| RuleDenial::of(&rules, reason);
-        if method.bytes().any(|b| b.is_ascii_lowercase()) {
-            return Err(denial(
-                "the method is not upper case: methods are case-sensitive, and a server could still read it as the upper-case one",
-            ));
-        }
-        let Some(path) = normalize_path(path) else {
-            return Err(denial(
-                "the path has dot segments or encoded separators the rules cannot judge",
-            ));
-        };
-        if rules.iter().any(|r| r.value.admits(method, &path)) {
-            Ok(())
-        } else {
-            Err(denial(
-                "method or path outside the HTTP rules for this host",
-            ))
-        }
+    pub fn check_request(&self, target: &Target, port: u16, method: &str, path: &str) -> Verdict {
+        self.judge(target, port, |rules| {
+            let denial = |reason: &str| RuleDenial::of(rules, reason);
+            if method.bytes().any(|b| b.is_ascii_lowercase()) {
+                return Err(denial(
+                    "the method is not upper case: methods are case-sensitive, and a server could still read it as the upper-case one",
+                ));
+            }
+            let Some(path) = normalize_path(path) else {
+                return Err(denial(
+                    "the path has dot segments or encoded separators the rules cannot judge",
+                ));
+            };
+            if rules.iter().any(|r| r.value.admits(method, &path)) {
+                Ok(())
+            } else {
+                Err(denial("method or path outside the HTTP rules for this host"))
+            }
+        })
     }
 
     /// Checks a request that asks to upgrade the connection (an `Upgrade`
@@ -362,34 +355,37 @@ impl InspectionPolicy {
     /// only a rule that names the method and the exact path
     /// ([`HttpRule::names_exactly`]) admits it. A host without rules
     /// admits every upgrade.
-    pub fn check_upgrade(
+    pub fn check_upgrade(&self, target: &Target, port: u16, method: &str, path: &str) -> Verdict {
+        self.judge(target, port, |rules| {
+            let named = normalize_path(path)
+                .is_some_and(|path| rules.iter().any(|r| r.value.names_exactly(method, &path)));
+            if named {
+                return Ok(());
+            }
+            Err(RuleDenial::of(
+                rules,
+                "an upgrade (WebSocket) the HTTP rules do not name exactly: after the 101 the rules cannot follow the stream",
+            ))
+        })
+    }
+
+    /// `by`'s verdict on the HTTP rules of `target:port` (in policy
+    /// order, never empty); a host without rules admits everything.
+    fn judge(
         &self,
         target: &Target,
         port: u16,
-        method: &str,
-        path: &str,
-    ) -> Result<(), RuleDenial> {
-        let rules = self.host_rules(target, port);
+        by: impl FnOnce(&[&Sourced<HttpRule>]) -> Verdict,
+    ) -> Verdict {
+        let rules: Vec<&Sourced<HttpRule>> = self
+            .rules
+            .iter()
+            .filter(|r| r.value.host.matches(target, port))
+            .collect();
         if rules.is_empty() {
             return Ok(());
         }
-        let named = normalize_path(path)
-            .is_some_and(|path| rules.iter().any(|r| r.value.names_exactly(method, &path)));
-        if named {
-            return Ok(());
-        }
-        Err(RuleDenial::of(
-            &rules,
-            "an upgrade (WebSocket) the HTTP rules do not name exactly: after the 101 the rules cannot follow the stream",
-        ))
-    }
-
-    /// The HTTP rules of `target:port`, in policy order.
-    fn host_rules(&self, target: &Target, port: u16) -> Vec<&Sourced<HttpRule>> {
-        self.rules
-            .iter()
-            .filter(|r| r.value.host.matches(target, port))
-            .collect()
+        by(&rules)
     }
 }
 

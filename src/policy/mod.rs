@@ -67,6 +67,13 @@ impl<T> Sourced<T> {
     }
 }
 
+impl<T: Default> Default for Sourced<T> {
+    /// The type's default value, from cordon's own defaults.
+    fn default() -> Self {
+        Sourced::new(T::default(), Source::Builtin)
+    }
+}
+
 /// A protection layer that `--allow-degraded` may waive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -188,8 +195,9 @@ pub struct AuditPolicy {
 }
 
 /// Which of the caller's environment variables the command sees (the
-/// credentials door; see [`crate::credentials::env`]).
-#[derive(Clone, Debug, Serialize)]
+/// credentials door; see [`crate::credentials::env`]). By default, the
+/// built-in secret patterns only.
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct EnvPolicy {
     /// Names or globs removed besides the built-in secret patterns.
     pub deny: Vec<Sourced<String>>,
@@ -197,17 +205,6 @@ pub struct EnvPolicy {
     pub keep: Vec<Sourced<String>>,
     /// Start from an empty environment plus `keep`.
     pub clear: Sourced<bool>,
-}
-
-impl Default for EnvPolicy {
-    /// The built-in secret patterns only.
-    fn default() -> Self {
-        EnvPolicy {
-            deny: Vec::new(),
-            keep: Vec::new(),
-            clear: Sourced::new(false, Source::Builtin),
-        }
-    }
 }
 
 /// The effective policy for one sandbox.

@@ -246,6 +246,20 @@ fn write_store(config_dir: &Path, lines: &[Vec<u8>]) -> Result<(), TrustError> {
 mod tests {
     use super::*;
 
+    /// A scratch directory, and cordon's config directory in it (not made).
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("cordon");
+        (dir, config)
+    }
+
+    /// Writes `text` to `name` in `dir`; its path.
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+        let path = dir.path().join(name);
+        fs::write(&path, text).unwrap();
+        path
+    }
+
     #[test]
     fn hash_is_lowercase_sha256_hex() {
         assert_eq!(
@@ -298,12 +312,9 @@ mod tests {
 
     #[test]
     fn same_contents_elsewhere_is_not_trusted() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("cordon");
-        let a = dir.path().join("a.toml");
-        let b = dir.path().join("b.toml");
-        fs::write(&a, "x").unwrap();
-        fs::write(&b, "x").unwrap();
+        let (dir, config) = scratch();
+        let a = write(&dir, "a.toml", "x");
+        let b = write(&dir, "b.toml", "x");
         trust(&config, &a).unwrap();
         assert!(is_trusted(&config, &a, b"x").unwrap());
         assert!(!is_trusted(&config, &b, b"x").unwrap());
@@ -311,8 +322,7 @@ mod tests {
 
     #[test]
     fn paths_are_resolved_through_directories() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("cordon");
+        let (dir, config) = scratch();
         let real = dir.path().join("real");
         fs::create_dir(&real).unwrap();
         fs::write(real.join("cordon.toml"), "x").unwrap();
@@ -323,10 +333,8 @@ mod tests {
 
     #[test]
     fn a_symlinked_file_does_not_borrow_its_targets_trust() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("cordon");
-        let trusted = dir.path().join("trusted.toml");
-        fs::write(&trusted, "wide").unwrap();
+        let (dir, config) = scratch();
+        let trusted = write(&dir, "trusted.toml", "wide");
         trust(&config, &trusted).unwrap();
         let link = dir.path().join("cordon.toml");
         std::os::unix::fs::symlink(&trusted, &link).unwrap();
@@ -335,12 +343,9 @@ mod tests {
 
     #[test]
     fn untrust_removes_only_that_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("cordon");
-        let a = dir.path().join("a.toml");
-        let b = dir.path().join("b.toml");
-        fs::write(&a, "a").unwrap();
-        fs::write(&b, "b").unwrap();
+        let (dir, config) = scratch();
+        let a = write(&dir, "a.toml", "a");
+        let b = write(&dir, "b.toml", "b");
         trust(&config, &a).unwrap();
         trust(&config, &b).unwrap();
         assert!(untrust(&config, &a).unwrap());
@@ -356,21 +361,17 @@ mod tests {
 
     #[test]
     fn untrust_without_store_is_false() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("cordon");
-        let a = dir.path().join("a.toml");
-        fs::write(&a, "a").unwrap();
+        let (dir, config) = scratch();
+        let a = write(&dir, "a.toml", "a");
         assert!(!untrust(&config, &a).unwrap());
         assert!(!config.exists(), "nothing written");
     }
 
     #[test]
     fn malformed_lines_never_match_and_survive() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("cordon");
+        let (dir, config) = scratch();
         fs::create_dir(&config).unwrap();
-        let a = dir.path().join("a.toml");
-        fs::write(&a, "a").unwrap();
+        let a = write(&dir, "a.toml", "a");
         let location = dir.path().canonicalize().unwrap().join("a.toml");
         let upper = file_hash(b"a").to_uppercase();
         let junk = format!("# comment\n{upper}  {}\nnot a record\n", location.display());
@@ -384,8 +385,7 @@ mod tests {
 
     #[test]
     fn errors() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("cordon");
+        let (dir, config) = scratch();
         assert!(matches!(
             trust(&config, &dir.path().join("missing.toml")),
             Err(TrustError::File { .. })

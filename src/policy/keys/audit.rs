@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::readers::{last, one};
-use super::{About, FlagType, Key, Merge, Read, Widens};
+use super::{About, Door, Explain, FlagType, Key, Merge, Read, Widens};
 use crate::policy::load::document::Scalar;
 use crate::policy::load::values::{parse_audit_file, AUDIT_OFF};
 
@@ -43,4 +43,5 @@ pub static AUDIT_FILE: Key<Option<PathBuf>> = Key {
         Some(path) => path.display().to_string(),
         None => AUDIT_OFF.to_string(),
     },
+    explain: Explain::Door(Door::Audit),
 };

@@ -1,7 +1,7 @@
 //! `[credentials]`: the environment the command sees, injected secrets.
 
 use super::readers::{env_pattern, extend, many};
-use super::{About, Flag, Key, Merge, Read, Takes, Widens};
+use super::{About, Door, Explain, Flag, Key, Merge, Read, Takes, Widens};
 use crate::policy::inspection::InjectSpec;
 use crate::policy::load::document::Scalar;
 
@@ -22,6 +22,7 @@ pub static DENY_ENV: Key<Vec<String>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.env.deny, v, s)),
     widens: Widens::Never,
     show: |v| v.join(", "),
+    explain: Explain::Door(Door::EnvDeny),
 };
 
 /// `credentials.keep_env`: array of names or globs the command keeps
@@ -41,6 +42,7 @@ pub static KEEP_ENV: Key<Vec<String>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.env.keep, v, s)),
     widens: Widens::AnyEntry(Vec::is_empty),
     show: |v| v.join(", "),
+    explain: Explain::Door(Door::EnvKeep),
 };
 
 /// `credentials.clear_env`: boolean; true starts the command from an
@@ -80,6 +82,7 @@ pub static CLEAR_ENV: Key<bool> = Key {
         what: "clears the environment",
     },
     show: bool::to_string,
+    explain: Explain::Door(Door::EnvClear),
 };
 
 /// `[[credentials.inject]]`: tables with `env` (the variable, required),
@@ -107,4 +110,5 @@ pub static INJECT: Key<Vec<InjectSpec>> = Key {
             .collect::<Vec<_>>()
             .join(", ")
     },
+    explain: Explain::Door(Door::Inject),
 };

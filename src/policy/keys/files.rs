@@ -1,7 +1,7 @@
 //! `[files]`: what the sandbox may read and write.
 
 use super::readers::{extend, many, path_list, protect_name};
-use super::{About, Key, Merge, Widens};
+use super::{About, Door, Explain, Key, Merge, Widens};
 use crate::policy::pattern::PathPattern;
 
 /// `files.allow_write`: array of paths. Extra writable paths, besides the
@@ -15,6 +15,7 @@ pub static ALLOW_WRITE: Key<Vec<PathPattern>> = path_list(
     ),
     Widens::AnyEntry(Vec::is_empty),
     ["[]", "[\"/var/tmp/build\"]"],
+    Door::Writable,
     |p, v, s| extend(&mut p.files.allow_write, v, s),
 );
 
@@ -29,6 +30,7 @@ pub static ALLOW_READ: Key<Vec<PathPattern>> = path_list(
     ),
     Widens::AnyEntry(Vec::is_empty),
     ["[]", "[\"~/.ssh\"]"],
+    Door::ReAllowed,
     |p, v, s| extend(&mut p.files.allow_read, v, s),
 );
 
@@ -42,6 +44,7 @@ pub static DENY_READ: Key<Vec<PathPattern>> = path_list(
     ),
     Widens::Never,
     ["[\"./.env\"]", "[\"./**/*.pem\"]"],
+    Door::Unreadable,
     |p, v, s| extend(&mut p.files.deny_read, v, s),
 );
 
@@ -56,6 +59,7 @@ pub static DENY_WRITE: Key<Vec<PathPattern>> = path_list(
     ),
     Widens::Never,
     ["[\"./vendor\"]", "[\"/opt/**/*.so\"]"],
+    Door::ReadOnly,
     |p, v, s| extend(&mut p.files.deny_write, v, s),
 );
 
@@ -74,4 +78,5 @@ pub static PROTECT: Key<Vec<String>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.files.protected, v, s)),
     widens: Widens::Never,
     show: |v| v.join(", "),
+    explain: Explain::Door(Door::Protected),
 };

@@ -3,8 +3,10 @@
 use std::time::Duration;
 
 use super::readers::{count, last, number, one};
-use super::{About, Flag, FlagType, Key, Merge, Read, Widens};
-use crate::policy::load::values::{self, check_procs, human_duration, human_size};
+use serde_json::json;
+
+use super::{About, Explain, Flag, FlagType, Key, Merge, Read, Row, Widens};
+use crate::policy::load::values::{self, at_least_one, human_duration, human_size};
 use crate::policy::{Policy, Sourced};
 
 /// `limits.max_procs`: integer, at least 1. Most tasks alive at once.
@@ -22,8 +24,8 @@ pub static MAX_PROCS: Key<u64> = Key {
         examples: ["100", "100000"],
     },
     read: Read {
-        file: |f, n| f.scalar(n, |v| count(v, check_procs)),
-        strings: |raw, _| last(raw).and_then(number).and_then(check_procs),
+        file: |f, n| f.scalar(n, |v| count(v, at_least_one)),
+        strings: |raw, _| last(raw).and_then(number).and_then(at_least_one),
     },
     merge: Merge::Replace {
         get: |p| Some(&p.limits.max_procs),
@@ -34,6 +36,11 @@ pub static MAX_PROCS: Key<u64> = Key {
         word: "more",
     },
     show: u64::to_string,
+    explain: Explain::Row(Row {
+        label: "",
+        note: "{} tasks",
+        json: |v| vec![("value", json!(v))],
+    }),
 };
 
 /// `limits.max_tmp`: size string (`"512M"`) or integer bytes. Size of the
@@ -47,6 +54,7 @@ pub static MAX_TMP: Key<u64> = size_key(
         FlagType::Text,
     ),
     ["\"512M\"", "\"2G\""],
+    "{} in /tmp",
     |p| Some(&p.limits.max_tmp),
     |p, v| p.limits.max_tmp = v,
 );
@@ -62,6 +70,7 @@ pub static MAX_MEMORY: Key<u64> = size_key(
         FlagType::Text,
     ),
     ["\"4G\"", "\"16G\""],
+    "{}",
     |p| p.limits.max_memory.as_ref(),
     |p, v| p.limits.max_memory = Some(v),
 );
@@ -70,6 +79,7 @@ const fn size_key(
     name: &'static str,
     flag: Option<Flag>,
     examples: [&'static str; 2],
+    note: &'static str,
     get: fn(&Policy) -> Option<&Sourced<u64>>,
     set: fn(&mut Policy, Sourced<u64>),
 ) -> Key<u64> {
@@ -85,7 +95,7 @@ const fn size_key(
             strings: |raw, _| {
                 last(raw)
                     .and_then(values::parse_size)
-                    .and_then(values::nonzero_size)
+                    .and_then(values::nonzero)
             },
         },
         merge: Merge::Replace { get, set },
@@ -94,6 +104,11 @@ const fn size_key(
             word: "more",
         },
         show: |v| human_size(*v),
+        explain: Explain::Row(Row {
+            label: "",
+            note,
+            json: |v| vec![("bytes", json!(v)), ("human", json!(human_size(*v)))],
+        }),
     }
 }
 
@@ -117,7 +132,7 @@ pub static TIMEOUT: Key<Duration> = Key {
         strings: |raw, _| {
             last(raw)
                 .and_then(values::parse_duration)
-                .and_then(values::nonzero_duration)
+                .and_then(values::nonzero)
         },
     },
     merge: Merge::Replace {
@@ -129,4 +144,14 @@ pub static TIMEOUT: Key<Duration> = Key {
         word: "longer",
     },
     show: |v| human_duration(*v),
+    explain: Explain::Row(Row {
+        label: "",
+        note: "{}",
+        json: |v| {
+            vec![
+                ("seconds", json!(v.as_secs_f64())),
+                ("human", json!(human_duration(*v))),
+            ]
+        },
+    }),
 };

@@ -4,12 +4,15 @@
 //! its command-line flag, how its value is read from a file and from
 //! strings, where it lands in the [`Policy`] and how layers merge it
 //! ([`Merge`]), what an untrusted project file may not do with it
-//! ([`Widens`]), and how a value is shown. The loader (files, flags,
+//! ([`Widens`]), how a value is shown, and where `cordon explain` shows
+//! it ([`Explain`]: a row built from the declaration, or a door's own
+//! rendering). The loader (files, flags,
 //! layering, the trust rule, the unknown-key lists), the command line and
 //! `cordon explain` read these declarations, and so can an importer of
 //! another tool's settings ([`find`], then
 //! [`super::load::apply`]). A new setting is one entry in [`KEYS`]; the
-//! trust test in `load` covers it without anyone remembering.
+//! trust test in `load` and `tests/explain_keys.rs` (every key shows in
+//! `explain`, text and JSON) cover it without anyone remembering.
 
 /// A key whose value is a list of strings, each read by `$entry`: from a
 /// file's array of strings, or from strings.
@@ -45,6 +48,9 @@ use super::load::LoadError;
 use super::pattern::PathContext;
 use super::{Policy, Source, Sourced};
 
+/// The source of a row with no value in force.
+static BUILTIN: Source = Source::Builtin;
+
 /// The sections of the file format, in the order errors list them.
 pub const SECTIONS: &[&str] = &[
     "files",
@@ -68,6 +74,88 @@ pub struct Key<V: 'static> {
     pub widens: Widens<V>,
     /// A value as messages and `cordon explain` show it.
     pub show: fn(&V) -> String,
+    /// Where and how `cordon explain` shows it.
+    pub explain: Explain<V>,
+}
+
+/// How `cordon explain` shows a key.
+pub enum Explain<V: 'static> {
+    /// One row among its section's settings, built from the declaration
+    /// alone: a key declared so appears in `explain` (text and JSON, under
+    /// its section and name) with no other edit.
+    Row(Row<V>),
+    /// A door's own rendering, for values that need more than one row
+    /// (resolved paths, host rules, the environment scrub): `explain`
+    /// renders the keys that name it where that door's lines stand.
+    Door(Door),
+}
+
+/// A setting's row in `cordon explain`: `label`, the note, the source.
+/// A [`Merge::Replace`] key only (one value in force); when none is in
+/// force the row says `none` and comes from the built-in defaults.
+pub struct Row<V: 'static> {
+    /// The first column (the key's name when empty).
+    pub label: &'static str,
+    /// The note; `{}` stands for the value as [`Key::show`] gives it.
+    pub note: &'static str,
+    /// The value's fields in the JSON rendering, besides its source.
+    pub json: fn(&V) -> Vec<(&'static str, serde_json::Value)>,
+}
+
+/// A part of a door that `cordon explain` renders on its own, where that
+/// door's lines stand; each names the one key whose values it shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Door {
+    /// The writable paths.
+    Writable,
+    /// The unreadable paths.
+    Unreadable,
+    /// The read-only paths inside writable areas.
+    ReadOnly,
+    /// The protected names.
+    Protected,
+    /// The paths re-allowed for reading.
+    ReAllowed,
+    /// The sandbox's own loopback ports.
+    LocalPorts,
+    /// The host UNIX sockets reachable inside.
+    UnixSockets,
+    /// The proxy's allow rules.
+    HostAllow,
+    /// The proxy's deny rules.
+    HostDeny,
+    /// The hosts whose TLS is inspected.
+    Inspect,
+    /// The hosts kept opaque.
+    NoInspect,
+    /// The extra upstream roots.
+    UpstreamCa,
+    /// The method and path rules of inspected hosts.
+    HttpRules,
+    /// The injected secrets.
+    Inject,
+    /// The patterns that unset variables.
+    EnvDeny,
+    /// The variables kept.
+    EnvKeep,
+    /// Whether the environment starts empty.
+    EnvClear,
+    /// The audit log.
+    Audit,
+    /// The layers cordon may run without.
+    Layers,
+}
+
+/// A key's row as [`Row`] declares it, for the policy in force.
+pub struct Shown<'p> {
+    /// The first column.
+    pub label: &'static str,
+    /// The note (`none` when no value is in force).
+    pub note: String,
+    /// The value's JSON fields; `None` when no value is in force.
+    pub json: Option<Vec<(&'static str, serde_json::Value)>>,
+    /// Where the value came from.
+    pub source: &'p Source,
 }
 
 /// The names of a setting, whatever its value type.
@@ -248,6 +336,12 @@ pub trait Declared: Sync {
     fn widens(&self) -> WidensKind;
     /// Whether layers append to it (else they replace it).
     fn appends(&self) -> bool;
+    /// The part of a door `cordon explain` renders it in; `None` for a
+    /// key shown as a row of its section ([`Explain::Row`]).
+    fn door(&self) -> Option<Door>;
+    /// Its row in `cordon explain` for `policy`, when it declares one
+    /// ([`Explain::Row`]).
+    fn row<'p>(&self, policy: &'p Policy) -> Option<Shown<'p>>;
     /// Reads its value from a policy file.
     fn read_file(
         &'static self,
@@ -305,6 +399,11 @@ pub fn by_flag(flag: &str) -> Option<&'static dyn Declared> {
         .find(|k| k.about().flag.as_ref().is_some_and(|f| f.name == name))
 }
 
+/// The keys `cordon explain` shows in `door`, in declaration order.
+pub fn in_door(door: Door) -> impl Iterator<Item = &'static dyn Declared> {
+    KEYS.iter().copied().filter(move |k| k.door() == Some(door))
+}
+
 /// The keys of `section`, in declaration order.
 pub fn in_section(section: &str) -> impl Iterator<Item = &'static dyn Declared> + '_ {
     KEYS.iter()
@@ -332,6 +431,38 @@ impl<V: 'static> Declared for Key<V> {
 
     fn appends(&self) -> bool {
         matches!(self.merge, Merge::Append(_))
+    }
+
+    fn door(&self) -> Option<Door> {
+        match &self.explain {
+            Explain::Row(_) => None,
+            Explain::Door(door) => Some(*door),
+        }
+    }
+
+    fn row<'p>(&self, policy: &'p Policy) -> Option<Shown<'p>> {
+        let (Explain::Row(row), Merge::Replace { get, .. }) = (&self.explain, &self.merge) else {
+            return None;
+        };
+        let label = if row.label.is_empty() {
+            self.about.name
+        } else {
+            row.label
+        };
+        Some(match get(policy) {
+            Some(in_force) => Shown {
+                label,
+                note: row.note.replace("{}", &(self.show)(&in_force.value)),
+                json: Some((row.json)(&in_force.value)),
+                source: &in_force.source,
+            },
+            None => Shown {
+                label,
+                note: "none".to_string(),
+                json: None,
+                source: &BUILTIN,
+            },
+        })
     }
 
     fn read_file(

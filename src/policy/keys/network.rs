@@ -6,7 +6,9 @@ use super::readers::{
     count, each, extend, host_match, host_rule, last, list, many, number, one, path, port,
     ports_added,
 };
-use super::{About, Flag, FlagType, Key, Merge, Read, Takes, Widens};
+use serde_json::json;
+
+use super::{About, Door, Explain, Flag, FlagType, Key, Merge, Read, Row, Takes, Widens};
 use crate::policy::host::HostRule;
 use crate::policy::inspection::{HostMatch, HttpRule};
 use crate::policy::load::values::{
@@ -35,6 +37,7 @@ pub static LOCAL_PORTS: Key<Vec<u16>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.network.local_ports, v, s)),
     widens: Widens::AnyEntry(Vec::is_empty),
     show: |v| join_ports(v),
+    explain: Explain::Door(Door::LocalPorts),
 };
 
 /// `network.allow_unix_sockets`: array of paths of host UNIX sockets
@@ -54,6 +57,7 @@ pub static UNIX_SOCKETS: Key<Vec<PathPattern>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.network.unix_sockets, v, s)),
     widens: Widens::AnyEntry(Vec::is_empty),
     show: |v| list(v),
+    explain: Explain::Door(Door::UnixSockets),
 };
 
 /// `network.allow`: array of host patterns (see [`crate::policy::host`]:
@@ -74,6 +78,7 @@ pub static NET_ALLOW: Key<Vec<HostRule>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.network.hosts.allow, v, s)),
     widens: Widens::AnyEntry(Vec::is_empty),
     show: |v| list(v),
+    explain: Explain::Door(Door::HostAllow),
 };
 
 /// `network.deny`: array of host patterns the proxy refuses whatever
@@ -93,6 +98,7 @@ pub static NET_DENY: Key<Vec<HostRule>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.network.hosts.deny, v, s)),
     widens: Widens::Never,
     show: |v| list(v),
+    explain: Explain::Door(Door::HostDeny),
 };
 
 /// `network.ports`: array of TCP ports that allow rules without a `:PORT`
@@ -123,6 +129,11 @@ pub static PORTS: Key<Vec<u16>> = Key {
         what: "ports",
     },
     show: |v| join_ports(v),
+    explain: Explain::Row(Row {
+        label: "",
+        note: "{}: what rules without :PORT allow",
+        json: |v| vec![("ports", json!(v))],
+    }),
 };
 
 /// `network.max_connections`: integer, at least 1. Connections the proxy
@@ -154,6 +165,11 @@ pub static MAX_CONNECTIONS: Key<u64> = Key {
         word: "more",
     },
     show: u64::to_string,
+    explain: Explain::Row(Row {
+        label: "max connections",
+        note: "{} at once through the proxy; more are refused",
+        json: |v| vec![("value", json!(v))],
+    }),
 };
 
 /// `network.inspect`: array of hosts (`*`, or host patterns as in
@@ -174,6 +190,7 @@ pub static INSPECT: Key<Vec<HostMatch>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.inspection.inspect, v, s)),
     widens: Widens::Never,
     show: |v| list(v),
+    explain: Explain::Door(Door::Inspect),
 };
 
 /// `network.no_inspect`: array of hosts that stay opaque tunnels. Widens:
@@ -193,6 +210,7 @@ pub static NO_INSPECT: Key<Vec<HostMatch>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.inspection.no_inspect, v, s)),
     widens: Widens::AnyEntry(Vec::is_empty),
     show: |v| list(v),
+    explain: Explain::Door(Door::NoInspect),
 };
 
 /// `network.upstream_ca`: array of PEM files whose certificates are
@@ -217,6 +235,7 @@ pub static UPSTREAM_CA: Key<Vec<PathBuf>> = Key {
             .collect::<Vec<_>>()
             .join(", ")
     },
+    explain: Explain::Door(Door::UpstreamCa),
 };
 
 /// `[[network.rules]]`: tables with `host` (required), `methods` and
@@ -238,4 +257,5 @@ pub static HTTP_RULES: Key<Vec<HttpRule>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.inspection.rules, v, s)),
     widens: Widens::Never,
     show: |v| list(v),
+    explain: Explain::Door(Door::HttpRules),
 };

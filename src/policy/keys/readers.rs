@@ -2,7 +2,7 @@
 
 use std::fmt::Display;
 
-use super::{About, Flag, FlagType, Key, Merge, Takes, Widens};
+use super::{About, Door, Explain, Flag, FlagType, Key, Merge, Takes, Widens};
 use crate::policy::host::{parse_rule, HostRule};
 use crate::policy::inspection::HostMatch;
 use crate::policy::load::document::{Field, Node, Scalar};
@@ -99,6 +99,7 @@ pub(super) const fn path_list(
     flag: Option<Flag>,
     widens: Widens<Vec<PathPattern>>,
     examples: [&'static str; 2],
+    door: Door,
     append: fn(&mut Policy, Vec<PathPattern>, &Source),
 ) -> Key<Vec<PathPattern>> {
     Key {
@@ -112,6 +113,7 @@ pub(super) const fn path_list(
         merge: Merge::Append(append),
         widens,
         show: |v| list(v),
+        explain: Explain::Door(door),
     }
 }
 

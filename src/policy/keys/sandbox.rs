@@ -1,7 +1,7 @@
 //! `[sandbox]`: layers cordon may run without.
 
 use super::readers::{extend, layer, list};
-use super::{About, Flag, FlagType, Key, Merge, Takes, Widens};
+use super::{About, Door, Explain, Flag, FlagType, Key, Merge, Takes, Widens};
 use crate::policy::Layer;
 
 /// `sandbox.allow_degraded`: array of layer names (`namespaces`,
@@ -23,4 +23,5 @@ pub static ALLOW_DEGRADED: Key<Vec<Layer>> = Key {
     merge: Merge::Append(|p, v, s| extend(&mut p.allow_degraded, v, s)),
     widens: Widens::AnyEntry(Vec::is_empty),
     show: |v| list(v),
+    explain: Explain::Door(Door::Layers),
 };

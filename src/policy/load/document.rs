@@ -243,12 +243,11 @@ impl Field<'_> {
         })
     }
 
-    /// An array of tables (`[[section.key]]`), each read by
-    /// `convert(file, path context, dotted key, span, entries)`.
+    /// An array of tables (`[[section.key]]`), each read by `convert`.
     pub fn tables<T>(
         &self,
         node: Node<'_>,
-        convert: fn(&Doc<'_>, &PathContext<'_>, &str, &Span, Entries<'_>) -> Result<T, LoadError>,
+        convert: fn(super::tables::Table<'_>) -> Result<T, LoadError>,
     ) -> Result<Vec<T>, LoadError> {
         let name = &self.name;
         let Some(items) = node.elements() else {
@@ -264,7 +263,13 @@ impl Field<'_> {
         for (i, item) in items.into_iter().enumerate() {
             let key = format!("{name}[{i}]");
             match item.entries() {
-                Some(entries) => out.push(convert(self.doc, self.ctx, &key, item.span(), entries)?),
+                Some(entries) => out.push(convert(super::tables::Table {
+                    doc: self.doc,
+                    ctx: self.ctx,
+                    name: &key,
+                    span: item.span(),
+                    entries,
+                })?),
                 None => {
                     return Err(self.doc.invalid(
                         item.span(),

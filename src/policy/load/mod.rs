@@ -354,4 +354,4 @@ fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, LoadError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,135 +1,145 @@
 //! The keys whose values are arrays of tables: `[[network.rules]]` and
 //! `[[credentials.inject]]`.
 
-use super::document::{dotted, each_string, table_string, Doc, Entries, Node, Span};
+use super::document::{dotted, each_string, table_string, Doc, Entries, Name, Node, Span};
 use super::values::one_file;
 use super::LoadError;
 use crate::policy::inspection::{check_var_name, HostMatch, HttpRule, InjectSpec, SecretSource};
 use crate::policy::pattern::PathContext;
 
-/// A table entry's dotted key and its node.
-fn field<'a>(name: &str, key: &str, node: Node<'a>) -> (String, Node<'a>) {
-    (format!("{name}.{}", dotted(&[key])), node)
+/// One table of an array of tables (`[[section.key]]`), as the file gives it.
+pub struct Table<'a> {
+    /// The file.
+    pub doc: &'a Doc<'a>,
+    /// How its relative paths resolve.
+    pub ctx: &'a PathContext<'a>,
+    /// The table's dotted key (`network.rules[0]`).
+    pub name: &'a str,
+    /// Where it is.
+    pub span: &'a Span,
+    /// Its entries.
+    pub entries: Entries<'a>,
+}
+
+impl<'a> Table<'a> {
+    /// Reads each entry with `read(key, its dotted name, its node)`; an
+    /// entry `read` does not know (`Ok(false)`) is an error that lists the
+    /// `expected` keys.
+    fn read(
+        self,
+        expected: &str,
+        mut read: impl FnMut(&Name<'a>, &str, Node<'a>) -> Result<bool, LoadError>,
+    ) -> Result<(), LoadError> {
+        for (key, node) in self.entries {
+            let field = format!("{}.{}", self.name, dotted(&[key.name]));
+            if !read(&key, &field, node)? {
+                return Err(self.doc.invalid(
+                    &key.span,
+                    &field,
+                    format!("unknown key (expected one of {expected})"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The error for a required key the table lacks.
+    fn missing(doc: &Doc<'_>, span: &Span, name: &str, what: &str) -> LoadError {
+        doc.invalid(span, name, format!("missing key {what}"))
+    }
 }
 
 /// One `[[network.rules]]` table.
-pub fn http_rule(
-    doc: &Doc<'_>,
-    _: &PathContext<'_>,
-    name: &str,
-    span: &Span,
-    entries: Entries<'_>,
-) -> Result<HttpRule, LoadError> {
+pub fn http_rule(table: Table<'_>) -> Result<HttpRule, LoadError> {
+    let (doc, name, span) = (table.doc, table.name, table.span);
     let mut host = None;
     let mut methods = Vec::new();
     let mut paths = Vec::new();
     let mut paths_span = span.clone();
-    for (key, node) in entries {
-        let (field, node) = field(name, key.name, node);
+    table.read("host, methods, paths", |key, field, node| {
         match key.name {
             "host" => {
-                let raw = table_string(doc, &field, &node)?;
+                let raw = table_string(doc, field, &node)?;
                 host = Some(
                     HostMatch::parse(&raw)
-                        .map_err(|e| doc.invalid(node.span(), &field, e.to_string()))?,
+                        .map_err(|e| doc.invalid(node.span(), field, e.to_string()))?,
                 );
             }
-            "methods" => methods = each_string(doc, &field, node, |m| Ok(m.to_string()))?,
+            "methods" => methods = each_string(doc, field, node, |m| Ok(m.to_string()))?,
             "paths" => {
                 paths_span = node.span().clone();
-                paths = each_string(doc, &field, node, |p| Ok(p.to_string()))?;
+                paths = each_string(doc, field, node, |p| Ok(p.to_string()))?;
             }
-            _ => {
-                return Err(doc.invalid(
-                    &key.span,
-                    &field,
-                    "unknown key (expected one of host, methods, paths)",
-                ))
-            }
+            _ => return Ok(false),
         }
-    }
-    let host = host.ok_or_else(|| doc.invalid(span, name, "missing key host"))?;
+        Ok(true)
+    })?;
+    let host = host.ok_or_else(|| Table::missing(doc, span, name, "host"))?;
     HttpRule::new(host, &methods, &paths).map_err(|e| doc.invalid(&paths_span, name, e.to_string()))
 }
 
 /// One `[[credentials.inject]]` table.
-pub fn inject(
-    doc: &Doc<'_>,
-    ctx: &PathContext<'_>,
-    name: &str,
-    span: &Span,
-    entries: Entries<'_>,
-) -> Result<InjectSpec, LoadError> {
+pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
+    let (doc, ctx, name, span) = (table.doc, table.ctx, table.name, table.span);
     let mut env = None;
     let mut source = SecretSource::Env;
     let mut hosts = None;
-    for (key, node) in entries {
-        let (field, node) = field(name, key.name, node);
+    table.read("env, file, command, hosts", |key, field, node| {
         let at = node.span().clone();
-        let second = |what: &str| {
+        let second = || {
             doc.invalid(
                 &key.span,
-                &field,
-                format!("{what}: name one source (env alone, file, or command)"),
+                field,
+                "a second source: name one source (env alone, file, or command)",
             )
         };
         match key.name {
             "env" => {
-                let raw = table_string(doc, &field, &node)?;
-                env = Some(
-                    check_var_name(&raw).map_err(|e| doc.invalid(&at, &field, e.to_string()))?,
-                );
+                let raw = table_string(doc, field, &node)?;
+                env =
+                    Some(check_var_name(&raw).map_err(|e| doc.invalid(&at, field, e.to_string()))?);
             }
             "file" => {
                 if source != SecretSource::Env {
-                    return Err(second("a second source"));
+                    return Err(second());
                 }
-                let raw = table_string(doc, &field, &node)?;
+                let raw = table_string(doc, field, &node)?;
                 source = SecretSource::File(
-                    one_file(&raw, ctx).map_err(|m| doc.invalid(&at, &field, m))?,
+                    one_file(&raw, ctx).map_err(|m| doc.invalid(&at, field, m))?,
                 );
             }
             "command" => {
                 if source != SecretSource::Env {
-                    return Err(second("a second source"));
+                    return Err(second());
                 }
-                let argv = each_string(doc, &field, node, |a| Ok(a.to_string()))?;
+                let argv = each_string(doc, field, node, |a| Ok(a.to_string()))?;
                 if argv.is_empty() {
-                    return Err(doc.invalid(&at, &field, "the command is empty"));
+                    return Err(doc.invalid(&at, field, "the command is empty"));
                 }
                 source = SecretSource::Command(argv);
             }
             "hosts" => {
-                let list = each_string(doc, &field, node, |raw| {
+                let list = each_string(doc, field, node, |raw| {
                     HostMatch::parse(raw).map_err(|e| e.to_string())
                 })?;
                 if list.is_empty() {
-                    return Err(doc.invalid(&at, &field, "name at least one host"));
+                    return Err(doc.invalid(&at, field, "name at least one host"));
                 }
                 hosts = Some(list);
             }
-            _ => {
-                return Err(doc.invalid(
-                    &key.span,
-                    &field,
-                    "unknown key (expected one of env, file, command, hosts)",
-                ))
-            }
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
     let env = env.ok_or_else(|| {
-        doc.invalid(
+        Table::missing(
+            doc,
             span,
             name,
-            "missing key env (the variable that holds the placeholder inside)",
+            "env (the variable that holds the placeholder inside)",
         )
     })?;
-    let hosts = hosts.ok_or_else(|| {
-        doc.invalid(
-            span,
-            name,
-            "missing key hosts (where the real value may go)",
-        )
-    })?;
+    let hosts = hosts
+        .ok_or_else(|| Table::missing(doc, span, name, "hosts (where the real value may go)"))?;
     Ok(InjectSpec { env, source, hosts })
 }

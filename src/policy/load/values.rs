@@ -106,7 +106,7 @@ pub fn size(v: Scalar<'_>) -> Result<u64, String> {
             other.kind()
         )),
     }
-    .and_then(nonzero_size)
+    .and_then(nonzero)
 }
 
 /// A duration in a file: a duration string (`"2h"`) or a number of
@@ -122,11 +122,11 @@ pub fn duration(v: Scalar<'_>) -> Result<Duration, String> {
             other.kind()
         )),
     }
-    .and_then(nonzero_duration)
+    .and_then(nonzero)
 }
 
-/// A task limit: at least 1.
-pub fn check_procs(n: u64) -> Result<u64, String> {
+/// A count (of tasks, of connections): at least 1.
+pub fn at_least_one(n: u64) -> Result<u64, String> {
     if n == 0 {
         Err("must be at least 1".to_string())
     } else {
@@ -136,9 +136,8 @@ pub fn check_procs(n: u64) -> Result<u64, String> {
 
 /// A connection cap: at least 1, at most what the proxy's semaphore holds.
 pub fn check_connections(n: u64) -> Result<u64, String> {
-    if n == 0 {
-        Err("must be at least 1".to_string())
-    } else if n > MAX_MAX_CONNECTIONS {
+    let n = at_least_one(n)?;
+    if n > MAX_MAX_CONNECTIONS {
         Err(format!("must be at most {MAX_MAX_CONNECTIONS}"))
     } else {
         Ok(n)
@@ -148,21 +147,12 @@ pub fn check_connections(n: u64) -> Result<u64, String> {
 /// The semaphore behind the cap holds at most this many permits.
 const MAX_MAX_CONNECTIONS: u64 = 1 << 20;
 
-/// A size more than zero.
-pub fn nonzero_size(n: u64) -> Result<u64, String> {
-    if n == 0 {
+/// A size or a duration more than zero (its type's default).
+pub fn nonzero<T: Default + PartialEq>(v: T) -> Result<T, String> {
+    if v == T::default() {
         Err("must be more than zero".to_string())
     } else {
-        Ok(n)
-    }
-}
-
-/// A duration more than zero.
-pub fn nonzero_duration(d: Duration) -> Result<Duration, String> {
-    if d.is_zero() {
-        Err("must be more than zero".to_string())
-    } else {
-        Ok(d)
+        Ok(v)
     }
 }
 

@@ -20,16 +20,18 @@ mod keys;
 mod network;
 mod trust_rule;
 
-struct Fx {
+/// A scratch home and project to load policies for (`explain`'s tests
+/// use it too).
+pub(crate) struct Fx {
     _dir: tempfile::TempDir,
     root: PathBuf,
-    home: PathBuf,
-    project: PathBuf,
+    pub(crate) home: PathBuf,
+    pub(crate) project: PathBuf,
     config: PathBuf,
 }
 
 impl Fx {
-    fn new() -> Fx {
+    pub(crate) fn new() -> Fx {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let home = root.join("home/u");
@@ -76,7 +78,7 @@ impl Fx {
         }
     }
 
-    fn req(&self, flags: Vec<FlagValue>) -> LoadRequest {
+    pub(crate) fn req(&self, flags: Vec<FlagValue>) -> LoadRequest {
         LoadRequest {
             cwd: self.project.clone(),
             project: None,
@@ -94,12 +96,12 @@ impl Fx {
         self.project.join("cordon.toml")
     }
 
-    fn write_project(&self, text: &str) -> PathBuf {
+    pub(crate) fn write_project(&self, text: &str) -> PathBuf {
         fs::write(self.project_file(), text).unwrap();
         self.project_file()
     }
 
-    fn write_user(&self, text: &str) -> PathBuf {
+    pub(crate) fn write_user(&self, text: &str) -> PathBuf {
         fs::create_dir_all(&self.config).unwrap();
         let file = self.config.join("config.toml");
         fs::write(&file, text).unwrap();
