@@ -213,6 +213,7 @@ fn setup(
         Some((m, s)) => (Some(m), Some(s)),
         None => (None, None),
     };
+    wait_until_limited(channel);
     let mut fds: Vec<_> = listeners.iter().map(|l| l.as_fd()).collect();
     fds.extend(master.as_ref().map(|m| m.as_fd()));
     channel
@@ -242,6 +243,17 @@ fn setup(
         pty_slave: slave,
         command_filter,
     })
+}
+
+/// Waits until the supervisor has put init in the sandbox's cgroup (it
+/// does so while init builds the sandbox): nothing of the command's may
+/// start outside it. A supervisor that failed to, or died, never says so:
+/// init ends here.
+fn wait_until_limited(channel: &Channel) {
+    match channel.recv() {
+        Ok((Message::Limited, _)) => {}
+        _ => std::process::exit(125),
+    }
 }
 
 /// A layer that could not be applied fails set-up, unless the user allowed
@@ -699,6 +711,7 @@ mod tests {
     fn run_on(kernel: &mut Recorder, plan: &InitPlan<'_>) -> Option<(Layer, String)> {
         let (supervisor, init) = Channel::pair().unwrap();
         supervisor.send(&Message::Go, &[]).unwrap();
+        supervisor.send(&Message::Limited, &[]).unwrap();
         match setup(kernel, plan, &init) {
             Ok(_) => {
                 let not_started = start_command(kernel, plan, None, Handoff::Ungated);
