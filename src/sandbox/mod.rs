@@ -284,15 +284,19 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .map(|master| tty::Relay::new(master, caller_tty));
     let code = sandbox.wait(relay, deadline, &auditor);
     // Every tunnel ends with the sandbox; their close events go to the
-    // log before it is closed.
-    if let Some(proxy) = proxy {
-        proxy.shutdown(PROXY_GRACE);
+    // log before it is closed. The proxy winds down while the cgroup is
+    // removed and the writable areas are swept.
+    if let Some(proxy) = &proxy {
+        proxy.stop();
     }
-    let summary = auditor.finish();
     drop(cgroup);
     // What the sandbox left that would run code on the host: moved aside
     // and named; what could not be checked fails the run.
     let swept = view.sweep(started_at);
+    if let Some(proxy) = proxy {
+        proxy.shutdown(PROXY_GRACE);
+    }
+    let summary = auditor.finish();
     for line in &swept.neutralised {
         eprintln!("cordon: WARNING: {line}");
     }
