@@ -111,6 +111,9 @@ fn setup(
         Ok((Message::Go, _)) => {}
         _ => std::process::exit(125),
     }
+    plan.limits
+        .join_self()
+        .map_err(|e| fail(Layer::Limits, e))?;
     // No file descriptor leaks in, except the channel and stdio.
     k.close_fds_except(channel.as_fd().as_raw_fd())
         .map_err(|e| fail(Layer::Namespaces, format!("close_range: {e}")))?;
