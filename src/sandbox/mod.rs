@@ -365,8 +365,7 @@ fn start_proxy(
         .map(|log| AuditKey::load_or_create(&policy.audit.key).map(|key| log.keyed(key)))
         .transpose()
         .map_err(SandboxError::AuditKey)?;
-    let auditor = Auditor::start(log, run_name, &audit::command_name(argv0))
-        .map_err(io_err("starting the audit log writer"))?;
+    let auditor = Auditor::start(log, run_name, &audit::command_name(argv0));
     if listeners.is_empty() {
         return Ok((auditor, None));
     }
