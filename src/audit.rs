@@ -1624,7 +1624,7 @@ enum Sink {
     /// To a log whose writer thread is not started yet: it starts with the
     /// first event (most runs of a short command record none, and then
     /// cost no thread to start and to join at exit).
-    Idle(AuditLog),
+    Idle(Box<AuditLog>),
     /// To the writer thread's queue.
     Writing(mpsc::Sender<Event>),
 }
@@ -1669,7 +1669,7 @@ impl Auditor {
                 sandbox: sandbox.to_string(),
                 command: command.to_string(),
                 path,
-                tx: Mutex::new(log.map_or(Sink::Off, Sink::Idle)),
+                tx: Mutex::new(log.map_or(Sink::Off, |log| Sink::Idle(Box::new(log)))),
                 writer: Mutex::new(None),
                 summary: Mutex::new(Summary::default()),
                 flood: Mutex::new(Flood::default()),
@@ -1818,7 +1818,7 @@ type Writer = (mpsc::Sender<Event>, std::thread::JoinHandle<()>);
 
 /// Starts the writer thread on `log`; if no thread could be started, gives
 /// the log back (the thread that never ran still holds no copy of it).
-fn spawn_writer(log: AuditLog) -> Result<Writer, Option<AuditLog>> {
+fn spawn_writer(log: Box<AuditLog>) -> Result<Writer, Option<Box<AuditLog>>> {
     let shared = Arc::new(Mutex::new(Some(log)));
     let theirs = Arc::clone(&shared);
     let (tx, rx) = mpsc::channel::<Event>();
@@ -1826,7 +1826,7 @@ fn spawn_writer(log: AuditLog) -> Result<Writer, Option<AuditLog>> {
         .name("cordon-audit".into())
         .spawn(move || {
             if let Some(log) = theirs.lock().ok().and_then(|mut l| l.take()) {
-                write_loop(log, rx);
+                write_loop(*log, rx);
             }
         });
     match spawned {

@@ -189,14 +189,15 @@ impl LimitPlan {
         }
         for dir in &self.dirs {
             let path = dir.join("tasks");
-            let file = File::options()
-                .write(true)
-                .open(&path)
-                .map_err(|source| LimitsError::Cgroup {
-                    what: "cannot open",
-                    path,
-                    source,
-                })?;
+            let file =
+                File::options()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|source| LimitsError::Cgroup {
+                        what: "cannot open",
+                        path,
+                        source,
+                    })?;
             self.tasks.push(file);
         }
         Ok(())
@@ -312,12 +313,11 @@ impl LimitPlan {
     /// child it makes is born inside.
     pub fn join_self(&self) -> Result<(), LimitsError> {
         for (mut file, dir) in self.tasks.iter().zip(&self.dirs) {
-            file.write_all(b"0")
-                .map_err(|source| LimitsError::Cgroup {
-                    what: "cannot join",
-                    path: dir.join("tasks"),
-                    source,
-                })?;
+            file.write_all(b"0").map_err(|source| LimitsError::Cgroup {
+                what: "cannot join",
+                path: dir.join("tasks"),
+                source,
+            })?;
         }
         Ok(())
     }
