@@ -5,11 +5,14 @@ bubblewrap, measured in the same run, in interleaved rounds.
 Prints medians, p90s, the added start-up over bare exec, the ratio to
 bubblewrap, and the peak RSS of cordon's supervisor and init.
 
-usage: bench/startup.py [--runs N] [--cordon PATH] [--git] [--also NAME=PATH ...]
+usage: bench/startup.py [--runs N] [--cordon PATH] [--git] [--fifo] [--also NAME=PATH ...]
 
 --git makes the project a git repository (the usual case for an agent;
 cordon then protects its hooks and config). --also adds another cordon
-binary (e.g. an earlier build) to the same interleaved rounds.
+binary (e.g. an earlier build) to the same interleaved rounds. --fifo runs
+every case at a real-time priority (SCHED_FIFO, needs root), so that
+builds and other load on the machine do not stretch the hand-offs between
+cordon's processes (supervisor, init, command) more than bubblewrap's.
 """
 import argparse
 import os
@@ -72,7 +75,11 @@ def main():
     parser.add_argument("--cordon", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "cordon"))
     parser.add_argument("--git", action="store_true")
     parser.add_argument("--also", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--fifo", action="store_true", help="run every case at SCHED_FIFO priority 10 (root)")
     args = parser.parse_args()
+    if args.fifo:
+        # Inherited by every process spawned below.
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
 
     cordon = os.path.abspath(args.cordon)
     true = shutil.which("true") or "/bin/true"
@@ -106,7 +113,8 @@ def main():
         values = sorted(values)
         return values[min(len(values) - 1, int(p * len(values)))]
 
-    print(f"start-up, {args.runs} interleaved runs each (after {args.warmup} warm-up), {os.cpu_count()} CPUs")
+    policy = "SCHED_FIFO" if args.fifo else "normal priority"
+    print(f"start-up, {args.runs} interleaved runs each (after {args.warmup} warm-up), {os.cpu_count()} CPUs, {policy}")
     print(f"{'case':<8} {'median':>10} {'p90':>10}")
     for name in cases:
         print(f"{name:<8} {statistics.median(times[name]) * 1e3:>8.3f}ms {q(times[name], 0.9) * 1e3:>8.3f}ms")

@@ -1617,11 +1617,23 @@ impl Budget {
     }
 }
 
+/// Where an [`Auditor`]'s events go.
+enum Sink {
+    /// Nowhere: the log is off, or the run finished.
+    Off,
+    /// To a log whose writer thread is not started yet: it starts with the
+    /// first event (most runs of a short command record none, and then
+    /// cost no thread to start and to join at exit).
+    Idle(Box<AuditLog>),
+    /// To the writer thread's queue.
+    Writing(mpsc::Sender<Event>),
+}
+
 struct Inner {
     sandbox: String,
     command: String,
     path: Option<PathBuf>,
-    tx: Mutex<Option<mpsc::Sender<Event>>>,
+    tx: Mutex<Sink>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     summary: Mutex<Summary>,
     flood: Mutex<Flood>,
@@ -1646,33 +1658,24 @@ pub fn command_name(argv0: &std::ffi::OsStr) -> String {
 }
 
 impl Auditor {
-    /// Starts the writer thread for `log` (none: the log is off). Start it
-    /// after the sandbox is cloned: a thread alive across `fork` could hold
-    /// a lock the child then waits on forever.
-    pub fn start(log: Option<AuditLog>, sandbox: &str, command: &str) -> io::Result<Auditor> {
+    /// The auditor of one run writing to `log` (none: the log is off). Its
+    /// writer thread starts with the first event; make the auditor after
+    /// the sandbox is cloned: a thread alive across `fork` could hold a
+    /// lock the child then waits on forever.
+    pub fn start(log: Option<AuditLog>, sandbox: &str, command: &str) -> Auditor {
         let path = log.as_ref().map(|l| l.path().to_path_buf());
-        let (tx, writer) = match log {
-            Some(log) => {
-                let (tx, rx) = mpsc::channel::<Event>();
-                let handle = std::thread::Builder::new()
-                    .name("cordon-audit".into())
-                    .spawn(move || write_loop(log, rx))?;
-                (Some(tx), Some(handle))
-            }
-            None => (None, None),
-        };
-        Ok(Auditor {
+        Auditor {
             inner: Arc::new(Inner {
                 sandbox: sandbox.to_string(),
                 command: command.to_string(),
                 path,
-                tx: Mutex::new(tx),
-                writer: Mutex::new(writer),
+                tx: Mutex::new(log.map_or(Sink::Off, |log| Sink::Idle(Box::new(log)))),
+                writer: Mutex::new(None),
                 summary: Mutex::new(Summary::default()),
                 flood: Mutex::new(Flood::default()),
                 budget: Mutex::new(Budget::default()),
             }),
-        })
+        }
     }
 
     /// An auditor that writes nothing (for tests and the standalone proxy).
@@ -1682,7 +1685,7 @@ impl Auditor {
                 sandbox: String::new(),
                 command: String::new(),
                 path: None,
-                tx: Mutex::new(None),
+                tx: Mutex::new(Sink::Off),
                 writer: Mutex::new(None),
                 summary: Mutex::new(Summary::default()),
                 flood: Mutex::new(Flood::default()),
@@ -1730,20 +1733,45 @@ impl Auditor {
     fn send(&self, mut event: Event) {
         event.sandbox.clone_from(&self.inner.sandbox);
         event.command.clone_from(&self.inner.command);
-        if let Ok(tx) = self.inner.tx.lock() {
-            let Some(tx) = tx.as_ref() else {
+        let Ok(mut sink) = self.inner.tx.lock() else {
+            return;
+        };
+        if matches!(*sink, Sink::Off) {
+            return;
+        }
+        // Under the sender's lock: lines are spent in the order sent.
+        let within = self
+            .inner
+            .budget
+            .lock()
+            .map(|mut b| b.spend(&mut event))
+            .unwrap_or(false);
+        if !within {
+            return;
+        }
+        if let Sink::Idle(_) = *sink {
+            let Sink::Idle(log) = std::mem::replace(&mut *sink, Sink::Off) else {
                 return;
             };
-            // Under the sender's lock: lines are spent in the order sent.
-            let within = self
-                .inner
-                .budget
-                .lock()
-                .map(|mut b| b.spend(&mut event))
-                .unwrap_or(false);
-            if within {
-                let _ = tx.send(event);
-            }
+            *sink = match spawn_writer(log) {
+                Ok((tx, handle)) => {
+                    if let Ok(mut writer) = self.inner.writer.lock() {
+                        *writer = Some(handle);
+                    }
+                    Sink::Writing(tx)
+                }
+                // No thread to be had: this event is written here and
+                // now, and the next one tries again.
+                Err(Some(mut log)) => {
+                    write_batch(&mut log, &mut [event]);
+                    *sink = Sink::Idle(log);
+                    return;
+                }
+                Err(None) => Sink::Off,
+            };
+        }
+        if let Sink::Writing(tx) = &*sink {
+            let _ = tx.send(event);
         }
     }
 
@@ -1762,8 +1790,8 @@ impl Auditor {
     pub fn finish(&self) -> Summary {
         // Dropping the only sender ends the writer's loop once it has
         // written everything queued.
-        if let Ok(mut tx) = self.inner.tx.lock() {
-            tx.take();
+        if let Ok(mut sink) = self.inner.tx.lock() {
+            *sink = Sink::Off;
         }
         let writer = self.inner.writer.lock().ok().and_then(|mut w| w.take());
         if let Some(w) = writer {
@@ -1785,8 +1813,43 @@ const MAX_BATCH: usize = 1024;
 /// about 40 µs a request on two CPUs. Events wait no longer than this.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(2);
 
-fn write_loop(mut log: AuditLog, rx: mpsc::Receiver<Event>) {
+/// The writer thread's queue and handle.
+type Writer = (mpsc::Sender<Event>, std::thread::JoinHandle<()>);
+
+/// Starts the writer thread on `log`; if no thread could be started, gives
+/// the log back (the thread that never ran still holds no copy of it).
+fn spawn_writer(log: Box<AuditLog>) -> Result<Writer, Option<Box<AuditLog>>> {
+    let shared = Arc::new(Mutex::new(Some(log)));
+    let theirs = Arc::clone(&shared);
+    let (tx, rx) = mpsc::channel::<Event>();
+    let spawned = std::thread::Builder::new()
+        .name("cordon-audit".into())
+        .spawn(move || {
+            if let Some(log) = theirs.lock().ok().and_then(|mut l| l.take()) {
+                write_loop(*log, rx);
+            }
+        });
+    match spawned {
+        Ok(handle) => Ok((tx, handle)),
+        Err(_) => Err(shared.lock().ok().and_then(|mut l| l.take())),
+    }
+}
+
+/// Appends one batch; a failure is reported once, loudly (the run is
+/// under way; stopping it would lose the user's work).
+fn write_batch(log: &mut AuditLog, batch: &mut [Event]) {
     static WARNED: AtomicBool = AtomicBool::new(false);
+    if let Err(e) = log.append(batch) {
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "cordon: WARNING: {}; audit events of this run are being lost",
+                printable(e.to_string())
+            );
+        }
+    }
+}
+
+fn write_loop(mut log: AuditLog, rx: mpsc::Receiver<Event>) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -1795,16 +1858,7 @@ fn write_loop(mut log: AuditLog, rx: mpsc::Receiver<Event>) {
                 Err(_) => break,
             }
         }
-        if let Err(e) = log.append(&mut batch) {
-            // The run is under way; stopping it would lose the user's work.
-            // Say so, once, loudly.
-            if !WARNED.swap(true, Ordering::Relaxed) {
-                eprintln!(
-                    "cordon: WARNING: {}; audit events of this run are being lost",
-                    printable(e.to_string())
-                );
-            }
-        }
+        write_batch(&mut log, &mut batch);
         std::thread::sleep(GATHER);
     }
     if let Err(e) = log.record_tail() {
@@ -2191,7 +2245,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let log = open(&path, dir.path());
-        let auditor = Auditor::start(Some(log), "cordon-9-cd", "python3").unwrap();
+        let auditor = Auditor::start(Some(log), "cordon-9-cd", "python3");
         for i in 0..50 {
             auditor.record(event(&format!("h{}.example:443", i % 3), Verdict::Deny));
         }
@@ -2227,7 +2281,7 @@ mod tests {
     fn allowed_events_count_toward_the_flood_limit() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl").unwrap();
+        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl");
         for _ in 0..100 {
             auditor.record(event("ok.example:443", Verdict::Allow));
             let mut close = event("ok.example:443", Verdict::Allow);
@@ -2275,7 +2329,7 @@ mod tests {
     fn the_run_budget_bounds_lines_and_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
-        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl").unwrap();
+        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl");
         // 200 subjects, each up to the flood limit: 4000 lines without
         // the budget.
         let n = 200 * LOGGED_REPEATS;
@@ -2296,7 +2350,7 @@ mod tests {
 
         // Long subjects: the byte budget ends it first.
         let path = dir.path().join("bytes.jsonl");
-        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl").unwrap();
+        let auditor = Auditor::start(Some(open(&path, dir.path())), "cordon-9-cd", "curl");
         for i in 0..2000 {
             auditor.record(event(
                 &format!("{i}{}", "\u{202e}".repeat(200)),

@@ -18,10 +18,17 @@ pub struct ProxyHandle {
 }
 
 impl ProxyHandle {
+    /// Tells the proxy to stop accepting and end every tunnel, without
+    /// waiting (the caller does other clean-up meanwhile, then
+    /// [`ProxyHandle::shutdown`]).
+    pub fn stop(&self) {
+        let _ = self.stop.send(true);
+    }
+
     /// Stops accepting, ends every tunnel (their close events recorded with
     /// the bytes so far), and waits up to `grace` for that to finish.
     pub fn shutdown(self, grace: Duration) {
-        let _ = self.stop.send(true);
+        self.stop();
         let _ = self.done.recv_timeout(grace);
     }
 }

@@ -16,8 +16,11 @@ use crate::sys;
 /// What travels between the supervisor and init.
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub enum Message {
-    /// Supervisor → init: the id maps and cgroup are in place.
+    /// Supervisor → init: the id maps are in place; build the sandbox.
     Go,
+    /// Supervisor → init: init is in the sandbox's cgroup (joined while
+    /// init builds the sandbox); the command may start.
+    Limited,
     /// Init → supervisor: a layer could not be applied and the user allowed
     /// running without it.
     Degraded { layer: Layer, what: String },

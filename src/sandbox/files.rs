@@ -218,6 +218,9 @@ struct Marks {
     read_only: BTreeSet<PathBuf>,
     pins: BTreeSet<PathBuf>,
     guarded: BTreeSet<PathBuf>,
+    /// Directories found to be their own canonical path: each protected
+    /// name's parent is checked once, not once per name.
+    canonical: BTreeSet<PathBuf>,
 }
 
 /// One entry of the ordered mount list built from the policy paths.
@@ -442,6 +445,7 @@ impl FileView {
             mut read_only,
             mut pins,
             mut guarded,
+            ..
         } = marks;
         read_only.retain(|p| view.relevant(p) && view.is_writable(p) && !view.is_hidden(p));
         pins.retain(|p: &PathBuf| !view.writable.contains(p) && !read_only.contains(p));
@@ -578,10 +582,11 @@ impl FileView {
             .ancestors()
             .skip(1)
             .find(|a| a.symlink_metadata().is_ok());
-        if let Some(parent) = existing_parent {
+        if let Some(parent) = existing_parent.filter(|p| !marks.canonical.contains(*p)) {
             if std::fs::canonicalize(parent).ok().as_deref() != Some(parent) {
                 return Err(FilesError::ProtectedSymlink(parent.to_path_buf()));
             }
+            marks.canonical.insert(parent.to_path_buf());
         }
         match path.symlink_metadata() {
             Ok(meta) if meta.file_type().is_symlink() => Err(FilesError::ProtectedSymlink(path)),

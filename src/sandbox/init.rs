@@ -11,6 +11,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use libseccomp::ScmpFilterContext;
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -111,6 +112,9 @@ fn setup(
         Ok((Message::Go, _)) => {}
         _ => std::process::exit(125),
     }
+    plan.limits
+        .join_self()
+        .map_err(|e| fail(Layer::Limits, e))?;
     // No file descriptor leaks in, except the channel and stdio.
     k.close_fds_except(channel.as_fd().as_raw_fd())
         .map_err(|e| fail(Layer::Namespaces, format!("close_range: {e}")))?;
@@ -213,6 +217,7 @@ fn setup(
         Some((m, s)) => (Some(m), Some(s)),
         None => (None, None),
     };
+    wait_until_limited(channel);
     let mut fds: Vec<_> = listeners.iter().map(|l| l.as_fd()).collect();
     fds.extend(master.as_ref().map(|m| m.as_fd()));
     channel
@@ -242,6 +247,17 @@ fn setup(
         pty_slave: slave,
         command_filter,
     })
+}
+
+/// Waits until the supervisor has put init in the sandbox's cgroup (it
+/// does so while init builds the sandbox): nothing of the command's may
+/// start outside it. A supervisor that failed to, or died, never says so:
+/// init ends here.
+fn wait_until_limited(channel: &Channel) {
+    match channel.recv() {
+        Ok((Message::Limited, _)) => {}
+        _ => std::process::exit(125),
+    }
 }
 
 /// A layer that could not be applied fails set-up, unless the user allowed
@@ -278,16 +294,30 @@ fn supervise(
     let Ok(sfd) = SignalFd::with_flags(&mask, nix::sys::signalfd::SfdFlags::SFD_CLOEXEC) else {
         return 125;
     };
+    // The command's filter is built here, before the fork: between fork
+    // and exec the command only installs it (less to do there, and no
+    // copy-on-write faults).
+    let built = |gated| {
+        seccomp::command_filter(gated).map_err(|e| {
+            eprintln!("cordon: refusing to run: the seccomp layer could not be applied: the command's filter: {e}");
+        })
+    };
     // The command gets its filter's listener to init over this socket.
     let (gate_end, command_end) = match prepared.command_filter {
-        CommandFilter::Gated(diag) => match UnixStream::pair() {
-            Ok((ours, theirs)) => (Some((ours, diag)), Handoff::Gated(theirs)),
-            Err(e) => {
+        CommandFilter::Gated(diag) => match (UnixStream::pair(), built(true)) {
+            (Ok((ours, theirs)), Ok(filter)) => {
+                (Some((ours, diag)), Handoff::Gated(theirs, filter))
+            }
+            (Err(e), _) => {
                 eprintln!("cordon: cannot start the UNIX socket gate: {e}");
                 return 125;
             }
+            (_, Err(())) => return 125,
         },
-        CommandFilter::Ungated => (None, Handoff::Ungated),
+        CommandFilter::Ungated => match built(false) {
+            Ok(filter) => (None, Handoff::Ungated(filter)),
+            Err(()) => return 125,
+        },
         CommandFilter::None => (None, Handoff::None),
     };
     let child = match sys::fork() {
@@ -391,27 +421,26 @@ fn start_gate(
     UnixGate::start(listener, diag, allowed, guard, report)
 }
 
-/// The command's side of [`CommandFilter`].
+/// The command's side of [`CommandFilter`], with its filter built by init
+/// before the fork.
 enum Handoff {
     None,
-    Ungated,
+    Ungated(ScmpFilterContext),
     /// The socket to hand init the filter's listener on.
-    Gated(UnixStream),
+    Gated(UnixStream, ScmpFilterContext),
 }
 
 /// In the command's process, last before exec: the command filter, whose
 /// listener init takes over. Writes and reads on the handoff socket are
 /// not gated.
 fn filter_command(k: &mut dyn InitKernel, handoff: Handoff) -> Result<(), String> {
-    let mut end = match handoff {
+    let (mut end, filter) = match handoff {
         Handoff::None => return Ok(()),
-        Handoff::Ungated => {
-            let filter = seccomp::command_filter(false).map_err(|e| e.to_string())?;
+        Handoff::Ungated(filter) => {
             return k.install_seccomp(&filter).map_err(|e| e.to_string());
         }
-        Handoff::Gated(end) => end,
+        Handoff::Gated(end, filter) => (end, filter),
     };
-    let filter = seccomp::command_filter(true).map_err(|e| e.to_string())?;
     k.install_seccomp(&filter).map_err(|e| e.to_string())?;
     let listener = seccomp::listener(&filter).map_err(|e| e.to_string())?;
     // Init's pidfd_getfd needs us dumpable; exec sets it anew.
@@ -699,9 +728,11 @@ mod tests {
     fn run_on(kernel: &mut Recorder, plan: &InitPlan<'_>) -> Option<(Layer, String)> {
         let (supervisor, init) = Channel::pair().unwrap();
         supervisor.send(&Message::Go, &[]).unwrap();
+        supervisor.send(&Message::Limited, &[]).unwrap();
         match setup(kernel, plan, &init) {
             Ok(_) => {
-                let not_started = start_command(kernel, plan, None, Handoff::Ungated);
+                let filter = seccomp::command_filter(false).unwrap();
+                let not_started = start_command(kernel, plan, None, Handoff::Ungated(filter));
                 assert_eq!(not_started.code, 127, "{}", not_started.message);
                 None
             }

@@ -6,12 +6,17 @@
 //! parent (and only directory listing on the parent).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::{Component, Path, PathBuf};
 
 use landlock::{
     AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 
 use super::files::FileView;
 
@@ -130,15 +135,46 @@ fn grant_read(
     if hidden.contains(dir) {
         return Ok(());
     }
-    if !hidden.iter().any(|h| h.starts_with(dir)) {
+    // The names in `dir` that lead to a hidden path: the entries visited
+    // in turn; every other entry is granted whole.
+    let on_the_way: BTreeSet<&OsStr> = hidden
+        .iter()
+        .filter_map(|h| h.strip_prefix(dir).ok()?.components().next())
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    if on_the_way.is_empty() {
         return add(ruleset, dir, read);
     }
-    add(ruleset, dir, AccessFs::ReadDir.into())?;
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(dir_fd) = PathFd::new(dir) else {
         return Ok(());
     };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return ruleset
+            .add_rule(PathBeneath::new(dir_fd, AccessFs::ReadDir))
+            .map(drop)
+            .map_err(Into::into);
+    };
     for entry in entries.flatten() {
-        grant_read(ruleset, &entry.path(), hidden, read)?;
+        let name = entry.file_name();
+        if on_the_way.contains(name.as_os_str()) {
+            grant_read(ruleset, &dir.join(&name), hidden, read)?;
+            continue;
+        }
+        // Opened beside its siblings (one name to look up, not the whole
+        // path), following a symlink as a path rule does.
+        let opened = nix::fcntl::openat(
+            Some(dir_fd.as_fd().as_raw_fd()),
+            name.as_os_str(),
+            OFlag::O_PATH | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        );
+        if let Ok(fd) = opened {
+            ruleset.add_rule(PathBeneath::new(crate::sys::own_fd(fd), read))?;
+        }
     }
+    ruleset.add_rule(PathBeneath::new(dir_fd, AccessFs::ReadDir))?;
     Ok(())
 }

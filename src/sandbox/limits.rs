@@ -4,7 +4,8 @@
 //! caps the sandbox's own tasks; but the kernel never applies it to the
 //! host's root, so a root caller needs a cgroup.
 
-use std::io;
+use std::fs::File;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use nix::sys::resource::{setrlimit, Resource};
@@ -53,6 +54,9 @@ pub struct LimitPlan {
     dirs: Vec<PathBuf>,
     max_procs: u64,
     max_memory: Option<u64>,
+    /// v1: each cgroup's `tasks` file, opened on the host before the
+    /// clone, through which init moves itself in ([`LimitPlan::join_self`]).
+    tasks: Vec<File>,
 }
 
 /// Where cgroup hierarchies are mounted, read from `/proc/self/mountinfo`.
@@ -155,6 +159,7 @@ impl LimitPlan {
             dirs: Vec::new(),
             max_procs: limits.max_procs.value,
             max_memory: limits.max_memory.as_ref().map(|m| m.value),
+            tasks: Vec::new(),
         };
         let mounts = CgroupMounts::read();
         // The supervisor's pid in the name lets a later run remove the
@@ -169,11 +174,33 @@ impl LimitPlan {
         } else if nix::unistd::geteuid().is_root() {
             return Err(LimitsError::RootWithoutCgroup);
         }
-        if let Err(e) = plan.write_limits() {
+        if let Err(e) = plan.write_limits().and_then(|()| plan.open_tasks()) {
             plan.remove();
             return Err(e);
         }
         Ok(plan)
+    }
+
+    /// v1: opens each cgroup's `tasks` file for init's own join (see
+    /// [`LimitPlan::join_self`]).
+    fn open_tasks(&mut self) -> Result<(), LimitsError> {
+        if self.mechanism != Mechanism::Cgroup(CgroupKind::V1) {
+            return Ok(());
+        }
+        for dir in &self.dirs {
+            let path = dir.join("tasks");
+            let file =
+                File::options()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|source| LimitsError::Cgroup {
+                        what: "cannot open",
+                        path,
+                        source,
+                    })?;
+            self.tasks.push(file);
+        }
+        Ok(())
     }
 
     /// Limits by rlimits alone, when the user allowed running without a cgroup.
@@ -183,6 +210,7 @@ impl LimitPlan {
             dirs: Vec::new(),
             max_procs: limits.max_procs.value,
             max_memory: limits.max_memory.as_ref().map(|m| m.value),
+            tasks: Vec::new(),
         }
     }
 
@@ -259,13 +287,35 @@ impl LimitPlan {
         }
     }
 
-    /// Moves `pid` (the sandbox's init, before it runs anything) into the cgroup.
+    /// Moves `pid` (the sandbox's init, before it starts the command) into
+    /// a v2 cgroup; in v1 init has moved itself ([`LimitPlan::join_self`]).
     pub fn attach(&self, pid: Pid) -> Result<(), LimitsError> {
+        if !self.tasks.is_empty() {
+            return Ok(());
+        }
         for dir in &self.dirs {
             let procs = dir.join("cgroup.procs");
             write(&procs, &pid.to_string()).map_err(|source| LimitsError::Cgroup {
                 what: "cannot join",
                 path: procs.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// In init, first of all: moves init into the v1 cgroups by writing
+    /// `0` (the writer itself) to their `tasks` files. Moving one thread
+    /// that is the caller skips the kernel's global threadgroup lock,
+    /// whose RCU grace period made the supervisor's write of init's pid to
+    /// `cgroup.procs` take milliseconds (tens on a loaded host). Init has
+    /// one thread here, so the whole process moves, and every thread and
+    /// child it makes is born inside.
+    pub fn join_self(&self) -> Result<(), LimitsError> {
+        for (mut file, dir) in self.tasks.iter().zip(&self.dirs) {
+            file.write_all(b"0").map_err(|source| LimitsError::Cgroup {
+                what: "cannot join",
+                path: dir.join("tasks"),
                 source,
             })?;
         }

@@ -284,15 +284,19 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .map(|master| tty::Relay::new(master, caller_tty));
     let code = sandbox.wait(relay, deadline, &auditor);
     // Every tunnel ends with the sandbox; their close events go to the
-    // log before it is closed.
-    if let Some(proxy) = proxy {
-        proxy.shutdown(PROXY_GRACE);
+    // log before it is closed. The proxy winds down while the cgroup is
+    // removed and the writable areas are swept.
+    if let Some(proxy) = &proxy {
+        proxy.stop();
     }
-    let summary = auditor.finish();
     drop(cgroup);
     // What the sandbox left that would run code on the host: moved aside
     // and named; what could not be checked fails the run.
     let swept = view.sweep(started_at);
+    if let Some(proxy) = proxy {
+        proxy.shutdown(PROXY_GRACE);
+    }
+    let summary = auditor.finish();
     for line in &swept.neutralised {
         eprintln!("cordon: WARNING: {line}");
     }
@@ -361,8 +365,7 @@ fn start_proxy(
         .map(|log| AuditKey::load_or_create(&policy.audit.key).map(|key| log.keyed(key)))
         .transpose()
         .map_err(SandboxError::AuditKey)?;
-    let auditor = Auditor::start(log, run_name, &audit::command_name(argv0))
-        .map_err(io_err("starting the audit log writer"))?;
+    let auditor = Auditor::start(log, run_name, &audit::command_name(argv0));
     if listeners.is_empty() {
         return Ok((auditor, None));
     }

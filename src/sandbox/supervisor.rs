@@ -139,8 +139,8 @@ pub(super) fn spawn(plan: &mut InitPlan<'_>, policy: &Policy) -> Result<Sandbox,
 }
 
 impl Sandbox {
-    /// Maps ids, joins the cgroup, lets init go, and waits until every
-    /// layer is in place.
+    /// Maps ids, lets init go, joins it to the cgroup, and waits until
+    /// every layer is in place.
     pub(super) fn start(
         &self,
         limits: &LimitPlan,
@@ -154,9 +154,15 @@ impl Sandbox {
                 fix: support::userns_fix(),
             })?;
         }
-        limits.attach(pid)?;
         self.channel
             .send(&Message::Go, &[])
+            .map_err(io_err("starting init"))?;
+        // Joining the cgroup waits in the kernel for an RCU grace period
+        // (milliseconds, more on a loaded host): init builds the sandbox
+        // meanwhile, and starts nothing of the command's until told it is in.
+        limits.attach(pid)?;
+        self.channel
+            .send(&Message::Limited, &[])
             .map_err(io_err("starting init"))?;
         loop {
             match self.channel.recv() {
@@ -177,6 +183,7 @@ impl Sandbox {
                 }
                 Ok((
                     Message::Go
+                    | Message::Limited
                     | Message::SocketRefused { .. }
                     | Message::SyscallRefused { .. }
                     | Message::CreateRefused { .. }

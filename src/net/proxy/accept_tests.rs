@@ -285,7 +285,7 @@ async fn stop_closes_every_tunnel_and_records_bytes() {
     let log = crate::audit::AuditFile::open(&path, false)
         .unwrap()
         .keyed(key());
-    let audit = Auditor::start(Some(log), "cordon-test", "test").unwrap();
+    let audit = Auditor::start(Some(log), "cordon-test", "test");
     let (stop, stopped) = watch::channel(false);
     let proxy = Proxy::new(LoopbackGate, limits(8), audit.clone(), stopped);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
