@@ -3,6 +3,34 @@
 //! runs the proxy for one sandbox; [`inside`] is what the sandbox sees
 //! (ports, environment); [`gate`] decides each connection the proxy makes.
 
+/// `AsyncWrite` for a stream wrapper whose reads are its own business and
+/// whose writes go straight to its `inner` stream.
+macro_rules! writes_through_to_inner {
+    ($wrapper:ident) => {
+        impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for $wrapper<S> {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                std::pin::Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+            }
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::pin::Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+            }
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::pin::Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+            }
+        }
+    };
+}
+
 mod counted;
 pub mod gate;
 pub mod inside;

@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sched::CloneFlags;
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -99,12 +98,7 @@ pub(super) fn spawn(plan: &mut InitPlan<'_>, policy: &Policy) -> Result<Sandbox,
     let flags = SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC;
     let signals = SignalFd::with_flags(&mask, flags).map_err(|e| io_err("signalfd")(e.into()))?;
     let (ours, theirs) = Channel::pair().map_err(io_err("socketpair"))?;
-    let flags = CloneFlags::CLONE_NEWUSER
-        | CloneFlags::CLONE_NEWNS
-        | CloneFlags::CLONE_NEWPID
-        | CloneFlags::CLONE_NEWNET
-        | CloneFlags::CLONE_NEWIPC
-        | CloneFlags::CLONE_NEWUTS;
+    let flags = super::support::SANDBOX_NAMESPACES;
     // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=namespaces` takes the
     // degraded path as if clone had failed.
     let clone = if weaken::off("namespaces") {

@@ -101,17 +101,18 @@ pub fn cgroups() -> CgroupMounts {
     CgroupMounts::read()
 }
 
+/// The namespaces every sandbox's init is cloned into.
+pub const SANDBOX_NAMESPACES: nix::sched::CloneFlags = nix::sched::CloneFlags::CLONE_NEWUSER
+    .union(nix::sched::CloneFlags::CLONE_NEWNS)
+    .union(nix::sched::CloneFlags::CLONE_NEWPID)
+    .union(nix::sched::CloneFlags::CLONE_NEWNET)
+    .union(nix::sched::CloneFlags::CLONE_NEWIPC)
+    .union(nix::sched::CloneFlags::CLONE_NEWUTS);
+
 /// Tries to create the namespaces `cordon run` needs, in a child that
 /// exits at once.
 pub fn try_namespaces() -> Result<(), String> {
-    use nix::sched::CloneFlags;
-    let flags = CloneFlags::CLONE_NEWUSER
-        | CloneFlags::CLONE_NEWNS
-        | CloneFlags::CLONE_NEWPID
-        | CloneFlags::CLONE_NEWNET
-        | CloneFlags::CLONE_NEWIPC
-        | CloneFlags::CLONE_NEWUTS;
-    match sys::clone_fork(flags).map_err(|e| e.to_string())? {
+    match sys::clone_fork(SANDBOX_NAMESPACES).map_err(|e| e.to_string())? {
         sys::Forked::Child => std::process::exit(0),
         sys::Forked::Parent(pid) => match nix::sys::wait::waitpid(pid, None) {
             Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(()),

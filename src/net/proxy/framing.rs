@@ -19,7 +19,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// The longest request head held back.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
@@ -608,21 +608,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for HeadGuard<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for HeadGuard<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
+writes_through_to_inner!(HeadGuard);
 
 #[cfg(test)]
 #[path = "framing_tests.rs"]

@@ -53,14 +53,7 @@ impl Session {
                     self.target.with_port(self.tunnel.port)
                 ),
             };
-            self.inspector.record_refusal(
-                &self.audit,
-                &self.target,
-                self.tunnel.port,
-                self.tunnel.proto,
-                &r,
-            );
-            return text_response(StatusCode::BAD_GATEWAY, r.message);
+            return self.refuse_with(StatusCode::BAD_GATEWAY, r);
         }
         strip_hop_by_hop(&mut parts.headers);
         // HTTP/1.1's reason phrase is free text an upstream may echo a value

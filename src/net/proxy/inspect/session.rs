@@ -99,6 +99,11 @@ impl Session {
     }
 
     pub(super) fn refuse(&self, r: Refusal) -> Response<ProxyBody> {
+        self.refuse_with(StatusCode::FORBIDDEN, r)
+    }
+
+    /// Records the refusal `r` and answers it with `status`.
+    pub(super) fn refuse_with(&self, status: StatusCode, r: Refusal) -> Response<ProxyBody> {
         self.inspector.record_refusal(
             &self.audit,
             &self.target,
@@ -106,7 +111,7 @@ impl Session {
             self.tunnel.proto,
             &r,
         );
-        text_response(StatusCode::FORBIDDEN, r.message)
+        text_response(status, r.message)
     }
 
     /// The 502 for an upgrade whose answer cordon cannot mask (`why`),
