@@ -602,16 +602,83 @@ fn inject_policy(fx: &Fixture, env: &str, port: u16) -> PathBuf {
     path
 }
 
-/// One mode's fixture for a test of injection into 127.0.0.1:`port`: the
-/// fixture, the upstreams' CA in a file, a secret unique to the run, a
-/// policy that injects `TEST_TOKEN` there, and where the audit log goes.
-fn injecting(mode: Mode, ca: &TestCa, port: u16) -> (Fixture, PathBuf, String, PathBuf, PathBuf) {
-    let fx = Fixture::new(mode);
-    let ca_file = upstream_ca(&fx, ca);
-    let secret = format!("s3cret-{}", fx.token);
-    let policy = inject_policy(&fx, "TEST_TOKEN", port);
-    let log = fx.outside.join("audit.jsonl");
-    (fx, ca_file, secret, policy, log)
+/// The upstreams' CA and one echo upstream it signed: most tests' setting.
+fn ca_and_upstream() -> (TestCa, Upstream) {
+    let ca = TestCa::new("cordon test upstream CA");
+    let up = Upstream::start(&ca);
+    (ca, up)
+}
+
+/// Runs the python `script` with `args` in `fx`'s [`inspecting`] sandbox
+/// for `up`; the script must exit 0.
+fn inspected_py<S: AsRef<str>>(
+    fx: &Fixture,
+    ca: &TestCa,
+    up: &Upstream,
+    script: &str,
+    args: &[S],
+) -> Output {
+    let out = inspecting(fx, ca, up.port).py_args(script, args);
+    out.ok();
+    out
+}
+
+/// One mode's fixture for a test of injection into 127.0.0.1:`port`.
+struct Injecting {
+    fx: Fixture,
+    /// The upstreams' CA in a file.
+    ca_file: PathBuf,
+    /// The real value, unique to the run.
+    secret: String,
+    /// A policy that injects `TEST_TOKEN` into requests to the port.
+    policy: PathBuf,
+    /// Where the audit log goes.
+    log: PathBuf,
+}
+
+impl Injecting {
+    fn new(mode: Mode, ca: &TestCa, port: u16) -> Injecting {
+        let fx = Fixture::new(mode);
+        let ca_file = upstream_ca(&fx, ca);
+        let secret = format!("s3cret-{}", fx.token);
+        let policy = inject_policy(&fx, "TEST_TOKEN", port);
+        let log = fx.outside.join("audit.jsonl");
+        Injecting {
+            fx,
+            ca_file,
+            secret,
+            policy,
+            log,
+        }
+    }
+
+    /// A sandbox with the real value in `TEST_TOKEN`, the audit log and the
+    /// policy, inspecting 127.0.0.1 and trusting the upstreams' CA; the
+    /// caller allows the hosts.
+    fn sandbox(&self) -> Sandbox {
+        self.fx
+            .sandbox()
+            .env("TEST_TOKEN", &self.secret)
+            .flag("--audit", &self.log)
+            .flag("--policy", &self.policy)
+            .flag("--inspect", "127.0.0.1")
+            .flag("--upstream-ca", &self.ca_file)
+    }
+
+    /// The audit log's lines.
+    fn audit(&self) -> String {
+        audit_text(&self.log)
+    }
+}
+
+/// The part of `out` between the line `== name` and the next `== ` line.
+fn part(out: &Output, name: &str) -> String {
+    out.stdout
+        .split(&format!("== {name}\n"))
+        .nth(1)
+        .and_then(|p| p.split("\n== ").next())
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The audit log's lines.
@@ -621,11 +688,11 @@ fn audit_text(path: &Path) -> String {
 
 #[test]
 fn curl_and_python_see_only_the_placeholder() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     let other = Upstream::start(&ca);
     each_mode(|mode| {
-        let (fx, ca_file, secret, policy, log) = injecting(mode, &ca, up.port);
+        let inj = Injecting::new(mode, &ca, up.port);
+        let secret = inj.secret.clone();
         let script = format!(
             "echo \"env: $TEST_TOKEN\"\n\
              {}\n\
@@ -645,16 +712,11 @@ fn curl_and_python_see_only_the_placeholder() {
             curl(other.port, "/steal", "-H \"X-Token: $TEST_TOKEN\""),
             up.port,
         );
-        let out = fx
+        let out = inj
             .sandbox()
-            .env("TEST_TOKEN", &secret)
             .env("URLLIB", include_str!("py/cred_urllib.py"))
-            .flag("--audit", &log)
-            .flag("--policy", &policy)
             .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
             .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
-            .flag("--inspect", "127.0.0.1")
-            .flag("--upstream-ca", &ca_file)
             .sh(&script);
         out.ok();
         let placeholder = out
@@ -726,7 +788,7 @@ fn curl_and_python_see_only_the_placeholder() {
         let environ = out.stdout.split("== environ").nth(1).unwrap_or_default();
         assert_eq!(environ.trim(), "0", "{mode:?}: {out:#?}");
         // The log names the variable, never the value.
-        let text = audit_text(&log);
+        let text = inj.audit();
         assert!(!text.contains(&secret), "{mode:?}: {text}");
         assert!(
             text.contains("\"door\":\"credentials\""),
@@ -835,16 +897,8 @@ fn rules_bad_certificates_and_opaque_tunnels() {
             )
             .flag("--upstream-ca", &ca_file)
             .sh(&script);
-        let part = |name: &str| {
-            out.stdout
-                .split(&format!("== {name}\n"))
-                .nth(1)
-                .and_then(|p| p.split("\n== ").next())
-                .unwrap_or_default()
-                .to_string()
-        };
         let status = |name: &str| {
-            part(name)
+            part(&out, name)
                 .lines()
                 .rfind(|l| l.starts_with("HTTP/"))
                 .unwrap_or_default()
@@ -856,10 +910,13 @@ fn rules_bad_certificates_and_opaque_tunnels() {
         assert_eq!(status("get-other"), "HTTP/2 403", "{mode:?}: {out:#?}");
         assert_eq!(status("dotdot"), "HTTP/2 403", "{mode:?}: {out:#?}");
         assert!(
-            part("get-other").contains("[[network.rules]]"),
+            part(&out, "get-other").contains("[[network.rules]]"),
             "{mode:?}: {out:#?}"
         );
-        assert!(part("get-other").contains("GET"), "{mode:?}: {out:#?}");
+        assert!(
+            part(&out, "get-other").contains("GET"),
+            "{mode:?}: {out:#?}"
+        );
         // The upstream saw the allowed request only.
         let seen = up.seen();
         assert!(seen.contains("/allowed/x"), "{mode:?}: {seen}");
@@ -872,7 +929,7 @@ fn rules_bad_certificates_and_opaque_tunnels() {
             "{mode:?}: {out:#?}"
         );
         assert!(
-            part("bad").contains("could not be verified"),
+            part(&out, "bad").contains("could not be verified"),
             "{mode:?}: {out:#?}"
         );
         assert!(bad.seen().is_empty(), "{mode:?}: {}", bad.seen());
@@ -896,10 +953,13 @@ fn rules_bad_certificates_and_opaque_tunnels() {
             "{mode:?}: {out:#?}"
         );
         assert!(
-            part("opaque").contains("connect: HTTP/1.1 200"),
+            part(&out, "opaque").contains("connect: HTTP/1.1 200"),
             "{mode:?}: {out:#?}"
         );
-        assert!(part("opaque").contains("opaque: b''"), "{mode:?}: {out:#?}");
+        assert!(
+            part(&out, "opaque").contains("opaque: b''"),
+            "{mode:?}: {out:#?}"
+        );
         let got = String::from_utf8_lossy(&tcp_got.lock().unwrap()).to_string();
         assert!(!got.contains("cordon-placeholder-"), "{mode:?}: {got}");
         assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
@@ -1006,11 +1066,11 @@ fn git_over_https_with_basic_auth() {
 
 #[test]
 fn large_bodies_are_masked_and_scanned_as_streams() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     let other = Upstream::start(&ca);
     each_mode(|mode| {
-        let (fx, ca_file, secret, policy, log) = injecting(mode, &ca, up.port);
+        let inj = Injecting::new(mode, &ca, up.port);
+        let secret = inj.secret.clone();
         let script = format!(
             "{} -o /tmp/big\n\
              echo \"size: $(wc -c < /tmp/big)\"\n\
@@ -1024,15 +1084,10 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
             curl(up.port, "/gzip", "--http1.1 -H \"X-Token: $TEST_TOKEN\""),
             curl(up.port, "/gzip", "--http1.1"),
         );
-        let out = fx
+        let out = inj
             .sandbox()
-            .env("TEST_TOKEN", &secret)
-            .flag("--audit", &log)
-            .flag("--policy", &policy)
             .flag("--allow-domain", "127.0.0.1")
             .flag("--ports", format!("{},{}", up.port, other.port))
-            .flag("--inspect", "127.0.0.1")
-            .flag("--upstream-ca", &ca_file)
             .sh(&script);
         // The upstream sent the real value ~3000 times; every one came back masked.
         let copies = (3usize << 20).div_ceil(1000);
@@ -1046,24 +1101,13 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
         let upload = out.stdout.split("== upload").nth(1).unwrap_or_default();
         assert!(upload.contains("HTTP/1.1 403"), "{mode:?}: {upload}");
         assert!(!other.seen().contains("cordon-placeholder-"), "{mode:?}");
-        assert!(
-            audit_text(&log).contains("attempted exfiltration"),
-            "{mode:?}"
-        );
+        assert!(inj.audit().contains("attempted exfiltration"), "{mode:?}");
         // A compressed answer to a request that carried the real value
         // cannot be masked: refused. Without a real value, it goes through.
-        let part = |name: &str| {
-            out.stdout
-                .split(&format!("== {name}\n"))
-                .nth(1)
-                .and_then(|p| p.split("\n== ").next())
-                .unwrap_or_default()
-                .to_string()
-        };
-        let with = part("gzip-with-secret");
+        let with = part(&out, "gzip-with-secret");
         assert!(with.contains("HTTP/1.1 502"), "{mode:?}: {with}");
         assert!(with.contains("compressed"), "{mode:?}: {with}");
-        let without = part("gzip-without");
+        let without = part(&out, "gzip-without");
         assert!(without.contains("HTTP/1.1 200"), "{mode:?}: {without}");
         assert!(
             without.contains("content-encoding: gzip"),
@@ -1074,15 +1118,18 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
 
 #[test]
 fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         // One kept-alive HTTP/1.1 connection: the upstream closes after the
         // second request; the third must still work (on a new connection).
-        let out = inspecting(&fx, &ca, up.port)
-            .py_args(include_str!("py/cred_keepalive.py"), &[up.port.to_string()]);
-        out.ok();
+        let out = inspected_py(
+            &fx,
+            &ca,
+            &up,
+            include_str!("py/cred_keepalive.py"),
+            &[up.port.to_string()],
+        );
         for line in ["/one 200 /one", "/close 200 /close", "/three 200 /three"] {
             assert!(out.stdout.contains(line), "{mode:?}: {out:#?}");
         }
@@ -1091,8 +1138,7 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
 
 #[test]
 fn sni_and_host_must_name_the_connect_host() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let ca_file = upstream_ca(&fx, &ca);
@@ -1162,13 +1208,16 @@ fn a_secret_or_ca_that_cannot_be_read_refuses_to_run() {
 
 #[test]
 fn upgraded_connections_are_relayed_through_inspection() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
-        let out = inspecting(&fx, &ca, up.port)
-            .py_args(include_str!("py/cred_websocket.py"), &[up.port.to_string()]);
-        out.ok();
+        let out = inspected_py(
+            &fx,
+            &ca,
+            &up,
+            include_str!("py/cred_websocket.py"),
+            &[up.port.to_string()],
+        );
         assert!(
             out.stdout.contains("status: HTTP/1.1 101"),
             "{mode:?}: {out:#?}"
@@ -1179,20 +1228,21 @@ fn upgraded_connections_are_relayed_through_inspection() {
 
 #[test]
 fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let authority = format!("127.0.0.1:{}", up.port);
         let before = up.seen().matches("POST /framing").count();
-        let out = inspecting(&fx, &ca, up.port).py_args(
+        let out = inspected_py(
+            &fx,
+            &ca,
+            &up,
             concat!(
                 include_str!("py/framing_cases.py"),
                 include_str!("py/cred_framing.py")
             ),
             &[&authority],
         );
-        out.ok();
         assert_eq!(line(&out, "control"), "200", "{mode:?}: {out:#?}");
         // Chunked bodies (extensions, trailers) pass, and so does the
         // request after one on the same connection.
@@ -1392,8 +1442,7 @@ fn proc_memory(pid: i32, field: &str) -> u64 {
 
 #[test]
 fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     const CONNECTIONS: usize = 200;
     each_mode(|mode| {
         let fx = Fixture::new(mode);
@@ -1440,16 +1489,13 @@ fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
 
 #[test]
 fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     let other = Upstream::start(&ca);
     each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let ca_file = upstream_ca(&fx, &ca);
+        let mut inj = Injecting::new(mode, &ca, up.port);
         // Bytes that JSON, percent and base64 encoders each treat their way.
-        let secret = format!("s3cret/{}+x=y~z", fx.token);
-        let policy = inject_policy(&fx, "TEST_TOKEN", up.port);
-        let log = fx.outside.join("audit.jsonl");
+        inj.secret = format!("s3cret/{}+x=y~z", inj.fx.token);
+        let secret = inj.secret.clone();
         let upgrades = Upgrades::default()
             .with(
                 "ws",
@@ -1476,28 +1522,15 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
             curl(up.port, "/trailers", "--http2 -H \"X-Token: $TEST_TOKEN\""),
             up.port,
         );
-        let out = fx
+        let out = inj
             .sandbox()
-            .env("TEST_TOKEN", &secret)
             .env("TRAILERS", include_str!("py/cred_trailers.py"))
             .env("UPGRADES", with_upgrades!())
             .env("UPGRADE_CALLS", upgrades.json())
-            .flag("--audit", &log)
-            .flag("--policy", &policy)
             .flag("--allow-domain", "127.0.0.1")
             .flag("--ports", format!("{},{}", up.port, other.port))
-            .flag("--inspect", "127.0.0.1")
-            .flag("--upstream-ca", &ca_file)
             .sh(&script);
         out.ok();
-        let part = |name: &str| {
-            out.stdout
-                .split(&format!("== {name}\n"))
-                .nth(1)
-                .and_then(|p| p.split("\n== ").next())
-                .unwrap_or_default()
-                .to_string()
-        };
         // The upstream got the real value each time.
         assert!(
             up.seen().contains(&format!("x-token: {secret}")),
@@ -1511,7 +1544,7 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
         assert!(!gives_away(out.stderr.as_bytes(), &secret), "{mode:?}");
         let placeholder_hex = |p: &str| p.bytes().map(|b| format!("{b:02x}")).collect::<String>();
         for name in ["encoded", "encoded-h2"] {
-            let text = part(name);
+            let text = part(&out, name);
             assert!(text.contains("cordonmasked"), "{mode:?} {name}: {text}");
             let placeholder = out.stdout.lines().find_map(|l| {
                 l.find("cordon-placeholder-")
@@ -1525,14 +1558,14 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
         }
         // Trailers: masked, in HTTP/2 and in HTTP/1.1 chunked.
         for name in ["trailers-h2", "trailers-stream"] {
-            let text = part(name).to_ascii_lowercase();
+            let text = part(&out, name).to_ascii_lowercase();
             assert!(
                 text.contains("x-echo: cordon-placeholder-"),
                 "{mode:?} {name}: {text}"
             );
         }
         // An upgraded stream: masked down (same length), echoing still.
-        let upgrades = part("upgrades");
+        let upgrades = part(&out, "upgrades");
         assert!(upgrades.contains("ws-status: 101"), "{mode:?}: {upgrades}");
         let echo = line(&out, "ws-echo");
         assert!(
@@ -1546,7 +1579,7 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
         );
         let echo = line(&out, "ws-forbidden-echo");
         assert!(!echo.contains("cordon-placeholder-"), "{mode:?}: {echo}");
-        let text = audit_text(&log);
+        let text = inj.audit();
         assert!(text.contains("upgraded connection"), "{mode:?}: {text}");
         assert!(!text.contains(&secret), "{mode:?}: {text}");
     });
@@ -1554,8 +1587,7 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
 
 #[test]
 fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let authority = format!("127.0.0.1:{}", up.port);
@@ -1589,11 +1621,13 @@ fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
                 None,
                 "Upgrade: websocket, h2c\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n",
             );
-        let out = inspecting(&fx, &ca, up.port).py_args(
+        let out = inspected_py(
+            &fx,
+            &ca,
+            &up,
             with_upgrades!("cred_upgrade_smuggle.py"),
             &[&upgrades.json(), &authority],
         );
-        out.ok();
         assert_eq!(line(&out, "ws-status"), "101", "{mode:?}: {out:#?}");
         for label in ["h2c", "nokey", "v8", "list"] {
             assert_eq!(
@@ -1612,14 +1646,17 @@ fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
 
 #[test]
 fn one_host_without_userinfo_and_origin_form_upstream() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
         let authority = format!("127.0.0.1:{}", up.port);
-        let out = inspecting(&fx, &ca, up.port)
-            .py_args(include_str!("py/cred_one_host.py"), &[&authority]);
-        out.ok();
+        let out = inspected_py(
+            &fx,
+            &ca,
+            &up,
+            include_str!("py/cred_one_host.py"),
+            &[&authority],
+        );
         for label in ["two-hosts", "userinfo", "abs-userinfo"] {
             assert_eq!(line(&out, label), "403", "{mode:?} {label}: {out:#?}");
         }
@@ -1636,8 +1673,7 @@ fn one_host_without_userinfo_and_origin_form_upstream() {
 
 #[test]
 fn request_targets_with_a_fragment_are_refused() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     let (tcp_port, tcp_got) = plain_server();
     each_mode(|mode| {
         let fx = Fixture::new(mode);
@@ -1662,10 +1698,10 @@ fn request_targets_with_a_fragment_are_refused() {
 
 #[test]
 fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     each_mode(|mode| {
-        let (fx, ca_file, secret, policy, log) = injecting(mode, &ca, up.port);
+        let inj = Injecting::new(mode, &ca, up.port);
+        let secret = inj.secret.clone();
         let ph = "X-Token: $TEST_TOKEN\r\n";
         let upgrades = Upgrades::default()
             .with("whole", up.port, "/ws?frames=whole", None, ph)
@@ -1678,14 +1714,9 @@ fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages(
             )
             .with("claimed", up.port, "/ws?frames=deflate", None, ph)
             .with("split", up.port, "/ws?frames=split", None, ph);
-        let out = fx
+        let out = inj
             .sandbox()
-            .env("TEST_TOKEN", &secret)
-            .flag("--audit", &log)
-            .flag("--policy", &policy)
             .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
-            .flag("--inspect", "127.0.0.1")
-            .flag("--upstream-ca", &ca_file)
             .py_args(with_upgrades!(), &[upgrades.json()]);
         out.ok();
         assert!(up.seen().contains(&secret), "{mode:?}");
@@ -1712,7 +1743,7 @@ fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages(
         // A fragmented message ends the stream before its first byte.
         assert_eq!(line(&out, "split-status"), "101", "{mode:?}: {out:#?}");
         assert_eq!(line(&out, "split-echo"), "\"\"", "{mode:?}: {out:#?}");
-        let text = audit_text(&log);
+        let text = inj.audit();
         assert!(text.contains("fragmented message"), "{mode:?}: {text}");
         assert!(!text.contains(&secret), "{mode:?}");
     });
@@ -1720,8 +1751,7 @@ fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages(
 
 #[test]
 fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
-    let ca = TestCa::new("cordon test upstream CA");
-    let up = Upstream::start(&ca);
+    let (ca, up) = ca_and_upstream();
     const CONNECTIONS: usize = 100;
     const REQUESTS: usize = 5;
     let streamed = || up.seen().matches("GET /big sent").count();
@@ -1840,17 +1870,13 @@ fn crafted_upstream(ca: &TestCa, answer: fn(&str, &[u8]) -> Vec<u8>) -> u16 {
 /// the crafted upstream on `port`; returns the output, the real value and
 /// the audit log's text.
 fn run_injecting(mode: Mode, ca: &TestCa, port: u16, script: &str) -> (Output, String, String) {
-    let (fx, ca_file, secret, policy, log) = injecting(mode, ca, port);
-    let out = fx
+    let inj = Injecting::new(mode, ca, port);
+    let out = inj
         .sandbox()
-        .env("TEST_TOKEN", &secret)
-        .flag("--audit", &log)
-        .flag("--policy", &policy)
         .flag("--allow-domain", format!("127.0.0.1:{port}"))
-        .flag("--inspect", "127.0.0.1")
-        .flag("--upstream-ca", &ca_file)
         .sh(script);
-    (out, secret, audit_text(&log))
+    let audit = inj.audit();
+    (out, inj.secret, audit)
 }
 
 #[test]
