@@ -441,6 +441,48 @@ fn allowing(fx: &Fixture, rules: &[&str]) -> Sandbox {
         .fold(fx.sandbox(), |sb, r| sb.flag("--allow-domain", r))
 }
 
+/// A sandbox that allows port `p` of the host's loopback by both its
+/// names, 127.0.0.1 and host.cordon.internal.
+fn allowing_loopback_port(fx: &Fixture, p: u16) -> Sandbox {
+    allowing(
+        fx,
+        &[
+            &format!("127.0.0.1:{p}"),
+            &format!("host.cordon.internal:{p}"),
+        ],
+    )
+}
+
+/// Runs `test` once per mode with a fixture and an upstream named `name`
+/// on the host's 127.0.0.1.
+fn each_mode_with_upstream(name: &str, test: impl Fn(Mode, &Fixture, Upstream)) {
+    each_mode(|mode| test(mode, &Fixture::new(mode), Upstream::start(name)));
+}
+
+/// Runs `test` once per mode with a fixture and two upstreams on the
+/// host's 127.0.0.1, named `names`.
+fn each_mode_with_upstreams(names: [&str; 2], test: impl Fn(Mode, &Fixture, Upstream, Upstream)) {
+    each_mode(|mode| {
+        let fx = Fixture::new(mode);
+        let [a, b] = names.map(Upstream::start);
+        test(mode, &fx, a, b)
+    });
+}
+
+/// Runs `test` once per mode (as root: where the test can make its own
+/// network namespace) with that namespace, a fixture and an upstream
+/// named `name` on the namespace's 127.0.0.1.
+fn each_mode_in_test_net(name: &str, test: impl Fn(Mode, &TestNet, &Fixture, Upstream)) {
+    each_mode(|mode| {
+        let Some(net) = TestNet::new(TEST_HOSTS) else {
+            return;
+        };
+        let fx = Fixture::new(mode);
+        let up = Upstream::start_in(name, Some(&net));
+        test(mode, &net, &fx, up)
+    });
+}
+
 fn have_curl() -> bool {
     let found = Command::new("curl")
         .arg("--version")
@@ -551,10 +593,7 @@ fn curl_reaches_an_allowed_upstream_through_each_proxy() {
     if !have_curl() {
         return;
     }
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let up = Upstream::start("allowed");
-        let other = Upstream::start("unlisted");
+    each_mode_with_upstreams(["allowed", "unlisted"], |mode, fx, up, other| {
         let (p, q) = (up.port, other.port);
         // NO_PROXY names 127.0.0.1, so curl is told the proxy explicitly;
         // host.cordon.internal is not in NO_PROXY, so the environment alone
@@ -618,9 +657,7 @@ fn curl_reaches_an_allowed_upstream_through_each_proxy() {
 
 #[test]
 fn python_reaches_an_allowed_upstream_by_each_way_of_asking() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let up = Upstream::start("allowed");
+    each_mode_with_upstream("allowed", |mode, fx, up| {
         let p = up.port;
         let script = Calls::default()
             .get("get", &format!("127.0.0.1:{p}/x"))
@@ -628,16 +665,7 @@ fn python_reaches_an_allowed_upstream_by_each_way_of_asking() {
             .socks_as("socks-ipv4", "127.0.0.1", p, 1, 1)
             .socks("socks-name", "127.0.0.1", p)
             .urlopen("urllib-env", &format!("http://host.cordon.internal:{p}/u"));
-        let out = client(
-            allowing(
-                &fx,
-                &[
-                    &format!("127.0.0.1:{p}"),
-                    &format!("host.cordon.internal:{p}"),
-                ],
-            ),
-            &script,
-        );
+        let out = client(allowing_loopback_port(&fx, p), &script);
         out.ok();
         expect_reached(&out, "get", "200", &up);
         expect_reached(&out, "connect", "200", &up);
@@ -657,9 +685,7 @@ fn programs_that_ignore_the_proxy_do_not_get_out() {
     let v6 = TcpListener::bind("[::1]:0").expect("bind [::1]");
     let v6_port = v6.local_addr().unwrap().port();
     v6.set_nonblocking(true).unwrap();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let up = Upstream::start("bypassed");
+    each_mode_with_upstream("bypassed", |mode, fx, up| {
         let p = up.port;
         for extra in [
             vec![],
@@ -802,10 +828,7 @@ fn denied_and_unlisted_hosts_are_refused_with_the_rule_and_the_fix() {
 
 #[test]
 fn ports_are_limited_to_the_rule_or_the_port_list() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let up = Upstream::start("ports");
-        let other = Upstream::start("other-port");
+    each_mode_with_upstreams(["ports", "other-port"], |mode, fx, up, other| {
         let (p, q) = (up.port, other.port);
         let script = Calls::default()
             .get("p", &format!("127.0.0.1:{p}/"))
@@ -947,10 +970,7 @@ fn ip_literals_need_a_rule_naming_the_address_and_odd_forms_are_refused() {
 
 #[test]
 fn host_cordon_internal_reaches_the_host_loopback_only_on_allowed_ports() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let up = Upstream::start("host-internal");
-        let other = Upstream::start("other");
+    each_mode_with_upstreams(["host-internal", "other"], |mode, fx, up, other| {
         let (p, q) = (up.port, other.port);
         let script = Calls::default()
             .get("get", &format!("host.cordon.internal:{p}/"))
@@ -1004,10 +1024,7 @@ fn host_cordon_internal_reaches_the_host_loopback_only_on_allowed_ports() {
 
 #[test]
 fn host_header_must_match_the_target() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let up = Upstream::start("target");
-        let other = Upstream::start("header");
+    each_mode_with_upstreams(["target", "header"], |mode, fx, up, other| {
         let (p, q) = (up.port, other.port);
         let script = Calls::default()
             .get_host("other-port", &format!("127.0.0.1:{p}/"), &format!("127.0.0.1:{q}"))
@@ -1069,10 +1086,7 @@ fn host_header_must_match_the_target() {
 
 #[test]
 fn a_second_request_on_the_connection_never_reaches_a_denied_host() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let allowed = Upstream::start("first");
-        let denied = Upstream::start("second");
+    each_mode_with_upstreams(["first", "second"], |mode, fx, allowed, denied| {
         let (p, q) = (allowed.port, denied.port);
         let first = format!("GET http://127.0.0.1:{p}/first HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n");
         let second =
@@ -1128,9 +1142,7 @@ fn a_second_request_on_the_connection_never_reaches_a_denied_host() {
 
 #[test]
 fn socks_bind_and_udp_associate_are_refused() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let up = Upstream::start("socks");
+    each_mode_with_upstream("socks", |mode, fx, up| {
         let p = up.port;
         let script = Calls::default()
             .socks_as("connect", "127.0.0.1", p, 1, 1)
@@ -1138,16 +1150,7 @@ fn socks_bind_and_udp_associate_are_refused() {
             .socks_as("udp-associate", "127.0.0.1", p, 3, 1)
             .socks_as("udp-associate-any", "0.0.0.0", 0, 3, 1)
             .socks_as("bind-name", "host.cordon.internal", p, 2, 3);
-        let out = client(
-            allowing(
-                &fx,
-                &[
-                    &format!("127.0.0.1:{p}"),
-                    &format!("host.cordon.internal:{p}"),
-                ],
-            ),
-            &script,
-        );
+        let out = client(allowing_loopback_port(&fx, p), &script);
         out.ok();
         expect_reached(&out, "connect", "0x00", &up);
         for label in ["bind", "udp-associate", "udp-associate-any", "bind-name"] {
@@ -1326,12 +1329,7 @@ const TEST_HOSTS: &str = "127.0.0.1 localhost\n\
 
 #[test]
 fn names_are_normalised_before_matching() {
-    each_mode(|mode| {
-        let Some(net) = TestNet::new(TEST_HOSTS) else {
-            return;
-        };
-        let fx = Fixture::new(mode);
-        let up = Upstream::start_in("names", Some(&net));
+    each_mode_in_test_net("names", |mode, net, fx, up| {
         let p = up.port;
         let script = Calls::default()
             .get("idna-punycode", &format!("xn--bcher-kva.example:{p}/"))
@@ -1467,12 +1465,7 @@ fn names_are_normalised_before_matching() {
 
 #[test]
 fn an_allowed_name_does_not_open_loopback() {
-    each_mode(|mode| {
-        let Some(net) = TestNet::new(TEST_HOSTS) else {
-            return;
-        };
-        let fx = Fixture::new(mode);
-        let up = Upstream::start_in("loopback", Some(&net));
+    each_mode_in_test_net("loopback", |mode, net, fx, up| {
         let p = up.port;
         let script = Calls::default()
             .get("localhost", &format!("localhost:{p}/"))
@@ -1524,9 +1517,7 @@ fn many_tunnels_are_held_at_once_under_a_low_descriptor_limit() {
     // 600 tunnels need 1200 descriptors in the proxy: more than the soft
     // limit of 1024 a login session usually has, which cordon starts with.
     const N: usize = 600;
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let up = Upstream::start("many");
+    each_mode_with_upstream("many", |mode, fx, up| {
         let p = up.port;
         let script = include_str!("py/net_many_tunnels.py");
         let out = fx
@@ -1552,9 +1543,7 @@ fn many_tunnels_are_held_at_once_under_a_low_descriptor_limit() {
 /// the valid one reaches the loopback upstream, the ambiguous one gets a
 /// 400 and reaches nothing.
 fn refuses_ambiguous_framing(label: &str) {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let up = Upstream::start("framing");
+    each_mode_with_upstream("framing", |mode, fx, up| {
         let p = up.port;
         let authority = format!("127.0.0.1:{p}");
         let target = format!("http://{authority}/framing");
