@@ -97,6 +97,16 @@ fn weakened(fx: &Fixture, layers: &str) -> (Output, Report) {
     probe(fx, &[], &[("CORDON_TEST_WEAKEN", layers)])
 }
 
+/// [`weakened`] where the weakening must show: the probe exits 1 and
+/// each of `open` reports open. Returns the report for further checks.
+#[track_caller]
+fn weakened_fails(fx: &Fixture, layers: &str, open: &[&str]) -> Report {
+    let (out, r) = weakened(fx, layers);
+    assert_eq!(out.code, 1, "{out:#?}");
+    assert_open(&r, open);
+    r
+}
+
 fn assert_open(r: &Report, names: &[&str]) {
     let closed: Vec<String> = names
         .iter()
@@ -246,12 +256,10 @@ fn probe_help_hides_the_inside_modes() {
 #[test]
 fn files_door_probes_fail_without_mount_view_and_landlock() {
     let _g = serial();
-    let mode = weak_mode();
-    let fx = fixture(mode);
-    let (out, r) = weakened(&fx, "files,landlock,initenv,unixgate");
-    assert_eq!(out.code, 1, "{out:#?}");
-    assert_open(
-        &r,
+    let fx = fixture(weak_mode());
+    let r = weakened_fails(
+        &fx,
+        "files,landlock,initenv,unixgate",
         &[
             "seed: touch ~/sandbox-probe",
             "create a file in $HOME",
@@ -282,7 +290,7 @@ fn files_door_probes_fail_without_mount_view_and_landlock() {
             "read the audit key (to forge the log)",
         ],
     );
-    if mode == Mode::Root {
+    if fx.mode == Mode::Root {
         assert_open(&r, &["read /proc/kpageflags"]);
         // /proc/1 is the sandbox's init in a fresh /proc of its own pid
         // namespace; without them, it is the host's, whose root only the
@@ -427,10 +435,9 @@ fn unix_socket_probe_fails_without_the_gate() {
 fn credentials_door_probes_fail_without_the_scrub() {
     let _g = serial();
     let fx = fixture(weak_mode());
-    let (out, r) = weakened(&fx, "env,initenv");
-    assert_eq!(out.code, 1, "{out:#?}");
-    assert_open(
-        &r,
+    weakened_fails(
+        &fx,
+        "env,initenv",
         &[
             "canary variable set by cordon",
             "a secret-valued variable with an innocent name",
@@ -451,12 +458,10 @@ fn credentials_door_probes_fail_without_the_scrub() {
 #[test]
 fn process_door_probes_fail_without_seccomp_and_namespaces() {
     let _g = serial();
-    let mode = weak_mode();
-    let fx = fixture(mode);
-    let (out, r) = weakened(&fx, "namespaces,seccomp,caps,nnp,landlock");
-    assert_eq!(out.code, 1, "{out:#?}");
-    assert_open(
-        &r,
+    let fx = fixture(weak_mode());
+    let r = weakened_fails(
+        &fx,
+        "namespaces,seccomp,caps,nnp,landlock",
         &[
             "ptrace a process outside",
             "signal a process outside",
@@ -470,7 +475,7 @@ fn process_door_probes_fail_without_seccomp_and_namespaces() {
     if facts_userns.outcome != Outcome::Skipped {
         assert_open(&r, &["create a user namespace"]);
     }
-    if mode == Mode::Root {
+    if fx.mode == Mode::Root {
         assert_open(&r, &["bpf"]);
         // Mount: inside its own namespaces, with the capabilities the user
         // namespace gives uid 0 kept (Landlock forbids mounts as well).
@@ -478,7 +483,7 @@ fn process_door_probes_fail_without_seccomp_and_namespaces() {
         assert_open(&r, &["mount"]);
     }
     let module = find(&r, "load a kernel module");
-    if Path::new("/proc/modules").exists() && mode == Mode::Root {
+    if Path::new("/proc/modules").exists() && fx.mode == Mode::Root {
         assert_eq!(module.verdict(), Verdict::Open, "{module:?}");
     }
 }
