@@ -5,6 +5,18 @@
 # `label-echo:`, otherwise the refusal's body as `label-body:` (JSON).
 import json, socket, ssl, time
 WS = b'Upgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n'
+def read_while(t, more, size):
+    # What `t` sends, `size` bytes a read at most, while more(what came so
+    # far) holds, until it closes or fails.
+    got = b''
+    try:
+        while more(got):
+            c = t.recv(size)
+            if not c: break
+            got += c
+    except OSError:
+        pass
+    return got
 def upgrade(label, port, path, send=b'ping-pong', headers=b''):
     s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
     s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n' % port)
@@ -18,26 +30,16 @@ def upgrade(label, port, path, send=b'ping-pong', headers=b''):
         head += c
     print(label + '-status:', head.split(b' ')[1].decode() if b' ' in head else 'none', flush=True)
     if b' 101 ' not in head.split(b'\r\n')[0]:
-        rest = b''
         length = [int(l.split(b':')[1]) for l in head.lower().split(b'\r\n') if l.startswith(b'content-length:')]
-        try:
-            while len(rest) < (length or [0])[0]:
-                c = t.recv(4096)
-                if not c: break
-                rest += c
-        except OSError:
-            pass
+        rest = read_while(t, lambda got: len(got) < (length or [0])[0], 4096)
         print(label + '-body:', json.dumps(rest.decode('utf-8', 'replace')), flush=True)
         return
-    got = b''
     try:
         t.sendall(send)
         t.settimeout(1)
-        end = time.time() + 3
-        while time.time() < end:
-            c = t.recv(65536)
-            if not c: break
-            got += c
     except OSError:
-        pass
+        got = b''
+    else:
+        end = time.time() + 3
+        got = read_while(t, lambda _: time.time() < end, 65536)
     print(label + '-echo:', json.dumps(got.decode('utf-8', 'replace')), flush=True)
