@@ -10,8 +10,7 @@ use nix::sys::signal::Signal;
 
 #[test]
 fn exit_code_passes_through() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().sh("echo ran; exit 7");
         assert_eq!(out.code, 7, "{mode:?}: {out:#?}");
         assert!(out.stdout.contains("ran"), "{mode:?}: {out:#?}");
@@ -22,8 +21,7 @@ fn exit_code_passes_through() {
 
 #[test]
 fn death_by_signal_is_128_plus_n() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().sh("echo before; kill -TERM $$; echo after");
         assert_eq!(out.code, 143, "{mode:?}: {out:#?}");
         assert!(out.stdout.contains("before"), "{mode:?}: {out:#?}");
@@ -33,8 +31,7 @@ fn death_by_signal_is_128_plus_n() {
 
 #[test]
 fn stdout_and_stderr_pass_through() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx
             .sandbox()
             .sh("echo to-stdout-$0; echo to-stderr >&2")
@@ -51,8 +48,7 @@ fn stdout_and_stderr_pass_through() {
 
 #[test]
 fn stdin_pipe_reaches_command() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let data = format!("piped-{}\nsecond line\n", fx.token);
         let out = fx.sandbox().stdin(data.as_bytes()).run(&["cat"]);
         out.ok();
@@ -62,8 +58,7 @@ fn stdin_pipe_reaches_command() {
 
 #[test]
 fn uid_and_gid_are_the_callers() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().sh("id -u; id -g");
         out.ok();
         assert_eq!(
@@ -93,10 +88,19 @@ fn unique_sleep_arg() -> String {
     format!("4242.{digits}")
 }
 
+/// A sandbox in `fx` running a shell that runs a `sleep` with a unique
+/// argument (returned, to find it on the host) and then `echo x`.
+fn spawn_sleeping(fx: &Fixture) -> (String, Running) {
+    let arg = unique_sleep_arg();
+    let run = fx
+        .sandbox()
+        .spawn(&["sh", "-c", &format!("sleep {arg}; echo x")]);
+    (arg, run)
+}
+
 #[test]
 fn host_processes_are_invisible() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let arg = unique_sleep_arg();
         let _host = HostSleep(
             std::process::Command::new("sleep")
@@ -140,8 +144,7 @@ fn host_processes_are_invisible() {
 
 #[test]
 fn init_environ_and_cmdline_do_not_leak_env() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let secret = format!("secret-{}", fx.token);
         let out = fx.sandbox().env("CANARY_ENV", &secret).sh(
             "echo self:; cat /proc/self/environ | tr '\\0' '\\n' | grep CANARY_ENV; \
@@ -200,12 +203,8 @@ fn forwarded_signals_reach_the_command() {
 
 #[test]
 fn sigkill_of_cordon_leaves_nothing_behind() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let arg = unique_sleep_arg();
-        let run = fx
-            .sandbox()
-            .spawn(&["sh", "-c", &format!("sleep {arg}; echo x")]);
+    each_fixture(|mode, fx| {
+        let (arg, run) = spawn_sleeping(fx);
         assert!(
             wait_until(Duration::from_secs(20), || !host_pids_with_cmdline(&arg)
                 .is_empty()),
@@ -239,8 +238,7 @@ fn sigkill_of_cordon_leaves_nothing_behind() {
 
 #[test]
 fn inherited_descriptors_are_closed() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let leak = fx.outside.join("leaked-fd.txt");
         // Control: the wrapper really hands fd 5 to what it execs.
         let control = std::process::Command::new("/bin/sh")
@@ -289,8 +287,7 @@ fn inherited_descriptors_are_closed() {
 #[test]
 fn hostname_is_not_the_hosts() {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().sh("cat /proc/sys/kernel/hostname");
         out.ok();
         let inner = out.stdout.trim();
@@ -335,12 +332,8 @@ fn cordon_cgroup_dirs(pid: i32) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn sigkill_of_cordon_leaves_no_cgroup() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
-        let arg = unique_sleep_arg();
-        let run = fx
-            .sandbox()
-            .spawn(&["sh", "-c", &format!("sleep {arg}; echo x")]);
+    each_fixture(|mode, fx| {
+        let (arg, run) = spawn_sleeping(fx);
         // The sandboxed sleep itself (cordon's own cmdline holds the arg too).
         let find = || {
             host_pids_with_cmdline(&arg).into_iter().find(|p| {

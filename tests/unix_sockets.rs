@@ -104,8 +104,7 @@ fn drain(sock: &UnixDatagram) -> Vec<String> {
 
 #[test]
 fn host_datagram_socket_is_unreachable_every_way() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let path = fx.outside.join("host.dgram");
         let host = UnixDatagram::bind(&path).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -168,8 +167,7 @@ fn host_datagram_socket_is_unreachable_every_way() {
 
 #[test]
 fn host_socket_inside_the_project_is_unreachable_even_by_symlink() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // A dev server's socket in the (writable) project, and a symlink
         // planted next to it pointing at a socket outside.
         let inside = HostListener::bind(&fx.project.join("dev.sock"));
@@ -223,8 +221,7 @@ fn host_socket_inside_the_project_is_unreachable_even_by_symlink() {
 #[test]
 fn host_abstract_socket_is_unreachable() {
     use std::os::linux::net::SocketAddrExt;
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let name = format!("cordon-test-{}", fx.token);
         let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
         let listener = UnixListener::bind_addr(&addr).unwrap();
@@ -256,8 +253,7 @@ fn host_abstract_socket_is_unreachable() {
 
 #[test]
 fn sockets_the_sandbox_makes_keep_working() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let script = py_tries(
             MODULES,
             CTYPES,
@@ -352,8 +348,7 @@ fn sockets_the_sandbox_makes_keep_working() {
 /// never gets through. Both paths have the same length.
 #[test]
 fn address_rewritten_during_connect_never_reaches_the_host() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let host_path = fx.outside.join("race.sock");
         let host = HostListener::bind(&host_path);
         let own_path = fx.project.join("race.sock");
@@ -383,8 +378,7 @@ fn address_rewritten_during_connect_never_reaches_the_host() {
 
 #[test]
 fn allow_unix_socket_opens_exactly_that_socket() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // In a runtime dir the view hides: the allowed socket stays visible.
         let runtime = fx.outside.join("run-user");
         std::fs::create_dir(&runtime).unwrap();
@@ -497,8 +491,7 @@ fn host_daemon_variables_are_unset() {
         "DISPLAY",
         "WAYLAND_DISPLAY",
     ];
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let mut sandbox = fx.sandbox().env("CORDON_TEST_KEPT", "kept");
         for name in names {
             sandbox = sandbox.env(name, format!("unix:path=/tmp/{name}-{}", fx.token));
@@ -528,8 +521,7 @@ fn host_daemon_variables_are_unset() {
 /// check. Both are refused and the sandbox lives on.
 #[test]
 fn hostile_gated_calls_are_refused_and_init_survives() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let script = py_tries(
             &["ctypes", "socket", "struct"],
             CTYPES,

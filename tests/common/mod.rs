@@ -700,6 +700,11 @@ pub fn each_mode(f: impl Fn(Mode)) {
     }
 }
 
+/// [`each_mode`] with a fresh [`Fixture`] for each mode.
+pub fn each_fixture(f: impl Fn(Mode, &Fixture)) {
+    each_mode(|mode| f(mode, &Fixture::new(mode)));
+}
+
 /// A committed git repository in the fixture's project, owned by the mode's uid.
 pub fn git_project(fx: &Fixture) {
     std::fs::write(fx.project.join("file.txt"), "one\n").unwrap();
