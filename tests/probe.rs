@@ -121,6 +121,12 @@ fn assert_open(r: &Report, names: &[&str]) {
     );
 }
 
+/// The suite's turn at the probe (see [`serial`]) and a [`fixture`] in
+/// [`weak_mode`].
+fn weak_fixture() -> (std::sync::MutexGuard<'static, ()>, Fixture) {
+    (serial(), fixture(weak_mode()))
+}
+
 /// The mode the weakened sandboxes run in: root where the suite is root
 /// (several probes need root to succeed without the sandbox).
 fn weak_mode() -> Mode {
@@ -222,8 +228,7 @@ fn full_sandbox_passes_every_probe() {
 
 #[test]
 fn table_and_doctor_probe() {
-    let _g = serial();
-    let fx = fixture(weak_mode());
+    let (_g, fx) = weak_fixture();
     let out = fx
         .sandbox()
         .subcommand("probe")
@@ -255,8 +260,7 @@ fn probe_help_hides_the_inside_modes() {
 
 #[test]
 fn files_door_probes_fail_without_mount_view_and_landlock() {
-    let _g = serial();
-    let fx = fixture(weak_mode());
+    let (_g, fx) = weak_fixture();
     let r = weakened_fails(
         &fx,
         "files,landlock,initenv,unixgate",
@@ -357,9 +361,7 @@ fn host_route(bind: &str, to: &str) -> bool {
 
 #[test]
 fn network_door_probes_fail_without_netns_and_landlock() {
-    let _g = serial();
-    let mode = weak_mode();
-    let fx = fixture(mode);
+    let (_g, fx) = weak_fixture();
     let (_resolver, port) = loopback_resolver();
     let targets = format!("resolver=127.0.0.1:{port}");
     let (out, r) = probe(
@@ -386,15 +388,14 @@ fn network_door_probes_fail_without_netns_and_landlock() {
     if host_route("[::]:0", "[2001:db8::1]:9") {
         assert_open(&r, &["IPv6 out"]);
     }
-    if mode == Mode::Root {
+    if fx.mode == Mode::Root {
         assert_open(&r, &["raw socket"]);
     }
 }
 
 #[test]
 fn proxy_probes_fail_when_the_proxy_lets_everything_through() {
-    let _g = serial();
-    let fx = fixture(weak_mode());
+    let (_g, fx) = weak_fixture();
     let (out, r) = probe(
         &fx,
         &[],
@@ -420,8 +421,7 @@ fn proxy_probes_fail_when_the_proxy_lets_everything_through() {
 
 #[test]
 fn unix_socket_probe_fails_without_the_gate() {
-    let _g = serial();
-    let fx = fixture(weak_mode());
+    let (_g, fx) = weak_fixture();
     let (_, r) = weakened(&fx, "unixgate");
     assert_open(&r, &["connect to a host UNIX socket (path)"]);
     // The abstract socket stays out of reach: the network namespace holds it.
@@ -433,8 +433,7 @@ fn unix_socket_probe_fails_without_the_gate() {
 
 #[test]
 fn credentials_door_probes_fail_without_the_scrub() {
-    let _g = serial();
-    let fx = fixture(weak_mode());
+    let (_g, fx) = weak_fixture();
     weakened_fails(
         &fx,
         "env,initenv",
@@ -457,8 +456,7 @@ fn credentials_door_probes_fail_without_the_scrub() {
 
 #[test]
 fn process_door_probes_fail_without_seccomp_and_namespaces() {
-    let _g = serial();
-    let fx = fixture(weak_mode());
+    let (_g, fx) = weak_fixture();
     let r = weakened_fails(
         &fx,
         "namespaces,seccomp,caps,nnp,landlock",
