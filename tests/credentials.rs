@@ -609,6 +609,13 @@ fn ca_and_upstream() -> (TestCa, Upstream) {
     (ca, up)
 }
 
+/// Runs `test` once per mode with a fixture, and the upstreams' CA and
+/// echo upstream of [`ca_and_upstream`] (made once for all modes).
+fn each_mode_inspecting(test: impl Fn(Mode, &Fixture, &TestCa, &Upstream)) {
+    let (ca, up) = ca_and_upstream();
+    each_fixture(|mode, fx| test(mode, fx, &ca, &up));
+}
+
 /// Runs the python `script` with `args` in `fx`'s [`inspecting`] sandbox
 /// for `up`; the script must exit 0.
 fn inspected_py<S: AsRef<str>>(
@@ -1118,15 +1125,13 @@ fn large_bodies_are_masked_and_scanned_as_streams() {
 
 #[test]
 fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
-    let (ca, up) = ca_and_upstream();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_mode_inspecting(|mode, fx, ca, up| {
         // One kept-alive HTTP/1.1 connection: the upstream closes after the
         // second request; the third must still work (on a new connection).
         let out = inspected_py(
-            &fx,
-            &ca,
-            &up,
+            fx,
+            ca,
+            up,
             include_str!("py/cred_keepalive.py"),
             &[up.port.to_string()],
         );
@@ -1138,9 +1143,7 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
 
 #[test]
 fn sni_and_host_must_name_the_connect_host() {
-    let (ca, up) = ca_and_upstream();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_mode_inspecting(|mode, fx, ca, up| {
         let ca_file = upstream_ca(&fx, &ca);
         let log = fx.outside.join("audit.jsonl");
         let out = fx
@@ -1208,13 +1211,11 @@ fn a_secret_or_ca_that_cannot_be_read_refuses_to_run() {
 
 #[test]
 fn upgraded_connections_are_relayed_through_inspection() {
-    let (ca, up) = ca_and_upstream();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_mode_inspecting(|mode, fx, ca, up| {
         let out = inspected_py(
-            &fx,
-            &ca,
-            &up,
+            fx,
+            ca,
+            up,
             include_str!("py/cred_websocket.py"),
             &[up.port.to_string()],
         );
@@ -1228,15 +1229,13 @@ fn upgraded_connections_are_relayed_through_inspection() {
 
 #[test]
 fn ambiguous_request_framing_is_refused_inside_inspected_tunnels() {
-    let (ca, up) = ca_and_upstream();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_mode_inspecting(|mode, fx, ca, up| {
         let authority = format!("127.0.0.1:{}", up.port);
         let before = up.seen().matches("POST /framing").count();
         let out = inspected_py(
-            &fx,
-            &ca,
-            &up,
+            fx,
+            ca,
+            up,
             concat!(
                 include_str!("py/framing_cases.py"),
                 include_str!("py/cred_framing.py")
@@ -1587,9 +1586,7 @@ fn real_values_do_not_come_back_encoded_in_trailers_or_upgraded_streams() {
 
 #[test]
 fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
-    let (ca, up) = ca_and_upstream();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_mode_inspecting(|mode, fx, ca, up| {
         let authority = format!("127.0.0.1:{}", up.port);
         let upgrades = Upgrades::default()
             .ws("ws", up.port, "/ws")
@@ -1622,9 +1619,9 @@ fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
                 "Upgrade: websocket, h2c\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n",
             );
         let out = inspected_py(
-            &fx,
-            &ca,
-            &up,
+            fx,
+            ca,
+            up,
             with_upgrades!("cred_upgrade_smuggle.py"),
             &[&upgrades.json(), &authority],
         );
@@ -1646,14 +1643,12 @@ fn only_websocket_upgrades_pass_and_a_refused_one_ends_the_connection() {
 
 #[test]
 fn one_host_without_userinfo_and_origin_form_upstream() {
-    let (ca, up) = ca_and_upstream();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_mode_inspecting(|mode, fx, ca, up| {
         let authority = format!("127.0.0.1:{}", up.port);
         let out = inspected_py(
-            &fx,
-            &ca,
-            &up,
+            fx,
+            ca,
+            up,
             include_str!("py/cred_one_host.py"),
             &[&authority],
         );
