@@ -37,8 +37,7 @@ fn host_git_status(fx: &Fixture, dir: &Path) {
 /// host runs the sandbox's command.
 #[test]
 fn git_commondir_cannot_redirect_config_and_hooks() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         git_project(&fx);
         let marker = fx.outside.join(format!("pwned-commondir-{}", fx.token));
         let script = format!(
@@ -66,8 +65,7 @@ fn git_commondir_cannot_redirect_config_and_hooks() {
 /// nested repositories -- then runs its `core.fsmonitor`.
 #[test]
 fn repo_created_inside_project_does_not_run_code_on_host() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         git_project(&fx);
         std::fs::create_dir(fx.project.join("src")).unwrap();
         chown(&fx.project.join("src"), mode);
@@ -90,8 +88,7 @@ fn repo_created_inside_project_does_not_run_code_on_host() {
 /// cordon must refuse to run, naming the link, or the writes must fail.
 #[test]
 fn protected_name_that_is_a_symlink_cannot_be_replaced() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         git_project(&fx);
         let p = &fx.project;
         std::fs::write(p.join("envrc.real"), "export OK=1\n").unwrap();
@@ -132,8 +129,7 @@ fn protected_name_that_is_a_symlink_cannot_be_replaced() {
 /// in a host directory.
 #[test]
 fn host_pathname_unix_socket_is_unreachable() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let path = fx.outside.join("host.sock");
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -193,8 +189,7 @@ fn host_pathname_unix_socket_is_unreachable() {
 /// anywhere on the host for the duration of the run.
 #[test]
 fn untrusted_protect_name_cannot_create_files_outside_the_project() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         std::os::unix::fs::symlink("../outside", fx.project.join("l")).unwrap();
         std::fs::write(
             fx.project.join("cordon.toml"),
@@ -223,8 +218,7 @@ fn untrusted_protect_name_cannot_create_files_outside_the_project() {
 /// run's mount.) Protection now leaves nothing on the host at all.
 #[test]
 fn nested_runs_keep_protecting_after_the_outer_one_ends() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         git_project(&fx);
         let sub = fx.project.join("sub");
         std::fs::create_dir(&sub).unwrap();
@@ -272,8 +266,7 @@ fn nested_runs_keep_protecting_after_the_outer_one_ends() {
 /// `.yarnrc.yml` -- are writable.
 #[test]
 fn tool_configs_that_run_code_are_protected() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         git_project(&fx);
         let attempts = [
             (
@@ -308,8 +301,7 @@ fn tool_configs_that_run_code_are_protected() {
 /// through /proc/self/fd, `git config --file`, `truncate`.
 #[test]
 fn protected_paths_resist_link_rename_and_fd_tricks() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         git_project(&fx);
         let nested = fx.project.join("pkg");
         std::fs::create_dir(&nested).unwrap();
@@ -402,8 +394,7 @@ fn protected_paths_resist_link_rename_and_fd_tricks() {
 /// io_uring, TIOCSTI with the upper bits set, kernel knobs, cgroups.
 #[test]
 fn process_escapes_are_refused() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // The prelude's guard keeps these calls from ever running on the
         // host (e.g. against a fake cordon): inside, the command's parent is
         // init.
@@ -487,8 +478,7 @@ fn int80_syscalls_are_refused() {
         eprintln!("skipped: cannot build a static binary");
         return;
     }
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let bin = fx.project.join("i");
         std::fs::copy(dir.path().join("i"), &bin).unwrap();
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -504,8 +494,7 @@ fn int80_syscalls_are_refused() {
 /// ignores SIGHUP is gone once cordon returns.
 #[test]
 fn daemonised_process_does_not_outlive_cordon() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let tag = format!("9{}", &fx.token[..6]);
         let tag_num: u64 = u64::from_str_radix(&tag, 16).unwrap() % 100000 + 100000;
         let sleep_arg = format!("{tag_num}.{}", mode.uid() % 7 + 1);
@@ -531,8 +520,7 @@ fn daemonised_process_does_not_outlive_cordon() {
 /// /dev/shm is a second writable tmpfs: it is size-capped too.
 #[test]
 fn dev_shm_is_size_capped() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let script = py_tries(
             MODULES,
             "",
@@ -551,8 +539,7 @@ fn dev_shm_is_size_capped() {
 /// content never appears in /proc/self/mountinfo.
 #[test]
 fn denied_files_unreadable_through_proc_and_links() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let key = fx.home.join(".ssh/id_rsa");
         let k = key.to_str().unwrap();
         let cases: Vec<(&str, String)> = vec![
@@ -587,8 +574,7 @@ fn denied_files_unreadable_through_proc_and_links() {
 /// a "narrowing" key that in fact widens (deny_read of the whole root).
 #[test]
 fn untrusted_project_policy_tricks_are_refused() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // A trusted policy somewhere else that widens...
         let trusted = fx.outside.join("cordon.toml");
         std::fs::write(
@@ -631,8 +617,7 @@ fn untrusted_project_policy_tricks_are_refused() {
 /// does not leak one.
 #[test]
 fn no_tcp_path_to_host_loopback() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         l.set_nonblocking(true).unwrap();
