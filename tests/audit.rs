@@ -186,8 +186,7 @@ fn is_rfc3339_ms(s: &str) -> bool {
 #[test]
 fn allowed_and_denied_connections_are_logged_and_summarised() {
     let port = upstream();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let log = fx.outside.join("audit.jsonl");
         let secret = format!("tok{}", fx.token);
         let out = fx
@@ -319,8 +318,7 @@ fn allowed_and_denied_connections_are_logged_and_summarised() {
 #[test]
 fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
     let port = upstream();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let log = fx.outside.join("audit.jsonl");
         let run = |status: [&str; 3], quiet: bool| {
             let mut sb = fx
@@ -389,8 +387,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
 
 #[test]
 fn default_log_location_fail_closed_and_read_only_inside() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let deny = |sb: Sandbox| sb.py_args(STATUS_PY, &["denied", "nope.example", "443"]);
 
         // Default: ~/.local/state/cordon/audit.jsonl, directory 0700.
@@ -474,8 +471,7 @@ fn default_log_location_fail_closed_and_read_only_inside() {
 #[test]
 fn connection_cap_refuses_with_503_and_is_reported_once() {
     let port = upstream();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let log = fx.outside.join("audit.jsonl");
         let out = fx
             .audited(&log)
@@ -690,8 +686,7 @@ fn forged_and_truncated_logs_fail_verify() {
 /// area; or a rule reads it back in.
 #[test]
 fn the_audit_key_is_out_of_the_sandboxs_reach() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let deny = |sb: Sandbox| sb.py_args(STATUS_PY, &["denied", "nope.example", "443"]);
         // The first run makes the key, 0600, the user's.
         deny(fx.sandbox()).ok();
@@ -798,8 +793,7 @@ fn a_loop_of_allowed_connections_does_not_grow_the_log_past_the_limit() {
 /// log, and count in the exit summary.
 #[test]
 fn seccomp_refusals_are_logged() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let log = fx.outside.join("audit.jsonl");
         // Both calls are harmless where they succeed (a new user namespace
         // for this process alone; reading a keyring's id).
@@ -885,8 +879,7 @@ fn assert_no_raw_controls(what: &str, text: &str) {
 /// which the exit summary names. Both must print escaped.
 #[test]
 fn host_messages_escape_what_the_sandbox_chose() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let log = fx.outside.join("audit.jsonl");
         let out = fx
             .audited(&log)
@@ -940,8 +933,7 @@ fn host_messages_escape_what_the_sandbox_chose() {
 /// is refused the same way. Nothing runs: exit 125, the path named.
 #[test]
 fn a_link_at_the_log_path_is_refused_and_nothing_runs() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let bashrc = fx.home.join(".bashrc");
         let original = "# the user's own\n";
         std::fs::write(&bashrc, original).unwrap();
