@@ -19,8 +19,7 @@ const PROC_SCAN_PY: &str = include_str!("py/proc_scan.py");
 
 #[test]
 fn secret_variables_never_reach_the_command_or_any_process_inside() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let canary = format!("canary-{}", fx.token);
         let secrets = [
             "GITHUB_TOKEN",
@@ -55,8 +54,7 @@ fn secret_variables_never_reach_the_command_or_any_process_inside() {
 
 #[test]
 fn deny_keep_and_clear_env() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let run = |args: &[&str]| {
             let mut sandbox = fx
                 .sandbox()
@@ -204,8 +202,7 @@ fn withheld_variables_are_logged_by_name_only() {
 /// by name with the shape that gave it away, and ordinary values pass.
 #[test]
 fn secret_names_and_secret_values_under_innocent_names_are_withheld() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let t = &fx.token;
         let log = fx.outside.join("audit.jsonl");
         // Every secret value holds the token, so one scan finds any leak.
@@ -371,8 +368,7 @@ fn red_team_variables(canary: &str) -> Vec<(String, String)> {
 
 #[test]
 fn secrets_the_red_team_passed_the_scrub_with_never_reach_the_command() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let canary = format!("canary-{}", fx.token);
         let secrets = red_team_variables(&canary);
         // Ordinary variables with ordinary values stay.
