@@ -25,8 +25,7 @@ fn privileged_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn privilege_bits_cannot_be_set_on_files_the_sandbox_writes() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let prelude = include_str!("py/privilege_bits.py");
         let tmpfile = "t = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o4755); \
              os.link('/proc/self/fd/%d' % t, 'tmp-linked', follow_symlinks=True)";
@@ -87,8 +86,7 @@ fn privilege_bits_cannot_be_set_on_files_the_sandbox_writes() {
 
 #[test]
 fn privilege_bits_that_appear_anyway_are_stripped_after_the_run() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // With the filter off (a test-only switch of debug builds), the
         // bit is set inside; the sweep after the run takes it off.
         let out = fx
@@ -107,8 +105,7 @@ fn privilege_bits_that_appear_anyway_are_stripped_after_the_run() {
 
 #[test]
 fn repositories_git_sees_are_protected_wherever_their_git_dir_lives() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let p = &fx.project;
         // An --allow-write area outside the project holds one git dir.
         let area = fx.outside.join("area");
@@ -209,8 +206,7 @@ fn repositories_git_sees_are_protected_wherever_their_git_dir_lives() {
 
 #[test]
 fn files_a_repository_config_names_are_protected() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let p = &fx.project;
         git_project(&fx);
         std::fs::create_dir_all(p.join(".githooks")).unwrap();
@@ -275,8 +271,7 @@ fn files_a_repository_config_names_are_protected() {
 
 #[test]
 fn a_repository_made_inside_stays_usable_and_loses_only_what_runs_code() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // A repository to clone, outside the project.
         let upstream = fx.outside.join("up");
         std::fs::create_dir(&upstream).unwrap();
@@ -322,8 +317,7 @@ fn a_repository_made_inside_stays_usable_and_loses_only_what_runs_code() {
 
 #[test]
 fn checks_that_cannot_finish_fail_closed() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         for i in 0..20 {
             std::fs::write(fx.project.join(format!("f{i}")), "").unwrap();
         }
@@ -374,8 +368,7 @@ fn checks_that_cannot_finish_fail_closed() {
 
 #[test]
 fn a_rename_cannot_undo_deny_write_or_move_the_audit_log() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let p = &fx.project;
         std::fs::create_dir_all(p.join("sub/dir")).unwrap();
         std::fs::write(p.join("sub/dir/keep.txt"), "original\n").unwrap();
@@ -421,8 +414,7 @@ fn a_rename_cannot_undo_deny_write_or_move_the_audit_log() {
 /// and in the sandbox, in a fresh directory each; the outcomes must match.
 #[test]
 fn creating_calls_behave_as_they_do_without_the_gate() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let script = include_str!("py/creating_calls.py");
         let host_dir = fx.outside.join("host-run");
         let host = fx
@@ -446,8 +438,7 @@ fn creating_calls_behave_as_they_do_without_the_gate() {
 /// FIFO, and neutralises what it cannot parse.
 #[test]
 fn the_sweep_cannot_be_turned_against_the_host() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // A repository of the user's outside the project, with a hook of
         // its own, and a file in another format named `config`.
         let victim = fx.outside.join("victim");
@@ -525,8 +516,7 @@ fn the_sweep_cannot_be_turned_against_the_host() {
 
 #[test]
 fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let bind = |name: &str| {
             format!("python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"{name}\")'")
         };
@@ -579,8 +569,7 @@ fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() 
 /// of init through the gate, a planted link for --allow-read.
 #[test]
 fn the_reviews_second_round_of_persistence_escapes_is_closed() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let p = &fx.project;
         std::fs::create_dir_all(p.join("crates/foo/.cargo")).unwrap();
         std::fs::write(p.join("crates/foo/.cargo/config.toml"), "[build]\n").unwrap();
