@@ -13,8 +13,7 @@ fn errno_of(out: &Output, label: &str) -> String {
 
 #[test]
 fn writes_outside_the_project_fail_and_inside_succeed() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let t = &fx.token;
         let home_new = fx.home.join(format!("new-{t}"));
         let out_new = fx.outside.join(format!("new-{t}"));
@@ -79,8 +78,7 @@ fn writes_outside_the_project_fail_and_inside_succeed() {
 
 #[test]
 fn tmp_is_private_and_fresh_and_tmpdir_points_there() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let t = &fx.token;
         let planted = tempfile::Builder::new()
             .prefix(&format!("cordon-host-{t}-"))
@@ -118,8 +116,7 @@ fn tmp_is_private_and_fresh_and_tmpdir_points_there() {
 
 #[test]
 fn allow_write_opens_a_directory() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let target = fx.outside.join("w.txt");
         let script = format!("echo hello > {}", target.display());
         let denied = fx.sandbox().sh(&script);
@@ -133,8 +130,7 @@ fn allow_write_opens_a_directory() {
 
 #[test]
 fn deny_read_dir_and_file() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let secret_dir = fx.outside.join("secretdir");
         std::fs::create_dir(&secret_dir).unwrap();
         let content = format!("SECRET-DIR-{}", fx.token);
@@ -173,8 +169,7 @@ fn deny_read_dir_and_file() {
 
 #[test]
 fn deny_write_inside_project() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let ro = fx.project.join("ro");
         std::fs::create_dir(&ro).unwrap();
         std::fs::write(ro.join("existing"), "orig\n").unwrap();
@@ -221,8 +216,7 @@ fn read_attempts(fx: &Fixture, rel: &str, tag: &str) -> String {
 
 #[test]
 fn credential_deny_list_holds_and_non_denied_canary_is_readable() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let mut script = String::new();
         for (i, rel) in DENIED_CANARIES.iter().enumerate() {
             script.push_str(&read_attempts(&fx, rel, &format!("d{i}")));
@@ -259,8 +253,7 @@ fn credential_deny_list_holds_and_non_denied_canary_is_readable() {
 
 #[test]
 fn allow_read_reallows_only_that_entry() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let aws = fx.home.join(".aws/credentials");
         let ssh = fx.home.join(".ssh/id_rsa");
         let script = format!(
@@ -336,8 +329,7 @@ fn agents_cloud_and_package_manager_credentials_and_histories_are_denied() {
         ".gradle/caches/README",
         ".local/share/nvim/site/README",
     ];
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         for rel in denied.iter().chain(&readable) {
             let path = fx.home.join(rel);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -404,8 +396,7 @@ fn configs_that_run_code_later_cannot_be_planted() {
     ];
     // Ones the user already has must not change either.
     let existing = ["mise.toml", ".kiro/hooks/on-save.kiro.hook", ".exrc"];
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         git_project(&fx);
         let nested = fx.project.join("vendor/lib");
         std::fs::create_dir_all(&nested).unwrap();
