@@ -41,8 +41,7 @@ fn proc_and_sys_knobs_are_not_writable() {
     // Control: the host's kallsyms has content (so "empty inside" means masked).
     let host_kallsyms = std::fs::read("/proc/kallsyms").unwrap_or_default();
     assert!(!host_kallsyms.is_empty(), "host /proc/kallsyms empty");
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().py_args(KERNEL_KNOBS_PY, &[sys]);
         out.ok();
         // Positive controls inside: reading works, and an ordinary
@@ -71,8 +70,7 @@ fn proc_and_sys_knobs_are_not_writable() {
 
 #[test]
 fn no_capabilities_no_new_privs_seccomp_on() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx
             .sandbox()
             .sh("grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status");
@@ -96,8 +94,7 @@ const SYSCALLS_PY: &str = include_str!("py/syscalls.py");
 
 #[test]
 fn seccomp_denies_dangerous_syscalls() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().py(SYSCALLS_PY);
         out.ok();
         assert_eq!(line(&out, "getpid"), "OK", "{mode:?}: {out:#?}");
@@ -131,8 +128,7 @@ fn seccomp_denies_dangerous_syscalls() {
 
 #[test]
 fn unshare_command_fails() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().sh(
             "unshare -U true && echo UNSHARE-OK || echo unshare-refused; \
                  unshare -r id && echo UNSHARE-R-OK || echo unshare-r-refused; echo end",
@@ -155,8 +151,7 @@ fn setuid_binaries_grant_nothing() {
         meta.mode() & 0o4000 != 0 && meta.uid() == 0,
         "{su} is not setuid root"
     );
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().py_args(SETUID_SU_PY, &[su]);
         out.ok();
         assert_eq!(line(&out, "nosuid"), "True", "{mode:?}: {out:#?}");
