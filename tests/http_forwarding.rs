@@ -211,8 +211,7 @@ fn lines_of(seen: &[Seen]) -> Vec<&str> {
 
 #[test]
 fn a_chunked_post_through_the_plain_proxy_arrives_intact() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let up = KeepAlive::start("up");
         let a = up.authority();
         let script = with_helpers(include_str!("py/http_chunked_post.py"));
@@ -235,8 +234,7 @@ fn a_chunked_post_through_the_plain_proxy_arrives_intact() {
 
 #[test]
 fn each_request_on_a_kept_alive_connection_is_checked_on_its_own() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let (a, b, d) = (
             KeepAlive::start("a"),
             KeepAlive::start("b"),
@@ -283,8 +281,7 @@ fn each_request_on_a_kept_alive_connection_is_checked_on_its_own() {
 
 #[test]
 fn smuggling_on_a_kept_alive_connection_is_refused_and_reaches_nothing() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let up = KeepAlive::start("up");
         let a = up.authority();
         let script = format!(
@@ -323,8 +320,7 @@ fn smuggling_on_a_kept_alive_connection_is_refused_and_reaches_nothing() {
 
 #[test]
 fn a_response_in_a_transfer_coding_besides_chunked_is_refused_not_relayed_unlabelled() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let up = KeepAlive::start("up");
         let a = up.authority();
         let url = format!("http://{a}/gzip-te");
