@@ -12,8 +12,7 @@ const FORK_PY: &str = include_str!("py/fork_100.py");
 
 #[test]
 fn max_procs_caps_tasks() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // Control: with the default limit all 100 start.
         let out = fx.sandbox().py(FORK_PY);
         out.ok();
@@ -36,8 +35,7 @@ fn tmp_write(sb: Sandbox, size: usize) -> Output {
 
 #[test]
 fn max_tmp_caps_tmp() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let small = tmp_write(fx.sandbox().flag("--max-tmp", "1M"), 100 * 1024);
         assert_eq!(line(&small, "write"), "OK", "{mode:?}: {small:#?}");
         let big = tmp_write(fx.sandbox().flag("--max-tmp", "1M"), 4 << 20);
@@ -50,8 +48,7 @@ fn max_tmp_caps_tmp() {
 
 #[test]
 fn timeout_kills_with_124() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let arg = format!(
             "30.{}",
             &fx.token[..8].replace(|c: char| !c.is_ascii_digit(), "7")
@@ -83,8 +80,7 @@ fn alloc(sb: Sandbox, mb: usize) -> Output {
 
 #[test]
 fn max_memory_caps_memory() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let small = alloc(fx.sandbox().flag("--max-memory", "64M"), 8);
         small.ok();
         assert_eq!(line(&small, "alloc"), "OK 8", "{mode:?}: {small:#?}");
