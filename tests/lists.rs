@@ -82,8 +82,7 @@ const AGENTS_NEED: &[&str] = &[".claude.json", ".gemini/settings.json"];
 
 #[test]
 fn credential_files_the_red_team_read_are_unreadable() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let mut paths = Vec::new();
         for rel in RED_TEAM_FILES.iter().chain(AGENTS_NEED) {
             let path = fx.home.join(rel);
@@ -157,8 +156,7 @@ fn other_homes_credential_files_are_unreadable_and_a_project_there_stays_writabl
         eprintln!("skipped: needs root to make a home under /home");
         return;
     }
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let other = OtherHome(PathBuf::from(format!("/home/cordon-it-{}", fx.token)));
         std::fs::create_dir(&other.0).unwrap();
         std::fs::set_permissions(&other.0, std::fs::Permissions::from_mode(0o755)).unwrap();
