@@ -47,8 +47,7 @@ fn sys_shows_no_host_interface_firmware_or_hardware_id_and_proc_no_page_maps() {
     let host_cgroups = Path::new("/sys/fs/cgroup")
         .read_dir()
         .is_ok_and(|mut d| d.next().is_some());
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().py(SYSFS_VIEW_PY);
         out.ok();
         assert_eq!(line(&out, "net"), "lo", "{mode:?}: {out:#?}");
