@@ -12,8 +12,7 @@ fn write_owned(fx: &Fixture, path: &std::path::Path, text: &str) {
 
 #[test]
 fn unknown_key_in_policy_file_refuses_and_runs_nothing() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let policy = fx.outside.join("policy.toml");
         write_owned(
             &fx,
@@ -41,8 +40,7 @@ fn unknown_key_in_policy_file_refuses_and_runs_nothing() {
 
 #[test]
 fn untrusted_widening_project_policy_is_refused_until_trusted() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let toml = fx.project.join("cordon.toml");
         let text = format!(
             "[files]\nallow_write = [{:?}]\n",
@@ -80,8 +78,7 @@ fn untrusted_widening_project_policy_is_refused_until_trusted() {
 
 #[test]
 fn narrowing_project_policy_applies_without_trust() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let secret = fx.outside.join("host.txt");
         let script = format!("cat {} 2>&1; echo END", secret.display());
         // Control: readable without the project file.
@@ -107,8 +104,7 @@ fn narrowing_project_policy_applies_without_trust() {
 
 #[test]
 fn bogus_degraded_layer_is_an_error() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx
             .sandbox()
             .arg("--allow-degraded=bogus")
@@ -124,8 +120,7 @@ fn bogus_degraded_layer_is_an_error() {
 
 #[test]
 fn nested_cordon_refuses_without_namespaces() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let bin = fx.bin.display().to_string();
         let out = fx
             .sandbox()
@@ -148,8 +143,7 @@ fn nested_cordon_refuses_without_namespaces() {
 
 #[test]
 fn nested_cordon_runs_degraded_with_a_warning() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let bin = fx.bin.display().to_string();
         // The default audit log, in the outer sandbox's read-only home,
         // cannot be opened; the private /tmp could hold one, but the
@@ -218,8 +212,7 @@ fn nested_cordon_runs_degraded_with_a_warning() {
 
 #[test]
 fn doctor_reports_landlock_abi() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().subcommand("doctor").run(&[]);
         assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
         let lower = out.stdout.to_lowercase();
@@ -230,8 +223,7 @@ fn doctor_reports_landlock_abi() {
 
 #[test]
 fn explain_lists_credentials_with_sources() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().subcommand("explain").run(&[]);
         out.ok();
         let home = fx.home.display().to_string();
