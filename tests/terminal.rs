@@ -179,8 +179,7 @@ fn line<'a>(text: &'a str, label: &str) -> &'a str {
 /// Runs [`TIOCSTI_PY`] on `fd` in a sandbox on a pty (`interactive` or
 /// not) and checks TIOCSTI is refused where the controls work.
 fn tiocsti_is_refused(fd: &str, interactive: bool) {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let mut p = spawn_on_pty(&fx.sandbox(), &py_command(TIOCSTI_PY, &[fd]), interactive);
         p.expect("END", Duration::from_secs(30));
         let (code, seen) = p.finish(Duration::from_secs(30));
@@ -217,8 +216,7 @@ fn unique(prefix: &str) -> String {
 
 #[test]
 fn interactive_bash_ctrl_c_and_job_control() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let sb = fx.sandbox().env("PS1", "cordon-prompt$ ");
         let mut p = spawn_on_pty(&sb, &["bash", "--norc", "--noprofile", "-i"], true);
         let t = Duration::from_secs(30);
@@ -283,8 +281,7 @@ const TERMINAL_GRAB_PY: &str = include_str!("py/terminal_grab.py");
 /// refers to the caller's terminal.
 #[test]
 fn a_partly_terminal_caller_keeps_its_terminal_out_of_the_sandbox() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let cases: &[(&str, [bool; 3])] = &[
             ("stdin only", [true, false, false]),
             ("stderr only", [false, false, true]),
