@@ -37,8 +37,7 @@ fn interfaces(proc_net_dev: &str) -> Vec<String> {
 fn only_lo_inside() {
     let host = interfaces(&std::fs::read_to_string("/proc/net/dev").unwrap());
     assert!(host.len() > 1, "control: the host has only {host:?}");
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().run(&["cat", "/proc/net/dev"]);
         out.ok();
         assert_eq!(interfaces(&out.stdout), vec!["lo"], "{mode:?}: {out:#?}");
@@ -62,8 +61,7 @@ fn host_loopback_listener_is_unreachable() {
     drop(accepted);
     drop(control);
     listener.set_nonblocking(true).unwrap();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let out = fx.sandbox().py_args(CONNECT_PY, &[&port.to_string()]);
         assert!(
             line(&out, "connect").starts_with("ERR"),
@@ -98,8 +96,7 @@ fn allow_local_port_opens_only_that_port() {
         .local_addr()
         .unwrap()
         .port();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let allowed = fx
             .sandbox()
             .flag("--allow-local-port", port.to_string())
@@ -462,8 +459,7 @@ fn each_mode_with_upstream(name: &str, test: impl Fn(Mode, &Fixture, Upstream)) 
 /// Runs `test` once per mode with a fixture and two upstreams on the
 /// host's 127.0.0.1, named `names`.
 fn each_mode_with_upstreams(names: [&str; 2], test: impl Fn(Mode, &Fixture, Upstream, Upstream)) {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let [a, b] = names.map(Upstream::start);
         test(mode, &fx, a, b)
     });
@@ -1200,8 +1196,7 @@ fn host_addresses() -> Vec<std::net::IpAddr> {
 #[test]
 fn no_dns_inside() {
     let resolver = host_resolver();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // With the host's resolver, a DNS query for example.com by hand too.
         let resolver_arg: Vec<String> = resolver.iter().map(ToString::to_string).collect();
         if resolver_arg.is_empty() {
@@ -1274,8 +1269,7 @@ fn udp_and_ipv6_do_not_get_out() {
     for (label, ip) in &targets {
         args.extend([label.clone(), ip.clone()]);
     }
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         // --allow-local-port: Landlock lets the TCP connects through, so
         // only the network namespace is tested.
         let out = fx
