@@ -844,8 +844,7 @@ fn rules_bad_certificates_and_opaque_tunnels() {
     let bad = Upstream::start(&rogue);
     let plain = Upstream::start(&ca);
     let (tcp_port, tcp_got) = plain_server();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let ca_file = upstream_ca(&fx, &ca);
         let secret = format!("s3cret-{}", fx.token);
         let policy = fx.outside.join("policy.toml");
@@ -1032,8 +1031,7 @@ fn git_over_https_with_basic_auth() {
             password: secret.clone(),
         }),
     );
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let ca_file = upstream_ca(&fx, &ca);
         let policy = inject_policy(&fx, "GIT_PASSWORD", up.port);
         let log = fx.outside.join("audit.jsonl");
@@ -1180,8 +1178,7 @@ fn sni_and_host_must_name_the_connect_host() {
 
 #[test]
 fn a_secret_or_ca_that_cannot_be_read_refuses_to_run() {
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let policy = fx.outside.join("policy.toml");
         write(
             &policy,
@@ -1309,8 +1306,7 @@ fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
     let ca = TestCa::new("cordon test upstream CA");
     let glob = Upstream::start(&ca);
     let exact = Upstream::start(&ca);
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let ca_file = upstream_ca(&fx, &ca);
         let policy = fx.outside.join("policy.toml");
         write(
@@ -1443,8 +1439,7 @@ fn proc_memory(pid: i32, field: &str) -> u64 {
 fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
     let (ca, up) = ca_and_upstream();
     const CONNECTIONS: usize = 200;
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let ca_file = upstream_ca(&fx, &ca);
         let (held, done) = (fx.project.join("held"), fx.project.join("done"));
         // Each connection sends a head announcing 1 MiB (the most the
@@ -1670,8 +1665,7 @@ fn one_host_without_userinfo_and_origin_form_upstream() {
 fn request_targets_with_a_fragment_are_refused() {
     let (ca, up) = ca_and_upstream();
     let (tcp_port, tcp_got) = plain_server();
-    each_mode(|mode| {
-        let fx = Fixture::new(mode);
+    each_fixture(|mode, fx| {
         let ca_file = upstream_ca(&fx, &ca);
         let out = fx
             .audited("none")
