@@ -251,6 +251,15 @@ fn host_abstract_socket_is_unreachable() {
     });
 }
 
+/// A [`py_tries`] case body: listen on the UNIX socket `bound`, connect
+/// to `connected` and accept.
+fn bind_connect(bound: &str, connected: &str) -> String {
+    format!(
+        "srv = socket.socket(socket.AF_UNIX); srv.bind('{bound}'); srv.listen()\n    \
+         c = socket.socket(socket.AF_UNIX); c.connect('{connected}'); srv.accept()"
+    )
+}
+
 #[test]
 fn sockets_the_sandbox_makes_keep_working() {
     each_fixture(|mode, fx| {
@@ -269,10 +278,10 @@ fn sockets_the_sandbox_makes_keep_working() {
                 ),
                 (
                     "proc_self",
-                    "os.makedirs('ps', exist_ok=True); os.chdir('ps')\n    \
-                     srv = socket.socket(socket.AF_UNIX); srv.bind('p.sock'); srv.listen()\n    \
-                     c = socket.socket(socket.AF_UNIX); c.connect('/proc/self/cwd/p.sock'); srv.accept(); os.chdir('..')"
-                        .to_string(),
+                    format!(
+                        "os.makedirs('ps', exist_ok=True); os.chdir('ps')\n    {}; os.chdir('..')",
+                        bind_connect("p.sock", "/proc/self/cwd/p.sock")
+                    ),
                 ),
                 (
                     "thread",
@@ -286,9 +295,7 @@ fn sockets_the_sandbox_makes_keep_working() {
                 ),
                 (
                     "tmp",
-                    "srv = socket.socket(socket.AF_UNIX); srv.bind('/tmp/t.sock'); srv.listen()\n    \
-                     c = socket.socket(socket.AF_UNIX); c.connect('/tmp/t.sock'); srv.accept()"
-                        .to_string(),
+                    bind_connect("/tmp/t.sock", "/tmp/t.sock"),
                 ),
                 (
                     "dgram",
@@ -310,9 +317,7 @@ fn sockets_the_sandbox_makes_keep_working() {
                 ),
                 (
                     "abstract",
-                    "srv = socket.socket(socket.AF_UNIX); srv.bind('\\0own-abstract'); srv.listen()\n    \
-                     c = socket.socket(socket.AF_UNIX); c.connect('\\0own-abstract'); srv.accept()"
-                        .to_string(),
+                    bind_connect("\\0own-abstract", "\\0own-abstract"),
                 ),
                 (
                     "unbound_then_closed",
