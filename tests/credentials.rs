@@ -630,6 +630,11 @@ fn inspected_py<S: AsRef<str>>(
     out
 }
 
+/// [`inspected_py`] with the upstream's port as the script's one argument.
+fn inspected_py_on_port(fx: &Fixture, ca: &TestCa, up: &Upstream, script: &str) -> Output {
+    inspected_py(fx, ca, up, script, &[up.port.to_string()])
+}
+
 /// One mode's fixture for a test of injection into 127.0.0.1:`port`.
 struct Injecting {
     fx: Fixture,
@@ -1126,13 +1131,7 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
     each_mode_inspecting(|mode, fx, ca, up| {
         // One kept-alive HTTP/1.1 connection: the upstream closes after the
         // second request; the third must still work (on a new connection).
-        let out = inspected_py(
-            fx,
-            ca,
-            up,
-            include_str!("py/cred_keepalive.py"),
-            &[up.port.to_string()],
-        );
+        let out = inspected_py_on_port(fx, ca, up, include_str!("py/cred_keepalive.py"));
         for line in ["/one 200 /one", "/close 200 /close", "/three 200 /three"] {
             assert!(out.stdout.contains(line), "{mode:?}: {out:#?}");
         }
@@ -1209,13 +1208,7 @@ fn a_secret_or_ca_that_cannot_be_read_refuses_to_run() {
 #[test]
 fn upgraded_connections_are_relayed_through_inspection() {
     each_mode_inspecting(|mode, fx, ca, up| {
-        let out = inspected_py(
-            fx,
-            ca,
-            up,
-            include_str!("py/cred_websocket.py"),
-            &[up.port.to_string()],
-        );
+        let out = inspected_py_on_port(fx, ca, up, include_str!("py/cred_websocket.py"));
         assert!(
             out.stdout.contains("status: HTTP/1.1 101"),
             "{mode:?}: {out:#?}"
