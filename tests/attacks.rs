@@ -38,7 +38,7 @@ fn host_git_status(fx: &Fixture, dir: &Path) {
 #[test]
 fn git_commondir_cannot_redirect_config_and_hooks() {
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         let marker = fx.outside.join(format!("pwned-commondir-{}", fx.token));
         let script = format!(
             "mkdir -p evil && cp -r .git/refs .git/objects .git/HEAD evil/ && \
@@ -47,7 +47,7 @@ fn git_commondir_cannot_redirect_config_and_hooks() {
             m = marker.display()
         );
         let out = fx.sandbox().sh(&script);
-        host_git_status(&fx, &fx.project);
+        host_git_status(fx, &fx.project);
         assert!(
             !marker.exists(),
             "{mode:?}: host `git status` ran a command planted through .git/commondir: {out:#?}"
@@ -66,7 +66,7 @@ fn git_commondir_cannot_redirect_config_and_hooks() {
 #[test]
 fn repo_created_inside_project_does_not_run_code_on_host() {
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         std::fs::create_dir(fx.project.join("src")).unwrap();
         chown(&fx.project.join("src"), mode);
         let marker = fx.outside.join(format!("pwned-nested-{}", fx.token));
@@ -75,7 +75,7 @@ fn repo_created_inside_project_does_not_run_code_on_host() {
             marker.display()
         );
         let out = fx.sandbox().sh(&script);
-        host_git_status(&fx, &fx.project.join("src"));
+        host_git_status(fx, &fx.project.join("src"));
         assert!(
             !marker.exists(),
             "{mode:?}: host `git status` in src/ ran the sandbox's fsmonitor: {out:#?}"
@@ -89,7 +89,7 @@ fn repo_created_inside_project_does_not_run_code_on_host() {
 #[test]
 fn protected_name_that_is_a_symlink_cannot_be_replaced() {
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         let p = &fx.project;
         std::fs::write(p.join("envrc.real"), "export OK=1\n").unwrap();
         std::os::unix::fs::symlink("envrc.real", p.join(".envrc")).unwrap();
@@ -219,7 +219,7 @@ fn untrusted_protect_name_cannot_create_files_outside_the_project() {
 #[test]
 fn nested_runs_keep_protecting_after_the_outer_one_ends() {
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         let sub = fx.project.join("sub");
         std::fs::create_dir(&sub).unwrap();
         chown(&sub, mode);
@@ -267,7 +267,7 @@ fn nested_runs_keep_protecting_after_the_outer_one_ends() {
 #[test]
 fn tool_configs_that_run_code_are_protected() {
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         let attempts = [
             (
                 "cargo-config",
@@ -302,7 +302,7 @@ fn tool_configs_that_run_code_are_protected() {
 #[test]
 fn protected_paths_resist_link_rename_and_fd_tricks() {
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         let nested = fx.project.join("pkg");
         std::fs::create_dir(&nested).unwrap();
         chown(&nested, mode);
