@@ -242,7 +242,7 @@ fn allowed_and_denied_connections_are_logged_and_summarised() {
             "{mode:?}: the log belongs to the caller"
         );
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-        let events = chained_events(&log, &key_of(&fx));
+        let events = chained_events(&log, &key_of(fx));
         let sandbox = events[0]["sandbox"].as_str().unwrap().to_string();
         assert!(is_sandbox_id(&sandbox), "{sandbox}");
         for e in &events {
@@ -340,7 +340,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
             !out.stderr.contains("cordon: blocked"),
             "{mode:?}: {out:#?}"
         );
-        let first_run = chained_events(&log, &key_of(&fx));
+        let first_run = chained_events(&log, &key_of(fx));
         assert!(!first_run.is_empty());
 
         // Blocked, but --quiet: no summary, still logged.
@@ -363,7 +363,7 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
         );
 
         // Three runs, one chain; each run has its own sandbox id.
-        let events = chained_events(&log, &key_of(&fx));
+        let events = chained_events(&log, &key_of(fx));
         let ids: std::collections::BTreeSet<&str> = events
             .iter()
             .filter_map(|e| e["sandbox"].as_str())
@@ -399,7 +399,7 @@ fn default_log_location_fail_closed_and_read_only_inside() {
         );
         let dir = fx.home.join(".local/state/cordon");
         let log = dir.join("audit.jsonl");
-        let events = chained_events(&log, &key_of(&fx));
+        let events = chained_events(&log, &key_of(fx));
         must_find(
             &events,
             &[("verdict", "deny"), ("subject", "nope.example:443")],
@@ -425,7 +425,7 @@ fn default_log_location_fail_closed_and_read_only_inside() {
             &[("subject", "nope.example:443")],
         );
         assert_eq!(
-            chained_events(&log, &key_of(&fx)).len(),
+            chained_events(&log, &key_of(fx)).len(),
             events.len(),
             "written to the old place too"
         );
@@ -463,7 +463,7 @@ fn default_log_location_fail_closed_and_read_only_inside() {
             line(&out, "forge").starts_with("ERR E"),
             "{mode:?}: the sandbox wrote its log: {out:#?}"
         );
-        let events = chained_events(&inside, &key_of(&fx));
+        let events = chained_events(&inside, &key_of(fx));
         must_find(&events, &[("subject", "nope.example:443")]);
     });
 }
@@ -506,7 +506,7 @@ fn connection_cap_refuses_with_503_and_is_reported_once() {
                 .contains("cordon: blocked 2 network connections ((over the connection cap) ×2)"),
             "{mode:?}: {out:#?}"
         );
-        let events = chained_events(&log, &key_of(&fx));
+        let events = chained_events(&log, &key_of(fx));
         let limits: Vec<_> = events.iter().filter(|e| e["event"] == "limit").collect();
         assert_eq!(limits.len(), 1, "{events:#?}");
         assert_eq!(limits[0]["verdict"], "deny");
@@ -690,7 +690,7 @@ fn the_audit_key_is_out_of_the_sandboxs_reach() {
         let deny = |sb: Sandbox| sb.py_args(STATUS_PY, &["denied", "nope.example", "443"]);
         // The first run makes the key, 0600, the user's.
         deny(fx.sandbox()).ok();
-        let key = key_of(&fx);
+        let key = key_of(fx);
         let meta = std::fs::metadata(&key).expect("the first run makes the key");
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
         assert_eq!(meta.uid(), mode.uid());
@@ -801,7 +801,7 @@ fn seccomp_refusals_are_logged() {
         out.ok();
         assert!(out.stdout.contains("unshare: -1 1\n"), "{mode:?}: {out:#?}");
         assert!(out.stdout.contains("keyctl: -1 1\n"), "{mode:?}: {out:#?}");
-        let events = chained_events(&log, &key_of(&fx));
+        let events = chained_events(&log, &key_of(fx));
         for syscall in ["unshare", "keyctl"] {
             must_find(
                 &events,
@@ -916,7 +916,7 @@ fn host_messages_escape_what_the_sandbox_chose() {
         );
         assert_no_raw_controls("the supervisor's stderr", &out.stderr);
         // `cordon log` shows the same subjects escaped.
-        let (code, shown, err) = cordon_log(&fx, &log, &[]);
+        let (code, shown, err) = cordon_log(fx, &log, &[]);
         if mode == Mode::Root {
             assert_eq!(code, 0, "{err}");
             assert!(shown.contains("evil\\u{202e}gpj.example"), "{shown}");
@@ -1005,7 +1005,7 @@ fn a_link_at_the_log_path_is_refused_and_nothing_runs() {
         request(fx.audited(&log)).ok();
         assert!(ran.exists(), "{mode:?}");
         must_find(
-            &chained_events(&log, &key_of(&fx)),
+            &chained_events(&log, &key_of(fx)),
             &[("subject", "pwned.example:80")],
         );
         let _ = std::fs::remove_file(&ran);
