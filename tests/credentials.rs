@@ -850,7 +850,7 @@ fn rules_bad_certificates_and_opaque_tunnels() {
     let plain = Upstream::start(&ca);
     let (tcp_port, tcp_got) = plain_server();
     each_fixture(|mode, fx| {
-        let ca_file = upstream_ca(&fx, &ca);
+        let ca_file = upstream_ca(fx, &ca);
         let secret = format!("s3cret-{}", fx.token);
         let policy = fx.outside.join("policy.toml");
         write(
@@ -1037,8 +1037,8 @@ fn git_over_https_with_basic_auth() {
         }),
     );
     each_fixture(|mode, fx| {
-        let ca_file = upstream_ca(&fx, &ca);
-        let policy = inject_policy(&fx, "GIT_PASSWORD", up.port);
+        let ca_file = upstream_ca(fx, &ca);
+        let policy = inject_policy(fx, "GIT_PASSWORD", up.port);
         let log = fx.outside.join("audit.jsonl");
         let script = format!(
             "export NO_PROXY= no_proxy= GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0\n\
@@ -1141,7 +1141,7 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
 #[test]
 fn sni_and_host_must_name_the_connect_host() {
     each_mode_inspecting(|mode, fx, ca, up| {
-        let ca_file = upstream_ca(&fx, &ca);
+        let ca_file = upstream_ca(fx, ca);
         let log = fx.outside.join("audit.jsonl");
         let out = fx
             .sandbox()
@@ -1300,7 +1300,7 @@ fn upgrades_on_hosts_with_rules_need_a_rule_naming_the_exact_path() {
     let glob = Upstream::start(&ca);
     let exact = Upstream::start(&ca);
     each_fixture(|mode, fx| {
-        let ca_file = upstream_ca(&fx, &ca);
+        let ca_file = upstream_ca(fx, &ca);
         let policy = fx.outside.join("policy.toml");
         write(
             &policy,
@@ -1433,7 +1433,7 @@ fn bodies_held_in_the_supervisor_stay_within_the_sandbox_budget() {
     let (ca, up) = ca_and_upstream();
     const CONNECTIONS: usize = 200;
     each_fixture(|mode, fx| {
-        let ca_file = upstream_ca(&fx, &ca);
+        let ca_file = upstream_ca(fx, &ca);
         let (held, done) = (fx.project.join("held"), fx.project.join("done"));
         // Each connection sends a head announcing 1 MiB (the most the
         // proxy buffers whole) and all of the body but its last byte, then
@@ -1659,7 +1659,7 @@ fn request_targets_with_a_fragment_are_refused() {
     let (ca, up) = ca_and_upstream();
     let (tcp_port, tcp_got) = plain_server();
     each_fixture(|mode, fx| {
-        let ca_file = upstream_ca(&fx, &ca);
+        let ca_file = upstream_ca(fx, &ca);
         let out = fx
             .audited("none")
             .flag("--allow-domain", "127.0.0.1")
