@@ -208,7 +208,7 @@ fn repositories_git_sees_are_protected_wherever_their_git_dir_lives() {
 fn files_a_repository_config_names_are_protected() {
     each_fixture(|mode, fx| {
         let p = &fx.project;
-        git_project(&fx);
+        git_project(fx);
         std::fs::create_dir_all(p.join(".githooks")).unwrap();
         std::fs::write(p.join(".githooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
         std::fs::create_dir_all(p.join("tools")).unwrap();
