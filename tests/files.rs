@@ -219,9 +219,9 @@ fn credential_deny_list_holds_and_non_denied_canary_is_readable() {
     each_fixture(|mode, fx| {
         let mut script = String::new();
         for (i, rel) in DENIED_CANARIES.iter().enumerate() {
-            script.push_str(&read_attempts(&fx, rel, &format!("d{i}")));
+            script.push_str(&read_attempts(fx, rel, &format!("d{i}")));
         }
-        script.push_str(&read_attempts(&fx, ALLOWED_CANARY, "allowed"));
+        script.push_str(&read_attempts(fx, ALLOWED_CANARY, "allowed"));
         script.push_str("echo END\n");
         let out = fx.sandbox().sh(&script);
         assert!(out.stdout.contains("END"), "{mode:?}: {out:#?}");
@@ -397,7 +397,7 @@ fn configs_that_run_code_later_cannot_be_planted() {
     // Ones the user already has must not change either.
     let existing = ["mise.toml", ".kiro/hooks/on-save.kiro.hook", ".exrc"];
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         let nested = fx.project.join("vendor/lib");
         std::fs::create_dir_all(&nested).unwrap();
         chown_tree(&fx.project, mode);
