@@ -461,7 +461,7 @@ fn each_mode_with_upstream(name: &str, test: impl Fn(Mode, &Fixture, Upstream)) 
 fn each_mode_with_upstreams(names: [&str; 2], test: impl Fn(Mode, &Fixture, Upstream, Upstream)) {
     each_fixture(|mode, fx| {
         let [a, b] = names.map(Upstream::start);
-        test(mode, &fx, a, b)
+        test(mode, fx, a, b)
     });
 }
 
@@ -605,7 +605,7 @@ fn curl_reaches_an_allowed_upstream_through_each_proxy() {
              c unlisted --noproxy '' -x http://127.0.0.1:3128 -o /dev/null http://127.0.0.1:{q}/unlisted\n"
         );
         let out = allowing(
-            &fx,
+            fx,
             &[
                 &format!("127.0.0.1:{p}"),
                 &format!("host.cordon.internal:{p}"),
@@ -661,7 +661,7 @@ fn python_reaches_an_allowed_upstream_by_each_way_of_asking() {
             .socks_as("socks-ipv4", "127.0.0.1", p, 1, 1)
             .socks("socks-name", "127.0.0.1", p)
             .urlopen("urllib-env", &format!("http://host.cordon.internal:{p}/u"));
-        let out = client(allowing_loopback_port(&fx, p), &script);
+        let out = client(allowing_loopback_port(fx, p), &script);
         out.ok();
         expect_reached(&out, "get", "200", &up);
         expect_reached(&out, "connect", "200", &up);
@@ -690,7 +690,7 @@ fn programs_that_ignore_the_proxy_do_not_get_out() {
             // The upstream is allowed at the proxy; with --allow-local-port
             // Landlock lets the connect through and only the network
             // namespace stands in the way.
-            let out = allowing(&fx, &[&format!("127.0.0.1:{p}")])
+            let out = allowing(fx, &[&format!("127.0.0.1:{p}")])
                 .args(&extra)
                 .py_args(
                     include_str!("py/net_direct.py"),
@@ -832,7 +832,7 @@ fn ports_are_limited_to_the_rule_or_the_port_list() {
             .socks_as("p-socks", "127.0.0.1", p, 1, 1)
             .get("q", &format!("127.0.0.1:{q}/"));
         // A rule without a port: 80 and 443 only.
-        let out = client(allowing(&fx, &["127.0.0.0/8"]), &script);
+        let out = client(allowing(fx, &["127.0.0.0/8"]), &script);
         out.ok();
         let what = format!("blocked 127.0.0.1:{p}");
         for label in ["p", "p-connect"] {
@@ -850,7 +850,7 @@ fn ports_are_limited_to_the_rule_or_the_port_list() {
         expect_refused(&out, "p-socks", "0x02", &[]);
         // --ports changes the list: now p passes, q does not.
         let out = client(
-            allowing(&fx, &["127.0.0.0/8"]).flag("--ports", format!("443,{p}")),
+            allowing(fx, &["127.0.0.0/8"]).flag("--ports", format!("443,{p}")),
             &script,
         );
         out.ok();
@@ -859,7 +859,7 @@ fn ports_are_limited_to_the_rule_or_the_port_list() {
         expect_reached(&out, "p-socks", "0x00", &up);
         expect_refused(&out, "q", "403", &["not on this port"]);
         // A rule with a port admits that port only.
-        let out = client(allowing(&fx, &[&format!("127.0.0.1:{p}")]), &script);
+        let out = client(allowing(fx, &[&format!("127.0.0.1:{p}")]), &script);
         out.ok();
         expect_reached(&out, "p", "200", &up);
         expect_refused(
@@ -976,7 +976,7 @@ fn host_cordon_internal_reaches_the_host_loopback_only_on_allowed_ports() {
             .get("other-port", &format!("host.cordon.internal:{q}/"))
             .socks("other-port-socks", "host.cordon.internal", q);
         let out = client(
-            allowing(&fx, &[&format!("host.cordon.internal:{p}")]),
+            allowing(fx, &[&format!("host.cordon.internal:{p}")]),
             &script,
         );
         out.ok();
@@ -995,7 +995,7 @@ fn host_cordon_internal_reaches_the_host_loopback_only_on_allowed_ports() {
         // Not allowed at all, nor by an IP rule for the same address.
         for sb in [
             fx.sandbox(),
-            allowing(&fx, &[&format!("127.0.0.1:{p}"), &format!("127.0.0.1:{q}")]),
+            allowing(fx, &[&format!("127.0.0.1:{p}"), &format!("127.0.0.1:{q}")]),
         ] {
             let out = client(sb, &script);
             out.ok();
@@ -1045,7 +1045,7 @@ fn host_header_must_match_the_target() {
                 ),
             );
         let out = client(
-            allowing(&fx, &[&format!("127.0.0.1:{p}"), &format!("127.0.0.1:{q}")]),
+            allowing(fx, &[&format!("127.0.0.1:{p}"), &format!("127.0.0.1:{q}")]),
             &script,
         );
         out.ok();
@@ -1094,7 +1094,7 @@ fn a_second_request_on_the_connection_never_reaches_a_denied_host() {
             &second,
             &allowed.body,
         ];
-        let out = allowing(&fx, &[&format!("127.0.0.1:{p}")])
+        let out = allowing(fx, &[&format!("127.0.0.1:{p}")])
             .flag("--deny-domain", format!("127.0.0.1:{q}"))
             .py_args(with_client!("net_pipelined.py"), &args);
         out.ok();
@@ -1146,7 +1146,7 @@ fn socks_bind_and_udp_associate_are_refused() {
             .socks_as("udp-associate", "127.0.0.1", p, 3, 1)
             .socks_as("udp-associate-any", "0.0.0.0", 0, 3, 1)
             .socks_as("bind-name", "host.cordon.internal", p, 2, 3);
-        let out = client(allowing_loopback_port(&fx, p), &script);
+        let out = client(allowing_loopback_port(fx, p), &script);
         out.ok();
         expect_reached(&out, "connect", "0x00", &up);
         for label in ["bind", "udp-associate", "udp-associate-any", "bind-name"] {
@@ -1354,9 +1354,9 @@ fn names_are_normalised_before_matching() {
             .get("bad-numeric", &format!("www.cordon-test.123:{p}/"))
             .socks("bad-socks", "a..cordon-test.example", p);
         let out = client_in(
-            Some(&net),
+            Some(net),
             allowing(
-                &fx,
+                fx,
                 &[
                     &format!("bücher.example:{p}"),
                     &format!("*.cordon-test.example:{p}"),
@@ -1439,9 +1439,9 @@ fn names_are_normalised_before_matching() {
             .get("unicode", &format!("Bücher.example:{p}/"))
             .get("localhost", &format!("LocalHost.:{p}/"));
         let out = client_in(
-            Some(&net),
+            Some(net),
             allowing(
-                &fx,
+                fx,
                 &[
                     &format!("xn--bcher-kva.example:{p}"),
                     &format!("localhost:{p}"),
@@ -1468,9 +1468,9 @@ fn an_allowed_name_does_not_open_loopback() {
             .get("name", &format!("www.cordon-test.example:{p}/"))
             .socks("name-socks", "www.cordon-test.example", p);
         let out = client_in(
-            Some(&net),
+            Some(net),
             allowing(
-                &fx,
+                fx,
                 &[
                     &format!("localhost:{p}"),
                     &format!("www.cordon-test.example:{p}"),
@@ -1541,7 +1541,7 @@ fn refuses_ambiguous_framing(label: &str) {
         let p = up.port;
         let authority = format!("127.0.0.1:{p}");
         let target = format!("http://{authority}/framing");
-        let out = allowing(&fx, &[&authority]).py_args(
+        let out = allowing(fx, &[&authority]).py_args(
             with_client!("framing_cases.py", "net_framing.py"),
             &[&target, &authority, label],
         );
