@@ -35,7 +35,7 @@ const GIT: &str = "git -c user.name=x -c user.email=x@y -c commit.gpgsign=false"
 #[test]
 fn git_works_but_hooks_config_and_dotfiles_are_protected() {
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         let before = snapshot(&fx.project);
         let attempts = [
             ("hook", "echo 'touch /tmp/pwned' > .git/hooks/pre-commit"),
@@ -120,7 +120,7 @@ fn git_works_but_hooks_config_and_dotfiles_are_protected() {
 #[test]
 fn nested_repo_at_depth_six_is_protected() {
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         let nested = fx.project.join("a/b/c/d/e/f");
         std::fs::create_dir_all(&nested).unwrap();
         chown_tree(&fx.project.join("a"), mode);
@@ -152,7 +152,7 @@ fn nested_repo_at_depth_six_is_protected() {
 #[test]
 fn gitdir_file_cannot_be_rewritten() {
     each_fixture(|mode, fx| {
-        git_project(&fx);
+        git_project(fx);
         // A submodule-style checkout: `.git` is a file pointing elsewhere.
         let sub = fx.project.join("sub");
         std::fs::create_dir(&sub).unwrap();
@@ -192,7 +192,7 @@ fn a_run_that_writes_nothing_leaves_no_trace() {
     each_fixture(|mode, fx| {
         for with_git in [false, true] {
             if with_git {
-                git_project(&fx);
+                git_project(fx);
             }
             let before = snapshot(&fx.project);
             let listed = |s: &str| s.lines().map(str::to_string).collect::<Vec<_>>();
