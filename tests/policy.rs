@@ -15,7 +15,7 @@ fn unknown_key_in_policy_file_refuses_and_runs_nothing() {
     each_fixture(|mode, fx| {
         let policy = fx.outside.join("policy.toml");
         write_owned(
-            &fx,
+            fx,
             &policy,
             "[files]\ndeny_read = []\nallow_wrte = [\"/x\"]\n",
         );
@@ -29,7 +29,7 @@ fn unknown_key_in_policy_file_refuses_and_runs_nothing() {
         assert!(out.stderr.contains("allow_wrte"), "{mode:?}: {out:#?}");
         assert!(!marker.exists(), "{mode:?}: the command ran");
         // Control: the same file without the typo runs.
-        write_owned(&fx, &policy, "[files]\ndeny_read = []\n");
+        write_owned(fx, &policy, "[files]\ndeny_read = []\n");
         fx.sandbox()
             .flag("--policy", &policy)
             .sh("touch marker")
@@ -46,7 +46,7 @@ fn untrusted_widening_project_policy_is_refused_until_trusted() {
             "[files]\nallow_write = [{:?}]\n",
             fx.outside.display().to_string()
         );
-        write_owned(&fx, &toml, &text);
+        write_owned(fx, &toml, &text);
         let marker = fx.project.join("marker");
         let out = fx.sandbox().no_project_flag().sh("touch marker");
         assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
@@ -68,7 +68,7 @@ fn untrusted_widening_project_policy_is_refused_until_trusted() {
         std::fs::remove_file(&marker).unwrap();
 
         // Editing the file withdraws the approval.
-        write_owned(&fx, &toml, &format!("{text}# edited\n"));
+        write_owned(fx, &toml, &format!("{text}# edited\n"));
         let out = fx.sandbox().no_project_flag().sh("touch marker");
         assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
         assert!(out.stderr.contains("cordon trust"), "{mode:?}: {out:#?}");
@@ -92,7 +92,7 @@ fn narrowing_project_policy_applies_without_trust() {
             "[files]\ndeny_read = [{:?}]\n",
             secret.display().to_string()
         );
-        write_owned(&fx, &toml, &text);
+        write_owned(fx, &toml, &text);
         let out = fx.sandbox().no_project_flag().sh(&script);
         assert!(out.stdout.contains("END"), "{mode:?}: {out:#?}");
         assert!(
