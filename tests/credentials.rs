@@ -40,6 +40,19 @@ impl TestCa {
         self.cert.pem()
     }
 
+    /// A TLS server configuration with [`TestCa::leaf`].
+    fn server_config(&self) -> rustls::ServerConfig {
+        let (chain, key) = self.leaf();
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap()
+    }
+
     /// A leaf for 127.0.0.1.
     fn leaf(&self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
         let key = KeyPair::generate().unwrap();
@@ -75,68 +88,41 @@ impl Upstream {
     }
 
     fn start_with(ca: &TestCa, git: Option<GitSite>) -> Upstream {
-        let (chain, key) = ca.leaf();
-        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
+        let mut config = ca.server_config();
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                while let Ok((tcp, _)) = listener.accept().await {
-                    let acceptor = acceptor.clone();
+        let port = serve_tls(config, move |tls| {
+            let log = log.clone();
+            let git = git.clone();
+            async move {
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                let service = hyper::service::service_fn(move |req| {
                     let log = log.clone();
                     let git = git.clone();
-                    tokio::spawn(async move {
-                        // As real servers do: no Nagle delay on small writes.
-                        let _ = tcp.set_nodelay(true);
-                        let Ok(tls) = acceptor.accept(tcp).await else {
-                            return;
-                        };
-                        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-                        let service = hyper::service::service_fn(move |req| {
-                            let log = log.clone();
-                            let git = git.clone();
-                            async move {
-                                Ok::<_, Infallible>(match git {
-                                    Some(site) => {
-                                        let (parts, body) =
-                                            git_backend(req, &site, &log).await.into_parts();
-                                        Response::from_parts(parts, body.boxed())
-                                    }
-                                    None => echo(req, h2, &log).await,
-                                })
+                    async move {
+                        Ok::<_, Infallible>(match git {
+                            Some(site) => {
+                                let (parts, body) =
+                                    git_backend(req, &site, &log).await.into_parts();
+                                Response::from_parts(parts, body.boxed())
                             }
-                        });
-                        let io = TokioIo::new(tls);
-                        if h2 {
-                            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                                .serve_connection(io, service)
-                                .await;
-                        } else {
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(io, service)
-                                .with_upgrades()
-                                .await;
-                        }
-                    });
+                            None => echo(req, h2, &log).await,
+                        })
+                    }
+                });
+                let io = TokioIo::new(tls);
+                if h2 {
+                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(io, service)
+                        .await;
+                } else {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .with_upgrades()
+                        .await;
                 }
-            });
+            }
         });
         Upstream { port, seen }
     }
@@ -144,6 +130,41 @@ impl Upstream {
     fn seen(&self) -> String {
         self.seen.lock().unwrap().join("\n----\n")
     }
+}
+
+/// Listens on a free port of 127.0.0.1 and serves each connection with
+/// `config` and then `serve`, on a runtime in a thread of its own; returns
+/// the port.
+fn serve_tls<F, Fut>(config: rustls::ServerConfig, serve: F) -> u16
+where
+    F: Fn(tokio_rustls::server::TlsStream<tokio::net::TcpStream>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let serve = Arc::new(serve);
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, serve) = (acceptor.clone(), serve.clone());
+                tokio::spawn(async move {
+                    // As real servers do: no Nagle delay on small writes.
+                    let _ = tcp.set_nodelay(true);
+                    if let Ok(tls) = acceptor.accept(tcp).await {
+                        serve(tls).await;
+                    }
+                });
+            }
+        });
+    });
+    port
 }
 
 /// Serves one request with `git http-backend` (CGI), after checking Basic
@@ -1795,57 +1816,28 @@ fn clients_that_never_read_streamed_responses_stay_within_the_sandbox_budget() {
 /// would never write).
 fn crafted_upstream(ca: &TestCa, answer: fn(&str, &[u8]) -> Vec<u8>) -> u16 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (chain, key) = ca.leaf();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            while let Ok((tcp, _)) = listener.accept().await {
-                let acceptor = acceptor.clone();
-                tokio::spawn(async move {
-                    let Ok(mut tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 4096];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match tls.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let text = String::from_utf8_lossy(&head).to_string();
-                    let path = text.split(' ').nth(1).unwrap_or_default().to_string();
-                    let token = text
-                        .lines()
-                        .find_map(|l| {
-                            let (k, v) = l.split_once(':')?;
-                            k.eq_ignore_ascii_case("x-token")
-                                .then(|| v.trim().to_string())
-                        })
-                        .unwrap_or_default();
-                    let _ = tls.write_all(&answer(&path, token.as_bytes())).await;
-                    let _ = tls.shutdown().await;
-                });
+    serve_tls(ca.server_config(), move |mut tls| async move {
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match tls.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
             }
-        });
-    });
-    port
+        }
+        let text = String::from_utf8_lossy(&head).to_string();
+        let path = text.split(' ').nth(1).unwrap_or_default().to_string();
+        let token = text
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("x-token")
+                    .then(|| v.trim().to_string())
+            })
+            .unwrap_or_default();
+        let _ = tls.write_all(&answer(&path, token.as_bytes())).await;
+        let _ = tls.shutdown().await;
+    })
 }
 
 /// Runs `script` in a sandbox that injects TEST_TOKEN into requests to
