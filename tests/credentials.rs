@@ -704,6 +704,15 @@ impl Injecting {
     }
 }
 
+/// Runs `test` once per mode with an [`Injecting`] fixture for the echo
+/// upstream of [`ca_and_upstream`], that upstream and another one the
+/// same CA signed (both made once for all modes).
+fn each_mode_injecting(test: impl Fn(Mode, &Injecting, &Upstream, &Upstream)) {
+    let (ca, up) = ca_and_upstream();
+    let other = Upstream::start(&ca);
+    each_mode(|mode| test(mode, &Injecting::new(mode, &ca, up.port), &up, &other));
+}
+
 /// The part of `out` between the line `== name` and the next `== ` line.
 fn part(out: &Output, name: &str) -> String {
     out.stdout
@@ -721,10 +730,7 @@ fn audit_text(path: &Path) -> String {
 
 #[test]
 fn curl_and_python_see_only_the_placeholder() {
-    let (ca, up) = ca_and_upstream();
-    let other = Upstream::start(&ca);
-    each_mode(|mode| {
-        let inj = Injecting::new(mode, &ca, up.port);
+    each_mode_injecting(|mode, inj, up, other| {
         let secret = inj.secret.clone();
         let script = format!(
             "echo \"env: $TEST_TOKEN\"\n\
@@ -1097,10 +1103,7 @@ fn git_over_https_with_basic_auth() {
 
 #[test]
 fn large_bodies_are_masked_and_scanned_as_streams() {
-    let (ca, up) = ca_and_upstream();
-    let other = Upstream::start(&ca);
-    each_mode(|mode| {
-        let inj = Injecting::new(mode, &ca, up.port);
+    each_mode_injecting(|mode, inj, up, other| {
         let secret = inj.secret.clone();
         let script = format!(
             "{} -o /tmp/big\n\
