@@ -14,10 +14,22 @@ keep = []
 
 
 async def answer(r, wait):
+    """What the proxy answered within `wait` seconds (None: nothing yet).
+    A refusal closes the connection, so it is read to its end: its body
+    may come in a later segment than its head."""
     try:
-        return await asyncio.wait_for(r.read(4096), wait)
+        got = await asyncio.wait_for(r.read(4096), wait)
     except asyncio.TimeoutError:
         return None
+    while got:
+        try:
+            more = await asyncio.wait_for(r.read(4096), wait)
+        except asyncio.TimeoutError:
+            break
+        if not more:
+            break
+        got += more
+    return got
 
 
 async def one():
