@@ -36,6 +36,7 @@ use super::framing::{
 use super::inspect::{
     box_error, has_coding_but, strip_hop_by_hop, text_response, BoxError, ProxyBody,
 };
+use super::request_body::{take_fault, OnPlaceholder, RequestBody};
 use super::{Allowed, Denial, Gate, Proxy};
 use crate::audit::Proto;
 use crate::net::Counted;
@@ -224,7 +225,16 @@ impl<G: Gate> Proxy<G> {
                 let path = origin.split('?').next().unwrap_or("/");
                 let method = req.method().as_str();
                 inspector
-                    .check_plain(&self.audit, &host, port, method, path, head)
+                    .check_plain(
+                        &self.audit,
+                        &host,
+                        port,
+                        method,
+                        path,
+                        sent.unwrap_or_default(),
+                        req.headers(),
+                        head,
+                    )
                     .map_err(|message| text(StatusCode::FORBIDDEN, message))?;
             }
             return Ok(Judged::Forward(Forward {
@@ -311,9 +321,24 @@ impl<G: Gate> Proxy<G> {
         let (mut parts, body) = req.into_parts();
         to_origin_form(&mut parts, &to.origin)
             .map_err(|message| text(StatusCode::BAD_REQUEST, message))?;
-        let req = Request::from_parts(parts, body.map_err(box_error).boxed());
+        // Body and trailers: no placeholder, however split or spelled.
+        let scan = self.inspector.as_ref().and_then(|inspector| {
+            let scan = inspector.plain_scan()?;
+            let (inspector, audit, host) =
+                (inspector.clone(), self.audit.clone(), host.to_string());
+            let report: OnPlaceholder =
+                Box::new(move |ex| inspector.refuse_plain(&audit, &host, port, ex));
+            Some((scan, report))
+        });
+        let body = RequestBody::new(body, scan);
+        let fault = body.fault();
+        let req = Request::from_parts(parts, body.boxed());
         let resp = sender.send_request(req).await.map_err(|e| {
-            // A body the framing checks cut short is the client's fault.
+            // A body cut short by its check (a placeholder, the client's
+            // framing) is the client's fault, not the upstream's.
+            if let Some((status, message)) = take_fault(&fault) {
+                return text(status, message);
+            }
             match heads.refusal() {
                 Some(message) => text(StatusCode::BAD_REQUEST, message),
                 None => failed(&e),
