@@ -221,3 +221,17 @@ fn placeholders_in_plain_bodies_trailers_and_spelled_heads_are_refused() {
         assert_eq!(recorded, refused.len(), "{}", run.audit);
     });
 }
+
+/// Finding 2: a port past 65535, in the target or in Host, is refused
+/// with 400, not read as port 80 (or as the target's).
+#[test]
+fn ports_past_65535_are_refused() {
+    each_mode(|mode| {
+        let run = run(mode, &["port-too-large", "host-port-too-large"]);
+        for label in ["port-too-large", "host-port-too-large"] {
+            let (status, body) = run.answer(label);
+            assert_eq!(status, "HTTP/1.1 400 Bad Request", "{label}: {body}");
+            assert!(run.upstream_of(label).is_empty(), "{label} was forwarded");
+        }
+    });
+}

@@ -458,8 +458,9 @@ fn absolute_form(target: &str) -> Option<(String, u16, String)> {
 
 /// `host:port`, `[v6]:port`, or `host` with `default_port` → (host, port),
 /// the host as sent (an IDNA name is the policy's to normalise), without
-/// brackets; `None` for userinfo (`user@host`), an empty host or port, or
-/// anything else `http::uri::Authority` does not read.
+/// brackets; `None` for userinfo (`user@host`), an empty host or port, a
+/// port that is not 0-65535 in digits, or anything else
+/// `http::uri::Authority` does not read.
 fn host_port(authority: &str, default_port: Option<u16>) -> Option<(String, u16)> {
     if authority.contains('@') || authority.ends_with(':') {
         return None;
@@ -473,9 +474,17 @@ fn host_port(authority: &str, default_port: Option<u16>) -> Option<(String, u16)
         None if host.contains(':') => return None,
         None => host,
     };
-    let port = match shape.port() {
-        Some(port) => port.as_str().parse().ok()?,
-        None => default_port?,
+    // What follows the host is the port, read here: `Authority::port`
+    // has none for digits past 65535, which would read as the default.
+    let port = match authority.get(shape.host().len()..)? {
+        "" => default_port?,
+        rest => {
+            let digits = rest.strip_prefix(':')?;
+            if !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse().ok()?
+        }
     };
     (!host.is_empty()).then(|| (host.to_string(), port))
 }
