@@ -235,3 +235,23 @@ fn ports_past_65535_are_refused() {
         }
     });
 }
+
+/// Finding 3: `Connection` naming Host or Content-Length does not strip
+/// them: the upstream gets the Host that was checked and the body's length.
+#[test]
+fn connection_cannot_strip_host_or_framing() {
+    each_mode(|mode| {
+        let run = run(mode, &["connection-host", "connection-length"]);
+        for label in ["connection-host", "connection-length"] {
+            assert_eq!(run.answer(label).0, "HTTP/1.1 200 OK", "{:?}", run.answers);
+            let conns = run.upstream_of(label);
+            assert_eq!(conns.len(), 1, "{label}");
+            let text = String::from_utf8_lossy(conns[0]).to_ascii_lowercase();
+            assert!(text.contains("\r\nhost: 127.0.0.1:"), "{label}: {text}");
+            if label == "connection-length" {
+                assert!(text.contains("\r\ncontent-length: 5\r\n"), "{text}");
+                assert!(text.ends_with("\r\n\r\nhello"), "{text}");
+            }
+        }
+    });
+}

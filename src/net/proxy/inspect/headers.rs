@@ -17,8 +17,14 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
 ];
 
-/// Removes hop-by-hop headers (and those `Connection` names); keeps
-/// `te: trailers`, which HTTP/2 (gRPC) needs end to end.
+/// Headers a `Connection` header may name but not remove: the Host that
+/// was checked against the target, the length the body's framing depends
+/// on, and `te`, whose `trailers` goes on (below).
+const NOT_STRIPPED: &[HeaderName] = &[header::HOST, header::CONTENT_LENGTH, header::TE];
+
+/// Removes hop-by-hop headers (and those `Connection` names, but for
+/// [`NOT_STRIPPED`]); keeps `te: trailers`, which HTTP/2 (gRPC) needs end
+/// to end.
 pub(in crate::net::proxy) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
@@ -26,6 +32,7 @@ pub(in crate::net::proxy) fn strip_hop_by_hop(headers: &mut HeaderMap) {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
+        .filter(|n| !NOT_STRIPPED.contains(n))
         .collect();
     for name in named {
         headers.remove(name);
