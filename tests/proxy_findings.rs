@@ -255,3 +255,15 @@ fn connection_cannot_strip_host_or_framing() {
         }
     });
 }
+
+/// Finding 4: an upstream response with both Content-Length and chunked
+/// framing is answered 502, not relayed with a length that cuts its body.
+#[test]
+fn ambiguous_response_framing_is_a_bad_gateway() {
+    each_mode(|mode| {
+        let run = run(mode, &["response-cl-and-te"]);
+        let (status, body) = run.answer("response-cl-and-te");
+        assert_eq!(status, "HTTP/1.1 502 Bad Gateway", "{body}");
+        assert!(body.contains("Content-Length"), "{body}");
+    });
+}

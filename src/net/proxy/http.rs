@@ -34,7 +34,8 @@ use super::framing::{
     ascii_shape, encode_non_ascii, target_span, Checked, HeadGuard, HeadLog, MAX_HEAD,
 };
 use super::inspect::{
-    box_error, has_coding_but, strip_hop_by_hop, text_response, BoxError, ProxyBody,
+    ambiguous_length_refusal, box_error, has_coding_but, length_is_ambiguous, strip_hop_by_hop,
+    text_response, BoxError, ProxyBody,
 };
 use super::request_body::{take_fault, OnPlaceholder, RequestBody};
 use super::{Allowed, Denial, Gate, Proxy};
@@ -355,6 +356,13 @@ impl<G: Gate> Proxy<G> {
                     "cordon: the response of {}:{} has a transfer coding other than chunked, which cordon does not relay\n",
                     to.host, to.port
                 ),
+            ));
+        }
+        if length_is_ambiguous(&parts.headers) {
+            let shown = super::events::subject(host, port);
+            return Err(text(
+                StatusCode::BAD_GATEWAY,
+                ambiguous_length_refusal(&shown),
             ));
         }
         let upstream_closes = closes_after(parts.version, &parts.headers);

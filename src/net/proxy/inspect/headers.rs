@@ -69,6 +69,19 @@ pub(in crate::net::proxy) fn has_coding_but(
     })
 }
 
+/// Whether a response says both Content-Length and Transfer-Encoding: a
+/// length two readers may take differently (RFC 9112 §6.3 calls it an
+/// attack or an error), which the proxy refuses to relay rather than
+/// pass on a Content-Length that no longer frames the body.
+pub(in crate::net::proxy) fn length_is_ambiguous(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::CONTENT_LENGTH) && headers.contains_key(header::TRANSFER_ENCODING)
+}
+
+/// The refusal's text for a response of `shown` whose length is ambiguous.
+pub(in crate::net::proxy) fn ambiguous_length_refusal(shown: &str) -> String {
+    format!("cordon: refused the response of {shown}: it has both Content-Length and Transfer-Encoding, so its length is ambiguous (RFC 9112 section 6.3)\n")
+}
+
 /// Applies `swaps` to every header (or trailer) value; the Basic forms it
 /// swaps are added to `learned`.
 pub(super) fn swap_headers(

@@ -38,7 +38,9 @@ use tokio::net::TcpStream;
 pub(in crate::net::proxy) use body::{box_error, text_response, BoxError, ProxyBody};
 use budget::Buffers;
 pub use budget::{BODY_CAP, BUFFER_BUDGET, CONNECTION_RESERVE};
-pub(in crate::net::proxy) use headers::{has_coding_but, strip_hop_by_hop};
+pub(in crate::net::proxy) use headers::{
+    ambiguous_length_refusal, has_coding_but, length_is_ambiguous, strip_hop_by_hop,
+};
 
 use super::events::subject;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
