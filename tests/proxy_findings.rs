@@ -267,3 +267,15 @@ fn ambiguous_response_framing_is_a_bad_gateway() {
         assert!(body.contains("Content-Length"), "{body}");
     });
 }
+
+/// Finding 5: a head over 64 KiB whose end comes in the read that
+/// crosses the limit is refused like any other.
+#[test]
+fn heads_over_64k_are_refused_however_read() {
+    each_mode(|mode| {
+        let run = run(mode, &["head-over-limit"]);
+        let (status, body) = run.answer("head-over-limit");
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{body}");
+        assert!(run.upstream_of("head-over-limit").is_empty());
+    });
+}
