@@ -279,3 +279,16 @@ fn heads_over_64k_are_refused_however_read() {
         assert!(run.upstream_of("head-over-limit").is_empty());
     });
 }
+
+/// Finding 6: a client's malformed trailer is its own fault: 400 naming
+/// the request's body framing, not a 502 blaming the upstream.
+#[test]
+fn clients_bad_body_framing_is_a_bad_request() {
+    each_mode(|mode| {
+        let run = run(mode, &["bad-trailer"]);
+        let (status, body) = run.answer("bad-trailer");
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{body}");
+        assert!(body.contains("body"), "{body}");
+        assert!(!body.contains("upstream"), "{body}");
+    });
+}

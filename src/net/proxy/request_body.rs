@@ -1,7 +1,8 @@
 //! The body of a forwarded plain-HTTP request, as the upstream gets it:
 //! every data frame and trailer scanned for placeholders (the scan's
 //! state carried across frames, so a placeholder split between chunks is
-//! found too). A fault ends the body with an error, which aborts the
+//! found too), and a fault of the client's own framing told apart from
+//! the upstream's. A fault ends the body with an error, which aborts the
 //! upstream request; the proxy then answers with the fault, not a 502.
 
 use std::pin::Pin;
@@ -12,7 +13,7 @@ use bytes::Bytes;
 use http::StatusCode;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
-use super::inspect::{box_error, BoxError};
+use super::inspect::BoxError;
 use crate::credentials::inject::{Exfiltration, SpelledScan};
 
 /// Records a placeholder found in the body (an audit event) and gives the
@@ -75,7 +76,20 @@ impl Body for RequestBody {
         let frame = match std::task::ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
             None => return Poll::Ready(None),
             Some(Ok(frame)) => frame,
-            Some(Err(e)) => return Poll::Ready(Some(Err(box_error(e)))),
+            // hyper read the client's body and could not: a chunk size,
+            // chunk extension or trailer it refuses (or the client left).
+            Some(Err(e)) => {
+                let mut why = e.to_string();
+                let mut cause = std::error::Error::source(&e);
+                while let Some(c) = cause {
+                    why = format!("{why}: {c}");
+                    cause = c.source();
+                }
+                let message = format!(
+                    "cordon: refused the request: its body's framing (a chunk size, chunk extension or trailer) could not be read: {why}\n"
+                );
+                return this.fail(StatusCode::BAD_REQUEST, message);
+            }
         };
         if let Some((scan, report)) = this.scan.as_mut() {
             let found = match (frame.data_ref(), frame.trailers_ref()) {
