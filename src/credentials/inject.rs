@@ -264,6 +264,16 @@ impl Secrets {
         PlaceholderScan::of(self.list.iter())
     }
 
+    /// A scan for the placeholders of every secret in what a server may
+    /// decode (plain HTTP carries none of them, however spelled).
+    pub fn scan_spelled(&self) -> SpelledScan {
+        SpelledScan {
+            sent: self.scan_all(),
+            decoded: self.scan_all(),
+            escape: Vec::new(),
+        }
+    }
+
     /// A scan for the placeholders whose real values may not go to
     /// `target:port`.
     pub fn scan_forbidden(&self, target: &Target, port: u16) -> PlaceholderScan {
@@ -1060,18 +1070,105 @@ impl PlaceholderScan {
             return None;
         }
         self.window.extend_from_slice(chunk);
-        let found = memmem::find(&self.window, PLACEHOLDER_PREFIX.as_bytes())
-            .and_then(|_| {
-                self.watched
-                    .iter()
-                    .find(|(p, _)| memmem::find(&self.window, p.as_bytes()).is_some())
-            })
-            .map(|(_, ex)| ex.clone());
+        let found = self.find_in(&self.window);
         let longest = self.watched.iter().map(|(p, _)| p.len()).max().unwrap_or(0);
         let cut = self.window.len().saturating_sub(longest.saturating_sub(1));
         self.window.drain(..cut);
         found
     }
+
+    /// The secret whose placeholder appears in `bytes` alone (the window
+    /// neither read nor changed).
+    fn find_in(&self, bytes: &[u8]) -> Option<Exfiltration> {
+        memmem::find(bytes, PLACEHOLDER_PREFIX.as_bytes())?;
+        self.watched
+            .iter()
+            .find(|(p, _)| memmem::find(bytes, p.as_bytes()).is_some())
+            .map(|(_, ex)| ex.clone())
+    }
+}
+
+/// A [`PlaceholderScan`] of text a server may decode before it reads it
+/// (a plain-HTTP request's target, header values, body and trailers): a
+/// placeholder is found in any letter case, as sent and percent-decoded
+/// (`%2d`), each a stream of its own so that one split across chunks, or
+/// across consecutive header values, is found too; and in a value's
+/// base64 (`Basic` credentials, any token) on its own
+/// ([`SpelledScan::feed_value`]). Placeholders are lowercase hex after
+/// their prefix, so lowercasing what is scanned finds every case.
+pub struct SpelledScan {
+    sent: PlaceholderScan,
+    decoded: PlaceholderScan,
+    /// The end of the last chunk when it may be the start of a `%XX`.
+    escape: Vec<u8>,
+}
+
+impl SpelledScan {
+    /// Takes the next chunk of a stream: the secret whose placeholder now
+    /// appears in it (in any spelling this scan reads), if any.
+    pub fn feed(&mut self, chunk: &[u8]) -> Option<Exfiltration> {
+        if let Some(ex) = self.sent.feed(&chunk.to_ascii_lowercase()) {
+            return Some(ex);
+        }
+        self.escape.extend_from_slice(chunk);
+        let (mut decoded, rest) = percent_decode(&self.escape);
+        decoded.make_ascii_lowercase();
+        let rest = rest.to_vec();
+        self.escape = rest;
+        self.decoded.feed(&decoded)
+    }
+
+    /// Takes a header (or trailer) value, as the next part of the stream
+    /// ([`SpelledScan::feed`]) and, base64-decoded, on its own: its last
+    /// space-separated token (a `Basic` credential's) in either alphabet.
+    pub fn feed_value(&mut self, value: &[u8]) -> Option<Exfiltration> {
+        use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+        if let Some(ex) = self.feed(value) {
+            return Some(ex);
+        }
+        let token = value.rsplit(|b| *b == b' ').next().unwrap_or(value);
+        let token = token.trim_ascii();
+        let unpadded = token
+            .strip_suffix(b"==")
+            .or_else(|| token.strip_suffix(b"="))
+            .unwrap_or(token);
+        [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD]
+            .iter()
+            .find_map(|engine| {
+                let mut decoded = Zeroizing::new(engine.decode(unpadded).ok()?);
+                decoded.make_ascii_lowercase();
+                self.sent.find_in(&decoded)
+            })
+    }
+}
+
+/// Percent-decodes `bytes` (a `%` not followed by two hex digits stays as
+/// it is), but for an end that could still begin an escape (`%`, `%X`):
+/// the decoded bytes, and that end.
+fn percent_decode(bytes: &[u8]) -> (Vec<u8>, &[u8]) {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let digits: Vec<u8> = bytes[i + 1..bytes.len().min(i + 3)]
+                .iter()
+                .map_while(|d| hex_digit(*d))
+                .collect();
+            match digits[..] {
+                [hi, lo] => {
+                    out.push(hi << 4 | lo);
+                    i += 3;
+                    continue;
+                }
+                // The bytes end inside what may be an escape.
+                _ if i + 1 + digits.len() == bytes.len() => return (out, &bytes[i..]),
+                _ => {}
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    (out, &[])
 }
 
 /// Swaps every match in `hay`, and copies the bytes up to `upto` (or to the
@@ -1723,6 +1820,32 @@ mod tests {
             .feed(b"aa is allowed here; cordon-placeholder-bb")
             .is_none());
         assert_eq!(scan.feed(b"bb").unwrap().name, "OTHER");
+    }
+
+    #[test]
+    fn spelled_scans_find_cases_escapes_base64_and_splits() {
+        let s = secrets();
+        let found = |chunks: &[&[u8]]| {
+            let mut scan = s.scan_spelled();
+            chunks
+                .iter()
+                .find_map(|c| scan.feed_value(c))
+                .map(|e| e.name)
+        };
+        assert_eq!(found(&[b"x=CORDON-PLACEHOLDER-BBBB"]).unwrap(), "OTHER");
+        assert_eq!(
+            found(&[b"cordon%2dplaceholder%2", b"dbb", b"bb"]).unwrap(),
+            "OTHER"
+        );
+        assert_eq!(
+            found(&[b"cordon-place", b"holder-aaaa"]).unwrap(),
+            "GITHUB_TOKEN"
+        );
+        let basic = format!("Basic {}", BASE64.encode("u:cordon-placeholder-bbbb"));
+        assert_eq!(found(&[basic.as_bytes()]).unwrap(), "OTHER");
+        assert!(found(&[b"cordon-placeholder-cccc 100% %zz %2"]).is_none());
+        assert_eq!(percent_decode(b"a%41%4"), (b"aA".to_vec(), &b"%4"[..]));
+        assert_eq!(percent_decode(b"%zz%"), (b"%zz".to_vec(), &b"%"[..]));
     }
 
     #[test]

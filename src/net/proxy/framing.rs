@@ -181,6 +181,10 @@ impl<S> HeadGuard<S> {
                 };
                 head.truncate(end);
                 let used = end - before;
+                // The end may come in the read that crosses the limit.
+                if head.len() > MAX_HEAD {
+                    return (self.refuse(HEAD_TOO_LARGE.into()), used);
+                }
                 let framing = match check_head(&head) {
                     Ok(framing) => framing,
                     Err(why) => return (self.refuse(framing_refusal(why)), used),

@@ -45,6 +45,20 @@ fn an_ambiguous_head_is_replaced_by_a_refused_one() {
 }
 
 #[test]
+fn a_head_over_the_limit_is_refused_however_it_is_read() {
+    let mut head = b"GET / HTTP/1.1\r\nX-Pad: ".to_vec();
+    head.resize(MAX_HEAD - 2, b'a');
+    head.extend_from_slice(b"\r\n\r\n");
+    assert_eq!(head.len(), MAX_HEAD + 2);
+    // In one read, its end in the read that crosses the limit, or after.
+    for size in [head.len(), MAX_HEAD - 100, MAX_HEAD + 1, 4096] {
+        assert_eq!(passed(&head, size), REFUSED, "pieces of {size}");
+    }
+    head.drain(30..32);
+    assert_eq!(passed(&head, head.len()), head, "at the limit");
+}
+
+#[test]
 fn reads_through_the_stream_give_hyper_what_feeding_does() {
     use tokio::io::AsyncReadExt;
     let input: Vec<u8> = [

@@ -34,8 +34,10 @@ use super::framing::{
     ascii_shape, encode_non_ascii, target_span, Checked, HeadGuard, HeadLog, MAX_HEAD,
 };
 use super::inspect::{
-    box_error, has_coding_but, strip_hop_by_hop, text_response, BoxError, ProxyBody,
+    ambiguous_length_refusal, box_error, has_coding_but, length_is_ambiguous, strip_hop_by_hop,
+    text_response, BoxError, ProxyBody,
 };
+use super::request_body::{take_fault, OnPlaceholder, RequestBody};
 use super::{Allowed, Denial, Gate, Proxy};
 use crate::audit::Proto;
 use crate::net::Counted;
@@ -224,7 +226,16 @@ impl<G: Gate> Proxy<G> {
                 let path = origin.split('?').next().unwrap_or("/");
                 let method = req.method().as_str();
                 inspector
-                    .check_plain(&self.audit, &host, port, method, path, head)
+                    .check_plain(
+                        &self.audit,
+                        &host,
+                        port,
+                        method,
+                        path,
+                        sent.unwrap_or_default(),
+                        req.headers(),
+                        head,
+                    )
                     .map_err(|message| text(StatusCode::FORBIDDEN, message))?;
             }
             return Ok(Judged::Forward(Forward {
@@ -311,9 +322,24 @@ impl<G: Gate> Proxy<G> {
         let (mut parts, body) = req.into_parts();
         to_origin_form(&mut parts, &to.origin)
             .map_err(|message| text(StatusCode::BAD_REQUEST, message))?;
-        let req = Request::from_parts(parts, body.map_err(box_error).boxed());
+        // Body and trailers: no placeholder, however split or spelled.
+        let scan = self.inspector.as_ref().and_then(|inspector| {
+            let scan = inspector.plain_scan()?;
+            let (inspector, audit, host) =
+                (inspector.clone(), self.audit.clone(), host.to_string());
+            let report: OnPlaceholder =
+                Box::new(move |ex| inspector.refuse_plain(&audit, &host, port, ex));
+            Some((scan, report))
+        });
+        let body = RequestBody::new(body, scan);
+        let fault = body.fault();
+        let req = Request::from_parts(parts, body.boxed());
         let resp = sender.send_request(req).await.map_err(|e| {
-            // A body the framing checks cut short is the client's fault.
+            // A body cut short by its check (a placeholder, the client's
+            // framing) is the client's fault, not the upstream's.
+            if let Some((status, message)) = take_fault(&fault) {
+                return text(status, message);
+            }
             match heads.refusal() {
                 Some(message) => text(StatusCode::BAD_REQUEST, message),
                 None => failed(&e),
@@ -330,6 +356,13 @@ impl<G: Gate> Proxy<G> {
                     "cordon: the response of {}:{} has a transfer coding other than chunked, which cordon does not relay\n",
                     to.host, to.port
                 ),
+            ));
+        }
+        if length_is_ambiguous(&parts.headers) {
+            let shown = super::events::subject(host, port);
+            return Err(text(
+                StatusCode::BAD_GATEWAY,
+                ambiguous_length_refusal(&shown),
             ));
         }
         let upstream_closes = closes_after(parts.version, &parts.headers);
@@ -433,8 +466,9 @@ fn absolute_form(target: &str) -> Option<(String, u16, String)> {
 
 /// `host:port`, `[v6]:port`, or `host` with `default_port` → (host, port),
 /// the host as sent (an IDNA name is the policy's to normalise), without
-/// brackets; `None` for userinfo (`user@host`), an empty host or port, or
-/// anything else `http::uri::Authority` does not read.
+/// brackets; `None` for userinfo (`user@host`), an empty host or port, a
+/// port that is not 0-65535 in digits, or anything else
+/// `http::uri::Authority` does not read.
 fn host_port(authority: &str, default_port: Option<u16>) -> Option<(String, u16)> {
     if authority.contains('@') || authority.ends_with(':') {
         return None;
@@ -448,9 +482,17 @@ fn host_port(authority: &str, default_port: Option<u16>) -> Option<(String, u16)
         None if host.contains(':') => return None,
         None => host,
     };
-    let port = match shape.port() {
-        Some(port) => port.as_str().parse().ok()?,
-        None => default_port?,
+    // What follows the host is the port, read here: `Authority::port`
+    // has none for digits past 65535, which would read as the default.
+    let port = match authority.get(shape.host().len()..)? {
+        "" => default_port?,
+        rest => {
+            let digits = rest.strip_prefix(':')?;
+            if !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse().ok()?
+        }
     };
     (!host.is_empty()).then(|| (host.to_string(), port))
 }

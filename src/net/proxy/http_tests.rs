@@ -26,6 +26,9 @@ fn targets_parse() {
     assert_eq!(host_port(":443", None), None);
     assert_eq!(host_port("a.b:443x", None), None);
     assert_eq!(host_port("a.b:70000", None), None);
+    assert_eq!(host_port("a.b:83617", Some(80)), None);
+    assert_eq!(host_port("[::1]:65536", Some(80)), None);
+    assert_eq!(absolute_form("http://a.b:83617/"), None);
     assert_eq!(host_port("u@a.b:443", None), None);
 }
 
@@ -48,6 +51,9 @@ fn targets_that_are_not_ascii_are_read_as_sent() {
         HeaderValue::from_bytes("bücher.example:81".as_bytes()).unwrap(),
     );
     assert!(host_header_matches(&h, "bücher.example", 81));
+    // A Host port past 65535 is no port, not the target's.
+    h.insert(header::HOST, HeaderValue::from_static("a.b:65617"));
+    assert!(!host_header_matches(&h, "a.b", 80));
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! connection cap; `http` serves the HTTP proxy (hyper, behind the raw
 //! [`framing`] checks), `socks` the SOCKS5 handshake; `connect` resolves,
 //! checks and connects to a destination; `tunnel` relays an opened tunnel
-//! (or hands it to [`inspect`]); `events` records each decision and close.
+//! (or hands it to [`inspect`]); `events` records each decision and close;
+//! `request_body` scans a forwarded plain-HTTP request's body.
 
 mod accept;
 mod connect;
@@ -14,6 +15,7 @@ mod events;
 pub mod framing;
 mod http;
 pub mod inspect;
+mod request_body;
 mod socks;
 mod tunnel;
 

@@ -17,8 +17,14 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
 ];
 
-/// Removes hop-by-hop headers (and those `Connection` names); keeps
-/// `te: trailers`, which HTTP/2 (gRPC) needs end to end.
+/// Headers a `Connection` header may name but not remove: the Host that
+/// was checked against the target, the length the body's framing depends
+/// on, and `te`, whose `trailers` goes on (below).
+const NOT_STRIPPED: &[HeaderName] = &[header::HOST, header::CONTENT_LENGTH, header::TE];
+
+/// Removes hop-by-hop headers (and those `Connection` names, but for
+/// [`NOT_STRIPPED`]); keeps `te: trailers`, which HTTP/2 (gRPC) needs end
+/// to end.
 pub(in crate::net::proxy) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
@@ -26,6 +32,7 @@ pub(in crate::net::proxy) fn strip_hop_by_hop(headers: &mut HeaderMap) {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .filter_map(|n| HeaderName::from_bytes(n.trim().as_bytes()).ok())
+        .filter(|n| !NOT_STRIPPED.contains(n))
         .collect();
     for name in named {
         headers.remove(name);
@@ -60,6 +67,19 @@ pub(in crate::net::proxy) fn has_coding_but(
             .map(<[u8]>::trim_ascii)
             .any(|t| !t.is_empty() && !t.eq_ignore_ascii_case(keep))
     })
+}
+
+/// Whether a response says both Content-Length and Transfer-Encoding: a
+/// length two readers may take differently (RFC 9112 §6.3 calls it an
+/// attack or an error), which the proxy refuses to relay rather than
+/// pass on a Content-Length that no longer frames the body.
+pub(in crate::net::proxy) fn length_is_ambiguous(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::CONTENT_LENGTH) && headers.contains_key(header::TRANSFER_ENCODING)
+}
+
+/// The refusal's text for a response of `shown` whose length is ambiguous.
+pub(in crate::net::proxy) fn ambiguous_length_refusal(shown: &str) -> String {
+    format!("cordon: refused the response of {shown}: it has both Content-Length and Transfer-Encoding, so its length is ambiguous (RFC 9112 section 6.3)\n")
 }
 
 /// Applies `swaps` to every header (or trailer) value; the Basic forms it

@@ -26,6 +26,34 @@ fn hop_by_hop_headers_go_and_te_trailers_stays() {
 }
 
 #[test]
+fn connection_cannot_name_host_length_or_te_away() {
+    let mut h = HeaderMap::new();
+    for (n, v) in [
+        ("connection", "Host, content-length, te, x-hop"),
+        ("host", "a.example"),
+        ("content-length", "5"),
+        ("te", "trailers"),
+        ("x-hop", "1"),
+    ] {
+        h.append(HeaderName::from_static(n), HeaderValue::from_static(v));
+    }
+    strip_hop_by_hop(&mut h);
+    let mut left: Vec<(&str, &str)> = h
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.to_str().unwrap()))
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ("content-length", "5"),
+            ("host", "a.example"),
+            ("te", "trailers")
+        ]
+    );
+}
+
+#[test]
 fn placeholders_are_found_in_the_target_headers_and_basic_credentials() {
     use base64::Engine as _;
     let placeholder = b"cordon-placeholder-abcd";

@@ -38,12 +38,14 @@ use tokio::net::TcpStream;
 pub(in crate::net::proxy) use body::{box_error, text_response, BoxError, ProxyBody};
 use budget::Buffers;
 pub use budget::{BODY_CAP, BUFFER_BUDGET, CONNECTION_RESERVE};
-pub(in crate::net::proxy) use headers::{has_coding_but, strip_hop_by_hop};
+pub(in crate::net::proxy) use headers::{
+    ambiguous_length_refusal, has_coding_but, length_is_ambiguous, strip_hop_by_hop,
+};
 
 use super::events::subject;
 use crate::audit::{self, Auditor, Door, Event, Proto, Verdict};
 use crate::credentials::ca::SandboxCa;
-use crate::credentials::inject::{Exfiltration, Secrets};
+use crate::credentials::inject::{Exfiltration, Secrets, SpelledScan};
 use crate::policy::host::{normalize, Target};
 use crate::policy::inspection::InspectionPolicy;
 use crate::policy::Sourced;
@@ -65,6 +67,9 @@ pub enum InspectError {
     #[error("TLS configuration: {0}")]
     Tls(#[from] rustls::Error),
 }
+
+/// Why a placeholder in a plain-HTTP request is refused wherever it goes.
+const PLAIN_NEVER_CARRIES: &str = "plain HTTP never carries a real value";
 
 /// One tunnel, as the proxy allowed and connected it.
 pub struct Tunnel {
@@ -163,8 +168,12 @@ impl Inspector {
 
     /// Checks a plain-HTTP request (absolute-form, through the HTTP proxy)
     /// before it is forwarded: the host's method and path rules, and no
-    /// placeholder at all (real values are never sent in the clear).
-    /// Returns the refusal message for the 403 (already recorded).
+    /// placeholder at all (real values are never sent in the clear) in the
+    /// head, however spelled: `target` as sent and every header value
+    /// ([`SpelledScan`]), and the raw `head` in any case. Returns the
+    /// refusal message for the 403 (already recorded). The body and
+    /// trailers go through [`Inspector::plain_scan`].
+    #[allow(clippy::too_many_arguments)]
     pub fn check_plain(
         &self,
         audit: &Auditor,
@@ -172,33 +181,62 @@ impl Inspector {
         port: u16,
         method: &str,
         path: &str,
+        target: &str,
+        headers: &http::HeaderMap,
         head: &[u8],
     ) -> Result<(), String> {
-        let Ok(target) = normalize(host) else {
+        let Ok(normalized) = normalize(host) else {
             return Ok(()); // the network door refuses it
         };
+        let placeholder = || {
+            let raw = self.secrets.find_placeholder(&head.to_ascii_lowercase());
+            let raw = raw.map(|s| Exfiltration {
+                name: s.name.clone(),
+                source: s.source.clone(),
+            });
+            raw.or_else(|| {
+                let mut scan = self.plain_scan()?;
+                scan.feed(target.as_bytes())
+                    .or_else(|| headers.values().find_map(|v| scan.feed_value(v.as_bytes())))
+            })
+        };
         let refusal = self
-            .rules_refusal(&target, port, method, path, "http")
+            .rules_refusal(&normalized, port, method, path, "http")
             .or_else(|| {
-                self.secrets.find_placeholder(head).map(|s| {
-                    self.exfiltration_refusal(
-                        &target,
-                        port,
-                        &Exfiltration {
-                            name: s.name.clone(),
-                            source: s.source.clone(),
-                        },
-                        "plain HTTP never carries a real value",
-                    )
+                placeholder().map(|ex| {
+                    self.exfiltration_refusal(&normalized, port, &ex, PLAIN_NEVER_CARRIES)
                 })
             });
         match refusal {
             Some(r) => {
-                self.record_refusal(audit, &target, port, Proto::Http, &r);
+                self.record_refusal(audit, &normalized, port, Proto::Http, &r);
                 Err(r.message)
             }
             None => Ok(()),
         }
+    }
+
+    /// The placeholder scan of a plain-HTTP request's body and trailers
+    /// (state carried across its frames); `None` when there are no
+    /// placeholders.
+    pub fn plain_scan(&self) -> Option<SpelledScan> {
+        (!self.secrets.is_empty()).then(|| self.secrets.scan_spelled())
+    }
+
+    /// Records the refusal of a plain-HTTP request whose body or trailers
+    /// carry the placeholder `ex` found, as the head's check does; the
+    /// message for the 403.
+    pub fn refuse_plain(
+        &self,
+        audit: &Auditor,
+        host: &str,
+        port: u16,
+        ex: &Exfiltration,
+    ) -> String {
+        let target = normalize(host).unwrap_or_else(|_| Target::Name(host.to_string()));
+        let r = self.exfiltration_refusal(&target, port, ex, PLAIN_NEVER_CARRIES);
+        self.record_refusal(audit, &target, port, Proto::Http, &r);
+        r.message
     }
 
     fn rules_refusal(

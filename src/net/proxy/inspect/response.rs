@@ -12,7 +12,9 @@ use super::body::{
     box_error, collect_capped, exact_len, text_response, ProxyBody, SwapBody, Whole,
 };
 use super::budget::BODY_CAP;
-use super::headers::{has_coding_but, strip_hop_by_hop, swap_headers};
+use super::headers::{
+    ambiguous_length_refusal, has_coding_but, length_is_ambiguous, strip_hop_by_hop, swap_headers,
+};
 use super::session::Session;
 use super::Refusal;
 use crate::audit::Door;
@@ -29,6 +31,10 @@ impl Session {
     ) -> Response<ProxyBody> {
         let secrets = &self.inspector.secrets;
         let (mut parts, body) = resp.into_parts();
+        if length_is_ambiguous(&parts.headers) {
+            let shown = self.target.with_port(self.tunnel.port).to_string();
+            return text_response(StatusCode::BAD_GATEWAY, ambiguous_length_refusal(&shown));
+        }
         // Any coding but identity in any Content-Encoding value, or any
         // transfer coding but chunked (hyper decodes only that one, and
         // the header is not passed on), hides bytes from the mask.

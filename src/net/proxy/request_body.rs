@@ -1,0 +1,118 @@
+//! The body of a forwarded plain-HTTP request, as the upstream gets it:
+//! every data frame and trailer scanned for placeholders (the scan's
+//! state carried across frames, so a placeholder split between chunks is
+//! found too), and a fault of the client's own framing told apart from
+//! the upstream's. A fault ends the body with an error, which aborts the
+//! upstream request; the proxy then answers with the fault, not a 502.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::StatusCode;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+
+use super::inspect::BoxError;
+use crate::credentials::inject::{Exfiltration, SpelledScan};
+
+/// Records a placeholder found in the body (an audit event) and gives the
+/// refusal's message.
+pub(super) type OnPlaceholder = Box<dyn FnOnce(&Exfiltration) -> String + Send + Sync>;
+
+/// Why a request's body was cut short: the status and message the client
+/// gets in place of the upstream's answer.
+pub(super) type Fault = Arc<Mutex<Option<(StatusCode, String)>>>;
+
+/// The fault recorded in `fault`, if any (taken).
+pub(super) fn take_fault(fault: &Fault) -> Option<(StatusCode, String)> {
+    fault.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
+/// A client's request body on its way upstream.
+pub(super) struct RequestBody {
+    inner: Incoming,
+    /// `None` when there is nothing to look for.
+    scan: Option<(SpelledScan, Option<OnPlaceholder>)>,
+    fault: Fault,
+}
+
+impl RequestBody {
+    pub(super) fn new(inner: Incoming, scan: Option<(SpelledScan, OnPlaceholder)>) -> RequestBody {
+        RequestBody {
+            inner,
+            scan: scan.map(|(scan, report)| (scan, Some(report))),
+            fault: Fault::default(),
+        }
+    }
+
+    /// Where the body's fault (if it has one) is recorded.
+    pub(super) fn fault(&self) -> Fault {
+        self.fault.clone()
+    }
+
+    /// Ends the body with `status` and `message` for the client.
+    fn fail(
+        &mut self,
+        status: StatusCode,
+        message: String,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let error: BoxError = message.trim_end().to_string().into();
+        *self.fault.lock().unwrap_or_else(PoisonError::into_inner) = Some((status, message));
+        self.scan = None;
+        Poll::Ready(Some(Err(error)))
+    }
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        let frame = match std::task::ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+            None => return Poll::Ready(None),
+            Some(Ok(frame)) => frame,
+            // hyper read the client's body and could not: a chunk size,
+            // chunk extension or trailer it refuses (or the client left).
+            Some(Err(e)) => {
+                let mut why = e.to_string();
+                let mut cause = std::error::Error::source(&e);
+                while let Some(c) = cause {
+                    why = format!("{why}: {c}");
+                    cause = c.source();
+                }
+                let message = format!(
+                    "cordon: refused the request: its body's framing (a chunk size, chunk extension or trailer) could not be read: {why}\n"
+                );
+                return this.fail(StatusCode::BAD_REQUEST, message);
+            }
+        };
+        if let Some((scan, report)) = this.scan.as_mut() {
+            let found = match (frame.data_ref(), frame.trailers_ref()) {
+                (Some(data), _) => scan.feed(data),
+                (None, Some(trailers)) => trailers.iter().find_map(|(name, value)| {
+                    scan.feed(name.as_str().as_bytes())
+                        .or_else(|| scan.feed_value(value.as_bytes()))
+                }),
+                (None, None) => None,
+            };
+            if let Some(ex) = found {
+                let message = report.take().map(|report| report(&ex)).unwrap_or_default();
+                return this.fail(StatusCode::FORBIDDEN, message);
+            }
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,294 @@
+//! The plain-HTTP proxy against the red team's findings: a placeholder
+//! anywhere in a request (body, trailers, head, however split or
+//! spelled) is refused and recorded; ports past 65535 are refused, not
+//! read as the default; `Connection` cannot strip Host or framing
+//! headers; an upstream's ambiguous response framing is a 502; a head
+//! over 64 KiB is refused however it is read; a client's own bad body
+//! framing is a 400 that says so.
+//!
+//! The upstream is a loopback server of the test's own that records what
+//! each connection sent and answers once the client has gone quiet.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+
+/// The client (Python, run inside the sandbox).
+const CLIENT: &str = include_str!("py/proxy_findings.py");
+
+/// The upstream's answer to a case whose path names it: a response with
+/// both Content-Length and chunked framing (RFC 9112 §6.3: an attack, or
+/// an error).
+const CL_AND_TE: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+
+/// A loopback upstream: each connection's bytes, recorded; answered
+/// `200 ok` (or [`CL_AND_TE`]) once nothing more came for a moment.
+fn upstream() -> (u16, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind upstream");
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let _ = conn.set_read_timeout(Some(Duration::from_millis(300)));
+                let mut got = Vec::new();
+                let mut buf = [0u8; 65536];
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                let answer: &[u8] = if contains(&got, b"/response-cl-and-te") {
+                    CL_AND_TE
+                } else {
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                };
+                log.lock().unwrap().push(got);
+                let _ = conn.write_all(answer);
+            });
+        }
+    });
+    (port, seen)
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `bytes` lower-cased and percent-decoded: what a server may read.
+fn decoded(bytes: &[u8]) -> Vec<u8> {
+    let lower = bytes.to_ascii_lowercase();
+    let mut out = Vec::with_capacity(lower.len());
+    let mut i = 0;
+    while i < lower.len() {
+        let hex = lower
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (lower[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b.to_ascii_lowercase());
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// What one sandbox run of the client saw.
+struct Run {
+    /// TEST_TOKEN's placeholder.
+    placeholder: String,
+    /// `label` → (status line, first line of the body).
+    answers: Vec<(String, String, String)>,
+    /// Each upstream connection's bytes.
+    upstream: Vec<Vec<u8>>,
+    /// The audit log.
+    audit: String,
+}
+
+impl Run {
+    fn answer(&self, label: &str) -> (&str, &str) {
+        self.answers
+            .iter()
+            .find(|(l, _, _)| l == label)
+            .map(|(_, status, body)| (status.as_str(), body.as_str()))
+            .unwrap_or_else(|| panic!("no answer for {label}: {:?}", self.answers))
+    }
+
+    /// The bytes of the upstream connections that carried `label`'s path.
+    fn upstream_of(&self, label: &str) -> Vec<&Vec<u8>> {
+        let path = format!("/{label}");
+        self.upstream
+            .iter()
+            .filter(|c| contains(c, path.as_bytes()))
+            .collect()
+    }
+}
+
+/// Sends the cases `labels` through the proxy of a sandbox that allows
+/// the upstream and injects TEST_TOKEN for another host only.
+fn run(mode: Mode, labels: &[&str]) -> Run {
+    let (port, seen) = upstream();
+    let fx = Fixture::new(mode);
+    let policy = fx.outside.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:1\"]\n",
+    )
+    .unwrap();
+    chown(&policy, mode);
+    let log = fx.outside.join("audit.jsonl");
+    let mut args = vec![port.to_string()];
+    args.extend(labels.iter().map(ToString::to_string));
+    let out = fx
+        .audited(&log)
+        .env("TEST_TOKEN", format!("canary-{}", fx.token))
+        .flag("--policy", &policy)
+        .flag("--allow-domain", format!("127.0.0.1:{port}"))
+        .py_args(CLIENT, &args);
+    out.ok();
+    let mut placeholder = String::new();
+    let mut answers = Vec::new();
+    for line in out.stdout.lines() {
+        let mut fields = line.splitn(3, '\t');
+        match (fields.next(), fields.next(), fields.next()) {
+            (Some("placeholder"), Some(p), None) => placeholder = p.to_string(),
+            (Some(label), Some(status), Some(body)) => {
+                answers.push((label.to_string(), status.to_string(), body.to_string()))
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        placeholder.starts_with("cordon-placeholder-"),
+        "{}",
+        out.both()
+    );
+    let audit = std::fs::read_to_string(&log).unwrap_or_default();
+    let upstream = seen.lock().unwrap().clone();
+    Run {
+        placeholder,
+        answers,
+        upstream,
+        audit,
+    }
+}
+
+/// Finding 1: a placeholder in the body (Content-Length or chunked, split
+/// across chunks, upper-cased, percent-encoded with the escape split), in
+/// a trailer, or in the head spelled otherwise (percent-encoded or
+/// upper-cased target, base64 in `Basic`, split across two headers) is
+/// refused with 403, recorded as attempted exfiltration, and never
+/// reaches the upstream whole; a clean body still goes through.
+#[test]
+fn placeholders_in_plain_bodies_trailers_and_spelled_heads_are_refused() {
+    let refused = [
+        "body-length",
+        "body-chunks-split",
+        "body-upper",
+        "body-percent-split",
+        "trailer",
+        "target-percent",
+        "target-upper",
+        "basic",
+        "split-headers",
+    ];
+    each_mode(|mode| {
+        let mut labels = vec!["clean-body"];
+        labels.extend(refused);
+        let run = run(mode, &labels);
+        assert_eq!(
+            run.answer("clean-body").0,
+            "HTTP/1.1 200 OK",
+            "{:?}",
+            run.answers
+        );
+        let placeholder = run.placeholder.as_bytes();
+        for label in refused {
+            let (status, body) = run.answer(label);
+            assert_eq!(status, "HTTP/1.1 403 Forbidden", "{label}: {body}");
+            assert!(
+                body.contains("placeholder of TEST_TOKEN"),
+                "{label}: {body}"
+            );
+            for conn in run.upstream_of(label) {
+                assert!(
+                    !contains(&decoded(conn), placeholder),
+                    "{label}: the upstream got {}",
+                    String::from_utf8_lossy(conn)
+                );
+            }
+        }
+        let recorded = run
+            .audit
+            .lines()
+            .filter(|l| l.contains("attempted exfiltration") && l.contains("TEST_TOKEN"))
+            .count();
+        assert_eq!(recorded, refused.len(), "{}", run.audit);
+    });
+}
+
+/// Finding 2: a port past 65535, in the target or in Host, is refused
+/// with 400, not read as port 80 (or as the target's).
+#[test]
+fn ports_past_65535_are_refused() {
+    each_mode(|mode| {
+        let run = run(mode, &["port-too-large", "host-port-too-large"]);
+        for label in ["port-too-large", "host-port-too-large"] {
+            let (status, body) = run.answer(label);
+            assert_eq!(status, "HTTP/1.1 400 Bad Request", "{label}: {body}");
+            assert!(run.upstream_of(label).is_empty(), "{label} was forwarded");
+        }
+    });
+}
+
+/// Finding 3: `Connection` naming Host or Content-Length does not strip
+/// them: the upstream gets the Host that was checked and the body's length.
+#[test]
+fn connection_cannot_strip_host_or_framing() {
+    each_mode(|mode| {
+        let run = run(mode, &["connection-host", "connection-length"]);
+        for label in ["connection-host", "connection-length"] {
+            assert_eq!(run.answer(label).0, "HTTP/1.1 200 OK", "{:?}", run.answers);
+            let conns = run.upstream_of(label);
+            assert_eq!(conns.len(), 1, "{label}");
+            let text = String::from_utf8_lossy(conns[0]).to_ascii_lowercase();
+            assert!(text.contains("\r\nhost: 127.0.0.1:"), "{label}: {text}");
+            if label == "connection-length" {
+                assert!(text.contains("\r\ncontent-length: 5\r\n"), "{text}");
+                assert!(text.ends_with("\r\n\r\nhello"), "{text}");
+            }
+        }
+    });
+}
+
+/// Finding 4: an upstream response with both Content-Length and chunked
+/// framing is answered 502, not relayed with a length that cuts its body.
+#[test]
+fn ambiguous_response_framing_is_a_bad_gateway() {
+    each_mode(|mode| {
+        let run = run(mode, &["response-cl-and-te"]);
+        let (status, body) = run.answer("response-cl-and-te");
+        assert_eq!(status, "HTTP/1.1 502 Bad Gateway", "{body}");
+        assert!(body.contains("Content-Length"), "{body}");
+    });
+}
+
+/// Finding 5: a head over 64 KiB whose end comes in the read that
+/// crosses the limit is refused like any other.
+#[test]
+fn heads_over_64k_are_refused_however_read() {
+    each_mode(|mode| {
+        let run = run(mode, &["head-over-limit"]);
+        let (status, body) = run.answer("head-over-limit");
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{body}");
+        assert!(run.upstream_of("head-over-limit").is_empty());
+    });
+}
+
+/// Finding 6: a client's malformed trailer is its own fault: 400 naming
+/// the request's body framing, not a 502 blaming the upstream.
+#[test]
+fn clients_bad_body_framing_is_a_bad_request() {
+    each_mode(|mode| {
+        let run = run(mode, &["bad-trailer"]);
+        let (status, body) = run.answer("bad-trailer");
+        assert_eq!(status, "HTTP/1.1 400 Bad Request", "{body}");
+        assert!(body.contains("body"), "{body}");
+        assert!(!body.contains("upstream"), "{body}");
+    });
+}
