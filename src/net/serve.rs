@@ -7,29 +7,35 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::proxy::{Gate, Proxy, ProxyLimits};
+use super::proxy::{Admissions, Gate, Proxy, ProxyLimits};
 use crate::audit::Auditor;
 use crate::net::proxy::inspect::Inspector;
 
 /// The running proxy, as the supervisor holds it.
 pub struct ProxyHandle {
     stop: watch::Sender<bool>,
+    admissions: Arc<Admissions>,
     done: mpsc::Receiver<()>,
 }
 
 impl ProxyHandle {
     /// Tells the proxy to stop accepting and end every tunnel, without
     /// waiting (the caller does other clean-up meanwhile, then
-    /// [`ProxyHandle::shutdown`]).
-    pub fn stop(&self) {
+    /// [`ProxyHandle::shutdown`]); returns whether the proxy ever took a
+    /// client.
+    pub fn stop(&self) -> bool {
         let _ = self.stop.send(true);
+        self.admissions.close()
     }
 
     /// Stops accepting, ends every tunnel (their close events recorded with
-    /// the bytes so far), and waits up to `grace` for that to finish.
+    /// the bytes so far), and waits up to `grace` for that to finish. A
+    /// proxy that never took a client has nothing to finish: it is not
+    /// waited for (its thread ends with the process).
     pub fn shutdown(self, grace: Duration) {
-        self.stop();
-        let _ = self.done.recv_timeout(grace);
+        if self.stop() {
+            let _ = self.done.recv_timeout(grace);
+        }
     }
 }
 
@@ -55,6 +61,8 @@ where
         .map_err(|_| io::Error::other("expected the HTTP and SOCKS5 listeners"))?;
     let (stop, stopped) = watch::channel(false);
     let (done_tx, done) = mpsc::channel();
+    let admissions = Arc::new(Admissions::default());
+    let theirs = Arc::clone(&admissions);
     std::thread::Builder::new()
         .name("cordon-proxy".into())
         .spawn(move || {
@@ -64,6 +72,7 @@ where
                 limits,
                 audit,
                 stopped,
+                admissions: theirs,
                 inspector,
             };
             if let Err(e) = serve(proxy, make_gate()) {
@@ -71,7 +80,11 @@ where
             }
             let _ = done_tx.send(());
         })?;
-    Ok(ProxyHandle { stop, done })
+    Ok(ProxyHandle {
+        stop,
+        admissions,
+        done,
+    })
 }
 
 struct ServeArgs {
@@ -80,6 +93,7 @@ struct ServeArgs {
     limits: ProxyLimits,
     audit: Auditor,
     stopped: watch::Receiver<bool>,
+    admissions: Arc<Admissions>,
     inspector: Option<Arc<Inspector>>,
 }
 
@@ -101,7 +115,14 @@ fn serve<G: Gate>(args: ServeArgs, gate: G) -> io::Result<()> {
             max_connections: connection_cap(args.limits.max_connections),
             ..args.limits
         };
-        let proxy = Proxy::with_inspector(gate, limits, args.audit, args.stopped, args.inspector);
+        let proxy = Proxy::with_inspector(
+            gate,
+            limits,
+            args.audit,
+            args.stopped,
+            args.admissions,
+            args.inspector,
+        );
         tokio::join!(
             proxy.clone().serve_http(http),
             proxy.clone().serve_socks(socks)

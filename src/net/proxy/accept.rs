@@ -86,6 +86,35 @@ const REFUSAL_TIMEOUT: Duration = Duration::from_secs(2);
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// The summary's subject for connections refused over the cap.
 pub const OVER_CAP: &str = "(over the connection cap)";
+
+/// Whether the proxy has taken any client, shared with whoever stops it:
+/// a proxy that never took one has no tunnel to end and no event to
+/// record, so the supervisor need not wait for it to wind down at exit.
+#[derive(Debug, Default)]
+pub struct Admissions {
+    closed: AtomicBool,
+    taken: AtomicBool,
+}
+
+impl Admissions {
+    /// Marks a client as taken, before anything about it is served or
+    /// recorded; false once [`Admissions::close`] ran, and the client must
+    /// then be dropped unserved (its sandbox is gone, nothing went
+    /// through). Either this sees the close or the closer sees the take:
+    /// both sides store, then load, sequentially consistent.
+    fn admit(&self) -> bool {
+        self.taken.store(true, Ordering::SeqCst);
+        !self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Takes no more clients; returns whether any was ever taken (and may
+    /// still be recording its events).
+    pub fn close(&self) -> bool {
+        self.closed.store(true, Ordering::SeqCst);
+        self.taken.load(Ordering::SeqCst)
+    }
+}
+
 /// The proxy: one per sandbox, shared by its listeners.
 pub struct Proxy<G: Gate> {
     pub(super) gate: G,
@@ -95,6 +124,7 @@ pub struct Proxy<G: Gate> {
     pub(super) audit: Auditor,
     pub(super) cap_reported: AtomicBool,
     pub(super) stop: watch::Receiver<bool>,
+    admissions: Arc<Admissions>,
     /// TLS inspection and injected credentials (the credentials door), if
     /// the policy inspects any host.
     pub(super) inspector: Option<Arc<Inspector>>,
@@ -129,15 +159,17 @@ impl<G: Gate> Proxy<G> {
         audit: Auditor,
         stop: watch::Receiver<bool>,
     ) -> Arc<Self> {
-        Self::with_inspector(gate, limits, audit, stop, None)
+        Self::with_inspector(gate, limits, audit, stop, Arc::default(), None)
     }
 
-    /// As [`Proxy::new`], with TLS inspection for the hosts `inspector` names.
+    /// As [`Proxy::new`], taking clients only while `admissions` is open,
+    /// with TLS inspection for the hosts `inspector` names.
     pub fn with_inspector(
         gate: G,
         limits: ProxyLimits,
         audit: Auditor,
         stop: watch::Receiver<bool>,
+        admissions: Arc<Admissions>,
         inspector: Option<Arc<Inspector>>,
     ) -> Arc<Self> {
         let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -149,6 +181,7 @@ impl<G: Gate> Proxy<G> {
             audit,
             cap_reported: AtomicBool::new(false),
             stop,
+            admissions,
             inspector,
         })
     }
@@ -178,7 +211,9 @@ impl<G: Gate> Proxy<G> {
                 _ = stop.wait_for(|s| *s) => return,
             };
             let client = match accepted {
-                Ok((client, _)) => client,
+                Ok((client, _)) if self.admissions.admit() => client,
+                // Stopped and closed: the supervisor is not waiting.
+                Ok(_) => return,
                 Err(e) if fatal_accept(&e) => return,
                 // Out of descriptors, or a client gone before accept: the
                 // listener is fine; a pause lets descriptors free up.

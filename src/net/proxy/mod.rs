@@ -21,7 +21,7 @@ mod tunnel;
 
 use std::net::IpAddr;
 
-pub use accept::{Proxy, ProxyLimits, OVER_CAP};
+pub use accept::{Admissions, Proxy, ProxyLimits, OVER_CAP};
 
 /// Where a client asked to go, after the policy normalised it.
 #[derive(Debug, Clone, PartialEq, Eq)]
