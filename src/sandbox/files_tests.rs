@@ -1,0 +1,276 @@
+
+use super::*;
+
+/// Records every operation; the paths in `missing` do not exist, and
+/// files are the paths named `secret.txt` or `config`.
+#[derive(Default)]
+struct Recorder {
+    ops: Vec<String>,
+    missing: Vec<PathBuf>,
+}
+
+impl MountOps for Recorder {
+    fn make_private(&mut self, path: &Path) -> io::Result<()> {
+        self.ops.push(format!("private {}", path.display()));
+        Ok(())
+    }
+    fn mount_tmpfs(&mut self, target: &Path, options: &str) -> io::Result<()> {
+        self.ops
+            .push(format!("tmpfs {} {options}", target.display()));
+        Ok(())
+    }
+    fn mount_proc(&mut self, target: &Path) -> io::Result<()> {
+        self.ops.push(format!("proc {}", target.display()));
+        Ok(())
+    }
+    fn mount_devpts(&mut self, target: &Path) -> io::Result<()> {
+        self.ops.push(format!("devpts {}", target.display()));
+        Ok(())
+    }
+    fn mount_sysfs(&mut self, target: &Path) -> io::Result<()> {
+        self.ops.push(format!("sysfs {}", target.display()));
+        Ok(())
+    }
+    fn bind(&mut self, source: &Path, target: &Path) -> io::Result<()> {
+        self.ops
+            .push(format!("bind {} {}", source.display(), target.display()));
+        Ok(())
+    }
+    fn set_attrs(&mut self, target: &Path, attrs: u64, recursive: bool) -> io::Result<()> {
+        self.ops
+            .push(format!("attrs {} {attrs:#x} {recursive}", target.display()));
+        Ok(())
+    }
+    fn pivot_root(&mut self, new_root: &Path, put_old: &Path) -> io::Result<()> {
+        self.ops.push(format!(
+            "pivot {} {}",
+            new_root.display(),
+            put_old.display()
+        ));
+        Ok(())
+    }
+    fn enter_root(&mut self, new_root: &Path) -> io::Result<()> {
+        self.ops.push(format!("enter {}", new_root.display()));
+        Ok(())
+    }
+    fn exists(&self, path: &Path) -> bool {
+        !self.missing.iter().any(|m| path == m)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        !path.ends_with("secret.txt") && !path.ends_with("config")
+    }
+    fn mkdir_all(&mut self, path: &Path) -> io::Result<()> {
+        self.ops.push(format!("mkdir {}", path.display()));
+        Ok(())
+    }
+    fn create_file(&mut self, path: &Path, mode: u32) -> io::Result<()> {
+        self.ops.push(format!("file {} {mode:o}", path.display()));
+        Ok(())
+    }
+    fn symlink(&mut self, target: &Path, link: &Path) -> io::Result<()> {
+        self.ops
+            .push(format!("symlink {} {}", link.display(), target.display()));
+        Ok(())
+    }
+}
+
+fn index_of(ops: &[String], wanted: &str) -> usize {
+    ops.iter()
+        .position(|o| o == wanted)
+        .unwrap_or_else(|| panic!("no `{wanted}` in:\n{}", ops.join("\n")))
+}
+
+fn sample_view() -> FileView {
+    FileView {
+        tmp_size: 1024,
+        writable: vec!["/tmp/p".into(), "/home/u/cache".into()],
+        hidden: vec![
+            ("/home/u/.ssh".into(), Kind::Dir),
+            ("/tmp/p/secret.txt".into(), Kind::File),
+        ],
+        reallowed: vec!["/home/u/.ssh/known_hosts".into()],
+        read_only: vec!["/tmp/p/.git/config".into(), "/tmp/p/.git/hooks".into()],
+        pinned: vec!["/tmp/p/.git".into()],
+        ..FileView::default()
+    }
+}
+
+#[test]
+fn a_hidden_directory_with_nothing_reallowed_is_not_even_searchable() {
+    let view = FileView {
+        hidden: vec![("/home/u/.aws".into(), Kind::Dir)],
+        ..sample_view()
+    };
+    let mut rec = Recorder {
+        missing: vec!["/newroot/tmp/p".into()],
+        ..Recorder::default()
+    };
+    view.apply(&mut rec).unwrap();
+    index_of(
+        &rec.ops,
+        "tmpfs /newroot/home/u/.aws mode=000,size=4096,nr_inodes=64",
+    );
+}
+
+#[test]
+fn a_denied_path_removed_on_the_host_before_the_mounts_is_skipped_not_made() {
+    let view = FileView {
+        hidden: vec![
+            ("/home/u/.aws".into(), Kind::Dir),
+            ("/home/u/.netrc".into(), Kind::File),
+            ("/tmp/p/secret.txt".into(), Kind::File),
+        ],
+        ..sample_view()
+    };
+    let mut rec = Recorder {
+        missing: vec![
+            "/newroot/tmp/p".into(),
+            "/newroot/home/u/.aws".into(),
+            "/oldroot/home/u/.aws".into(),
+            "/newroot/home/u/.netrc".into(),
+            "/oldroot/home/u/.netrc".into(),
+        ],
+        ..Recorder::default()
+    };
+    view.apply(&mut rec).unwrap();
+    for gone in ["/newroot/home/u/.aws", "/newroot/home/u/.netrc"] {
+        assert!(
+            !rec.ops.iter().any(|o| o.contains(gone)),
+            "{gone}: {:#?}",
+            rec.ops
+        );
+    }
+    // A denied path that only the private /tmp lacks is still hidden.
+    index_of(&rec.ops, "bind /empty /newroot/tmp/p/secret.txt");
+}
+
+#[test]
+fn the_view_is_built_in_a_safe_order() {
+    let view = sample_view();
+    // The project lives under /tmp, which the sandbox replaces with its
+    // own tmpfs: its mount point must be created there.
+    let mut rec = Recorder {
+        missing: vec!["/newroot/tmp/p".into()],
+        ..Recorder::default()
+    };
+    view.apply(&mut rec).unwrap();
+    let ops = &rec.ops;
+    let ro_root = index_of(ops, "attrs /newroot 0x7 true");
+    assert!(ro_root > index_of(ops, "bind /oldroot /newroot"));
+    let private_tmp = index_of(ops, "tmpfs /newroot/tmp mode=1777,size=1024");
+    let mkdir_project = index_of(ops, "mkdir /newroot/tmp/p");
+    let bind_project = index_of(ops, "bind /oldroot/tmp/p /newroot/tmp/p");
+    assert!(ro_root < private_tmp && private_tmp < mkdir_project && mkdir_project < bind_project);
+    // A denied file inside the project is hidden on top of the project's bind.
+    let hide_file = index_of(ops, "bind /empty /newroot/tmp/p/secret.txt");
+    assert!(hide_file > bind_project);
+    index_of(ops, "attrs /newroot/tmp/p/secret.txt 0xf false");
+    // Protected paths: the pin comes first, then the read-only binds beneath it.
+    let pin = index_of(ops, "bind /newroot/tmp/p/.git /newroot/tmp/p/.git");
+    let config = index_of(
+        ops,
+        "bind /newroot/tmp/p/.git/config /newroot/tmp/p/.git/config",
+    );
+    assert!(bind_project < pin && pin < config);
+    assert!(config < index_of(ops, "attrs /newroot/tmp/p/.git/config 0x1 true"));
+    // A denied directory: an empty tmpfs, searchable but not listable
+    // since a re-allowed file lies in it, the file bound into it, then
+    // made read-only once nothing more goes in.
+    let hide_dir = index_of(
+        ops,
+        "tmpfs /newroot/home/u/.ssh mode=0111,size=4096,nr_inodes=64",
+    );
+    let reallow = index_of(
+        ops,
+        "bind /oldroot/home/u/.ssh/known_hosts /newroot/home/u/.ssh/known_hosts",
+    );
+    let seal = index_of(ops, "attrs /newroot/home/u/.ssh 0xf false");
+    assert!(hide_dir < reallow && reallow < seal);
+    // Kernel interfaces are read-only, and the host's /dev never appears.
+    index_of(ops, "attrs /newroot/proc/sys 0xf true");
+    index_of(ops, "bind /oldroot/dev/null /newroot/dev/null");
+    assert!(!ops.iter().any(|o| o == "bind /oldroot/dev /newroot/dev"));
+    assert_eq!(ops.last().map(String::as_str), Some("enter /newroot"));
+}
+
+#[test]
+fn sys_is_a_fresh_sysfs_with_cgroups_kept_and_firmware_masked() {
+    let mut rec = Recorder {
+        missing: vec!["/newroot/tmp/p".into(), "/newroot/sys/hypervisor".into()],
+        ..Recorder::default()
+    };
+    sample_view().apply(&mut rec).unwrap();
+    let ops = &rec.ops;
+    // Over the read-only host root, before any policy path is bound.
+    let sysfs = index_of(ops, "sysfs /newroot/sys");
+    assert!(sysfs > index_of(ops, "attrs /newroot 0x7 true"));
+    assert!(sysfs < index_of(ops, "bind /oldroot/tmp/p /newroot/tmp/p"));
+    // The host's sysfs itself is never bound on its own.
+    assert!(!ops.iter().any(|o| o.starts_with("bind /oldroot/sys /")));
+    // The cgroup hierarchies come back, read-only, recursively.
+    let cgroup = index_of(ops, "bind /oldroot/sys/fs/cgroup /newroot/sys/fs/cgroup");
+    let cgroup_ro = index_of(ops, "attrs /newroot/sys/fs/cgroup 0xf true");
+    assert!(sysfs < cgroup && cgroup < cgroup_ro);
+    // Firmware and DMI ids under an empty tmpfs, sealed; what the host
+    // lacks is skipped.
+    for dir in ["firmware", "devices/virtual/dmi"] {
+        let mask = index_of(
+            ops,
+            &format!("tmpfs /newroot/sys/{dir} mode=000,size=4096,nr_inodes=64"),
+        );
+        let seal = index_of(ops, &format!("attrs /newroot/sys/{dir} 0xf false"));
+        assert!(sysfs < mask && mask < seal);
+    }
+    assert!(!ops.iter().any(|o| o.contains("/sys/hypervisor")));
+    let vmcoreinfo = index_of(ops, "bind /empty /newroot/sys/kernel/vmcoreinfo");
+    assert!(sysfs < vmcoreinfo);
+    // Root-only physical memory maps in /proc are masked too.
+    for name in ["kpageflags", "kpagecount", "kpagecgroup"] {
+        index_of(ops, &format!("bind /empty /newroot/proc/{name}"));
+        index_of(ops, &format!("attrs /newroot/proc/{name} 0xf false"));
+    }
+}
+
+#[test]
+fn missing_protected_names_are_guarded_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(project.join("sub/.git")).unwrap();
+    std::fs::write(project.join(".envrc"), "").unwrap();
+    let view = FileView {
+        writable: vec![project.clone()],
+        ..FileView::default()
+    };
+    let mut marks = Marks::default();
+    for root in [project.clone(), project.join("sub")] {
+        for name in [".bashrc", ".envrc", ".vscode/", ".cargo/config.toml"] {
+            view.protect(&root, name, &mut marks).unwrap();
+        }
+    }
+    let names: Vec<_> = std::fs::read_dir(&project)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "only what was there: {names:?}");
+    assert!(marks.read_only.contains(&project.join(".envrc")));
+    for missing in [".bashrc", ".vscode", ".cargo/config.toml", "sub/.envrc"] {
+        assert!(marks.guarded.contains(&project.join(missing)), "{missing}");
+    }
+    // The nested repository cannot be renamed away and made again.
+    assert!(marks.pins.contains(&project.join("sub")));
+}
+
+#[test]
+fn a_deny_write_path_keeps_its_parents_in_place() {
+    let view = FileView {
+        writable: vec!["/p".into()],
+        ..FileView::default()
+    };
+    let mut marks = Marks::default();
+    view.keep_read_only("/p/a/b/log.jsonl".into(), &mut marks);
+    assert_eq!(
+        marks.pins.iter().collect::<Vec<_>>(),
+        vec![Path::new("/p/a"), Path::new("/p/a/b")]
+    );
+}
