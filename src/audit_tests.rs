@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn event(subject: &str, verdict: Verdict) -> Event {

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::policy::load::flags::given;
 use crate::policy::load::tests::Fx;

@@ -1104,6 +1104,21 @@ pub struct SpelledScan {
 }
 
 impl SpelledScan {
+    /// The most bytes one placeholder can span in a stream this scan reads:
+    /// each of its bytes percent-encoded. A stream that lets out only what
+    /// lies further back than this from its end never lets out any byte of
+    /// a placeholder before the scan has seen all of it.
+    pub fn longest_spelling(&self) -> usize {
+        let longest = self
+            .sent
+            .watched
+            .iter()
+            .map(|(placeholder, _)| placeholder.len())
+            .max()
+            .unwrap_or(0);
+        longest * "%XX".len()
+    }
+
     /// Takes the next chunk of a stream: the secret whose placeholder now
     /// appears in it (in any spelling this scan reads), if any.
     pub fn feed(&mut self, chunk: &[u8]) -> Option<Exfiltration> {
@@ -1120,26 +1135,47 @@ impl SpelledScan {
 
     /// Takes a header (or trailer) value, as the next part of the stream
     /// ([`SpelledScan::feed`]) and, base64-decoded, on its own: its last
-    /// space-separated token (a `Basic` credential's) in either alphabet.
+    /// whitespace-separated token (a `Basic` credential's), in either
+    /// alphabet, read as leniently as servers read it.
     pub fn feed_value(&mut self, value: &[u8]) -> Option<Exfiltration> {
-        use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
         if let Some(ex) = self.feed(value) {
             return Some(ex);
         }
-        let token = value.rsplit(|b| *b == b' ').next().unwrap_or(value);
-        let token = token.trim_ascii();
-        let unpadded = token
-            .strip_suffix(b"==")
-            .or_else(|| token.strip_suffix(b"="))
-            .unwrap_or(token);
-        [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD]
-            .iter()
-            .find_map(|engine| {
-                let mut decoded = Zeroizing::new(engine.decode(unpadded).ok()?);
-                decoded.make_ascii_lowercase();
-                self.sent.find_in(&decoded)
-            })
+        let token = value
+            .split(u8::is_ascii_whitespace)
+            .rfind(|t| !t.is_empty())
+            .unwrap_or(value);
+        let mut decoded = Zeroizing::new(lenient_base64(token)?);
+        decoded.make_ascii_lowercase();
+        self.sent.find_in(&decoded)
     }
+}
+
+/// `token` base64-decoded the way lenient decoders read it (many servers'
+/// do): characters of neither alphabet skipped, `-`/`_` read as `+`/`/`,
+/// padding anywhere ignored, stray trailing bits allowed.
+fn lenient_base64(token: &[u8]) -> Option<Vec<u8>> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::RequireNone)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let mut kept: Vec<u8> = token
+        .iter()
+        .filter_map(|b| match b {
+            b'-' => Some(b'+'),
+            b'_' => Some(b'/'),
+            b if b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/' => Some(*b),
+            _ => None,
+        })
+        .collect();
+    // A lone last character carries no whole byte: lenient decoders drop it.
+    if kept.len() % 4 == 1 {
+        kept.pop();
+    }
+    LENIENT.decode(&kept).ok()
 }
 
 /// Percent-decodes `bytes` (a `%` not followed by two hex digits stays as

@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// Records every operation; the paths in `missing` do not exist, and

@@ -6,6 +6,7 @@ import base64
 import os
 import socket
 import sys
+import time
 
 PORT = int(sys.argv[1])
 P = os.environ.get('TEST_TOKEN', 'no-placeholder').encode()
@@ -15,6 +16,7 @@ CHUNKED = b'Transfer-Encoding: chunked\r\n'
 # The placeholder with its dashes percent-encoded, the escape split.
 ENCODED = P.replace(b'-', b'%2d')
 CUT = ENCODED.index(b'%2d') + 2
+B64 = base64.b64encode(b'u:' + P)
 
 
 def req(method, label, headers=b'', body=b'', query=b''):
@@ -35,6 +37,10 @@ CASES = {
     'body-length': lambda l: req(b'POST', l, length(b'token=' + P), b'token=' + P),
     'body-chunks-split': lambda l: req(b'POST', l, CHUNKED,
                                        chunk(b'a=' + P[:HALF]) + chunk(P[HALF:]) + b'0\r\n\r\n'),
+    # Sent in two writes 0.15 s apart: the proxy has forwarded the
+    # first chunk before the second completes the placeholder.
+    'body-paused': lambda l: [req(b'POST', l, CHUNKED, chunk(b'a=' + P[:-1])),
+                              chunk(P[-1:]) + b'0\r\n\r\n'],
     'body-upper': lambda l: req(b'POST', l, length(P.upper()), P.upper()),
     'body-percent-split': lambda l: req(b'POST', l, CHUNKED,
                                         chunk(ENCODED[:CUT]) + chunk(ENCODED[CUT:]) + b'0\r\n\r\n'),
@@ -43,6 +49,11 @@ CASES = {
     'target-percent': lambda l: req(b'GET', l, query=b'?t=' + ENCODED),
     'target-upper': lambda l: req(b'GET', l, query=b'?t=' + P.upper()),
     'basic': lambda l: req(b'GET', l, b'Authorization: Basic ' + base64.b64encode(b'u:' + P) + b'\r\n'),
+    # Spelled for lenient decoders: a character of no alphabet inside,
+    # padding to spare, a tab for the space.
+    'basic-stray': lambda l: req(b'GET', l, b'Authorization: Basic ' + B64[:8] + b'.' + B64[8:] + b'\r\n'),
+    'basic-padded': lambda l: req(b'GET', l, b'Authorization: Basic ' + B64.rstrip(b'=') + b'====\r\n'),
+    'basic-tab': lambda l: req(b'GET', l, b'Authorization: Basic\t' + B64 + b'\r\n'),
     'split-headers': lambda l: req(b'GET', l, b'X-A: ' + P[:HALF] + b'\r\nX-B: ' + P[HALF:] + b'\r\n'),
     'port-too-large': lambda l: (b'GET http://127.0.0.1:83617/' + l.encode()
                                  + b' HTTP/1.1\r\nHost: 127.0.0.1:83617\r\n\r\n'),
@@ -65,10 +76,15 @@ def over_limit(label):
 
 
 def exchange(data):
-    """Sends `data`, reads one response (to its Content-Length or the close)."""
+    """Sends `data` (a list: each part 0.15 s after the last, less than the
+    upstream waits before it answers),
+    reads one response (to its Content-Length or the close)."""
     s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
     try:
-        s.sendall(data)
+        for at, part in enumerate(data if isinstance(data, list) else [data]):
+            if at:
+                time.sleep(0.15)
+            s.sendall(part)
     except OSError:
         pass
     got = b''

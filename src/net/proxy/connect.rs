@@ -7,11 +7,15 @@ use std::net::SocketAddr;
 use tokio::net::TcpStream;
 
 use super::{Denial, Destination, Gate, Proxy};
+use crate::audit::Proto;
 
 /// Why the proxy did not connect to an allowed destination.
 pub(super) enum ConnectError {
     /// The name resolved only to addresses the policy refuses.
     Denied(Denial, SocketAddr),
+    /// The name carries a placeholder (refused and recorded before any
+    /// lookup); the message for the client.
+    Exfiltration(String),
     /// The upstream could not be reached (message for the client).
     Upstream(String),
 }
@@ -23,7 +27,13 @@ impl<G: Gate> Proxy<G> {
         dest: &Destination,
         host: &str,
         port: u16,
+        proto: Proto,
     ) -> Result<(TcpStream, SocketAddr), ConnectError> {
+        if let (Destination::Name(name), Some(inspector)) = (dest, &self.inspector) {
+            if let Some(message) = inspector.refuse_named(&self.audit, name, port, proto) {
+                return Err(ConnectError::Exfiltration(message));
+            }
+        }
         let candidates: Vec<SocketAddr> = match dest {
             Destination::Ip(ip) => vec![SocketAddr::new(*ip, port)],
             Destination::HostLoopback => vec![SocketAddr::from(([127, 0, 0, 1], port))],

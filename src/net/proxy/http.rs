@@ -264,9 +264,10 @@ impl<G: Gate> Proxy<G> {
         host: &str,
         port: u16,
     ) -> Result<(TcpStream, std::net::SocketAddr), Response<ProxyBody>> {
-        self.connect(&allowed.dest, host, port)
+        self.connect(&allowed.dest, host, port, proto)
             .await
             .map_err(|e| match e {
+                ConnectError::Exfiltration(message) => text(StatusCode::FORBIDDEN, message),
                 ConnectError::Denied(denial, addr) => {
                     self.denied(proto, host, port, Some(addr), &denial);
                     text(StatusCode::FORBIDDEN, denial.message)

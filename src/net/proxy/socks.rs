@@ -35,8 +35,12 @@ impl<G: Gate> Proxy<G> {
                 return Ok(());
             }
         };
-        let (upstream, addr) = match self.connect(&allowed.dest, &host, port).await {
+        let (upstream, addr) = match self.connect(&allowed.dest, &host, port, proto).await {
             Ok(connected) => connected,
+            Err(ConnectError::Exfiltration(_)) => {
+                client.write_all(&socks_reply(SOCKS_NOT_ALLOWED)).await?;
+                return Ok(());
+            }
             Err(ConnectError::Denied(denial, addr)) => {
                 self.denied(proto, &host, port, Some(addr), &denial);
                 client.write_all(&socks_reply(SOCKS_NOT_ALLOWED)).await?;

@@ -70,6 +70,9 @@ pub enum InspectError {
 
 /// Why a placeholder in a plain-HTTP request is refused wherever it goes.
 const PLAIN_NEVER_CARRIES: &str = "plain HTTP never carries a real value";
+/// Why a placeholder in a destination's name is refused.
+const NAMES_NEVER_CARRY: &str =
+    "a host name never carries a real value, and resolving it would send it to a name server";
 
 /// One tunnel, as the proxy allowed and connected it.
 pub struct Tunnel {
@@ -233,9 +236,38 @@ impl Inspector {
         port: u16,
         ex: &Exfiltration,
     ) -> String {
+        self.refuse_carried(audit, host, port, Proto::Http, ex, PLAIN_NEVER_CARRIES)
+    }
+
+    /// The placeholder a destination's name carries (any spelling the
+    /// plain scan reads), checked before the name is resolved: a lookup
+    /// would already send it to a name server. The refusal is recorded;
+    /// its message is returned.
+    pub fn refuse_named(
+        &self,
+        audit: &Auditor,
+        host: &str,
+        port: u16,
+        proto: Proto,
+    ) -> Option<String> {
+        let ex = self.plain_scan()?.feed(host.as_bytes())?;
+        Some(self.refuse_carried(audit, host, port, proto, &ex, NAMES_NEVER_CARRY))
+    }
+
+    /// Records the refusal of a connection to `host` that carries the
+    /// placeholder `ex` (`why` says where); the message for the client.
+    fn refuse_carried(
+        &self,
+        audit: &Auditor,
+        host: &str,
+        port: u16,
+        proto: Proto,
+        ex: &Exfiltration,
+        why: &str,
+    ) -> String {
         let target = normalize(host).unwrap_or_else(|_| Target::Name(host.to_string()));
-        let r = self.exfiltration_refusal(&target, port, ex, PLAIN_NEVER_CARRIES);
-        self.record_refusal(audit, &target, port, Proto::Http, &r);
+        let r = self.exfiltration_refusal(&target, port, ex, why);
+        self.record_refusal(audit, &target, port, proto, &r);
         r.message
     }
 
