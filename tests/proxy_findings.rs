@@ -189,17 +189,30 @@ fn placeholders_in_plain_bodies_trailers_and_spelled_heads_are_refused() {
         "basic-stray",
         "basic-padded",
         "basic-tab",
+        "basic-spaced",
+        "basic-more",
         "split-headers",
     ];
     each_mode(|mode| {
-        let mut labels = vec!["clean-body"];
+        let mut labels = vec!["clean-body", "body-interactive"];
         labels.extend(refused);
         let run = run(mode, &labels);
-        assert_eq!(
-            run.answer("clean-body").0,
-            "HTTP/1.1 200 OK",
-            "{:?}",
-            run.answers
+        for clean in ["clean-body", "body-interactive"] {
+            assert_eq!(
+                run.answer(clean).0,
+                "HTTP/1.1 200 OK",
+                "{clean}: {:?}",
+                run.answers
+            );
+        }
+        // The scan holds back only what could begin a placeholder: a chunk
+        // that cannot reaches the upstream before the body ends.
+        assert!(
+            run.upstream_of("body-interactive")
+                .iter()
+                .any(|conn| contains(conn, b"hello")),
+            "the upstream did not get the first chunk: {:?}",
+            run.upstream_of("body-interactive")
         );
         let placeholder = run.placeholder.as_bytes();
         for label in refused {

@@ -1119,6 +1119,28 @@ impl SpelledScan {
         longest * "%XX".len()
     }
 
+    /// How many of the last bytes of `data` could be the start of a
+    /// placeholder in a spelling this scan reads (any letter case, as sent
+    /// or percent-encoded, an escape cut short included): a stream holds
+    /// those back until more comes, and lets the rest go at once.
+    pub fn undecided_tail(&self, data: &[u8]) -> usize {
+        let window = self.longest_spelling().min(data.len());
+        let could_begin = |tail: &[u8]| {
+            let (mut decoded, pending) = percent_decode(tail);
+            decoded.make_ascii_lowercase();
+            if decoded.is_empty() {
+                return !pending.is_empty();
+            }
+            self.sent.watched.iter().any(|(placeholder, _)| {
+                let placeholder = placeholder.as_bytes();
+                decoded.len() < placeholder.len() && placeholder.starts_with(&decoded)
+            })
+        };
+        (data.len() - window..data.len())
+            .find(|&start| could_begin(&data[start..]))
+            .map_or(0, |start| data.len() - start)
+    }
+
     /// Takes the next chunk of a stream: the secret whose placeholder now
     /// appears in it (in any spelling this scan reads), if any.
     pub fn feed(&mut self, chunk: &[u8]) -> Option<Exfiltration> {
@@ -1141,13 +1163,28 @@ impl SpelledScan {
         if let Some(ex) = self.feed(value) {
             return Some(ex);
         }
-        let token = value
+        // Each token on its own, and all after the first (the scheme)
+        // joined: servers decode a credential with spaces inside, or with
+        // more after it, either way.
+        let tokens: Vec<&[u8]> = value
             .split(u8::is_ascii_whitespace)
-            .rfind(|t| !t.is_empty())
-            .unwrap_or(value);
-        let mut decoded = Zeroizing::new(lenient_base64(token)?);
-        decoded.make_ascii_lowercase();
-        self.sent.find_in(&decoded)
+            .filter(|t| !t.is_empty())
+            .collect();
+        let joined: Vec<u8> = tokens
+            .iter()
+            .skip(1)
+            .flat_map(|t| t.iter().copied())
+            .collect();
+        let found = tokens
+            .iter()
+            .copied()
+            .chain([joined.as_slice()])
+            .find_map(|token| {
+                let mut decoded = Zeroizing::new(lenient_base64(token)?);
+                decoded.make_ascii_lowercase();
+                self.sent.find_in(&decoded)
+            });
+        found
     }
 }
 

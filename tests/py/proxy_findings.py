@@ -54,6 +54,13 @@ CASES = {
     'basic-stray': lambda l: req(b'GET', l, b'Authorization: Basic ' + B64[:8] + b'.' + B64[8:] + b'\r\n'),
     'basic-padded': lambda l: req(b'GET', l, b'Authorization: Basic ' + B64.rstrip(b'=') + b'====\r\n'),
     'basic-tab': lambda l: req(b'GET', l, b'Authorization: Basic\t' + B64 + b'\r\n'),
+    # A space inside the token, or another token after it: servers decode
+    # the rest of the value whole.
+    'basic-spaced': lambda l: req(b'GET', l, b'Authorization: Basic ' + B64[:8] + b' ' + B64[8:] + b'\r\n'),
+    'basic-more': lambda l: req(b'GET', l, b'Authorization: Basic ' + B64 + b' AAAA\r\n'),
+    # A chunk the upstream must get before the body ends (it answers
+    # without waiting for more): nothing in it could begin a placeholder.
+    'body-interactive': lambda l: req(b'POST', l, CHUNKED, chunk(b'hello')),
     'split-headers': lambda l: req(b'GET', l, b'X-A: ' + P[:HALF] + b'\r\nX-B: ' + P[HALF:] + b'\r\n'),
     'port-too-large': lambda l: (b'GET http://127.0.0.1:83617/' + l.encode()
                                  + b' HTTP/1.1\r\nHost: 127.0.0.1:83617\r\n\r\n'),

@@ -1,9 +1,10 @@
 //! The body of a forwarded plain-HTTP request, as the upstream gets it:
 //! every data frame and trailer scanned for placeholders (the scan's
 //! state carried across frames, so a placeholder split between chunks is
-//! found too; the body's last bytes, as many as one placeholder can span,
-//! are held back until the next frame or the body's end, so no byte of a
-//! placeholder leaves before all of it has been seen), and a fault of the client's own framing told apart from
+//! found too; the body's last bytes that could begin a placeholder in a
+//! spelling the scan reads are held back until the next frame or the
+//! body's end, so no byte of a placeholder leaves before all of it has
+//! been seen, and anything else goes at once), and a fault of the client's own framing told apart from
 //! the upstream's. A fault ends the body with an error, which aborts the
 //! upstream request; the proxy then answers with the fault, not a 502.
 
@@ -130,10 +131,10 @@ impl Body for RequestBody {
                 let message = report.take().map(|report| report(&ex)).unwrap_or_default();
                 return this.fail(StatusCode::FORBIDDEN, message);
             }
-            let keep = scan.longest_spelling();
             match frame.into_data() {
                 Ok(data) => {
                     this.held.extend_from_slice(&data);
+                    let keep = scan.undecided_tail(&this.held);
                     if this.held.len() > keep {
                         let out = this.held.split_to(this.held.len() - keep).freeze();
                         return Poll::Ready(Some(Ok(Frame::data(out))));
