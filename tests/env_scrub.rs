@@ -286,49 +286,19 @@ fn secret_names_and_secret_values_under_innocent_names_are_withheld() {
     });
 }
 
+/// The names in tests/data/red_team_env_names.txt.
+fn red_team_names() -> impl Iterator<Item = &'static str> {
+    include_str!("data/red_team_env_names.txt")
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
 /// Variables the red team's canaries passed the scrub with: secret names
 /// (other spellings included), and innocent names holding secret values.
 /// Each value carries the canary, so a leak shows in any process inside.
 fn red_team_variables(canary: &str) -> Vec<(String, String)> {
     use base64::Engine;
-    let names = [
-        "OPENAI_KEY",
-        "AZURE_OPENAI_KEY",
-        "AZURE_STORAGE_KEY",
-        "RAILS_MASTER_KEY",
-        "SOPS_AGE_KEY",
-        "B2_APPLICATION_KEY",
-        "KAGGLE_KEY",
-        "ALGOLIA_ADMIN_KEY",
-        "FERNET_KEY",
-        "APP_KEY",
-        "JWT_KEY",
-        "MASTER_KEY",
-        "PRIVATE_KEY",
-        "ACCESS_KEY",
-        "KEY",
-        "DB_PASS",
-        "SMTP_PASS",
-        "PASS",
-        "PW",
-        "TOKEN",
-        "APITOKEN",
-        "GITHUBTOKEN",
-        "AWS_CREDS",
-        "GCP_CREDENTIALS_JSON",
-        "GCP_SA_KEY",
-        "AUTHORIZATION",
-        "HTTP_AUTHORIZATION",
-        "BEARER",
-        "COOKIES",
-        "SESSION_ID",
-        "GITHUB-TOKEN",
-        "OPENAI-API-KEY",
-        "openai.api.key",
-        "API__KEY",
-    ];
-    let mut vars: Vec<(String, String)> = names
-        .iter()
+    let mut vars: Vec<(String, String)> = red_team_names()
         .map(|n| (n.to_string(), canary.to_string()))
         .collect();
     // The canary is `canary-<hex>`; token shapes need letters and digits.
