@@ -1136,7 +1136,12 @@ impl SpelledScan {
                 decoded.len() < placeholder.len() && placeholder.starts_with(&decoded)
             })
         };
+        // A placeholder begins with its prefix's first letter, or with an
+        // escape: only there can a tail begin one (this runs for every
+        // frame of a body).
+        let first = PLACEHOLDER_PREFIX.as_bytes()[0];
         (data.len() - window..data.len())
+            .filter(|&start| data[start] == b'%' || data[start].eq_ignore_ascii_case(&first))
             .find(|&start| could_begin(&data[start..]))
             .map_or(0, |start| data.len() - start)
     }
@@ -1170,15 +1175,20 @@ impl SpelledScan {
             .split(u8::is_ascii_whitespace)
             .filter(|t| !t.is_empty())
             .collect();
-        let joined: Vec<u8> = tokens
-            .iter()
-            .skip(1)
-            .flat_map(|t| t.iter().copied())
-            .collect();
+        // With two tokens or fewer, the joined rest is a token already read.
+        let joined: Vec<u8> = if tokens.len() > 2 {
+            tokens
+                .iter()
+                .skip(1)
+                .flat_map(|t| t.iter().copied())
+                .collect()
+        } else {
+            Vec::new()
+        };
         let found = tokens
             .iter()
             .copied()
-            .chain([joined.as_slice()])
+            .chain((!joined.is_empty()).then_some(joined.as_slice()))
             .find_map(|token| {
                 let mut decoded = Zeroizing::new(lenient_base64(token)?);
                 decoded.make_ascii_lowercase();
