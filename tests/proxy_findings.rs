@@ -13,6 +13,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -119,11 +120,9 @@ impl Run {
     }
 }
 
-/// Sends the cases `labels` through the proxy of a sandbox that allows
-/// the upstream and injects TEST_TOKEN for another host only.
-fn run(mode: Mode, labels: &[&str]) -> Run {
-    let (port, seen) = upstream();
-    let fx = Fixture::new(mode);
+/// A policy file (outside the project) that injects TEST_TOKEN for a host
+/// the tests never reach, so its placeholder may go nowhere they send it.
+fn inject_elsewhere(fx: &Fixture, mode: Mode) -> PathBuf {
     let policy = fx.outside.join("policy.toml");
     std::fs::write(
         &policy,
@@ -131,6 +130,15 @@ fn run(mode: Mode, labels: &[&str]) -> Run {
     )
     .unwrap();
     chown(&policy, mode);
+    policy
+}
+
+/// Sends the cases `labels` through the proxy of a sandbox that allows
+/// the upstream and injects TEST_TOKEN for another host only.
+fn run(mode: Mode, labels: &[&str]) -> Run {
+    let (port, seen) = upstream();
+    let fx = Fixture::new(mode);
+    let policy = inject_elsewhere(&fx, mode);
     let log = fx.outside.join("audit.jsonl");
     let mut args = vec![port.to_string()];
     args.extend(labels.iter().map(ToString::to_string));
@@ -325,12 +333,7 @@ fn a_placeholder_in_a_connect_name_is_refused_before_any_lookup() {
         return;
     }
     let fx = Fixture::new(Mode::Root);
-    let policy = fx.outside.join("policy.toml");
-    std::fs::write(
-        &policy,
-        "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:1\"]\n",
-    )
-    .unwrap();
+    let policy = inject_elsewhere(&fx, Mode::Root);
     let log = fx.outside.join("audit.jsonl");
     let out = std::process::Command::new("unshare")
         .args(["--net", "--"])
