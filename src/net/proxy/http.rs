@@ -347,24 +347,23 @@ impl<G: Gate> Proxy<G> {
             }
         })?;
         let (mut parts, body) = resp.into_parts();
-        // hyper undoes chunked alone, and Transfer-Encoding is one hop's:
-        // a body still in another transfer coding (`gzip, chunked`) would
-        // reach the client with nothing saying how it is coded.
-        if has_coding_but(&parts.headers, header::TRANSFER_ENCODING, b"chunked") {
-            return Err(text(
-                StatusCode::BAD_GATEWAY,
-                format!(
-                    "cordon: the response of {}:{} has a transfer coding other than chunked, which cordon does not relay\n",
-                    to.host, to.port
-                ),
-            ));
-        }
-        if length_is_ambiguous(&parts.headers) {
-            let shown = super::events::subject(host, port);
-            return Err(text(
-                StatusCode::BAD_GATEWAY,
-                ambiguous_length_refusal(&shown),
-            ));
+        // Framing the client could not be given faithfully: hyper undoes
+        // chunked alone and Transfer-Encoding is one hop's, so a body still
+        // in another transfer coding (`gzip, chunked`) would reach the
+        // client with nothing saying how it is coded; and a length given
+        // two ways is an attack or an error.
+        let shown = super::events::subject(host, port);
+        let unrelayable = if has_coding_but(&parts.headers, header::TRANSFER_ENCODING, b"chunked") {
+            Some(format!(
+                "cordon: the response of {shown} has a transfer coding other than chunked, which cordon does not relay\n"
+            ))
+        } else if length_is_ambiguous(&parts.headers) {
+            Some(ambiguous_length_refusal(&shown))
+        } else {
+            None
+        };
+        if let Some(message) = unrelayable {
+            return Err(text(StatusCode::BAD_GATEWAY, message));
         }
         let upstream_closes = closes_after(parts.version, &parts.headers);
         strip_hop_by_hop(&mut parts.headers);
