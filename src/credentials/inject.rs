@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
+use bytes::{Bytes, BytesMut};
+use http::HeaderMap;
 use memchr::memmem;
 use zeroize::Zeroizing;
 
@@ -267,17 +269,14 @@ impl Secrets {
     /// A scan for the placeholders of every secret in what a server may
     /// decode (plain HTTP carries none of them, however spelled).
     pub fn scan_spelled(&self) -> SpelledScan {
-        SpelledScan {
-            sent: self.scan_all(),
-            decoded: self.scan_all(),
-            escape: Vec::new(),
-        }
+        SpelledScan::of(self.list.iter())
     }
 
     /// A scan for the placeholders whose real values may not go to
-    /// `target:port`.
-    pub fn scan_forbidden(&self, target: &Target, port: u16) -> PlaceholderScan {
-        PlaceholderScan::of(self.list.iter().filter(|s| !s.allowed_for(target, port)))
+    /// `target:port`, however spelled (an inspected request to it may
+    /// carry none of them).
+    pub fn scan_spelled_for(&self, target: &Target, port: u16) -> SpelledScan {
+        SpelledScan::of(self.list.iter().filter(|s| !s.allowed_for(target, port)))
     }
 
     /// The first secret whose placeholder appears in `bytes`.
@@ -912,12 +911,6 @@ impl Swaps<'_> {
         self.matchers.extend(other.matchers);
     }
 
-    /// Keeps only the forbidden list: scanning without changing a byte.
-    pub fn retain_forbidden_only(&mut self) {
-        self.pairs.clear();
-        self.matchers.clear();
-    }
-
     /// The swaps the other way round, without the forbidden list.
     pub fn reversed(&self) -> Swaps<'static> {
         Swaps {
@@ -1017,21 +1010,19 @@ impl Swaps<'_> {
         self.apply(value)
     }
 
-    /// A streaming form of [`Swaps::apply`], for bodies.
+    /// A streaming form of [`Swaps::apply`], for response bodies: the
+    /// swaps only (a request's placeholders are found by a
+    /// [`SpelledScan`], which reads every spelling).
     pub fn stream(&self) -> StreamSwap {
+        let swaps = Swaps {
+            pairs: self.pairs.clone(),
+            matchers: self.matchers.clone(),
+            same_length: self.same_length,
+            forbidden: Vec::new(),
+        };
         StreamSwap {
-            swaps: Swaps {
-                pairs: self.pairs.clone(),
-                matchers: self.matchers.clone(),
-                same_length: self.same_length,
-                forbidden: Vec::new(),
-            },
-            forbidden: self
-                .forbidden
-                .iter()
-                .map(|s| (s.placeholder.clone(), s.name.clone(), s.source.clone()))
-                .collect(),
-            keep: self.longest().saturating_sub(1),
+            keep: swaps.longest().saturating_sub(1),
+            swaps,
             carry: Zeroizing::new(Vec::new()),
         }
     }
@@ -1088,27 +1079,51 @@ impl PlaceholderScan {
     }
 }
 
-/// A [`PlaceholderScan`] of text a server may decode before it reads it
-/// (a plain-HTTP request's target, header values, body and trailers): a
-/// placeholder is found in any letter case, as sent and percent-decoded
-/// (`%2d`), each a stream of its own so that one split across chunks, or
-/// across consecutive header values, is found too; and in a value's
-/// base64 (`Basic` credentials, any token) on its own
-/// ([`SpelledScan::feed_value`]). Placeholders are lowercase hex after
-/// their prefix, so lowercasing what is scanned finds every case.
+/// The one scan of what a request carries to a host (a plain-HTTP
+/// request's, or an inspected one's to a host the secrets may not go
+/// to): target, header names and values, body, trailers, and what a
+/// client sends on an upgraded connection. It reads what a server may
+/// decode before it reads it: a placeholder is found in any letter case,
+/// as sent and percent-decoded (`%2d`), each a stream of its own so that
+/// one split across chunks, or across consecutive header values, is
+/// found too; and in a value's base64 (`Basic` credentials, any token)
+/// on its own ([`SpelledScan::feed_value`]). Placeholders are lowercase
+/// hex after their prefix, so lowercasing what is scanned finds every
+/// case.
+///
+/// A body goes through [`SpelledScan::push`], which also holds back the
+/// last bytes that could begin a placeholder in a spelling the scan reads
+/// (and only those), so no byte of a placeholder leaves before all of it
+/// has been seen while anything else goes at once.
 pub struct SpelledScan {
     sent: PlaceholderScan,
     decoded: PlaceholderScan,
     /// The end of the last chunk when it may be the start of a `%XX`.
     escape: Vec<u8>,
+    /// What [`SpelledScan::push`] scanned but has not let out yet.
+    held: BytesMut,
 }
 
 impl SpelledScan {
+    fn of<'a>(secrets: impl Iterator<Item = &'a Secret> + Clone) -> SpelledScan {
+        SpelledScan {
+            sent: PlaceholderScan::of(secrets.clone()),
+            decoded: PlaceholderScan::of(secrets),
+            escape: Vec::new(),
+            held: BytesMut::new(),
+        }
+    }
+
+    /// Whether there is no placeholder to look for.
+    pub fn is_empty(&self) -> bool {
+        self.sent.watched.is_empty()
+    }
+
     /// The most bytes one placeholder can span in a stream this scan reads:
     /// each of its bytes percent-encoded. A stream that lets out only what
     /// lies further back than this from its end never lets out any byte of
     /// a placeholder before the scan has seen all of it.
-    pub fn longest_spelling(&self) -> usize {
+    fn longest_spelling(&self) -> usize {
         let longest = self
             .sent
             .watched
@@ -1123,7 +1138,7 @@ impl SpelledScan {
     /// placeholder in a spelling this scan reads (any letter case, as sent
     /// or percent-encoded, an escape cut short included): a stream holds
     /// those back until more comes, and lets the rest go at once.
-    pub fn undecided_tail(&self, data: &[u8]) -> usize {
+    fn undecided_tail(&self, data: &[u8]) -> usize {
         let window = self.longest_spelling().min(data.len());
         let could_begin = |tail: &[u8]| {
             let (mut decoded, pending) = percent_decode(tail);
@@ -1147,8 +1162,12 @@ impl SpelledScan {
     }
 
     /// Takes the next chunk of a stream: the secret whose placeholder now
-    /// appears in it (in any spelling this scan reads), if any.
+    /// appears in it (in any spelling this scan reads), if any. Nothing is
+    /// held back (see [`SpelledScan::push`]).
     pub fn feed(&mut self, chunk: &[u8]) -> Option<Exfiltration> {
+        if self.is_empty() {
+            return None;
+        }
         if let Some(ex) = self.sent.feed(&chunk.to_ascii_lowercase()) {
             return Some(ex);
         }
@@ -1160,6 +1179,60 @@ impl SpelledScan {
         self.decoded.feed(&decoded)
     }
 
+    /// Takes the next chunk of a body ([`SpelledScan::feed`]) and returns
+    /// what may go on now: everything scanned but the last bytes that
+    /// could begin a placeholder, which wait for the next chunk or
+    /// [`SpelledScan::finish`]. A placeholder found is an error, and what
+    /// was held is dropped, never let out.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Bytes, Exfiltration> {
+        if let Some(ex) = self.feed(chunk) {
+            self.held.clear();
+            return Err(ex);
+        }
+        self.held.extend_from_slice(chunk);
+        let keep = self.undecided_tail(&self.held);
+        Ok(self.held.split_to(self.held.len() - keep).freeze())
+    }
+
+    /// The end of the body (nothing more can complete a placeholder):
+    /// what [`SpelledScan::push`] held back.
+    pub fn finish(&mut self) -> Bytes {
+        self.held.split().freeze()
+    }
+
+    /// How many bytes [`SpelledScan::push`] holds back.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Takes a request's head: its target as the next part of the stream,
+    /// then its header fields ([`SpelledScan::feed_headers`]).
+    pub fn feed_head(&mut self, target: &[u8], headers: &HeaderMap) -> Option<Exfiltration> {
+        self.feed(target).or_else(|| self.feed_headers(headers))
+    }
+
+    /// Takes header (or trailer) fields: each name on its own, each value
+    /// as the next part of the stream and on its own
+    /// ([`SpelledScan::feed_value`]), so a placeholder split across
+    /// consecutive values (which a server may join) is found too.
+    pub fn feed_headers(&mut self, headers: &HeaderMap) -> Option<Exfiltration> {
+        headers.iter().find_map(|(name, value)| {
+            self.find_alone(name.as_str().as_bytes())
+                .or_else(|| self.feed_value(value.as_bytes()))
+        })
+    }
+
+    /// The secret whose placeholder `bytes` alone carry, in any letter
+    /// case, as they are or percent-decoded (the streams unchanged).
+    fn find_alone(&self, bytes: &[u8]) -> Option<Exfiltration> {
+        let lower = bytes.to_ascii_lowercase();
+        self.sent.find_in(&lower).or_else(|| {
+            let (mut decoded, _) = percent_decode(bytes);
+            decoded.make_ascii_lowercase();
+            self.sent.find_in(&decoded)
+        })
+    }
+
     /// Takes a header (or trailer) value, as the next part of the stream
     /// ([`SpelledScan::feed`]) and, base64-decoded, on its own: its last
     /// whitespace-separated token (a `Basic` credential's), in either
@@ -1167,6 +1240,9 @@ impl SpelledScan {
     pub fn feed_value(&mut self, value: &[u8]) -> Option<Exfiltration> {
         if let Some(ex) = self.feed(value) {
             return Some(ex);
+        }
+        if self.is_empty() {
+            return None;
         }
         // Each token on its own, and all after the first (the scheme)
         // joined: servers decode a credential with spaces inside, or with
@@ -1313,40 +1389,19 @@ fn swap_pass(hay: &[u8], swaps: &Swaps<'_>, upto: usize) -> (Vec<u8>, usize) {
 /// two chunks is still found.
 pub struct StreamSwap {
     swaps: Swaps<'static>,
-    forbidden: Vec<(String, String, String)>,
     keep: usize,
     carry: Zeroizing<Vec<u8>>,
 }
 
 impl StreamSwap {
-    fn check(&self, bytes: &[u8]) -> Result<(), Exfiltration> {
-        match self
-            .forbidden
-            .iter()
-            .find(|(p, _, _)| memmem::find(bytes, p.as_bytes()).is_some())
-        {
-            Some((_, name, source)) => Err(Exfiltration {
-                name: name.clone(),
-                source: source.clone(),
-            }),
-            None => Ok(()),
-        }
-    }
-
     /// Where the bytes that could still begin a pattern start: the first
     /// position of the last `keep` bytes from which the rest of the data
-    /// is a prefix of some pattern (or of a forbidden placeholder), or the
-    /// end. Bytes before it can go on now, so an interactive stream is
-    /// held back only by a tail that looks like the start of a secret.
+    /// is a prefix of some pattern, or the end. Bytes before it can go on
+    /// now, so an interactive stream is held back only by a tail that
+    /// looks like the start of a secret.
     fn undecided(&self) -> usize {
         let carry = self.carry.as_slice();
-        let begins = |tail: &[u8]| {
-            self.swaps.pairs.iter().any(|p| p.from.starts_with(tail))
-                || self
-                    .forbidden
-                    .iter()
-                    .any(|(f, _, _)| f.as_bytes().starts_with(tail))
-        };
+        let begins = |tail: &[u8]| self.swaps.pairs.iter().any(|p| p.from.starts_with(tail));
         let from = carry.len().saturating_sub(self.keep);
         let mut scratch = Scratch::default();
         let matched = self.swaps.matchers.iter().filter_map(|m| {
@@ -1357,18 +1412,16 @@ impl StreamSwap {
         matched.chain(paired).min().unwrap_or(carry.len())
     }
 
-    /// Swaps `bytes` whole, with the forbidden check: for trailers, which
-    /// come as values of their own rather than as part of the stream.
-    pub fn apply_whole(&self, bytes: &[u8]) -> Result<Option<Vec<u8>>, Exfiltration> {
-        self.check(bytes)?;
+    /// Swaps `bytes` whole: for trailers, which come as values of their
+    /// own rather than as part of the stream; `None` when nothing changed.
+    pub fn apply_whole(&self, bytes: &[u8]) -> Option<Vec<u8>> {
         let (out, end) = swap_pass(bytes, &self.swaps, bytes.len());
-        Ok((end > 0).then_some(out))
+        (end > 0).then_some(out)
     }
 
     /// Takes the next chunk; returns what can be passed on now.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<u8>, Exfiltration> {
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
         self.carry.extend_from_slice(chunk);
-        self.check(&self.carry)?;
         // Bytes before `safe` cannot begin a pattern that ends beyond the
         // data so far (every pattern is at most keep + 1 bytes long, and
         // from `safe` on the data is no pattern's beginning); a match that
@@ -1378,15 +1431,14 @@ impl StreamSwap {
         let rest = self.carry[safe.max(end)..].to_vec();
         self.carry.clear();
         self.carry.extend_from_slice(&rest);
-        Ok(out)
+        out
     }
 
     /// The end of the stream: what was held back.
-    pub fn finish(&mut self) -> Result<Vec<u8>, Exfiltration> {
-        self.check(&self.carry)?;
+    pub fn finish(&mut self) -> Vec<u8> {
         let (out, _) = swap_pass(&self.carry, &self.swaps, self.carry.len());
         self.carry.clear();
-        Ok(out)
+        out
     }
 }
 

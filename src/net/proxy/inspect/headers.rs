@@ -93,11 +93,11 @@ pub(super) fn swap_headers(
 }
 
 /// Replaces every value of `headers` by what `swap` makes of it (`None`:
-/// unchanged).
-pub(super) fn swap_values(
+/// unchanged); the first error `swap` gives ends it.
+pub(super) fn swap_values<E>(
     headers: &mut HeaderMap,
-    mut swap: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, Exfiltration>,
-) -> Result<(), Exfiltration> {
+    mut swap: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, E>,
+) -> Result<(), E> {
     for value in headers.values_mut() {
         if let Some(new) = swap(value.as_bytes())? {
             // A swapped value is still free of CR/LF/NUL: both sides of

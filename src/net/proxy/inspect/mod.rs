@@ -197,11 +197,7 @@ impl Inspector {
                 name: s.name.clone(),
                 source: s.source.clone(),
             });
-            raw.or_else(|| {
-                let mut scan = self.plain_scan()?;
-                scan.feed(target.as_bytes())
-                    .or_else(|| headers.values().find_map(|v| scan.feed_value(v.as_bytes())))
-            })
+            raw.or_else(|| self.plain_scan()?.feed_head(target.as_bytes(), headers))
         };
         let refusal = self
             .rules_refusal(&normalized, port, method, path, "http")

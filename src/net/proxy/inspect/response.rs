@@ -113,7 +113,6 @@ impl Session {
                     swap: mask.stream(),
                     trailers: None,
                     done: false,
-                    on_exfiltration: None,
                 }
                 .boxed()
             }
