@@ -10,61 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use common::tls::TestCa;
+use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-
-use common::*;
-
-/// A CA for the upstreams, and its PEM.
-struct TestCa {
-    cert: rcgen::Certificate,
-    key: KeyPair,
-}
-
-impl TestCa {
-    fn new(name: &str) -> TestCa {
-        let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::default();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let cert = params.self_signed(&key).unwrap();
-        TestCa { cert, key }
-    }
-
-    fn pem(&self) -> String {
-        self.cert.pem()
-    }
-
-    /// A TLS server configuration with [`TestCa::leaf`].
-    fn server_config(&self) -> rustls::ServerConfig {
-        let (chain, key) = self.leaf();
-        rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap()
-    }
-
-    /// A leaf for 127.0.0.1.
-    fn leaf(&self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
-        let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::default();
-        params.subject_alt_names = vec![SanType::IpAddress("127.0.0.1".parse().unwrap())];
-        let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
-        (
-            vec![cert.der().clone()],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )
-    }
-}
 
 /// An HTTPS upstream on 127.0.0.1 (HTTP/1.1 and HTTP/2): answers every
 /// request with an echo of its method, target, headers and body, and
