@@ -1652,6 +1652,33 @@ fn request_targets_with_a_fragment_are_refused() {
     });
 }
 
+/// What a client sends on an upgraded connection to a host the secret
+/// may not go to is read as requests are: its placeholder upper-cased ends
+/// the connection before the upstream gets it, as the exact spelling does.
+#[test]
+fn placeholders_on_upgraded_connections_are_found_however_spelled() {
+    each_mode_injecting(|mode, inj, _, other| {
+        let upgrades = Upgrades::default()
+            .with("exact", other.port, "/ws", Some("x=$TEST_TOKEN"), "")
+            .with("upper", other.port, "/ws", Some("x=$UPPER_TEST_TOKEN"), "");
+        let out = inj
+            .sandbox()
+            .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
+            .py_args(with_upgrades!(), &[upgrades.json()]);
+        out.ok();
+        for label in ["exact", "upper"] {
+            let status = line(&out, &format!("{label}-status"));
+            assert_eq!(status, "101", "{mode:?} {label}: {out:#?}");
+            // The upstream echoes what it gets: nothing came.
+            let echo = line(&out, &format!("{label}-echo"));
+            assert_eq!(echo, "\"\"", "{mode:?} {label}: {out:#?}");
+        }
+        let text = inj.audit();
+        let found = text.matches("sent on an upgraded connection").count();
+        assert_eq!(found, 2, "{mode:?}: {text}");
+    });
+}
+
 #[test]
 fn websockets_to_a_host_that_receives_a_value_carry_whole_uncompressed_messages() {
     let (ca, up) = ca_and_upstream();
