@@ -288,27 +288,23 @@ impl Secrets {
     }
 
     /// The swaps for a request to `target:port`: placeholder → real value
-    /// for the secrets allowed there; the rest are forbidden.
-    pub fn request_swaps(&self, target: &Target, port: u16) -> Swaps<'_> {
+    /// for the secrets allowed there. (The others' placeholders must not
+    /// be there at all: [`Secrets::scan_spelled_for`] finds them first.)
+    pub fn request_swaps(&self, target: &Target, port: u16) -> Swaps {
         let mut swaps = Swaps::default();
-        for s in &self.list {
-            if s.allowed_for(target, port) {
-                swaps.pairs.push(Pair {
-                    from: s.placeholder.as_bytes().to_vec().into(),
-                    to: s.value.clone(),
-                });
-            } else {
-                swaps.forbidden.push(s);
-            }
+        for s in self.list.iter().filter(|s| s.allowed_for(target, port)) {
+            swaps.pairs.push(Pair {
+                from: s.placeholder.as_bytes().to_vec().into(),
+                to: s.value.clone(),
+            });
         }
         swaps
     }
 
     /// The swaps for a response: every real value, as it is or escaped,
     /// → its placeholder, and every encoded form of it → its mask
-    /// ([`encoded_forms`], [`value_matchers`]); nothing is forbidden coming
-    /// back, only masked.
-    pub fn response_swaps(&self) -> Swaps<'_> {
+    /// ([`encoded_forms`], [`value_matchers`]).
+    pub fn response_swaps(&self) -> Swaps {
         let mut swaps = Swaps::default();
         for s in &self.list {
             swaps.pairs.extend(s.forms.iter().cloned());
@@ -871,15 +867,14 @@ pub struct Pair {
     to: Zeroizing<Vec<u8>>,
 }
 
-/// A set of swaps, and the secrets whose placeholders must not appear.
+/// A set of swaps.
 #[derive(Clone, Default)]
-pub struct Swaps<'a> {
+pub struct Swaps {
     pairs: Vec<Pair>,
     /// Sequences found however they are spelled (response masks only).
     matchers: Vec<Matcher>,
     /// Whether every match is replaced by a mask of its own length.
     same_length: bool,
-    forbidden: Vec<&'a Secret>,
 }
 
 /// A placeholder that must not go where it was going.
@@ -891,12 +886,7 @@ pub struct Exfiltration {
     pub source: String,
 }
 
-impl Swaps<'_> {
-    /// Whether nothing would change and nothing is forbidden.
-    pub fn is_empty(&self) -> bool {
-        self.pairs.is_empty() && self.matchers.is_empty() && self.forbidden.is_empty()
-    }
-
+impl Swaps {
     /// Adds a swap (e.g. the base64 forms of a Basic credential).
     pub fn push(&mut self, from: Vec<u8>, to: Vec<u8>) {
         self.pairs.push(Pair {
@@ -905,14 +895,14 @@ impl Swaps<'_> {
         });
     }
 
-    /// Adds another set's swaps (not its forbidden list).
-    pub fn extend(&mut self, other: Swaps<'_>) {
+    /// Adds another set's swaps.
+    pub fn extend(&mut self, other: Swaps) {
         self.pairs.extend(other.pairs);
         self.matchers.extend(other.matchers);
     }
 
-    /// The swaps the other way round, without the forbidden list.
-    pub fn reversed(&self) -> Swaps<'static> {
+    /// The swaps the other way round.
+    pub fn reversed(&self) -> Swaps {
         Swaps {
             pairs: self
                 .pairs
@@ -929,7 +919,7 @@ impl Swaps<'_> {
     /// The swaps with every replacement a mask of the same length as what
     /// it replaces: for streams whose framing counts bytes (an upgraded
     /// connection's WebSocket frames).
-    pub fn same_length(&self) -> Swaps<'static> {
+    pub fn same_length(&self) -> Swaps {
         Swaps {
             pairs: self
                 .pairs
@@ -941,7 +931,6 @@ impl Swaps<'_> {
                 .collect(),
             matchers: self.matchers.clone(),
             same_length: true,
-            forbidden: Vec::new(),
         }
     }
 
@@ -951,45 +940,21 @@ impl Swaps<'_> {
             .iter()
             .map(|p| p.from.len())
             .chain(self.matchers.iter().map(Matcher::longest))
-            .chain(self.forbidden.iter().map(|s| s.placeholder.len()))
             .max()
             .unwrap_or(0)
     }
 
-    fn check(&self, bytes: &[u8]) -> Result<(), Exfiltration> {
-        if memmem::find(bytes, PLACEHOLDER_PREFIX.as_bytes()).is_none() {
-            return Ok(());
-        }
-        match self
-            .forbidden
-            .iter()
-            .find(|s| memmem::find(bytes, s.placeholder.as_bytes()).is_some())
-        {
-            Some(s) => Err(Exfiltration {
-                name: s.name.clone(),
-                source: s.source.clone(),
-            }),
-            None => Ok(()),
-        }
-    }
-
     /// Applies every swap to `bytes` in one pass (the earliest match
-    /// first, the longest on a tie); `None` when nothing changed. A
-    /// forbidden placeholder is an error.
-    pub fn apply(&self, bytes: &[u8]) -> Result<Option<Vec<u8>>, Exfiltration> {
-        self.check(bytes)?;
+    /// first, the longest on a tie); `None` when nothing changed.
+    pub fn apply(&self, bytes: &[u8]) -> Option<Vec<u8>> {
         let (out, end) = swap_pass(bytes, self, bytes.len());
-        Ok(if end == 0 { None } else { Some(out) })
+        (end > 0).then_some(out)
     }
 
     /// Applies the swaps to a header value: inside `Basic` credentials
     /// (base64-decoded, swapped, encoded again; the two encodings are added
     /// to `learned` so the response can be masked back), then as plain bytes.
-    pub fn apply_header(
-        &self,
-        value: &[u8],
-        learned: &mut Swaps<'_>,
-    ) -> Result<Option<Vec<u8>>, Exfiltration> {
+    pub fn apply_header(&self, value: &[u8], learned: &mut Swaps) -> Option<Vec<u8>> {
         let basic = value
             .get(..6)
             .filter(|p| p.eq_ignore_ascii_case(b"basic "))
@@ -997,13 +962,13 @@ impl Swaps<'_> {
         if let Some(encoded) = basic {
             if let Ok(decoded) = BASE64.decode(encoded) {
                 let decoded = Zeroizing::new(decoded);
-                if let Some(swapped) = self.apply(&decoded)? {
+                if let Some(swapped) = self.apply(&decoded) {
                     let swapped = Zeroizing::new(swapped);
                     let again = BASE64.encode(&swapped);
                     learned.push(encoded.to_vec(), again.as_bytes().to_vec());
                     let mut out = b"Basic ".to_vec();
                     out.extend_from_slice(again.as_bytes());
-                    return Ok(Some(out));
+                    return Some(out);
                 }
             }
         }
@@ -1018,7 +983,6 @@ impl Swaps<'_> {
             pairs: self.pairs.clone(),
             matchers: self.matchers.clone(),
             same_length: self.same_length,
-            forbidden: Vec::new(),
         };
         StreamSwap {
             keep: swaps.longest().saturating_sub(1),
@@ -1336,7 +1300,7 @@ fn percent_decode(bytes: &[u8]) -> (Vec<u8>, &[u8]) {
 /// on a tie; each pattern's next occurrence is looked up again only once a
 /// match has passed it, so many patterns cost one scan each, not one per
 /// match.
-fn swap_pass(hay: &[u8], swaps: &Swaps<'_>, upto: usize) -> (Vec<u8>, usize) {
+fn swap_pass(hay: &[u8], swaps: &Swaps, upto: usize) -> (Vec<u8>, usize) {
     let pairs = &swaps.pairs;
     let mut scratch = Scratch::default();
     // Pattern i < pairs.len() is a pair, the rest are matchers.
@@ -1388,7 +1352,7 @@ fn swap_pass(hay: &[u8], swaps: &Swaps<'_>, upto: usize) -> (Vec<u8>, usize) {
 /// `longest - 1` bytes wait for the next chunk, so a pattern split across
 /// two chunks is still found.
 pub struct StreamSwap {
-    swaps: Swaps<'static>,
+    swaps: Swaps,
     keep: usize,
     carry: Zeroizing<Vec<u8>>,
 }

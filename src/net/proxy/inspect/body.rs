@@ -1,7 +1,6 @@
 //! The bodies an inspected request or response is relayed as: swapped
 //! as they stream, or held whole within the buffer budget.
 
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -70,9 +69,7 @@ impl Body for SwapBody {
                         let mut trailers = frame.into_trailers().ok();
                         this.done = true;
                         if let Some(t) = trailers.as_mut() {
-                            let swap = &this.swap;
-                            let _: Result<(), Infallible> =
-                                swap_values(t, |v| Ok(swap.apply_whole(v)));
+                            swap_values(t, |v| this.swap.apply_whole(v));
                         }
                         this.trailers = trailers;
                         this.swap.finish()

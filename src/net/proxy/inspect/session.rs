@@ -254,7 +254,7 @@ impl Session {
             .filter(|s| mentions(s.placeholder.as_bytes(), &parts.uri, &parts.headers))
             .map(|s| s.name.clone())
             .collect();
-        if let Some(new) = swaps.apply(uri_text.as_bytes()).map_err(|e| exfil(&e))? {
+        if let Some(new) = swaps.apply(uri_text.as_bytes()) {
             parts.uri = Uri::try_from(new).map_err(|_| {
                 text_response(
                     StatusCode::BAD_REQUEST,
@@ -263,7 +263,7 @@ impl Session {
                 )
             })?;
         }
-        swap_headers(&mut parts.headers, &swaps, &mut learned).map_err(|e| exfil(&e))?;
+        swap_headers(&mut parts.headers, &swaps, &mut learned);
         // An HTTP/1.1 upgrade (WebSocket): its Connection and Upgrade
         // headers go through, and so, after a 101, do the raw bytes.
         let upgrade = parts
@@ -316,9 +316,9 @@ impl Session {
                     return Err(exfil(&ex));
                 }
                 if let Some(t) = trailers.as_mut() {
-                    swap_headers(t, &swaps, &mut learned).map_err(|e| exfil(&e))?;
+                    swap_headers(t, &swaps, &mut learned);
                 }
-                let out = match swaps.apply(&bytes).map_err(|e| exfil(&e))? {
+                let out = match swaps.apply(&bytes) {
                     Some(out) => {
                         for s in inspector.secrets.iter() {
                             let named = s.allowed_for(&self.target, port)
