@@ -80,9 +80,7 @@ impl RequestBody {
         self.scan = None;
         Poll::Ready(Some(Err(error)))
     }
-}
 
-impl RequestBody {
     /// How many scanned bytes wait to be let out.
     fn held(&self) -> usize {
         self.scan.as_ref().map_or(0, |(scan, _)| scan.held())

@@ -5,7 +5,8 @@
 //! HTTP/2, whichever the upstream picks from what the client offered),
 //! checking each against the host's method and path rules, swapping
 //! placeholders for real values where the policy allows and refusing them
-//! elsewhere, and masking real values in the responses.
+//! elsewhere (however spelled: the one request scan, `SpelledScan`, the
+//! plain path uses too), and masking real values in the responses.
 //!
 //! The proxy calls in at one point: once the network door has allowed and
 //! connected a CONNECT or SOCKS5 tunnel, it hands the client and upstream
