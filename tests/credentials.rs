@@ -1652,6 +1652,39 @@ fn request_targets_with_a_fragment_are_refused() {
     });
 }
 
+/// Over HTTP/2 inside an inspected tunnel to a host the secret may not go
+/// to, a placeholder upper-cased (a header, the body) or with its dashes
+/// percent-encoded (the target) is refused as its exact spelling is, and
+/// the upstream never gets the request.
+#[test]
+fn placeholders_over_http2_are_refused_however_spelled() {
+    each_mode_injecting(|mode, inj, _, other| {
+        let script = format!(
+            "UPPER=$(printf %s \"$TEST_TOKEN\" | tr a-z A-Z)\n\
+             ESCAPED=$(printf %s \"$TEST_TOKEN\" | sed 's/-/%2D/g')\n\
+             echo '== header'\n{}\n\
+             echo '== target'\n{}\n\
+             echo '== body'\n{}\n",
+            curl(other.port, "/h2-header", "--http2 -H \"X-Token: $UPPER\""),
+            curl(other.port, "/h2-target?t=$ESCAPED", "--http2"),
+            curl(other.port, "/h2-body", "--http2 --data-binary \"t=$UPPER\""),
+        );
+        let out = inj
+            .sandbox()
+            .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
+            .sh(&script);
+        for name in ["header", "target", "body"] {
+            let answer = part(&out, name);
+            assert!(answer.contains("HTTP/2 403"), "{mode:?} {name}: {out:#?}");
+            assert!(answer.contains("TEST_TOKEN"), "{mode:?} {name}: {answer}");
+        }
+        assert!(!other.seen().contains("/h2-"), "{mode:?}: {}", other.seen());
+        let text = inj.audit();
+        let found = text.matches("attempted exfiltration").count();
+        assert_eq!(found, 3, "{mode:?}: {text}");
+    });
+}
+
 /// What a client sends on an upgraded connection to a host the secret
 /// may not go to is read as requests are: its placeholder upper-cased ends
 /// the connection before the upstream gets it, as the exact spelling does.
