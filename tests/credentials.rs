@@ -10,61 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use common::tls::TestCa;
+use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-
-use common::*;
-
-/// A CA for the upstreams, and its PEM.
-struct TestCa {
-    cert: rcgen::Certificate,
-    key: KeyPair,
-}
-
-impl TestCa {
-    fn new(name: &str) -> TestCa {
-        let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::default();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let cert = params.self_signed(&key).unwrap();
-        TestCa { cert, key }
-    }
-
-    fn pem(&self) -> String {
-        self.cert.pem()
-    }
-
-    /// A TLS server configuration with [`TestCa::leaf`].
-    fn server_config(&self) -> rustls::ServerConfig {
-        let (chain, key) = self.leaf();
-        rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap()
-    }
-
-    /// A leaf for 127.0.0.1.
-    fn leaf(&self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
-        let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::default();
-        params.subject_alt_names = vec![SanType::IpAddress("127.0.0.1".parse().unwrap())];
-        let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
-        (
-            vec![cert.der().clone()],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )
-    }
-}
 
 /// An HTTPS upstream on 127.0.0.1 (HTTP/1.1 and HTTP/2): answers every
 /// request with an echo of its method, target, headers and body, and
@@ -1699,6 +1649,66 @@ fn request_targets_with_a_fragment_are_refused() {
         assert_eq!(line(&out, "inspected"), "400", "{mode:?}: {out:#?}");
         assert!(!String::from_utf8_lossy(&tcp_got.lock().unwrap()).contains("/admin"));
         assert!(!up.seen().contains("/fragment"), "{mode:?}: {}", up.seen());
+    });
+}
+
+/// Over HTTP/2 inside an inspected tunnel to a host the secret may not go
+/// to, a placeholder upper-cased (a header, the body) or with its dashes
+/// percent-encoded (the target) is refused as its exact spelling is, and
+/// the upstream never gets the request.
+#[test]
+fn placeholders_over_http2_are_refused_however_spelled() {
+    each_mode_injecting(|mode, inj, _, other| {
+        let script = format!(
+            "UPPER=$(printf %s \"$TEST_TOKEN\" | tr a-z A-Z)\n\
+             ESCAPED=$(printf %s \"$TEST_TOKEN\" | sed 's/-/%2D/g')\n\
+             echo '== header'\n{}\n\
+             echo '== target'\n{}\n\
+             echo '== body'\n{}\n",
+            curl(other.port, "/h2-header", "--http2 -H \"X-Token: $UPPER\""),
+            curl(other.port, "/h2-target?t=$ESCAPED", "--http2"),
+            curl(other.port, "/h2-body", "--http2 --data-binary \"t=$UPPER\""),
+        );
+        let out = inj
+            .sandbox()
+            .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
+            .sh(&script);
+        for name in ["header", "target", "body"] {
+            let answer = part(&out, name);
+            assert!(answer.contains("HTTP/2 403"), "{mode:?} {name}: {out:#?}");
+            assert!(answer.contains("TEST_TOKEN"), "{mode:?} {name}: {answer}");
+        }
+        assert!(!other.seen().contains("/h2-"), "{mode:?}: {}", other.seen());
+        let text = inj.audit();
+        let found = text.matches("attempted exfiltration").count();
+        assert_eq!(found, 3, "{mode:?}: {text}");
+    });
+}
+
+/// What a client sends on an upgraded connection to a host the secret
+/// may not go to is read as requests are: its placeholder upper-cased ends
+/// the connection before the upstream gets it, as the exact spelling does.
+#[test]
+fn placeholders_on_upgraded_connections_are_found_however_spelled() {
+    each_mode_injecting(|mode, inj, _, other| {
+        let upgrades = Upgrades::default()
+            .with("exact", other.port, "/ws", Some("x=$TEST_TOKEN"), "")
+            .with("upper", other.port, "/ws", Some("x=$UPPER_TEST_TOKEN"), "");
+        let out = inj
+            .sandbox()
+            .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
+            .py_args(with_upgrades!(), &[upgrades.json()]);
+        out.ok();
+        for label in ["exact", "upper"] {
+            let status = line(&out, &format!("{label}-status"));
+            assert_eq!(status, "101", "{mode:?} {label}: {out:#?}");
+            // The upstream echoes what it gets: nothing came.
+            let echo = line(&out, &format!("{label}-echo"));
+            assert_eq!(echo, "\"\"", "{mode:?} {label}: {out:#?}");
+        }
+        let text = inj.audit();
+        let found = text.matches("sent on an upgraded connection").count();
+        assert_eq!(found, 2, "{mode:?}: {text}");
     });
 }
 

@@ -1,12 +1,14 @@
 //! The plain-HTTP proxy against the red team's findings: a placeholder
 //! anywhere in a request (body, trailers, head, however split or
-//! spelled) is refused and recorded; ports past 65535 are refused, not
+//! spelled) is refused and recorded, and so it is inside an inspected
+//! tunnel to a host the secret may not go to; ports past 65535 are refused, not
 //! read as the default; `Connection` cannot strip Host or framing
 //! headers; an upstream's ambiguous response framing is a 502; a head
 //! over 64 KiB is refused however it is read; a client's own bad body
 //! framing is a 400 that says so.
 //!
-//! The upstream is a loopback server of the test's own that records what
+//! The upstream is a loopback server of the test's own (plain, or TLS
+//! with a CA of the test's own for the inspected cases) that records what
 //! each connection sent and answers once the client has gone quiet.
 
 mod common;
@@ -17,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::tls::TestCa;
 use common::*;
 
 /// The client (Python, run inside the sandbox).
@@ -28,37 +31,64 @@ const CLIENT: &str = include_str!("py/proxy_findings.py");
 const CL_AND_TE: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
 
-/// A loopback upstream: each connection's bytes, recorded; answered
-/// `200 ok` (or [`CL_AND_TE`]) once nothing more came for a moment.
-fn upstream() -> (u16, Arc<Mutex<Vec<Vec<u8>>>>) {
+/// How the cases reach the upstream.
+#[derive(Clone, Copy)]
+enum Via {
+    /// Absolute-form HTTP through the proxy.
+    Plain,
+    /// Inside a CONNECT tunnel the proxy inspects (TLS both ways).
+    Inspected,
+}
+
+/// A loopback upstream (over TLS with `tls`): each connection's bytes,
+/// recorded; answered `200 ok` (or [`CL_AND_TE`]) once nothing more came
+/// for a moment.
+fn upstream(tls: Option<Arc<rustls::ServerConfig>>) -> (u16, Arc<Mutex<Vec<Vec<u8>>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind upstream");
     let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     std::thread::spawn(move || {
-        for mut conn in listener.incoming().flatten() {
+        for conn in listener.incoming().flatten() {
             let log = log.clone();
+            let tls = tls.clone();
             std::thread::spawn(move || {
                 let _ = conn.set_read_timeout(Some(Duration::from_millis(300)));
-                let mut got = Vec::new();
-                let mut buf = [0u8; 65536];
-                while let Ok(n) = conn.read(&mut buf) {
-                    if n == 0 {
-                        break;
+                match tls {
+                    None => record_and_answer(conn, &log),
+                    Some(config) => {
+                        let session = rustls::ServerConnection::new(config).unwrap();
+                        let mut stream = rustls::StreamOwned::new(session, conn);
+                        record_and_answer(&mut stream, &log);
+                        stream.conn.send_close_notify();
+                        let _ = stream.flush();
                     }
-                    got.extend_from_slice(&buf[..n]);
                 }
-                let answer: &[u8] = if contains(&got, b"/response-cl-and-te") {
-                    CL_AND_TE
-                } else {
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                };
-                log.lock().unwrap().push(got);
-                let _ = conn.write_all(answer);
             });
         }
     });
     (port, seen)
+}
+
+/// Reads `conn` until it has been quiet for its read timeout, records
+/// what came, and answers it.
+fn record_and_answer(mut conn: impl Read + Write, log: &Mutex<Vec<Vec<u8>>>) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    while let Ok(n) = conn.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    let answer: &[u8] = if contains(&got, b"/response-cl-and-te") {
+        CL_AND_TE
+    } else {
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    };
+    log.lock().unwrap().push(got);
+    let _ = conn.write_all(answer);
+    let _ = conn.flush();
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -110,12 +140,13 @@ impl Run {
             .unwrap_or_else(|| panic!("no answer for {label}: {:?}", self.answers))
     }
 
-    /// The bytes of the upstream connections that carried `label`'s path.
+    /// The bytes of the upstream connections that carried `label`'s path
+    /// (not one it begins: `/basic` is not `/basic-more`).
     fn upstream_of(&self, label: &str) -> Vec<&Vec<u8>> {
-        let path = format!("/{label}");
+        let paths = [format!("/{label} "), format!("/{label}?")];
         self.upstream
             .iter()
-            .filter(|c| contains(c, path.as_bytes()))
+            .filter(|c| paths.iter().any(|p| contains(c, p.as_bytes())))
             .collect()
     }
 }
@@ -136,16 +167,34 @@ fn inject_elsewhere(fx: &Fixture, mode: Mode) -> PathBuf {
 /// Sends the cases `labels` through the proxy of a sandbox that allows
 /// the upstream and injects TEST_TOKEN for another host only.
 fn run(mode: Mode, labels: &[&str]) -> Run {
-    let (port, seen) = upstream();
+    run_via(mode, Via::Plain, labels)
+}
+
+/// [`run`], the cases sent `via` plain HTTP or an inspected tunnel.
+fn run_via(mode: Mode, via: Via, labels: &[&str]) -> Run {
     let fx = Fixture::new(mode);
     let policy = inject_elsewhere(&fx, mode);
     let log = fx.outside.join("audit.jsonl");
-    let mut args = vec![port.to_string()];
-    args.extend(labels.iter().map(ToString::to_string));
-    let out = fx
+    let mut sandbox = fx
         .audited(&log)
         .env("TEST_TOKEN", format!("canary-{}", fx.token))
-        .flag("--policy", &policy)
+        .flag("--policy", &policy);
+    let (how, (port, seen)) = match via {
+        Via::Plain => ("plain", upstream(None)),
+        Via::Inspected => {
+            let ca = TestCa::new("cordon test upstream CA");
+            let ca_file = fx.outside.join("upstream-ca.pem");
+            std::fs::write(&ca_file, ca.pem()).unwrap();
+            chown(&ca_file, mode);
+            sandbox = sandbox
+                .flag("--inspect", "127.0.0.1")
+                .flag("--upstream-ca", &ca_file);
+            ("inspected", upstream(Some(Arc::new(ca.server_config()))))
+        }
+    };
+    let mut args = vec![how.to_string(), port.to_string()];
+    args.extend(labels.iter().map(ToString::to_string));
+    let out = sandbox
         .flag("--allow-domain", format!("127.0.0.1:{port}"))
         .py_args(CLIENT, &args);
     out.ok();
@@ -176,35 +225,42 @@ fn run(mode: Mode, labels: &[&str]) -> Run {
     }
 }
 
-/// Finding 1: a placeholder in the body (Content-Length or chunked, split
-/// across chunks, upper-cased, percent-encoded with the escape split), in
-/// a trailer, or in the head spelled otherwise (percent-encoded or
-/// upper-cased target, base64 in `Basic`, split across two headers) is
+/// The cases of a placeholder in the body (Content-Length or chunked,
+/// split across chunks, upper-cased, percent-encoded with the escape
+/// split), in a trailer (as it is or upper-cased), or in the head spelled otherwise
+/// (percent-encoded or upper-cased target or header, base64 in `Basic`
+/// or as a bearer token, split across two headers).
+const SPELLED: &[&str] = &[
+    "body-length",
+    "body-chunks-split",
+    "body-paused",
+    "body-upper",
+    "body-percent-split",
+    "trailer",
+    "trailer-upper",
+    "target-percent",
+    "target-upper",
+    "basic",
+    "basic-stray",
+    "basic-padded",
+    "basic-tab",
+    "basic-spaced",
+    "basic-more",
+    "bearer-b64",
+    "header-upper",
+    "header-percent",
+    "split-headers",
+];
+
+/// Sends [`SPELLED`] `via` plain HTTP or an inspected tunnel: each is
 /// refused with 403, recorded as attempted exfiltration, and never
-/// reaches the upstream whole; a clean body still goes through.
-#[test]
-fn placeholders_in_plain_bodies_trailers_and_spelled_heads_are_refused() {
-    let refused = [
-        "body-length",
-        "body-chunks-split",
-        "body-paused",
-        "body-upper",
-        "body-percent-split",
-        "trailer",
-        "target-percent",
-        "target-upper",
-        "basic",
-        "basic-stray",
-        "basic-padded",
-        "basic-tab",
-        "basic-spaced",
-        "basic-more",
-        "split-headers",
-    ];
+/// reaches the upstream whole (a refused head not at all); a clean body
+/// still goes through, and so does a chunk of a body still streaming.
+fn spelled_placeholders_are_refused(via: Via) {
     each_mode(|mode| {
         let mut labels = vec!["clean-body", "body-interactive"];
-        labels.extend(refused);
-        let run = run(mode, &labels);
+        labels.extend(SPELLED);
+        let run = run_via(mode, via, &labels);
         for clean in ["clean-body", "body-interactive"] {
             assert_eq!(
                 run.answer(clean).0,
@@ -223,7 +279,7 @@ fn placeholders_in_plain_bodies_trailers_and_spelled_heads_are_refused() {
             run.upstream_of("body-interactive")
         );
         let placeholder = run.placeholder.as_bytes();
-        for label in refused {
+        for &label in SPELLED {
             let (status, body) = run.answer(label);
             assert_eq!(status, "HTTP/1.1 403 Forbidden", "{label}: {body}");
             assert!(
@@ -240,14 +296,36 @@ fn placeholders_in_plain_bodies_trailers_and_spelled_heads_are_refused() {
                     String::from_utf8_lossy(conn)
                 );
             }
+            // A head is refused before any of it goes.
+            if !label.starts_with("body-") && !label.starts_with("trailer") {
+                assert!(run.upstream_of(label).is_empty(), "{label} was forwarded");
+            }
         }
         let recorded = run
             .audit
             .lines()
             .filter(|l| l.contains("attempted exfiltration") && l.contains("TEST_TOKEN"))
             .count();
-        assert_eq!(recorded, refused.len(), "{}", run.audit);
+        assert_eq!(recorded, SPELLED.len(), "{}", run.audit);
     });
+}
+
+/// Finding 1: a placeholder anywhere in a plain-HTTP request, however
+/// split or spelled ([`SPELLED`]), is refused.
+#[test]
+fn placeholders_in_plain_bodies_trailers_and_spelled_heads_are_refused() {
+    spelled_placeholders_are_refused(Via::Plain);
+}
+
+/// N7: inside an inspected tunnel to a host the secret may not go to, the
+/// same scan applies: a placeholder upper-cased, percent-encoded (`%2d`,
+/// `%2D`), in base64 (`Basic`, a bearer token), split across body chunks
+/// or headers, or in a trailer ([`SPELLED`]) is refused as on the plain
+/// path, where only its exact spelling (and plain `Basic`) was; and a
+/// client streaming a body still gets its answer.
+#[test]
+fn placeholders_in_inspected_requests_are_refused_however_spelled() {
+    spelled_placeholders_are_refused(Via::Inspected);
 }
 
 /// Finding 2: a port past 65535, in the target or in Host, is refused

@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
+use bytes::{Bytes, BytesMut};
+use http::HeaderMap;
 use memchr::memmem;
 use zeroize::Zeroizing;
 
@@ -267,17 +269,14 @@ impl Secrets {
     /// A scan for the placeholders of every secret in what a server may
     /// decode (plain HTTP carries none of them, however spelled).
     pub fn scan_spelled(&self) -> SpelledScan {
-        SpelledScan {
-            sent: self.scan_all(),
-            decoded: self.scan_all(),
-            escape: Vec::new(),
-        }
+        SpelledScan::of(self.list.iter())
     }
 
     /// A scan for the placeholders whose real values may not go to
-    /// `target:port`.
-    pub fn scan_forbidden(&self, target: &Target, port: u16) -> PlaceholderScan {
-        PlaceholderScan::of(self.list.iter().filter(|s| !s.allowed_for(target, port)))
+    /// `target:port`, however spelled (an inspected request to it may
+    /// carry none of them).
+    pub fn scan_spelled_for(&self, target: &Target, port: u16) -> SpelledScan {
+        SpelledScan::of(self.list.iter().filter(|s| !s.allowed_for(target, port)))
     }
 
     /// The first secret whose placeholder appears in `bytes`.
@@ -289,27 +288,23 @@ impl Secrets {
     }
 
     /// The swaps for a request to `target:port`: placeholder → real value
-    /// for the secrets allowed there; the rest are forbidden.
-    pub fn request_swaps(&self, target: &Target, port: u16) -> Swaps<'_> {
+    /// for the secrets allowed there. (The others' placeholders must not
+    /// be there at all: [`Secrets::scan_spelled_for`] finds them first.)
+    pub fn request_swaps(&self, target: &Target, port: u16) -> Swaps {
         let mut swaps = Swaps::default();
-        for s in &self.list {
-            if s.allowed_for(target, port) {
-                swaps.pairs.push(Pair {
-                    from: s.placeholder.as_bytes().to_vec().into(),
-                    to: s.value.clone(),
-                });
-            } else {
-                swaps.forbidden.push(s);
-            }
+        for s in self.list.iter().filter(|s| s.allowed_for(target, port)) {
+            swaps.pairs.push(Pair {
+                from: s.placeholder.as_bytes().to_vec().into(),
+                to: s.value.clone(),
+            });
         }
         swaps
     }
 
     /// The swaps for a response: every real value, as it is or escaped,
     /// → its placeholder, and every encoded form of it → its mask
-    /// ([`encoded_forms`], [`value_matchers`]); nothing is forbidden coming
-    /// back, only masked.
-    pub fn response_swaps(&self) -> Swaps<'_> {
+    /// ([`encoded_forms`], [`value_matchers`]).
+    pub fn response_swaps(&self) -> Swaps {
         let mut swaps = Swaps::default();
         for s in &self.list {
             swaps.pairs.extend(s.forms.iter().cloned());
@@ -872,15 +867,14 @@ pub struct Pair {
     to: Zeroizing<Vec<u8>>,
 }
 
-/// A set of swaps, and the secrets whose placeholders must not appear.
+/// A set of swaps.
 #[derive(Clone, Default)]
-pub struct Swaps<'a> {
+pub struct Swaps {
     pairs: Vec<Pair>,
     /// Sequences found however they are spelled (response masks only).
     matchers: Vec<Matcher>,
     /// Whether every match is replaced by a mask of its own length.
     same_length: bool,
-    forbidden: Vec<&'a Secret>,
 }
 
 /// A placeholder that must not go where it was going.
@@ -892,12 +886,7 @@ pub struct Exfiltration {
     pub source: String,
 }
 
-impl Swaps<'_> {
-    /// Whether nothing would change and nothing is forbidden.
-    pub fn is_empty(&self) -> bool {
-        self.pairs.is_empty() && self.matchers.is_empty() && self.forbidden.is_empty()
-    }
-
+impl Swaps {
     /// Adds a swap (e.g. the base64 forms of a Basic credential).
     pub fn push(&mut self, from: Vec<u8>, to: Vec<u8>) {
         self.pairs.push(Pair {
@@ -906,20 +895,14 @@ impl Swaps<'_> {
         });
     }
 
-    /// Adds another set's swaps (not its forbidden list).
-    pub fn extend(&mut self, other: Swaps<'_>) {
+    /// Adds another set's swaps.
+    pub fn extend(&mut self, other: Swaps) {
         self.pairs.extend(other.pairs);
         self.matchers.extend(other.matchers);
     }
 
-    /// Keeps only the forbidden list: scanning without changing a byte.
-    pub fn retain_forbidden_only(&mut self) {
-        self.pairs.clear();
-        self.matchers.clear();
-    }
-
-    /// The swaps the other way round, without the forbidden list.
-    pub fn reversed(&self) -> Swaps<'static> {
+    /// The swaps the other way round.
+    pub fn reversed(&self) -> Swaps {
         Swaps {
             pairs: self
                 .pairs
@@ -936,7 +919,7 @@ impl Swaps<'_> {
     /// The swaps with every replacement a mask of the same length as what
     /// it replaces: for streams whose framing counts bytes (an upgraded
     /// connection's WebSocket frames).
-    pub fn same_length(&self) -> Swaps<'static> {
+    pub fn same_length(&self) -> Swaps {
         Swaps {
             pairs: self
                 .pairs
@@ -948,7 +931,6 @@ impl Swaps<'_> {
                 .collect(),
             matchers: self.matchers.clone(),
             same_length: true,
-            forbidden: Vec::new(),
         }
     }
 
@@ -958,45 +940,21 @@ impl Swaps<'_> {
             .iter()
             .map(|p| p.from.len())
             .chain(self.matchers.iter().map(Matcher::longest))
-            .chain(self.forbidden.iter().map(|s| s.placeholder.len()))
             .max()
             .unwrap_or(0)
     }
 
-    fn check(&self, bytes: &[u8]) -> Result<(), Exfiltration> {
-        if memmem::find(bytes, PLACEHOLDER_PREFIX.as_bytes()).is_none() {
-            return Ok(());
-        }
-        match self
-            .forbidden
-            .iter()
-            .find(|s| memmem::find(bytes, s.placeholder.as_bytes()).is_some())
-        {
-            Some(s) => Err(Exfiltration {
-                name: s.name.clone(),
-                source: s.source.clone(),
-            }),
-            None => Ok(()),
-        }
-    }
-
     /// Applies every swap to `bytes` in one pass (the earliest match
-    /// first, the longest on a tie); `None` when nothing changed. A
-    /// forbidden placeholder is an error.
-    pub fn apply(&self, bytes: &[u8]) -> Result<Option<Vec<u8>>, Exfiltration> {
-        self.check(bytes)?;
+    /// first, the longest on a tie); `None` when nothing changed.
+    pub fn apply(&self, bytes: &[u8]) -> Option<Vec<u8>> {
         let (out, end) = swap_pass(bytes, self, bytes.len());
-        Ok(if end == 0 { None } else { Some(out) })
+        (end > 0).then_some(out)
     }
 
     /// Applies the swaps to a header value: inside `Basic` credentials
     /// (base64-decoded, swapped, encoded again; the two encodings are added
     /// to `learned` so the response can be masked back), then as plain bytes.
-    pub fn apply_header(
-        &self,
-        value: &[u8],
-        learned: &mut Swaps<'_>,
-    ) -> Result<Option<Vec<u8>>, Exfiltration> {
+    pub fn apply_header(&self, value: &[u8], learned: &mut Swaps) -> Option<Vec<u8>> {
         let basic = value
             .get(..6)
             .filter(|p| p.eq_ignore_ascii_case(b"basic "))
@@ -1004,34 +962,31 @@ impl Swaps<'_> {
         if let Some(encoded) = basic {
             if let Ok(decoded) = BASE64.decode(encoded) {
                 let decoded = Zeroizing::new(decoded);
-                if let Some(swapped) = self.apply(&decoded)? {
+                if let Some(swapped) = self.apply(&decoded) {
                     let swapped = Zeroizing::new(swapped);
                     let again = BASE64.encode(&swapped);
                     learned.push(encoded.to_vec(), again.as_bytes().to_vec());
                     let mut out = b"Basic ".to_vec();
                     out.extend_from_slice(again.as_bytes());
-                    return Ok(Some(out));
+                    return Some(out);
                 }
             }
         }
         self.apply(value)
     }
 
-    /// A streaming form of [`Swaps::apply`], for bodies.
+    /// A streaming form of [`Swaps::apply`], for response bodies: the
+    /// swaps only (a request's placeholders are found by a
+    /// [`SpelledScan`], which reads every spelling).
     pub fn stream(&self) -> StreamSwap {
+        let swaps = Swaps {
+            pairs: self.pairs.clone(),
+            matchers: self.matchers.clone(),
+            same_length: self.same_length,
+        };
         StreamSwap {
-            swaps: Swaps {
-                pairs: self.pairs.clone(),
-                matchers: self.matchers.clone(),
-                same_length: self.same_length,
-                forbidden: Vec::new(),
-            },
-            forbidden: self
-                .forbidden
-                .iter()
-                .map(|s| (s.placeholder.clone(), s.name.clone(), s.source.clone()))
-                .collect(),
-            keep: self.longest().saturating_sub(1),
+            keep: swaps.longest().saturating_sub(1),
+            swaps,
             carry: Zeroizing::new(Vec::new()),
         }
     }
@@ -1088,27 +1043,51 @@ impl PlaceholderScan {
     }
 }
 
-/// A [`PlaceholderScan`] of text a server may decode before it reads it
-/// (a plain-HTTP request's target, header values, body and trailers): a
-/// placeholder is found in any letter case, as sent and percent-decoded
-/// (`%2d`), each a stream of its own so that one split across chunks, or
-/// across consecutive header values, is found too; and in a value's
-/// base64 (`Basic` credentials, any token) on its own
-/// ([`SpelledScan::feed_value`]). Placeholders are lowercase hex after
-/// their prefix, so lowercasing what is scanned finds every case.
+/// The one scan of what a request carries to a host (a plain-HTTP
+/// request's, or an inspected one's to a host the secrets may not go
+/// to): target, header names and values, body, trailers, and what a
+/// client sends on an upgraded connection. It reads what a server may
+/// decode before it reads it: a placeholder is found in any letter case,
+/// as sent and percent-decoded (`%2d`), each a stream of its own so that
+/// one split across chunks, or across consecutive header values, is
+/// found too; and in a value's base64 (`Basic` credentials, any token)
+/// on its own ([`SpelledScan::feed_value`]). Placeholders are lowercase
+/// hex after their prefix, so lowercasing what is scanned finds every
+/// case.
+///
+/// A body goes through [`SpelledScan::push`], which also holds back the
+/// last bytes that could begin a placeholder in a spelling the scan reads
+/// (and only those), so no byte of a placeholder leaves before all of it
+/// has been seen while anything else goes at once.
 pub struct SpelledScan {
     sent: PlaceholderScan,
     decoded: PlaceholderScan,
     /// The end of the last chunk when it may be the start of a `%XX`.
     escape: Vec<u8>,
+    /// What [`SpelledScan::push`] scanned but has not let out yet.
+    held: BytesMut,
 }
 
 impl SpelledScan {
+    fn of<'a>(secrets: impl Iterator<Item = &'a Secret> + Clone) -> SpelledScan {
+        SpelledScan {
+            sent: PlaceholderScan::of(secrets.clone()),
+            decoded: PlaceholderScan::of(secrets),
+            escape: Vec::new(),
+            held: BytesMut::new(),
+        }
+    }
+
+    /// Whether there is no placeholder to look for.
+    pub fn is_empty(&self) -> bool {
+        self.sent.watched.is_empty()
+    }
+
     /// The most bytes one placeholder can span in a stream this scan reads:
     /// each of its bytes percent-encoded. A stream that lets out only what
     /// lies further back than this from its end never lets out any byte of
     /// a placeholder before the scan has seen all of it.
-    pub fn longest_spelling(&self) -> usize {
+    fn longest_spelling(&self) -> usize {
         let longest = self
             .sent
             .watched
@@ -1123,7 +1102,7 @@ impl SpelledScan {
     /// placeholder in a spelling this scan reads (any letter case, as sent
     /// or percent-encoded, an escape cut short included): a stream holds
     /// those back until more comes, and lets the rest go at once.
-    pub fn undecided_tail(&self, data: &[u8]) -> usize {
+    fn undecided_tail(&self, data: &[u8]) -> usize {
         let window = self.longest_spelling().min(data.len());
         let could_begin = |tail: &[u8]| {
             let (mut decoded, pending) = percent_decode(tail);
@@ -1147,8 +1126,12 @@ impl SpelledScan {
     }
 
     /// Takes the next chunk of a stream: the secret whose placeholder now
-    /// appears in it (in any spelling this scan reads), if any.
+    /// appears in it (in any spelling this scan reads), if any. Nothing is
+    /// held back (see [`SpelledScan::push`]).
     pub fn feed(&mut self, chunk: &[u8]) -> Option<Exfiltration> {
+        if self.is_empty() {
+            return None;
+        }
         if let Some(ex) = self.sent.feed(&chunk.to_ascii_lowercase()) {
             return Some(ex);
         }
@@ -1160,6 +1143,60 @@ impl SpelledScan {
         self.decoded.feed(&decoded)
     }
 
+    /// Takes the next chunk of a body ([`SpelledScan::feed`]) and returns
+    /// what may go on now: everything scanned but the last bytes that
+    /// could begin a placeholder, which wait for the next chunk or
+    /// [`SpelledScan::finish`]. A placeholder found is an error, and what
+    /// was held is dropped, never let out.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Bytes, Exfiltration> {
+        if let Some(ex) = self.feed(chunk) {
+            self.held.clear();
+            return Err(ex);
+        }
+        self.held.extend_from_slice(chunk);
+        let keep = self.undecided_tail(&self.held);
+        Ok(self.held.split_to(self.held.len() - keep).freeze())
+    }
+
+    /// The end of the body (nothing more can complete a placeholder):
+    /// what [`SpelledScan::push`] held back.
+    pub fn finish(&mut self) -> Bytes {
+        self.held.split().freeze()
+    }
+
+    /// How many bytes [`SpelledScan::push`] holds back.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Takes a request's head: its target as the next part of the stream,
+    /// then its header fields ([`SpelledScan::feed_headers`]).
+    pub fn feed_head(&mut self, target: &[u8], headers: &HeaderMap) -> Option<Exfiltration> {
+        self.feed(target).or_else(|| self.feed_headers(headers))
+    }
+
+    /// Takes header (or trailer) fields: each name on its own, each value
+    /// as the next part of the stream and on its own
+    /// ([`SpelledScan::feed_value`]), so a placeholder split across
+    /// consecutive values (which a server may join) is found too.
+    pub fn feed_headers(&mut self, headers: &HeaderMap) -> Option<Exfiltration> {
+        headers.iter().find_map(|(name, value)| {
+            self.find_alone(name.as_str().as_bytes())
+                .or_else(|| self.feed_value(value.as_bytes()))
+        })
+    }
+
+    /// The secret whose placeholder `bytes` alone carry, in any letter
+    /// case, as they are or percent-decoded (the streams unchanged).
+    fn find_alone(&self, bytes: &[u8]) -> Option<Exfiltration> {
+        let lower = bytes.to_ascii_lowercase();
+        self.sent.find_in(&lower).or_else(|| {
+            let (mut decoded, _) = percent_decode(bytes);
+            decoded.make_ascii_lowercase();
+            self.sent.find_in(&decoded)
+        })
+    }
+
     /// Takes a header (or trailer) value, as the next part of the stream
     /// ([`SpelledScan::feed`]) and, base64-decoded, on its own: its last
     /// whitespace-separated token (a `Basic` credential's), in either
@@ -1167,6 +1204,9 @@ impl SpelledScan {
     pub fn feed_value(&mut self, value: &[u8]) -> Option<Exfiltration> {
         if let Some(ex) = self.feed(value) {
             return Some(ex);
+        }
+        if self.is_empty() {
+            return None;
         }
         // Each token on its own, and all after the first (the scheme)
         // joined: servers decode a credential with spaces inside, or with
@@ -1260,7 +1300,7 @@ fn percent_decode(bytes: &[u8]) -> (Vec<u8>, &[u8]) {
 /// on a tie; each pattern's next occurrence is looked up again only once a
 /// match has passed it, so many patterns cost one scan each, not one per
 /// match.
-fn swap_pass(hay: &[u8], swaps: &Swaps<'_>, upto: usize) -> (Vec<u8>, usize) {
+fn swap_pass(hay: &[u8], swaps: &Swaps, upto: usize) -> (Vec<u8>, usize) {
     let pairs = &swaps.pairs;
     let mut scratch = Scratch::default();
     // Pattern i < pairs.len() is a pair, the rest are matchers.
@@ -1312,41 +1352,20 @@ fn swap_pass(hay: &[u8], swaps: &Swaps<'_>, upto: usize) -> (Vec<u8>, usize) {
 /// `longest - 1` bytes wait for the next chunk, so a pattern split across
 /// two chunks is still found.
 pub struct StreamSwap {
-    swaps: Swaps<'static>,
-    forbidden: Vec<(String, String, String)>,
+    swaps: Swaps,
     keep: usize,
     carry: Zeroizing<Vec<u8>>,
 }
 
 impl StreamSwap {
-    fn check(&self, bytes: &[u8]) -> Result<(), Exfiltration> {
-        match self
-            .forbidden
-            .iter()
-            .find(|(p, _, _)| memmem::find(bytes, p.as_bytes()).is_some())
-        {
-            Some((_, name, source)) => Err(Exfiltration {
-                name: name.clone(),
-                source: source.clone(),
-            }),
-            None => Ok(()),
-        }
-    }
-
     /// Where the bytes that could still begin a pattern start: the first
     /// position of the last `keep` bytes from which the rest of the data
-    /// is a prefix of some pattern (or of a forbidden placeholder), or the
-    /// end. Bytes before it can go on now, so an interactive stream is
-    /// held back only by a tail that looks like the start of a secret.
+    /// is a prefix of some pattern, or the end. Bytes before it can go on
+    /// now, so an interactive stream is held back only by a tail that
+    /// looks like the start of a secret.
     fn undecided(&self) -> usize {
         let carry = self.carry.as_slice();
-        let begins = |tail: &[u8]| {
-            self.swaps.pairs.iter().any(|p| p.from.starts_with(tail))
-                || self
-                    .forbidden
-                    .iter()
-                    .any(|(f, _, _)| f.as_bytes().starts_with(tail))
-        };
+        let begins = |tail: &[u8]| self.swaps.pairs.iter().any(|p| p.from.starts_with(tail));
         let from = carry.len().saturating_sub(self.keep);
         let mut scratch = Scratch::default();
         let matched = self.swaps.matchers.iter().filter_map(|m| {
@@ -1357,18 +1376,16 @@ impl StreamSwap {
         matched.chain(paired).min().unwrap_or(carry.len())
     }
 
-    /// Swaps `bytes` whole, with the forbidden check: for trailers, which
-    /// come as values of their own rather than as part of the stream.
-    pub fn apply_whole(&self, bytes: &[u8]) -> Result<Option<Vec<u8>>, Exfiltration> {
-        self.check(bytes)?;
+    /// Swaps `bytes` whole: for trailers, which come as values of their
+    /// own rather than as part of the stream; `None` when nothing changed.
+    pub fn apply_whole(&self, bytes: &[u8]) -> Option<Vec<u8>> {
         let (out, end) = swap_pass(bytes, &self.swaps, bytes.len());
-        Ok((end > 0).then_some(out))
+        (end > 0).then_some(out)
     }
 
     /// Takes the next chunk; returns what can be passed on now.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<u8>, Exfiltration> {
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<u8> {
         self.carry.extend_from_slice(chunk);
-        self.check(&self.carry)?;
         // Bytes before `safe` cannot begin a pattern that ends beyond the
         // data so far (every pattern is at most keep + 1 bytes long, and
         // from `safe` on the data is no pattern's beginning); a match that
@@ -1378,15 +1395,14 @@ impl StreamSwap {
         let rest = self.carry[safe.max(end)..].to_vec();
         self.carry.clear();
         self.carry.extend_from_slice(&rest);
-        Ok(out)
+        out
     }
 
     /// The end of the stream: what was held back.
-    pub fn finish(&mut self) -> Result<Vec<u8>, Exfiltration> {
-        self.check(&self.carry)?;
+    pub fn finish(&mut self) -> Vec<u8> {
         let (out, _) = swap_pass(&self.carry, &self.swaps, self.carry.len());
         self.carry.clear();
-        Ok(out)
+        out
     }
 }
 

@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod framing;
+pub mod tls;
 
 use std::ffi::OsString;
 use std::io::Read;

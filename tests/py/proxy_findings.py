@@ -1,14 +1,19 @@
 # Raw requests to the HTTP proxy (127.0.0.1:3128), one connection each:
-# argv[1] is the upstream's port, the rest the labels of the cases to send.
-# The placeholder is TEST_TOKEN's value in the sandbox. Prints the
-# placeholder, then one line per case: label, status line, first body line.
+# argv[1] is how they go, `plain` (absolute-form HTTP through the proxy)
+# or `inspected` (origin-form, in a CONNECT tunnel the proxy inspects,
+# over TLS with the sandbox's CA), argv[2] the upstream's port, the rest
+# the labels of the cases to send. The placeholder is TEST_TOKEN's value
+# in the sandbox. Prints the placeholder, then one line per case: label,
+# status line, first body line.
 import base64
 import os
 import socket
+import ssl
 import sys
 import time
 
-PORT = int(sys.argv[1])
+INSPECTED = sys.argv[1] == 'inspected'
+PORT = int(sys.argv[2])
 P = os.environ.get('TEST_TOKEN', 'no-placeholder').encode()
 HALF = len(P) // 2
 AUTH = b'127.0.0.1:%d' % PORT
@@ -19,8 +24,12 @@ CUT = ENCODED.index(b'%2d') + 2
 B64 = base64.b64encode(b'u:' + P)
 
 
+# Where a request's target starts: the authority is the tunnel's when inspected.
+ORIGIN = b'' if INSPECTED else b'http://' + AUTH
+
+
 def req(method, label, headers=b'', body=b'', query=b''):
-    return (method + b' http://' + AUTH + b'/' + label.encode() + query
+    return (method + b' ' + ORIGIN + b'/' + label.encode() + query
             + b' HTTP/1.1\r\nHost: ' + AUTH + b'\r\n' + headers + b'\r\n' + body)
 
 
@@ -46,6 +55,8 @@ CASES = {
                                         chunk(ENCODED[:CUT]) + chunk(ENCODED[CUT:]) + b'0\r\n\r\n'),
     'trailer': lambda l: req(b'POST', l, CHUNKED + b'Trailer: X-T\r\n',
                              chunk(b'hi') + b'0\r\nX-T: ' + P + b'\r\n\r\n'),
+    'trailer-upper': lambda l: req(b'POST', l, CHUNKED + b'Trailer: X-T\r\n',
+                                   chunk(b'hi') + b'0\r\nX-T: ' + P.upper() + b'\r\n\r\n'),
     'target-percent': lambda l: req(b'GET', l, query=b'?t=' + ENCODED),
     'target-upper': lambda l: req(b'GET', l, query=b'?t=' + P.upper()),
     'basic': lambda l: req(b'GET', l, b'Authorization: Basic ' + base64.b64encode(b'u:' + P) + b'\r\n'),
@@ -61,6 +72,9 @@ CASES = {
     # A chunk the upstream must get before the body ends (it answers
     # without waiting for more): nothing in it could begin a placeholder.
     'body-interactive': lambda l: req(b'POST', l, CHUNKED, chunk(b'hello')),
+    'bearer-b64': lambda l: req(b'GET', l, b'Authorization: Bearer ' + base64.b64encode(P) + b'\r\n'),
+    'header-upper': lambda l: req(b'GET', l, b'X-Token: ' + P.upper() + b'\r\n'),
+    'header-percent': lambda l: req(b'GET', l, b'X-Token: ' + P.replace(b'-', b'%2D') + b'\r\n'),
     'split-headers': lambda l: req(b'GET', l, b'X-A: ' + P[:HALF] + b'\r\nX-B: ' + P[HALF:] + b'\r\n'),
     'port-too-large': lambda l: (b'GET http://127.0.0.1:83617/' + l.encode()
                                  + b' HTTP/1.1\r\nHost: 127.0.0.1:83617\r\n\r\n'),
@@ -82,11 +96,27 @@ def over_limit(label):
     return req(b'GET', label, b'X-Pad: ' + b'a' * pad + b'\r\n')
 
 
+def connect():
+    """A connection to the proxy; when inspected, a TLS one inside a
+    CONNECT tunnel to the upstream."""
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
+    if not INSPECTED:
+        return s
+    s.sendall(b'CONNECT ' + AUTH + b' HTTP/1.1\r\nHost: ' + AUTH + b'\r\n\r\n')
+    answer = b''
+    while b'\r\n\r\n' not in answer:
+        d = s.recv(1)
+        if not d:
+            raise OSError('the proxy closed the CONNECT: %r' % answer)
+        answer += d
+    return ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')
+
+
 def exchange(data):
     """Sends `data` (a list: each part 0.15 s after the last, less than the
     upstream waits before it answers),
     reads one response (to its Content-Length or the close)."""
-    s = socket.create_connection(('127.0.0.1', 3128), timeout=20)
+    s = connect()
     try:
         for at, part in enumerate(data if isinstance(data, list) else [data]):
             if at:
@@ -122,6 +152,6 @@ def exchange(data):
 
 
 print('placeholder\t' + P.decode())
-for label in sys.argv[2:]:
+for label in sys.argv[3:]:
     status, first = exchange(CASES[label](label))
     print(label + '\t' + status + '\t' + first, flush=True)

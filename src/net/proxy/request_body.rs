@@ -1,18 +1,20 @@
-//! The body of a forwarded plain-HTTP request, as the upstream gets it:
-//! every data frame and trailer scanned for placeholders (the scan's
-//! state carried across frames, so a placeholder split between chunks is
-//! found too; the body's last bytes that could begin a placeholder in a
-//! spelling the scan reads are held back until the next frame or the
-//! body's end, so no byte of a placeholder leaves before all of it has
-//! been seen, and anything else goes at once), and a fault of the client's own framing told apart from
-//! the upstream's. A fault ends the body with an error, which aborts the
-//! upstream request; the proxy then answers with the fault, not a 502.
+//! The body of a forwarded request (plain HTTP, or inspected and streamed
+//! to its host), as the upstream gets it: every data frame and trailer
+//! scanned for placeholders by the one [`SpelledScan`] (its state carried
+//! across frames, so a placeholder split between chunks is found too; the
+//! body's last bytes that could begin a placeholder in a spelling the
+//! scan reads are held back until the next frame or the body's end, so no
+//! byte of a placeholder leaves before all of it has been seen, and
+//! anything else goes at once), and a fault of the client's own framing
+//! told apart from the upstream's. A fault ends the body with an error,
+//! which aborts the upstream request; the proxy then answers with the
+//! fault, not a 502.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::StatusCode;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 
@@ -21,25 +23,24 @@ use crate::credentials::inject::{Exfiltration, SpelledScan};
 
 /// Records a placeholder found in the body (an audit event) and gives the
 /// refusal's message.
-pub(super) type OnPlaceholder = Box<dyn FnOnce(&Exfiltration) -> String + Send + Sync>;
+pub(in crate::net::proxy) type OnPlaceholder =
+    Box<dyn FnOnce(&Exfiltration) -> String + Send + Sync>;
 
 /// Why a request's body was cut short: the status and message the client
 /// gets in place of the upstream's answer.
-pub(super) type Fault = Arc<Mutex<Option<(StatusCode, String)>>>;
+pub(in crate::net::proxy) type Fault = Arc<Mutex<Option<(StatusCode, String)>>>;
 
 /// The fault recorded in `fault`, if any (taken).
-pub(super) fn take_fault(fault: &Fault) -> Option<(StatusCode, String)> {
+pub(in crate::net::proxy) fn take_fault(fault: &Fault) -> Option<(StatusCode, String)> {
     fault.lock().unwrap_or_else(PoisonError::into_inner).take()
 }
 
 /// A client's request body on its way upstream.
-pub(super) struct RequestBody {
+pub(in crate::net::proxy) struct RequestBody {
     inner: Incoming,
-    /// `None` when there is nothing to look for.
+    /// `None` when there is nothing to look for; it holds the data
+    /// scanned but not yet let out.
     scan: Option<(SpelledScan, Option<OnPlaceholder>)>,
-    /// Data scanned but not yet let out: the last bytes, which may be the
-    /// start of a placeholder the next frame completes.
-    held: BytesMut,
     /// Trailers read while data was still held, let out after it.
     trailers: Option<Frame<Bytes>>,
     /// The client's body has ended (what is held may go).
@@ -48,11 +49,15 @@ pub(super) struct RequestBody {
 }
 
 impl RequestBody {
-    pub(super) fn new(inner: Incoming, scan: Option<(SpelledScan, OnPlaceholder)>) -> RequestBody {
+    pub(in crate::net::proxy) fn new(
+        inner: Incoming,
+        scan: Option<(SpelledScan, OnPlaceholder)>,
+    ) -> RequestBody {
         RequestBody {
             inner,
-            scan: scan.map(|(scan, report)| (scan, Some(report))),
-            held: BytesMut::new(),
+            scan: scan
+                .filter(|(scan, _)| !scan.is_empty())
+                .map(|(scan, report)| (scan, Some(report))),
             trailers: None,
             ended: false,
             fault: Fault::default(),
@@ -60,7 +65,7 @@ impl RequestBody {
     }
 
     /// Where the body's fault (if it has one) is recorded.
-    pub(super) fn fault(&self) -> Fault {
+    pub(in crate::net::proxy) fn fault(&self) -> Fault {
         self.fault.clone()
     }
 
@@ -74,6 +79,11 @@ impl RequestBody {
         *self.fault.lock().unwrap_or_else(PoisonError::into_inner) = Some((status, message));
         self.scan = None;
         Poll::Ready(Some(Err(error)))
+    }
+
+    /// How many scanned bytes wait to be let out.
+    fn held(&self) -> usize {
+        self.scan.as_ref().map_or(0, |(scan, _)| scan.held())
     }
 }
 
@@ -90,8 +100,9 @@ impl Body for RequestBody {
             if this.ended {
                 // Everything was scanned: what is held goes, then the
                 // trailers.
-                if !this.held.is_empty() {
-                    return Poll::Ready(Some(Ok(Frame::data(this.held.split().freeze()))));
+                let held = this.scan.as_mut().map(|(scan, _)| scan.finish());
+                if let Some(held) = held.filter(|h| !h.is_empty()) {
+                    return Poll::Ready(Some(Ok(Frame::data(held))));
                 }
                 return Poll::Ready(this.trailers.take().map(Ok));
             }
@@ -119,47 +130,42 @@ impl Body for RequestBody {
             let Some((scan, report)) = this.scan.as_mut() else {
                 return Poll::Ready(Some(Ok(frame)));
             };
-            let found = match (frame.data_ref(), frame.trailers_ref()) {
-                (Some(data), _) => scan.feed(data),
-                (None, Some(trailers)) => trailers.iter().find_map(|(name, value)| {
-                    scan.feed(name.as_str().as_bytes())
-                        .or_else(|| scan.feed_value(value.as_bytes()))
-                }),
-                (None, None) => None,
-            };
-            if let Some(ex) = found {
-                let message = report.take().map(|report| report(&ex)).unwrap_or_default();
-                return this.fail(StatusCode::FORBIDDEN, message);
-            }
-            match frame.into_data() {
-                Ok(data) => {
-                    this.held.extend_from_slice(&data);
-                    let keep = scan.undecided_tail(&this.held);
-                    if this.held.len() > keep {
-                        let out = this.held.split_to(this.held.len() - keep).freeze();
-                        return Poll::Ready(Some(Ok(Frame::data(out))));
+            let scanned = match frame.into_data() {
+                Ok(data) => scan.push(&data).map(Some),
+                Err(trailers) => {
+                    match trailers.trailers_ref().and_then(|t| scan.feed_headers(t)) {
+                        Some(ex) => Err(ex),
+                        // Trailers end the body: nothing more can complete
+                        // a placeholder in the data.
+                        None => {
+                            this.trailers = Some(trailers);
+                            this.ended = true;
+                            Ok(None)
+                        }
                     }
                 }
-                // Trailers end the body: nothing more can complete a
-                // placeholder in the data.
-                Err(trailers) => {
-                    this.trailers = Some(trailers);
-                    this.ended = true;
+            };
+            match scanned {
+                Ok(Some(out)) if !out.is_empty() => {
+                    return Poll::Ready(Some(Ok(Frame::data(out))));
+                }
+                Ok(_) => {}
+                Err(ex) => {
+                    let message = report.take().map(|report| report(&ex)).unwrap_or_default();
+                    return this.fail(StatusCode::FORBIDDEN, message);
                 }
             }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        (self.ended || self.inner.is_end_stream())
-            && self.held.is_empty()
-            && self.trailers.is_none()
+        (self.ended || self.inner.is_end_stream()) && self.held() == 0 && self.trailers.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {
         // Held bytes are still to come.
         let inner = self.inner.size_hint();
-        let held = self.held.len() as u64;
+        let held = self.held() as u64;
         let mut hint = SizeHint::new();
         // The upper bound first: a lower bound above it is refused.
         if let Some(upper) = inner.upper() {

@@ -12,7 +12,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, SizeHint};
 
 use super::headers::swap_values;
-use crate::credentials::inject::Exfiltration;
 
 /// A body error, boxed.
 pub(in crate::net::proxy) type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -37,16 +36,12 @@ pub(in crate::net::proxy) fn text_response(
     resp
 }
 
-/// Records a placeholder caught in a streamed body.
-pub(super) type ExfiltrationReport = Box<dyn FnOnce(&Exfiltration) + Send + Sync>;
-
-/// A body with swaps applied as it streams.
+/// A body with swaps applied as it streams (a response's masks).
 pub(super) struct SwapBody {
     pub(super) inner: ProxyBody,
     pub(super) swap: crate::credentials::inject::StreamSwap,
     pub(super) trailers: Option<HeaderMap>,
     pub(super) done: bool,
-    pub(super) on_exfiltration: Option<ExfiltrationReport>,
 }
 
 impl Body for SwapBody {
@@ -66,19 +61,18 @@ impl Body for SwapBody {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(f) => f,
             };
-            let result = match frame {
+            let out = match frame {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) => this.swap.push(&data),
                     Err(frame) => {
                         // Trailers are values of their own: swapped whole.
                         let mut trailers = frame.into_trailers().ok();
                         this.done = true;
-                        let swapped = match trailers.as_mut() {
-                            Some(t) => swap_values(t, |v| this.swap.apply_whole(v)),
-                            None => Ok(()),
-                        };
+                        if let Some(t) = trailers.as_mut() {
+                            swap_values(t, |v| this.swap.apply_whole(v));
+                        }
                         this.trailers = trailers;
-                        swapped.and_then(|()| this.swap.finish())
+                        this.swap.finish()
                     }
                 },
                 Some(Err(e)) => return Poll::Ready(Some(Err(e))),
@@ -87,21 +81,8 @@ impl Body for SwapBody {
                     this.swap.finish()
                 }
             };
-            match result {
-                Ok(out) if out.is_empty() => continue,
-                Ok(out) => return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out))))),
-                Err(ex) => {
-                    if let Some(report) = this.on_exfiltration.take() {
-                        report(&ex);
-                    }
-                    this.done = true;
-                    this.trailers = None;
-                    return Poll::Ready(Some(Err(format!(
-                        "cordon: the placeholder of {} may not go to this host",
-                        ex.name
-                    )
-                    .into())));
-                }
+            if !out.is_empty() {
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
             }
         }
     }

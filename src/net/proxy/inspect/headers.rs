@@ -4,7 +4,7 @@
 use http::header::{self, HeaderName, HeaderValue};
 use http::{HeaderMap, Uri};
 
-use crate::credentials::inject::{Exfiltration, Swaps};
+use crate::credentials::inject::Swaps;
 
 /// Headers that belong to one hop, never relayed.
 const HOP_BY_HOP: &[&str] = &[
@@ -84,22 +84,15 @@ pub(in crate::net::proxy) fn ambiguous_length_refusal(shown: &str) -> String {
 
 /// Applies `swaps` to every header (or trailer) value; the Basic forms it
 /// swaps are added to `learned`.
-pub(super) fn swap_headers(
-    headers: &mut HeaderMap,
-    swaps: &Swaps<'_>,
-    learned: &mut Swaps<'_>,
-) -> Result<(), Exfiltration> {
-    swap_values(headers, |v| swaps.apply_header(v, learned))
+pub(super) fn swap_headers(headers: &mut HeaderMap, swaps: &Swaps, learned: &mut Swaps) {
+    swap_values(headers, |v| swaps.apply_header(v, learned));
 }
 
 /// Replaces every value of `headers` by what `swap` makes of it (`None`:
 /// unchanged).
-pub(super) fn swap_values(
-    headers: &mut HeaderMap,
-    mut swap: impl FnMut(&[u8]) -> Result<Option<Vec<u8>>, Exfiltration>,
-) -> Result<(), Exfiltration> {
+pub(super) fn swap_values(headers: &mut HeaderMap, mut swap: impl FnMut(&[u8]) -> Option<Vec<u8>>) {
     for value in headers.values_mut() {
-        if let Some(new) = swap(value.as_bytes())? {
+        if let Some(new) = swap(value.as_bytes()) {
             // A swapped value is still free of CR/LF/NUL: both sides of
             // every swap are (real values are checked when read). Should
             // one not be, the value goes as a mask, never as it was.
@@ -107,7 +100,6 @@ pub(super) fn swap_values(
                 .unwrap_or_else(|_| HeaderValue::from_static("cordon-masked"));
         }
     }
-    Ok(())
 }
 
 /// Whether `placeholder` appears in the request target or a header value

@@ -5,7 +5,8 @@
 //! HTTP/2, whichever the upstream picks from what the client offered),
 //! checking each against the host's method and path rules, swapping
 //! placeholders for real values where the policy allows and refusing them
-//! elsewhere, and masking real values in the responses.
+//! elsewhere (however spelled: the one request scan, `SpelledScan`, the
+//! plain path uses too), and masking real values in the responses.
 //!
 //! The proxy calls in at one point: once the network door has allowed and
 //! connected a CONNECT or SOCKS5 tunnel, it hands the client and upstream
@@ -197,11 +198,7 @@ impl Inspector {
                 name: s.name.clone(),
                 source: s.source.clone(),
             });
-            raw.or_else(|| {
-                let mut scan = self.plain_scan()?;
-                scan.feed(target.as_bytes())
-                    .or_else(|| headers.values().find_map(|v| scan.feed_value(v.as_bytes())))
-            })
+            raw.or_else(|| self.plain_scan()?.feed_head(target.as_bytes(), headers))
         };
         let refusal = self
             .rules_refusal(&normalized, port, method, path, "http")

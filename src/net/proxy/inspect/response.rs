@@ -26,7 +26,7 @@ impl Session {
         &self,
         resp: Response<Incoming>,
         method: &Method,
-        learned: Swaps<'static>,
+        learned: Swaps,
         injected: bool,
     ) -> Response<ProxyBody> {
         let secrets = &self.inspector.secrets;
@@ -72,7 +72,7 @@ impl Session {
         let mut mask = secrets.response_swaps();
         mask.extend(learned);
         let mut ignored = Swaps::default();
-        let _ = swap_headers(&mut parts.headers, &mask, &mut ignored);
+        swap_headers(&mut parts.headers, &mask, &mut ignored);
         let bodiless = *method == Method::HEAD
             || parts.status == StatusCode::NO_CONTENT
             || parts.status == StatusCode::NOT_MODIFIED;
@@ -88,12 +88,9 @@ impl Session {
             Some((n, reserved)) => match collect_capped(body, n).await {
                 Some((bytes, mut trailers)) => {
                     if let Some(t) = trailers.as_mut() {
-                        let _ = swap_headers(t, &mask, &mut ignored);
+                        swap_headers(t, &mask, &mut ignored);
                     }
-                    let out = match mask.apply(&bytes) {
-                        Ok(Some(out)) => Bytes::from(out),
-                        _ => bytes,
-                    };
+                    let out = mask.apply(&bytes).map_or(bytes, Bytes::from);
                     parts
                         .headers
                         .insert(header::CONTENT_LENGTH, HeaderValue::from(out.len()));
@@ -113,7 +110,6 @@ impl Session {
                     swap: mask.stream(),
                     trailers: None,
                     done: false,
-                    on_exfiltration: None,
                 }
                 .boxed()
             }

@@ -13,9 +13,7 @@ use http::{HeaderMap, Method, Request, Response, StatusCode, Uri};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use super::body::{
-    box_error, collect_capped, exact_len, text_response, ProxyBody, SwapBody, Whole,
-};
+use super::body::{box_error, collect_capped, exact_len, text_response, ProxyBody, Whole};
 use super::budget::BODY_CAP;
 use super::headers::{mentions, strip_hop_by_hop, swap_headers};
 use super::websocket::FrameCheck;
@@ -24,6 +22,7 @@ use super::{Inspector, Refusal, Tunnel};
 use crate::audit::{Auditor, Door};
 use crate::credentials::inject::{Exfiltration, Swaps};
 use crate::net::proxy::framing::{body_framing, framing_refusal};
+use crate::net::proxy::request_body::{take_fault, Fault, OnPlaceholder, RequestBody};
 use crate::policy::host::{normalize, Target};
 
 /// Time an HTTP/1.1 upstream connection has to become ready for the next
@@ -235,7 +234,17 @@ impl Session {
                 "not a host its entry names",
             ))
         };
-        // Request line and headers: placeholders swapped where allowed.
+        // Request line and headers: no placeholder that may not go to
+        // this host, however spelled (as the plain path reads them); those
+        // that may are swapped where spelled as they are.
+        let uri_text = parts.uri.to_string();
+        let forbidden = inspector
+            .secrets
+            .scan_spelled_for(&self.target, port)
+            .feed_head(uri_text.as_bytes(), &parts.headers);
+        if let Some(ex) = forbidden {
+            return Err(exfil(&ex));
+        }
         let swaps = inspector.secrets.request_swaps(&self.target, port);
         let mut learned = Swaps::default();
         let mut used: Vec<String> = inspector
@@ -245,8 +254,7 @@ impl Session {
             .filter(|s| mentions(s.placeholder.as_bytes(), &parts.uri, &parts.headers))
             .map(|s| s.name.clone())
             .collect();
-        let uri_text = parts.uri.to_string();
-        if let Some(new) = swaps.apply(uri_text.as_bytes()).map_err(|e| exfil(&e))? {
+        if let Some(new) = swaps.apply(uri_text.as_bytes()) {
             parts.uri = Uri::try_from(new).map_err(|_| {
                 text_response(
                     StatusCode::BAD_REQUEST,
@@ -255,7 +263,7 @@ impl Session {
                 )
             })?;
         }
-        swap_headers(&mut parts.headers, &swaps, &mut learned).map_err(|e| exfil(&e))?;
+        swap_headers(&mut parts.headers, &swaps, &mut learned);
         // An HTTP/1.1 upgrade (WebSocket): its Connection and Upgrade
         // headers go through, and so, after a 101, do the raw bytes.
         let upgrade = parts
@@ -284,25 +292,33 @@ impl Session {
         }
         // Body: swapped whole when small, only scanned when large.
         let len = exact_len(&body, &parts.headers);
-        let body: ProxyBody = body.map_err(box_error).boxed();
-        // A placeholder caught while streaming a large body: the refusal's
-        // message, for the client in place of the upstream's failure.
-        let caught: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
-        let body = match len {
+        // Why a streamed body was cut short (a placeholder, the client's
+        // framing): the answer for the client in place of the upstream's
+        // failure.
+        let mut fault: Option<Fault> = None;
+        let body: ProxyBody = match len {
             Some(n) if n <= BODY_CAP => {
                 let Some(reserved) = inspector.buffers.reserve(n) else {
                     return Err(self.over_budget(n));
                 };
+                let body = body.map_err(box_error).boxed();
                 let (bytes, mut trailers) = collect_capped(body, n).await.ok_or_else(|| {
                     text_response(
                         StatusCode::BAD_REQUEST,
                         "cordon: the request body did not match its length\n".into(),
                     )
                 })?;
-                if let Some(t) = trailers.as_mut() {
-                    swap_headers(t, &swaps, &mut learned).map_err(|e| exfil(&e))?;
+                let mut scan = inspector.secrets.scan_spelled_for(&self.target, port);
+                let forbidden = scan
+                    .feed(&bytes)
+                    .or_else(|| trailers.as_ref().and_then(|t| scan.feed_headers(t)));
+                if let Some(ex) = forbidden {
+                    return Err(exfil(&ex));
                 }
-                let out = match swaps.apply(&bytes).map_err(|e| exfil(&e))? {
+                if let Some(t) = trailers.as_mut() {
+                    swap_headers(t, &swaps, &mut learned);
+                }
+                let out = match swaps.apply(&bytes) {
                     Some(out) => {
                         for s in inspector.secrets.iter() {
                             let named = s.allowed_for(&self.target, port)
@@ -322,16 +338,16 @@ impl Session {
                 }
                 Whole::boxed(out, trailers, Some(reserved))
             }
-            _ if inspector.secrets.is_empty() => body,
+            _ if inspector.secrets.is_empty() => body.map_err(box_error).boxed(),
             _ => {
                 // Too large (or of unknown length) to swap in place: scan
-                // only, so the length stays right.
+                // only, so the length stays right; the scan holds back only
+                // what could begin a placeholder.
                 let audit = self.audit.clone();
                 let (target, proto) = (self.target.clone(), self.tunnel.proto);
-                let refusal_of = {
+                let refusal_of: OnPlaceholder = {
                     let inspector = inspector.clone();
-                    let caught = caught.clone();
-                    move |ex: &Exfiltration| {
+                    Box::new(move |ex: &Exfiltration| {
                         let r = inspector.exfiltration_refusal(
                             &target,
                             port,
@@ -339,21 +355,13 @@ impl Session {
                             "not a host its entry names",
                         );
                         inspector.record_refusal(&audit, &target, port, proto, &r);
-                        if let Ok(mut slot) = caught.lock() {
-                            *slot = Some(r.message);
-                        }
-                    }
+                        r.message
+                    })
                 };
-                let mut scan = swaps.clone();
-                scan.retain_forbidden_only();
-                SwapBody {
-                    inner: body,
-                    swap: scan.stream(),
-                    trailers: None,
-                    done: false,
-                    on_exfiltration: Some(Box::new(refusal_of)),
-                }
-                .boxed()
+                let scan = inspector.secrets.scan_spelled_for(&self.target, port);
+                let body = RequestBody::new(body, Some((scan, refusal_of)));
+                fault = Some(body.fault());
+                body.boxed()
             }
         };
         for name in &used {
@@ -387,8 +395,8 @@ impl Session {
         let mut resp = sent.map_err(|e| {
             // The body's refusal, if that is why the request failed (it is
             // already recorded).
-            if let Some(message) = caught.lock().ok().and_then(|mut c| c.take()) {
-                return text_response(StatusCode::FORBIDDEN, message);
+            if let Some((status, message)) = fault.as_ref().and_then(take_fault) {
+                return text_response(status, message);
             }
             text_response(
                 StatusCode::BAD_GATEWAY,

@@ -26,7 +26,10 @@ impl Session {
     /// upstream sends has every real value and its encodings masked with
     /// same-length masks (WebSocket frames count their bytes); what the
     /// client sends is scanned for placeholders that may not go to this
-    /// host (a find ends the connection and is recorded). Placeholders
+    /// host, in every spelling the request scan reads (a find ends the
+    /// connection and is recorded), and passed on as it comes: nothing is
+    /// held back, since a client waits for answers between messages and
+    /// its masked frames end in any byte. Placeholders
     /// allowed here are not swapped: the stream is no longer HTTP, and
     /// WebSocket frames from a client are XOR-masked anyway.
     pub(super) fn switch(
@@ -38,7 +41,7 @@ impl Session {
         let upstream_side = hyper::upgrade::on(&mut *resp);
         let secrets = &self.inspector.secrets;
         let down = secrets.response_swaps().same_length().stream();
-        let up = secrets.scan_forbidden(&self.target, self.tunnel.port);
+        let up = secrets.scan_spelled_for(&self.target, self.tunnel.port);
         let report = {
             let (inspector, audit) = (self.inspector.clone(), self.audit.clone());
             let (target, port, proto) = (self.target.clone(), self.tunnel.port, self.tunnel.proto);
@@ -88,7 +91,7 @@ impl Session {
         let mut ignored = Swaps::default();
         let mask = self.inspector.secrets.response_swaps();
         *out.headers_mut() = resp.headers().clone();
-        let _ = swap_headers(out.headers_mut(), &mask, &mut ignored);
+        swap_headers(out.headers_mut(), &mask, &mut ignored);
         out
     }
 }
@@ -100,7 +103,7 @@ pub(super) async fn relay_upgraded<C, U>(
     client: C,
     upstream: U,
     mut down: crate::credentials::inject::StreamSwap,
-    mut up: crate::credentials::inject::PlaceholderScan,
+    mut up: crate::credentials::inject::SpelledScan,
     mut frames: Option<FrameCheck>,
     report: impl FnOnce(&Exfiltration),
     refuse_frame: impl FnOnce(&str),
@@ -135,9 +138,7 @@ pub(super) async fn relay_upgraded<C, U>(
                 down.finish()
             } else {
                 down.push(&buf[..n])
-            }
-            // Masking has no forbidden list: this never fails.
-            .map_err(|ex| io::Error::other(format!("the placeholder of {}", ex.name)))?;
+            };
             client_write.write_all(&out).await?;
             if n == 0 {
                 client_write.shutdown().await?;
