@@ -448,3 +448,37 @@ fn configs_that_run_code_later_cannot_be_planted() {
         }
     });
 }
+
+/// Landlock holds the deny list on its own: with the mount view off (a
+/// test-only switch of debug builds), the denied files stay unreadable
+/// while the rest of the home reads. A link beside the denied paths that
+/// points into them opens no way in (its target's own path decides).
+#[test]
+fn landlock_alone_keeps_the_deny_list_unreadable() {
+    each_fixture(|mode, fx| {
+        std::os::unix::fs::symlink(".ssh", fx.home.join("dotfiles-ssh")).unwrap();
+        std::os::unix::fs::symlink(".aws/credentials", fx.home.join("aws-link")).unwrap();
+        let home = fx.home.display();
+        let mut script = String::new();
+        for (i, rel) in DENIED_CANARIES.iter().enumerate() {
+            script.push_str(&format!("echo '[d{i}]'; cat {home}/{rel} 2>&1; echo\n"));
+        }
+        script.push_str(&format!(
+            "echo '[link dir]'; cat {home}/dotfiles-ssh/id_rsa 2>&1; echo\n\
+             echo '[link file]'; cat {home}/aws-link 2>&1; echo\n\
+             echo '[allowed]'; cat {home}/{ALLOWED_CANARY} 2>&1; echo\n"
+        ));
+        let out = fx.sandbox().env("CORDON_TEST_WEAKEN", "files").sh(&script);
+        assert!(
+            out.stdout.contains(&fx.canary(ALLOWED_CANARY)),
+            "{mode:?}: positive control unreadable: {out:#?}"
+        );
+        for rel in DENIED_CANARIES {
+            assert!(
+                !out.stdout.contains(&fx.canary(rel)),
+                "{mode:?}: {rel} read with only Landlock in force: {}",
+                out.stdout
+            );
+        }
+    });
+}

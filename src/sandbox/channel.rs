@@ -21,6 +21,14 @@ pub enum Message {
     /// Supervisor → init: init is in the sandbox's cgroup (joined while
     /// init builds the sandbox); the command may start.
     Limited,
+    /// Init → supervisor, first thing after Go: the Landlock ruleset,
+    /// attached unless the kernel has no Landlock or the layer is off. The
+    /// supervisor adds the host paths' rules to it while init builds the
+    /// view (see `landlock`).
+    Ruleset { attached: bool },
+    /// Supervisor → init: the host paths' rules are in the ruleset, or why
+    /// they could not be; init may enforce it.
+    Ruled { failed: Option<String> },
     /// Init → supervisor: a layer could not be applied and the user allowed
     /// running without it.
     Degraded { layer: Layer, what: String },

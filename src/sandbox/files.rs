@@ -171,6 +171,10 @@ const SYS_MASKED_FILES: &[&str] = &[
 /// Host paths the sandbox replaces wholesale; policy paths under them only
 /// matter beneath a writable bind.
 const REPLACED: &[&str] = &["/proc", "/dev", "/tmp"];
+/// The file systems [`FileView::apply`] mounts afresh, whose inodes only
+/// the sandbox's own view has (everything else it shows is a bind of the
+/// host's, hidden paths aside): Landlock's rules for them are made inside.
+pub const FRESH_MOUNTS: &[&str] = &["/tmp", "/dev", "/proc", "/sys"];
 
 /// Where host daemons keep their UNIX sockets; hidden from the sandbox.
 const SOCKET_DIRS: &[&str] = &["/run", "/var/run"];

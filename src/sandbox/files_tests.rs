@@ -273,3 +273,45 @@ fn a_deny_write_path_keeps_its_parents_in_place() {
         vec![Path::new("/p/a"), Path::new("/p/a/b")]
     );
 }
+
+#[test]
+fn every_file_system_made_afresh_lies_under_a_fresh_mount_landlock_covers_inside() {
+    // Landlock's rules for the host's inodes are made outside the
+    // sandbox's view; a new file system elsewhere would get none.
+    let view = sample_view();
+    let mut rec = Recorder {
+        missing: vec!["/newroot/tmp/p".into()],
+        ..Recorder::default()
+    };
+    view.apply(&mut rec).unwrap();
+    let hidden: Vec<PathBuf> = view
+        .hidden
+        .iter()
+        .map(|(p, _)| under(NEW_ROOT, p))
+        .collect();
+    let made: Vec<&str> = rec
+        .ops
+        .iter()
+        .filter_map(|op| {
+            let (kind, rest) = op.split_once(' ')?;
+            let target = rest.split(' ').next()?;
+            ["tmpfs", "proc", "sysfs", "devpts"]
+                .contains(&kind)
+                .then_some(target)
+        })
+        .filter(|target| target.starts_with(NEW_ROOT))
+        .collect();
+    assert!(made.len() >= 5, "{made:?}");
+    for target in made {
+        let target = Path::new(target);
+        let covered = FRESH_MOUNTS
+            .iter()
+            .any(|fresh| target.starts_with(under(NEW_ROOT, Path::new(fresh))))
+            || hidden.iter().any(|h| target == h);
+        assert!(
+            covered,
+            "{} is made afresh but not in FRESH_MOUNTS",
+            target.display()
+        );
+    }
+}

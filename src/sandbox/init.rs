@@ -120,6 +120,22 @@ fn setup(
         .map_err(|e| fail(Layer::Namespaces, format!("close_range: {e}")))?;
     k.new_session()
         .map_err(|e| fail(Layer::Namespaces, format!("setsid: {e}")))?;
+    // The Landlock ruleset first, so that the supervisor adds the host
+    // paths' rules to it while the view is built (see `landlock`).
+    let ruleset = (!weaken::off("landlock")).then(|| k.landlock_ruleset());
+    let for_supervisor = match &ruleset {
+        Some(Ok((_, Some(fd)))) => Some(fd.as_fd()),
+        _ => None,
+    };
+    channel
+        .send(
+            &Message::Ruleset {
+                attached: for_supervisor.is_some(),
+            },
+            for_supervisor.as_slice(),
+        )
+        .map_err(|e| fail(Layer::Landlock, format!("handing the ruleset over: {e}")))?;
+    let ruleset = ruleset.map(|made| made.map(|(pending, _)| pending));
     let mut listeners: Vec<OwnedFd> = Vec::new();
 
     if plan.namespaces {
@@ -181,8 +197,13 @@ fn setup(
     } else {
         &[HTTP_PORT, SOCKS_PORT]
     };
-    if !weaken::off("landlock") {
-        let landlocked = k.landlock(plan.view, &plan.tcp_ports, connect_only);
+    let host_rules = wait_until_ruled(channel);
+    if let Some(made) = ruleset {
+        let landlocked = made.map_err(|e| e.to_string()).and_then(|pending| {
+            host_rules?;
+            k.landlock(pending, plan.view, &plan.tcp_ports, connect_only)
+                .map_err(|e| e.to_string())
+        });
         degrade_or_fail(plan, channel, Layer::Landlock, landlocked)?;
     }
     if !weaken::off("caps") {
@@ -247,6 +268,19 @@ fn setup(
         pty_slave: slave,
         command_filter,
     })
+}
+
+/// Waits until the supervisor has added the host paths' rules to the
+/// Landlock ruleset; returns why it could not, if so. A supervisor that
+/// died never says: init ends here.
+fn wait_until_ruled(channel: &Channel) -> Result<(), String> {
+    match channel.recv() {
+        Ok((Message::Ruled { failed: None }, _)) => Ok(()),
+        Ok((Message::Ruled { failed: Some(why) }, _)) => {
+            Err(format!("the host paths' rules: {why}"))
+        }
+        _ => std::process::exit(125),
+    }
 }
 
 /// Waits until the supervisor has put init in the sandbox's cgroup (it
@@ -660,7 +694,19 @@ mod tests {
             self.calls.push("no_new_privs");
             Ok(())
         }
-        fn landlock(&mut self, _: &FileView, _: &[u16], _: &[u16]) -> Result<(), LandlockError> {
+        fn landlock_ruleset(
+            &mut self,
+        ) -> Result<(crate::sandbox::landlock::Pending, Option<OwnedFd>), LandlockError> {
+            self.calls.push("landlock ruleset");
+            crate::sandbox::landlock::create()
+        }
+        fn landlock(
+            &mut self,
+            _: crate::sandbox::landlock::Pending,
+            _: &FileView,
+            _: &[u16],
+            _: &[u16],
+        ) -> Result<(), LandlockError> {
             self.calls.push("landlock");
             match self.landlock_fails {
                 true => Err(LandlockError::NotEnforced),
@@ -726,8 +772,19 @@ mod tests {
     /// Runs init's set-up and the command's start on `kernel`; the
     /// failure set-up reported, if any.
     fn run_on(kernel: &mut Recorder, plan: &InitPlan<'_>) -> Option<(Layer, String)> {
+        run_ruled(kernel, plan, None)
+    }
+
+    /// [`run_on`], with the supervisor reporting `failed` for the host
+    /// paths' Landlock rules.
+    fn run_ruled(
+        kernel: &mut Recorder,
+        plan: &InitPlan<'_>,
+        failed: Option<String>,
+    ) -> Option<(Layer, String)> {
         let (supervisor, init) = Channel::pair().unwrap();
         supervisor.send(&Message::Go, &[]).unwrap();
+        supervisor.send(&Message::Ruled { failed }, &[]).unwrap();
         supervisor.send(&Message::Limited, &[]).unwrap();
         match setup(kernel, plan, &init) {
             Ok(_) => {
@@ -771,6 +828,11 @@ mod tests {
         let steps = kernel.steps();
         assert_eq!(hardening(&steps), HARDENED, "{steps:?}");
         let at = |step| steps.iter().position(|s| *s == step).unwrap();
+        // The ruleset goes to the supervisor before the view is built, so
+        // that it adds the host's rules meanwhile, and after the inherited
+        // descriptors are closed.
+        assert!(at("close fds") < at("landlock ruleset"), "{steps:?}");
+        assert!(at("landlock ruleset") < at("mount view"), "{steps:?}");
         // Init's filter closes netlink: the gate's socket is opened first.
         assert!(at("sock_diag") < at("seccomp"), "{steps:?}");
         // /proc/1/environ is wiped, and init made undumpable, before the
@@ -797,5 +859,22 @@ mod tests {
         let degraded = plan(&view, &limits, vec![Layer::Landlock]);
         assert_eq!(run_on(&mut kernel, &degraded), None);
         assert_eq!(hardening(&kernel.steps()), HARDENED);
+    }
+
+    #[test]
+    fn host_rules_the_supervisor_could_not_add_fail_the_landlock_layer() {
+        let (view, limits) = (FileView::default(), limits());
+        let mut kernel = Recorder::default();
+        let failed = run_ruled(
+            &mut kernel,
+            &plan(&view, &limits, Vec::new()),
+            Some("EBADF".into()),
+        );
+        assert!(
+            matches!(&failed, Some((Layer::Landlock, why)) if why.contains("EBADF")),
+            "{failed:?}"
+        );
+        // Enforcing a ruleset without the host's rules was never tried.
+        assert!(!kernel.calls.contains(&"landlock"), "{:?}", kernel.calls);
     }
 }

@@ -13,10 +13,12 @@
 //!    `CAP_SYS_ADMIN` (the degraded, namespace-less run) before it takes a
 //!    Landlock domain or a seccomp filter, and which keeps exec from
 //!    granting set-user-ID or file-capability privileges;
-//! 4. Landlock, after the view: its rules name paths of the final view
-//!    (a path that does not open there gets no rule), and a Landlocked
-//!    task can no longer mount; it runs while the capabilities still hold,
-//!    so each rule's path opens with the reach the view was built with;
+//! 4. Landlock, after the view: the ruleset is created first of all and
+//!    handed to the supervisor, which adds the rules for the host's own
+//!    inodes while the view is built; init adds those of the file systems
+//!    it mounted, which only the final view has (a path that does not
+//!    open there gets no rule), and enforces the ruleset only once the
+//!    supervisor is done; a Landlocked task can no longer mount;
 //! 5. every capability dropped, and the securebits locked;
 //! 6. init's seccomp filter, last of init's own steps, after the UNIX
 //!    socket gate's sock_diag socket is open (the filter closes netlink);
@@ -65,9 +67,15 @@ pub trait InitKernel {
     fn open_terminal(&mut self) -> nix::Result<(OwnedFd, PathBuf)>;
     /// `PR_SET_NO_NEW_PRIVS`.
     fn set_no_new_privs(&mut self) -> nix::Result<()>;
-    /// Puts init, and all it starts, in the Landlock domain for `view`.
+    /// Creates the Landlock ruleset: init's, and a duplicate of its
+    /// descriptor for the supervisor (none without Landlock).
+    fn landlock_ruleset(&mut self) -> Result<(landlock::Pending, Option<OwnedFd>), LandlockError>;
+    /// Adds the rules for init's own mounts to `ruleset` (the supervisor
+    /// has added the host paths') and puts init, and all it starts, in its
+    /// domain.
     fn landlock(
         &mut self,
+        ruleset: landlock::Pending,
         view: &FileView,
         tcp_ports: &[u16],
         connect_only: &[u16],
@@ -155,13 +163,18 @@ impl InitKernel for Linux {
         nix::sys::prctl::set_no_new_privs()
     }
 
+    fn landlock_ruleset(&mut self) -> Result<(landlock::Pending, Option<OwnedFd>), LandlockError> {
+        landlock::create()
+    }
+
     fn landlock(
         &mut self,
+        ruleset: landlock::Pending,
         view: &FileView,
         tcp_ports: &[u16],
         connect_only: &[u16],
     ) -> Result<(), LandlockError> {
-        landlock::restrict(view, tcp_ports, connect_only).map(drop)
+        landlock::restrict(ruleset, view, tcp_ports, connect_only).map(drop)
     }
 
     fn drop_capabilities(&mut self) -> Result<(), caps::errors::CapsError> {

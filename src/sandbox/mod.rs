@@ -263,7 +263,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .as_ref()
         .map(|c| start_inspector(c, &run_name, policy.limits.max_memory.as_ref()))
         .transpose()?;
-    let handover = sandbox.start(&limits, plan.namespaces)?;
+    let handover = sandbox.start(&view, &limits, plan.namespaces)?;
     let deadline = policy
         .limits
         .timeout

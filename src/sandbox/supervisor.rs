@@ -21,7 +21,9 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use super::channel::{Channel, Message};
+use super::files::FileView;
 use super::init::{self, InitPlan};
+use super::landlock;
 use super::limits::LimitPlan;
 use super::{
     io_err, namespaces_error, support, tty, warn_degraded, weaken, SandboxError, EXIT_TIMEOUT,
@@ -137,6 +139,7 @@ impl Sandbox {
     /// every layer is in place.
     pub(super) fn start(
         &self,
+        view: &FileView,
         limits: &LimitPlan,
         namespaces: bool,
     ) -> Result<Handover, SandboxError> {
@@ -151,6 +154,22 @@ impl Sandbox {
         self.channel
             .send(&Message::Go, &[])
             .map_err(io_err("starting init"))?;
+        // The host paths' Landlock rules, added while init builds the view;
+        // it enforces the ruleset only once told they are in.
+        let (attached, ruleset) = match self.next_report()? {
+            (Message::Ruleset { attached }, mut fds) => (attached, fds.pop()),
+            (other, _) => return Err(unexpected(&other)),
+        };
+        let failed = match (attached, ruleset) {
+            (true, Some(ruleset)) => landlock::add_host_rules(ruleset.as_fd(), view)
+                .err()
+                .map(|e| e.to_string()),
+            (true, None) => Some("init's ruleset did not arrive".into()),
+            (false, _) => None,
+        };
+        self.channel
+            .send(&Message::Ruled { failed }, &[])
+            .map_err(io_err("starting init"))?;
         // Joining the cgroup waits in the kernel for an RCU grace period
         // (milliseconds, more on a loaded host): init builds the sandbox
         // meanwhile, and starts nothing of the command's until told it is in.
@@ -158,14 +177,25 @@ impl Sandbox {
         self.channel
             .send(&Message::Limited, &[])
             .map_err(io_err("starting init"))?;
+        match self.next_report()? {
+            (Message::Ready { pty }, mut fds) => {
+                let pty_master = if pty { fds.pop() } else { None };
+                Ok(Handover {
+                    listeners: fds,
+                    pty_master,
+                })
+            }
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    /// Init's next report during set-up: a degraded layer is warned about
+    /// and skipped, a failed one (or init's end) is the error.
+    fn next_report(&self) -> Result<(Message, Vec<OwnedFd>), SandboxError> {
         loop {
             match self.channel.recv() {
-                Ok((Message::Ready { pty }, mut fds)) => {
-                    let pty_master = if pty { fds.pop() } else { None };
-                    return Ok(Handover {
-                        listeners: fds,
-                        pty_master,
-                    });
+                Ok((report @ (Message::Ruleset { .. } | Message::Ready { .. }), fds)) => {
+                    return Ok((report, fds))
                 }
                 Ok((Message::Degraded { layer, what }, _)) => warn_degraded(layer, &what),
                 Ok((Message::Failed { layer, what }, _)) => {
@@ -178,6 +208,7 @@ impl Sandbox {
                 Ok((
                     Message::Go
                     | Message::Limited
+                    | Message::Ruled { .. }
                     | Message::SocketRefused { .. }
                     | Message::SyscallRefused { .. }
                     | Message::CreateRefused { .. }
@@ -298,6 +329,16 @@ impl Sandbox {
             }
             return code;
         }
+    }
+}
+
+/// Init said something out of the set-up's order: it is not the init this
+/// supervisor started, or it is broken; either way nothing runs.
+fn unexpected(report: &Message) -> SandboxError {
+    SandboxError::Layer {
+        layer: Layer::Namespaces,
+        what: format!("the sandbox's init reported {report:?} out of turn during set-up"),
+        fix: support::userns_fix(),
     }
 }
 

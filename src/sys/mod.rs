@@ -135,6 +135,41 @@ pub fn landlock_abi() -> io::Result<i32> {
     Ok(ret as i32)
 }
 
+/// `landlock_add_rule(2)`: `access` (the kernel's `LANDLOCK_ACCESS_FS_*`
+/// bits) beneath `parent`, added to the ruleset `ruleset`. The landlock
+/// crate adds rules only to a ruleset it made in this process; the
+/// supervisor adds to the one init made and handed it.
+pub fn landlock_add_path_rule(
+    ruleset: BorrowedFd<'_>,
+    parent: BorrowedFd<'_>,
+    access: u64,
+) -> io::Result<()> {
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    /// `struct landlock_path_beneath_attr`, packed as the kernel declares it.
+    #[repr(C, packed)]
+    struct PathBeneathAttr {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: parent.as_raw_fd(),
+    };
+    // SAFETY: both descriptors are open for the call (borrowed), `attr` is
+    // the packed struct the rule type names and outlives the call, which
+    // only reads it.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    })?;
+    Ok(())
+}
+
 /// Brings the loopback interface of the current network namespace up.
 pub fn bring_up_loopback() -> io::Result<()> {
     let sock = nix::sys::socket::socket(
