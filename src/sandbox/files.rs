@@ -9,7 +9,7 @@
 //! [`MountOps`] seam, so unit tests can check the order of mounts without
 //! root.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -942,17 +942,32 @@ impl Listed {
         listed
     }
 
-    /// Lists those of `dirs` (the homes) with enough exact `rules` below
-    /// them for a listing to pay.
-    fn of_busy(dirs: &[PathBuf], rules: &[Sourced<PathPattern>]) -> Listed {
+    /// Lists each of `homes`, and each directory directly in one, with
+    /// enough exact `rules` below it for a listing to pay (a home before
+    /// the directories in it, which are not listed when it shows them
+    /// absent).
+    fn of_busy(homes: &[PathBuf], rules: &[Sourced<PathPattern>]) -> Listed {
         let mut listed = Listed::default();
-        for dir in dirs {
-            let below = rules.iter().filter(|r| match &r.value {
-                PathPattern::Exact(p) => p.starts_with(dir),
-                PathPattern::Glob { .. } => false,
-            });
-            if below.count() >= LISTING_PAYS {
-                listed.add(dir);
+        for home in homes {
+            let mut below: BTreeMap<PathBuf, usize> = BTreeMap::new();
+            for rule in rules {
+                let PathPattern::Exact(path) = &rule.value else {
+                    continue;
+                };
+                let Ok(rest) = path.strip_prefix(home) else {
+                    continue;
+                };
+                *below.entry(home.clone()).or_default() += 1;
+                let mut parts = rest.components();
+                if let (Some(first), Some(_)) = (parts.next(), parts.next()) {
+                    *below.entry(home.join(first)).or_default() += 1;
+                }
+            }
+            // The home sorts before the directories in it.
+            for (dir, count) in below {
+                if count >= LISTING_PAYS && !listed.absent(&dir) {
+                    listed.add(&dir);
+                }
             }
         }
         listed
