@@ -3,7 +3,9 @@
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use globset::{GlobBuilder, GlobMatcher};
+use std::sync::OnceLock;
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::{Serialize, Serializer};
 
 /// Why a path pattern was refused.
@@ -40,8 +42,25 @@ pub enum PathPattern {
     Glob {
         pattern: String,
         base: PathBuf,
-        matcher: GlobMatcher,
+        matcher: Box<LazyMatcher>,
     },
+}
+
+/// A glob checked when parsed and compiled when first matched: compiling
+/// one costs tens of microseconds at every start, and the places most
+/// built-in globs name do not exist (nothing is matched there).
+#[derive(Clone, Debug)]
+pub struct LazyMatcher {
+    glob: Glob,
+    compiled: OnceLock<GlobMatcher>,
+}
+
+impl LazyMatcher {
+    fn is_match(&self, path: &Path) -> bool {
+        self.compiled
+            .get_or_init(|| self.glob.compile_matcher())
+            .is_match(path)
+    }
 }
 
 impl PartialEq for PathPattern {
@@ -100,13 +119,15 @@ impl PathPattern {
             .map_err(|e| PatternError::BadGlob {
                 pattern: raw.to_string(),
                 reason: e.kind().to_string(),
-            })?
-            .compile_matcher();
+            })?;
         let base = literal_prefix(&normal);
         Ok(PathPattern::Glob {
             pattern: text,
             base,
-            matcher,
+            matcher: Box::new(LazyMatcher {
+                glob: matcher,
+                compiled: OnceLock::new(),
+            }),
         })
     }
 
@@ -131,6 +152,12 @@ impl PathPattern {
                 }
             }
             PathPattern::Glob { base, matcher, .. } => {
+                // A base that does not exist has nothing below it, and is
+                // no match itself: a glob matches its literal prefix only
+                // where that is `/`, which exists (checked in the tests).
+                if base.symlink_metadata().is_err() {
+                    return Vec::new();
+                }
                 let mut found = Vec::new();
                 walk_matches(base, matcher, 0, &mut found);
                 found
@@ -142,7 +169,7 @@ impl PathPattern {
 /// Deepest a glob expansion walks below its literal prefix.
 const GLOB_WALK_DEPTH: usize = 24;
 
-fn walk_matches(dir: &Path, matcher: &GlobMatcher, depth: usize, found: &mut Vec<PathBuf>) {
+fn walk_matches(dir: &Path, matcher: &LazyMatcher, depth: usize, found: &mut Vec<PathBuf>) {
     if matcher.is_match(dir) {
         found.push(dir.to_path_buf());
         return;
@@ -254,6 +281,23 @@ mod tests {
         assert!(p.covers(Path::new("/home/u/.config/x/token")));
         assert!(p.covers(Path::new("/home/u/.config/x/token/inner")));
         assert!(!p.covers(Path::new("/home/u/.config/x/y/token")));
+    }
+
+    #[test]
+    fn a_glob_never_matches_its_literal_prefix_below_the_root() {
+        let home = Path::new("/home/u");
+        for raw in [
+            "/a/**", "/a/*", "/a/{b,}", "/a/{,b}", "/a/**/x", "/a/?", "/a/[b]", "/a/b/*/c",
+        ] {
+            let p = PathPattern::parse(raw, &ctx(home, None)).unwrap();
+            let PathPattern::Glob { base, matcher, .. } = &p else {
+                panic!("{raw}: not a glob");
+            };
+            assert_ne!(base, Path::new("/"), "{raw}");
+            assert!(!matcher.is_match(base), "{raw} matches {base:?}");
+        }
+        let missing = PathPattern::parse("/nonexistent-cordon-test/*/x", &ctx(home, None)).unwrap();
+        assert!(missing.expand().is_empty());
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! [`MountOps`] seam, so unit tests can check the order of mounts without
 //! root.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -19,7 +20,7 @@ use super::repos;
 use crate::policy::defaults::{
     GIT_DIR_PROTECTED, PROTECTED_ANYWHERE, PROTECTED_NAME_PATTERNS, WORKTREE_PROTECTED,
 };
-use crate::policy::{PathPattern, Policy};
+use crate::policy::{PathPattern, Policy, Sourced};
 
 /// Why the file view could not be planned or built.
 #[derive(Debug, thiserror::Error)]
@@ -272,8 +273,13 @@ impl FileView {
         let allow_read: Vec<&PathPattern> =
             policy.files.allow_read.iter().map(|r| &r.value).collect();
         let mut hidden: Vec<(PathBuf, Kind)> = Vec::new();
+        let homes = Listed::of_busy(&policy.homes, &policy.files.deny_read);
         for rule in &policy.files.deny_read {
-            for path in rule.value.expand() {
+            let found = match &rule.value {
+                PathPattern::Exact(path) if homes.absent(path) => Vec::new(),
+                pattern => pattern.expand(),
+            };
+            for path in found {
                 let Ok(path) = std::fs::canonicalize(&path) else {
                     continue; // a dangling symlink reaches nothing
                 };
@@ -429,18 +435,29 @@ impl FileView {
         }
         let patterns = protected_patterns()?;
         for root in &work_trees {
+            // One listing answers for every protected name not there.
+            let listed = Listed::of(root);
             for name in &names {
-                view.protect(root, name, &mut marks)?;
+                view.protect_listed(root, name, &listed, &mut marks)?;
             }
             // Names a pattern protects: those there now stay read-only.
-            for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
-                if patterns.is_match(entry.file_name()) && view.is_writable(&entry.path()) {
-                    view.keep_read_only(entry.path(), &mut marks);
+            for (dir, name) in listed.entries() {
+                let path = dir.join(name);
+                if patterns.is_match(name) && view.is_writable(&path) {
+                    view.keep_read_only(path, &mut marks);
                 }
             }
         }
+        // A worktree's git dir names are partly a repository's own: each
+        // looked at once.
+        let git_dir_names = GIT_DIR_PROTECTED.iter().chain(
+            WORKTREE_PROTECTED
+                .iter()
+                .filter(|n| !GIT_DIR_PROTECTED.contains(n)),
+        );
+        let git_dir_names: Vec<&str> = git_dir_names.copied().collect();
         for git_dir in &git_dirs {
-            for name in GIT_DIR_PROTECTED.iter().chain(WORKTREE_PROTECTED) {
+            for name in &git_dir_names {
                 view.protect(git_dir, name, &mut marks)?;
             }
         }
@@ -573,6 +590,18 @@ impl FileView {
     /// creation by the gate) if it does not. `root` itself is pinned in
     /// both cases, so the name cannot be made elsewhere and moved in.
     fn protect(&self, root: &Path, name: &str, marks: &mut Marks) -> Result<(), FilesError> {
+        self.protect_listed(root, name, &Listed::default(), marks)
+    }
+
+    /// [`FileView::protect`], with what `listed` shows absent taken as
+    /// such without a lookup.
+    fn protect_listed(
+        &self,
+        root: &Path,
+        name: &str,
+        listed: &Listed,
+        marks: &mut Marks,
+    ) -> Result<(), FilesError> {
         let rel = name.trim_end_matches('/');
         let path = root.join(rel);
         if !self.is_writable(&path) {
@@ -585,14 +614,14 @@ impl FileView {
         let existing_parent = path
             .ancestors()
             .skip(1)
-            .find(|a| a.symlink_metadata().is_ok());
+            .find(|a| marks.canonical.contains(*a) || listed.lstat(a).is_ok());
         if let Some(parent) = existing_parent.filter(|p| !marks.canonical.contains(*p)) {
             if std::fs::canonicalize(parent).ok().as_deref() != Some(parent) {
                 return Err(FilesError::ProtectedSymlink(parent.to_path_buf()));
             }
             marks.canonical.insert(parent.to_path_buf());
         }
-        match path.symlink_metadata() {
+        match listed.lstat(&path) {
             Ok(meta) if meta.file_type().is_symlink() => Err(FilesError::ProtectedSymlink(path)),
             Ok(_) => {
                 self.keep_read_only(path, marks);
@@ -896,6 +925,93 @@ fn build_sys(ops: &mut dyn MountOps) -> Result<(), FilesError> {
         mask_file(ops, &sys.join(file), "mask /sys")?;
     }
     Ok(())
+}
+
+/// The entries of a few directories, each listed once, so that many names
+/// under one are checked without a lookup each (here a lookup costs about
+/// as much as listing ten entries). Only absence is read from a listing:
+/// a name listed is still looked at itself, and a directory that cannot
+/// be listed answers nothing.
+#[derive(Debug, Default)]
+struct Listed(Vec<(PathBuf, HashSet<OsString>)>);
+
+/// Rules below a directory from which listing it pays.
+const LISTING_PAYS: usize = 16;
+
+impl Listed {
+    /// Lists `dir`, if it can be listed.
+    fn of(dir: &Path) -> Listed {
+        let mut listed = Listed::default();
+        listed.add(dir);
+        listed
+    }
+
+    /// Lists each of `homes`, and each directory directly in one, with
+    /// enough exact `rules` below it for a listing to pay (a home before
+    /// the directories in it, which are not listed when it shows them
+    /// absent).
+    fn of_busy(homes: &[PathBuf], rules: &[Sourced<PathPattern>]) -> Listed {
+        let mut listed = Listed::default();
+        for home in homes {
+            let mut below: BTreeMap<PathBuf, usize> = BTreeMap::new();
+            for rule in rules {
+                let PathPattern::Exact(path) = &rule.value else {
+                    continue;
+                };
+                let Ok(rest) = path.strip_prefix(home) else {
+                    continue;
+                };
+                *below.entry(home.clone()).or_default() += 1;
+                let mut parts = rest.components();
+                if let (Some(first), Some(_)) = (parts.next(), parts.next()) {
+                    *below.entry(home.join(first)).or_default() += 1;
+                }
+            }
+            // The home sorts before the directories in it.
+            for (dir, count) in below {
+                if count >= LISTING_PAYS && !listed.absent(&dir) {
+                    listed.add(&dir);
+                }
+            }
+        }
+        listed
+    }
+
+    fn add(&mut self, dir: &Path) {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            let names = entries.flatten().map(|e| e.file_name()).collect();
+            self.0.push((dir.to_path_buf(), names));
+        }
+    }
+
+    /// Every entry listed: its directory and its name.
+    fn entries(&self) -> impl Iterator<Item = (&Path, &OsStr)> {
+        self.0.iter().flat_map(|(dir, names)| {
+            names
+                .iter()
+                .map(move |name| (dir.as_path(), name.as_os_str()))
+        })
+    }
+
+    /// Whether a listing shows that `path` does not exist: the entry it
+    /// goes through below a listed directory is not there.
+    fn absent(&self, path: &Path) -> bool {
+        self.0.iter().any(|(dir, names)| {
+            path.strip_prefix(dir)
+                .ok()
+                .and_then(|rest| rest.components().next())
+                .is_some_and(|first| !names.contains(first.as_os_str()))
+        })
+    }
+
+    /// `path`'s metadata, not following a last link: not found, without a
+    /// lookup, where a listing shows it is absent.
+    fn lstat(&self, path: &Path) -> io::Result<std::fs::Metadata> {
+        if self.absent(path) {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        path.symlink_metadata()
+    }
 }
 
 /// `path` with its longest existing ancestor made canonical and the rest

@@ -315,3 +315,72 @@ fn every_file_system_made_afresh_lies_under_a_fresh_mount_landlock_covers_inside
         );
     }
 }
+
+#[test]
+fn a_listing_marks_what_lookups_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(project.join(".vscode")).unwrap();
+    std::fs::create_dir_all(project.join(".cargo")).unwrap();
+    std::fs::write(project.join(".envrc"), "").unwrap();
+    std::fs::write(project.join(".cargo/config.toml"), "").unwrap();
+    let view = FileView {
+        writable: vec![project.clone()],
+        ..FileView::default()
+    };
+    let listing = Listed::of(&project);
+    let (mut looked_up, mut listed) = (Marks::default(), Marks::default());
+    for name in [
+        ".bashrc",
+        ".envrc",
+        ".vscode/",
+        ".cargo/config.toml",
+        ".cargo/config",
+        ".roo/mcp.json",
+        ".kiro/hooks",
+    ] {
+        view.protect(&project, name, &mut looked_up).unwrap();
+        view.protect_listed(&project, name, &listing, &mut listed)
+            .unwrap();
+    }
+    assert_eq!(looked_up.read_only, listed.read_only);
+    assert_eq!(looked_up.pins, listed.pins);
+    assert_eq!(looked_up.guarded, listed.guarded);
+    assert!(listed
+        .read_only
+        .contains(&project.join(".cargo/config.toml")));
+    assert!(listed.guarded.contains(&project.join(".roo/mcp.json")));
+    assert!(listing.absent(&project.join(".roo/mcp.json")));
+    assert!(!listing.absent(&project.join(".cargo/config")));
+    assert!(!listing.absent(&project));
+    // A protected name that is a link is refused with a listing too.
+    std::os::unix::fs::symlink("/etc/hostname", project.join(".zshrc")).unwrap();
+    let listing = Listed::of(&project);
+    assert!(matches!(
+        view.protect_listed(&project, ".zshrc", &listing, &mut listed),
+        Err(FilesError::ProtectedSymlink(p)) if p == project.join(".zshrc")
+    ));
+}
+
+#[test]
+fn only_homes_with_many_entries_below_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(home.join(".config")).unwrap();
+    let rule = |p: PathBuf| Sourced::new(PathPattern::Exact(p), crate::policy::Source::Builtin);
+    let mut rules: Vec<_> = (0..LISTING_PAYS)
+        .map(|i| rule(home.join(".config").join(format!("tool{i}"))))
+        .collect();
+    rules.extend((0..LISTING_PAYS).map(|i| rule(home.join(".gone").join(format!("{i}")))));
+    rules.push(rule(home.join(".few/one")));
+    let listed = Listed::of_busy(std::slice::from_ref(&home), &rules);
+    let dirs: Vec<&Path> = listed.0.iter().map(|(d, _)| d.as_path()).collect();
+    // `.gone` is absent from the home's listing: not listed itself.
+    assert_eq!(dirs, vec![home.as_path(), home.join(".config").as_path()]);
+    assert!(listed.absent(&home.join(".config/tool0")));
+    assert!(listed.absent(&home.join(".gone/0")));
+    assert!(listed.absent(&home.join(".few/one")));
+    std::fs::write(home.join(".config/tool0"), "").unwrap();
+    let listed = Listed::of_busy(std::slice::from_ref(&home), &rules);
+    assert!(!listed.absent(&home.join(".config/tool0")));
+}

@@ -173,6 +173,50 @@ fn allowed_unix_sockets(policy: &Policy) -> Result<Vec<SocketId>, SandboxError> 
     Ok(ids)
 }
 
+/// Plans the file view and makes the cgroup, at once: the kernel takes a
+/// while over each cgroup it makes, and the plan needs none of it. The
+/// thread is joined before this returns, so none is alive across the
+/// clone that follows; where no thread can be started, one after the
+/// other. Not with `--max-memory`: without a cgroup that is an
+/// address-space rlimit on init, which inherits the address space the
+/// thread's allocator reserved (tens of MiB) and would run out of it.
+fn plan_view_and_limits(
+    policy: &Policy,
+    sandbox_id: &str,
+) -> Result<(FileView, Result<LimitPlan, LimitsError>), FilesError> {
+    /// Ample for making a cgroup; kept small, as the stack stays mapped.
+    const CGROUP_THREAD_STACK: usize = 256 * 1024;
+    let prepare = || LimitPlan::prepare(&policy.limits, sandbox_id);
+    if policy.limits.max_memory.is_some() {
+        let view = FileView::plan(policy)?;
+        return Ok((view, prepare()));
+    }
+    let (view, limits) = std::thread::scope(|scope| {
+        let limits = std::thread::Builder::new()
+            .stack_size(CGROUP_THREAD_STACK)
+            .spawn_scoped(scope, prepare);
+        let view = FileView::plan(policy);
+        let limits = match limits {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => prepare(),
+        };
+        (view, limits)
+    });
+    match view {
+        Ok(view) => Ok((view, limits)),
+        Err(e) => {
+            // The view's refusal is the one reported, as when the cgroup
+            // was made only after it; the one made meanwhile goes.
+            if let Ok(limits) = &limits {
+                limits.remove();
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Runs the command in the sandbox and returns its exit code (128+N if it
 /// died of signal N).
 pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
@@ -213,9 +257,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let unix_sockets = allowed_unix_sockets(policy)?;
     // Anything changed after this instant was the sandbox's doing.
     let started_at = std::time::SystemTime::now();
-    let mut view = FileView::plan(policy)?;
+    let (mut view, limits) = plan_view_and_limits(policy, &sandbox_id)?;
     view.trust_bundle = credentials.as_ref().map(|c| c.bind());
-    let limits = match LimitPlan::prepare(&policy.limits, &sandbox_id) {
+    let limits = match limits {
         Ok(plan) => plan,
         Err(e) if policy.degraded_ok(Layer::Limits) => {
             warn_degraded(Layer::Limits, &e.to_string());

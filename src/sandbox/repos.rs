@@ -362,12 +362,7 @@ pub fn enclosing_git_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for ancestor in dir.ancestors().skip(1) {
         let mut one = Scan::default();
-        let names = Names {
-            files: listed(ancestor, |t| t.is_file()),
-            dirs: listed(ancestor, |t| t.is_dir()),
-            links: listed(ancestor, |t| t.is_symlink()),
-        };
-        classify(ancestor, &names, &mut one);
+        classify(ancestor, &looked_for(ancestor), &mut one);
         if !one.git_dirs.is_empty() || !one.work_trees.is_empty() {
             found.extend(one.git_dirs);
             if let Ok(real) = std::fs::canonicalize(ancestor.join(".git")) {
@@ -381,18 +376,31 @@ pub fn enclosing_git_dirs(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The names in `dir` of the kinds git looks for, if it can be read.
-fn listed(dir: &Path, kind: impl Fn(std::fs::FileType) -> bool) -> Vec<std::ffi::OsString> {
+/// The names in `dir` git looks for, by kind, each looked at once.
+fn looked_for(dir: &Path) -> Names {
     const LOOKED_FOR: [&str; 5] = [".git", "HEAD", "objects", "refs", "commondir"];
-    LOOKED_FOR
-        .iter()
-        .filter(|n| {
-            dir.join(n)
-                .symlink_metadata()
-                .is_ok_and(|m| kind(m.file_type()))
-        })
-        .map(|n| (*n).into())
-        .collect()
+    let mut names = Names {
+        files: Vec::new(),
+        dirs: Vec::new(),
+        links: Vec::new(),
+    };
+    for name in LOOKED_FOR {
+        let Ok(meta) = dir.join(name).symlink_metadata() else {
+            continue;
+        };
+        let kind = meta.file_type();
+        let of_kind = if kind.is_file() {
+            &mut names.files
+        } else if kind.is_dir() {
+            &mut names.dirs
+        } else if kind.is_symlink() {
+            &mut names.links
+        } else {
+            continue;
+        };
+        of_kind.push(name.into());
+    }
+    names
 }
 
 /// After the run: walks `roots` again; neutralises the git dirs inside

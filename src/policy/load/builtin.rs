@@ -181,7 +181,14 @@ pub(super) fn other_homes(passwd: &[PathBuf]) -> Vec<PathBuf> {
         .cloned()
         .chain([PathBuf::from("/root")])
         .chain(in_home);
+    // Many system accounts share a home (`/nonexistent`, `/bin`): each
+    // path is resolved once.
+    let mut seen: Vec<PathBuf> = Vec::new();
     for home in candidates {
+        if seen.contains(&home) {
+            continue;
+        }
+        seen.push(home.clone());
         let Ok(home) = home.canonicalize() else {
             continue; // `/nonexistent` and the like
         };
