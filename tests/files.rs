@@ -482,3 +482,62 @@ fn landlock_alone_keeps_the_deny_list_unreadable() {
         }
     });
 }
+
+/// A denied path inside the project makes the project's root a directory
+/// "on the way" to it, whose existing entries are granted one by one when
+/// the sandbox starts: a file the command makes there afterwards gets no
+/// read rule, so it can be written but not read back.
+#[test]
+fn a_file_made_beside_a_denied_path_in_the_project_reads_back() {
+    each_fixture(|mode, fx| {
+        let secret = fx.project.join("sec");
+        std::fs::create_dir(&secret).unwrap();
+        std::fs::write(secret.join("k"), fx.canary("sec/k")).unwrap();
+        chown_tree(&fx.project, mode);
+        let made = fx.project.join(format!("made-{}", fx.token));
+        let out = fx.sandbox().flag("--deny-read", &secret).sh(&format!(
+            "echo written-{t} > {m} && cat {m}; cat {s}/k",
+            t = fx.token,
+            m = made.display(),
+            s = secret.display()
+        ));
+        assert!(
+            !out.stdout.contains(&fx.canary("sec/k")),
+            "{mode:?}: denied file read: {out:#?}"
+        );
+        assert!(
+            out.stdout.contains(&format!("written-{}", fx.token)),
+            "{mode:?}: a file made in the project does not read back: {out:#?}"
+        );
+    });
+}
+
+/// A `--deny-read` path inside a writable area is planned by name: one run
+/// renames its parent away (it may: only the denied path itself is a mount
+/// point) and puts an empty directory in its place, and the next run with
+/// the same flags reads the denied file under the new name.
+#[test]
+fn a_denied_path_in_the_project_stays_denied_after_its_parent_is_renamed() {
+    each_fixture(|mode, fx| {
+        let secret = fx.project.join("sec");
+        std::fs::create_dir(&secret).unwrap();
+        std::fs::write(secret.join("k"), fx.canary("sec/k")).unwrap();
+        chown_tree(&fx.project, mode);
+        let moved = fx.project.join("sec.moved");
+        fx.sandbox()
+            .flag("--deny-read", secret.join("k"))
+            .sh(&format!(
+                "mv {s} {m} && mkdir {s}",
+                s = secret.display(),
+                m = moved.display()
+            ));
+        let out = fx
+            .sandbox()
+            .flag("--deny-read", secret.join("k"))
+            .sh(&format!("cat {}/k", moved.display()));
+        assert!(
+            !out.stdout.contains(&fx.canary("sec/k")),
+            "{mode:?}: the denied file read after a rename of its parent: {out:#?}"
+        );
+    });
+}

@@ -172,6 +172,13 @@ const SYS_MASKED_FILES: &[&str] = &[
 /// Host paths the sandbox replaces wholesale; policy paths under them only
 /// matter beneath a writable bind.
 const REPLACED: &[&str] = &["/proc", "/dev", "/tmp"];
+/// Whether init builds the mount view: with its namespaces, unless a
+/// debug build's test switch (`CORDON_TEST_WEAKEN=files`) keeps the
+/// host's view.
+pub fn mount_view_on(namespaces: bool) -> bool {
+    namespaces && !super::weaken::off("files")
+}
+
 /// The file systems [`FileView::apply`] mounts afresh, whose inodes only
 /// the sandbox's own view has (everything else it shows is a bind of the
 /// host's, hidden paths aside): Landlock's rules for them are made inside.
@@ -462,6 +469,14 @@ impl FileView {
             }
         }
         view.repos_at_start = scan;
+        // A denied path in a writable area stays where it was planned: a
+        // directory on the way to it renamed away would take the file (and
+        // the mount over it) along, out from under the next run's plan.
+        for (hidden, _) in &view.hidden {
+            if view.is_writable(hidden) {
+                view.pin_parents(hidden, &mut marks);
+            }
+        }
         let Marks {
             mut read_only,
             mut pins,
@@ -469,7 +484,9 @@ impl FileView {
             ..
         } = marks;
         read_only.retain(|p| view.relevant(p) && view.is_writable(p) && !view.is_hidden(p));
-        pins.retain(|p: &PathBuf| !view.writable.contains(p) && !read_only.contains(p));
+        pins.retain(|p: &PathBuf| {
+            !view.writable.contains(p) && !read_only.contains(p) && !view.is_hidden(p)
+        });
         guarded.retain(|p| view.is_writable(p) && !view.is_hidden(p));
         view.read_only = read_only.into_iter().collect();
         view.pinned = pins.into_iter().collect();

@@ -151,8 +151,7 @@ fn setup(
             .map(|port| k.listen_loopback(port))
             .collect::<std::io::Result<_>>()
             .map_err(|e| fail(Layer::Namespaces, format!("proxy listeners on lo: {e}")))?;
-        // TEST-ONLY (debug builds): `CORDON_TEST_WEAKEN=files` keeps the host's view.
-        if !weaken::off("files") {
+        if super::files::mount_view_on(plan.namespaces) {
             plan.view
                 .apply(k.mounts())
                 .map_err(|e| fail(Layer::Namespaces, e))?;
@@ -201,7 +200,8 @@ fn setup(
     if let Some(made) = ruleset {
         let landlocked = made.map_err(|e| e.to_string()).and_then(|pending| {
             host_rules?;
-            k.landlock(pending, plan.view, &plan.tcp_ports, connect_only)
+            let mounted = super::files::mount_view_on(plan.namespaces);
+            k.landlock(pending, plan.view, mounted, &plan.tcp_ports, connect_only)
                 .map_err(|e| e.to_string())
         });
         degrade_or_fail(plan, channel, Layer::Landlock, landlocked)?;
@@ -704,6 +704,7 @@ mod tests {
             &mut self,
             _: crate::sandbox::landlock::Pending,
             _: &FileView,
+            _: bool,
             _: &[u16],
             _: &[u16],
         ) -> Result<(), LandlockError> {

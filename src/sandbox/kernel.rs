@@ -77,6 +77,7 @@ pub trait InitKernel {
         &mut self,
         ruleset: landlock::Pending,
         view: &FileView,
+        mounted: bool,
         tcp_ports: &[u16],
         connect_only: &[u16],
     ) -> Result<(), LandlockError>;
@@ -171,10 +172,11 @@ impl InitKernel for Linux {
         &mut self,
         ruleset: landlock::Pending,
         view: &FileView,
+        mounted: bool,
         tcp_ports: &[u16],
         connect_only: &[u16],
     ) -> Result<(), LandlockError> {
-        landlock::restrict(ruleset, view, tcp_ports, connect_only).map(drop)
+        landlock::restrict(ruleset, view, mounted, tcp_ports, connect_only).map(drop)
     }
 
     fn drop_capabilities(&mut self) -> Result<(), caps::errors::CapsError> {

@@ -19,7 +19,8 @@
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use landlock::{
@@ -51,6 +52,8 @@ pub enum LandlockError {
     Abi(io::Error),
     #[error("a rule for {}: {source}", .path.display())]
     HostRule { path: PathBuf, source: io::Error },
+    #[error("reading {} for its rules: {source}", .path.display())]
+    Walk { path: PathBuf, source: io::Error },
 }
 
 /// What was enforced, for `doctor` and the audit trail.
@@ -96,8 +99,13 @@ pub fn create() -> Result<(Pending, Option<OwnedFd>), LandlockError> {
 /// host's view: read everywhere but the hidden paths and [`FRESH_MOUNTS`],
 /// read again on the islands beneath hidden directories, write on the
 /// writable paths. Rights the kernel's ABI lacks are left out, as the
-/// crate leaves them out of the ruleset's handled rights.
-pub fn add_host_rules(ruleset: BorrowedFd<'_>, view: &FileView) -> Result<(), LandlockError> {
+/// crate leaves them out of the ruleset's handled rights. `mounted`: the
+/// mount view is in force (see [`denied_paths`]).
+pub fn add_host_rules(
+    ruleset: BorrowedFd<'_>,
+    view: &FileView,
+    mounted: bool,
+) -> Result<(), LandlockError> {
     let abi = ABI::from(sys::landlock_abi().map_err(LandlockError::Abi)?);
     let mut rules = HostRules {
         ruleset,
@@ -105,7 +113,7 @@ pub fn add_host_rules(ruleset: BorrowedFd<'_>, view: &FileView) -> Result<(), La
     };
     let read = AccessFs::from_read(abi);
     let write = AccessFs::from_write(abi);
-    let hidden = hidden_paths(view);
+    let hidden = denied_paths(view, mounted);
     let fresh: BTreeSet<PathBuf> = FRESH_MOUNTS.iter().map(PathBuf::from).collect();
     grant_read(&mut rules, Path::new("/"), &hidden, &fresh, read)?;
     // Islands: readable paths beneath a hidden directory.
@@ -128,13 +136,14 @@ pub fn add_host_rules(ruleset: BorrowedFd<'_>, view: &FileView) -> Result<(), La
 pub fn restrict(
     pending: Pending,
     view: &FileView,
+    mounted: bool,
     tcp_ports: &[u16],
     connect_only: &[u16],
 ) -> Result<Enforcement, LandlockError> {
     let Pending(mut ruleset) = pending;
     let read = AccessFs::from_read(WANTED_ABI);
     let write = AccessFs::from_write(WANTED_ABI);
-    let hidden = hidden_paths(view);
+    let hidden = denied_paths(view, mounted);
     for fresh in FRESH_MOUNTS {
         grant_read(
             &mut ruleset,
@@ -168,8 +177,27 @@ pub fn restrict(
     }
 }
 
-fn hidden_paths(view: &FileView) -> BTreeSet<PathBuf> {
-    view.hidden.iter().map(|(p, _)| p.clone()).collect()
+/// The hidden paths Landlock leaves unreadable. With the mount view in
+/// force, those inside a writable area are left to it: Landlock can only
+/// spare a denied path by granting its siblings one by one, so a file made
+/// beside it later would get no rule and could not be read back, while the
+/// view's mount over the denied path (pinned in place, see `files`) keeps
+/// it hidden for the whole run. Without the view Landlock is all there is,
+/// and keeps them all.
+fn denied_paths(view: &FileView, mounted: bool) -> BTreeSet<PathBuf> {
+    let writable = |p: &Path| {
+        view.writable
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(SHARED_WRITABLE.iter().map(Path::new))
+            .any(|w| p.starts_with(w))
+    };
+    view.hidden
+        .iter()
+        .map(|(p, _)| p)
+        .filter(|p| !(mounted && writable(p)))
+        .cloned()
+        .collect()
 }
 
 /// Where rules go: the crate's ruleset in init, the handed-over descriptor
@@ -218,19 +246,32 @@ impl Rules for HostRules<'_> {
             path: path.to_path_buf(),
             source,
         };
-        let is_dir = match is_dir {
-            Some(known) => known,
-            None => nix::sys::stat::fstat(parent.as_raw_fd())
+        let is_dir_now = || {
+            nix::sys::stat::fstat(parent.as_raw_fd())
                 .map(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
-                .map_err(|e| failed(e.into()))?,
+                .map_err(|e| failed(e.into()))
+        };
+        let is_dir = match is_dir {
+            Some(listed) => listed,
+            None => is_dir_now()?,
         };
         // The kernel refuses a directory's rights on anything else.
-        let access = if is_dir {
-            access
-        } else {
-            access & self.file_rights
+        let rights = |dir: bool| {
+            if dir {
+                access
+            } else {
+                access & self.file_rights
+            }
         };
-        sys::landlock_add_path_rule(self.ruleset, parent, access.bits()).map_err(failed)
+        match sys::landlock_add_path_rule(self.ruleset, parent, rights(is_dir).bits()) {
+            // Listed as a directory, opened as something else (renamed in
+            // between): the rights of what was opened.
+            Err(e) if is_dir && e.raw_os_error() == Some(libc::EINVAL) && !is_dir_now()? => {
+                sys::landlock_add_path_rule(self.ruleset, parent, rights(false).bits())
+                    .map_err(failed)
+            }
+            other => other.map_err(failed),
+        }
     }
 }
 
@@ -240,10 +281,24 @@ fn add(
     path: &Path,
     access: BitFlags<AccessFs>,
 ) -> Result<(), LandlockError> {
-    if let Ok(fd) = PathFd::new(path) {
-        rules.add(fd.as_fd(), access, None, path)?;
+    match PathFd::new(path) {
+        Ok(fd) => rules.add(fd.as_fd(), access, None, path),
+        Err(_) => Ok(()),
     }
-    Ok(())
+}
+
+/// The names in `dir` that lead to a path of `paths`.
+fn names_on_the_way<'a>(
+    dir: &Path,
+    paths: impl Iterator<Item = &'a PathBuf>,
+) -> BTreeSet<&'a OsStr> {
+    paths
+        .filter_map(|h| h.strip_prefix(dir).ok()?.components().next())
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Grants `read` on `dir` minus the hidden paths beneath it: whole subtrees
@@ -262,52 +317,126 @@ fn grant_read(
     if hidden.contains(dir) || skip.contains(dir) {
         return Ok(());
     }
-    // The names in `dir` that lead to a hidden or skipped path: the entries
-    // visited in turn; every other entry is granted whole.
-    let on_the_way: BTreeSet<&OsStr> = hidden
-        .iter()
-        .chain(skip)
-        .filter_map(|h| h.strip_prefix(dir).ok()?.components().next())
-        .filter_map(|c| match c {
-            Component::Normal(name) => Some(name),
-            _ => None,
-        })
-        .collect();
-    if on_the_way.is_empty() {
+    if names_on_the_way(dir, hidden.iter().chain(skip)).is_empty() {
         return add(rules, dir, read);
     }
-    let Ok(dir_fd) = PathFd::new(dir) else {
-        return Ok(());
+    let opened = nix::fcntl::open(
+        dir,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    );
+    match opened {
+        Ok(fd) => walk(rules, dir, sys::own_fd(fd), hidden, skip, read),
+        Err(e) => unopened(dir, e),
+    }
+}
+
+/// A path the walk could not open: nothing to grant if it is gone, out of
+/// reach or (since listed) turned into a link or a file; anything else
+/// (no descriptor or memory left) leaves the ruleset short, and refuses.
+fn unopened(path: &Path, e: nix::Error) -> Result<(), LandlockError> {
+    use nix::errno::Errno;
+    match e {
+        Errno::ENOENT | Errno::EACCES | Errno::EPERM | Errno::ELOOP | Errno::ENOTDIR => Ok(()),
+        _ => Err(LandlockError::Walk {
+            path: path.to_path_buf(),
+            source: e.into(),
+        }),
+    }
+}
+
+/// [`grant_read`] for the directory open at `dir_fd`: its entries are
+/// opened beside one another, never through a link, so a directory on the
+/// way swapped for a link to a denied one grants nothing there.
+fn walk(
+    rules: &mut dyn Rules,
+    dir: &Path,
+    dir_fd: OwnedFd,
+    hidden: &BTreeSet<PathBuf>,
+    skip: &BTreeSet<PathBuf>,
+    read: BitFlags<AccessFs>,
+) -> Result<(), LandlockError> {
+    let on_the_way = names_on_the_way(dir, hidden.iter().chain(skip));
+    let listing = dir_fd
+        .try_clone()
+        .map_err(|e| nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+        .and_then(|copy| nix::dir::Dir::from_fd(copy.into_raw_fd()));
+    let mut listing = match listing {
+        Ok(listing) => listing,
+        // Unlistable: listing only, as the kernel would decide anyway.
+        Err(e) => {
+            unopened(dir, e)?;
+            return rules.add(dir_fd.as_fd(), AccessFs::ReadDir.into(), Some(true), dir);
+        }
     };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return rules.add(dir_fd.as_fd(), AccessFs::ReadDir.into(), Some(true), dir);
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if on_the_way.contains(name.as_os_str()) {
-            grant_read(rules, &dir.join(&name), hidden, skip, read)?;
+    for entry in listing.iter() {
+        let entry = entry.map_err(|e| LandlockError::Walk {
+            path: dir.to_path_buf(),
+            source: e.into(),
+        })?;
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if name == "." || name == ".." {
             continue;
         }
-        let Ok(kind) = entry.file_type() else {
+        let path = dir.join(name);
+        if on_the_way.contains(name) {
+            if hidden.contains(&path) || skip.contains(&path) {
+                continue;
+            }
+            let opened = nix::fcntl::openat(
+                Some(dir_fd.as_raw_fd()),
+                name,
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            );
+            match opened {
+                Ok(fd) => walk(rules, &path, sys::own_fd(fd), hidden, skip, read)?,
+                Err(e) => unopened(&path, e)?,
+            }
             continue;
+        }
+        use nix::dir::Type;
+        let kind = match entry.file_type() {
+            Some(kind) => kind,
+            None => match nix::sys::stat::fstatat(
+                Some(dir_fd.as_raw_fd()),
+                name,
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            ) {
+                Ok(st) => match st.st_mode & libc::S_IFMT {
+                    libc::S_IFLNK => Type::Symlink,
+                    libc::S_IFDIR => Type::Directory,
+                    _ => Type::File,
+                },
+                Err(e) => {
+                    unopened(&path, e)?;
+                    continue;
+                }
+            },
         };
-        if kind.is_symlink() {
+        if kind == Type::Symlink {
             continue;
         }
         // Opened beside its siblings (one name to look up, not the whole
         // path); a name swapped for a link since the listing opens the
         // link itself, which grants nothing.
         let opened = nix::fcntl::openat(
-            Some(dir_fd.as_fd().as_raw_fd()),
-            name.as_os_str(),
+            Some(dir_fd.as_raw_fd()),
+            name,
             OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::empty(),
         );
-        if let Ok(fd) = opened {
-            let path = dir.join(&name);
-            let fd = sys::own_fd(fd);
-            rules.add(fd.as_fd(), read, Some(kind.is_dir()), &path)?;
+        match opened {
+            Ok(fd) => {
+                let fd = sys::own_fd(fd);
+                rules.add(fd.as_fd(), read, Some(kind == Type::Directory), &path)?;
+            }
+            Err(e) => unopened(&path, e)?,
         }
     }
     rules.add(dir_fd.as_fd(), AccessFs::ReadDir.into(), Some(true), dir)
 }
+
+#[cfg(test)]
+#[path = "landlock_tests.rs"]
+mod tests;

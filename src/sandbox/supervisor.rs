@@ -21,7 +21,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use super::channel::{Channel, Message};
-use super::files::FileView;
+use super::files::{self, FileView};
 use super::init::{self, InitPlan};
 use super::landlock;
 use super::limits::LimitPlan;
@@ -161,9 +161,11 @@ impl Sandbox {
             (other, _) => return Err(unexpected(&other)),
         };
         let failed = match (attached, ruleset) {
-            (true, Some(ruleset)) => landlock::add_host_rules(ruleset.as_fd(), view)
-                .err()
-                .map(|e| e.to_string()),
+            (true, Some(ruleset)) => {
+                landlock::add_host_rules(ruleset.as_fd(), view, files::mount_view_on(namespaces))
+                    .err()
+                    .map(|e| e.to_string())
+            }
             (true, None) => Some("init's ruleset did not arrive".into()),
             (false, _) => None,
         };
