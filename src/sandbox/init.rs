@@ -4,21 +4,17 @@
 //! the command's status.
 
 use std::ffi::{CString, OsStr, OsString};
-use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use libseccomp::ScmpFilterContext;
 use nix::sys::signal::{kill, SigSet, Signal};
 use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use super::channel::{Channel, Message};
-use super::create_gate::Guard;
 use super::files::FileView;
 use super::kernel::{InitKernel, Linux};
 use super::limits::LimitPlan;
@@ -315,7 +311,7 @@ fn degrade_or_fail<T, E: std::fmt::Display>(
 
 /// Starts the command and waits for it; returns init's exit code.
 fn supervise(
-    k: &mut dyn InitKernel,
+    k: &mut (dyn InitKernel + Send),
     plan: &InitPlan<'_>,
     prepared: Prepared,
     channel: Arc<Channel>,
@@ -328,45 +324,31 @@ fn supervise(
     let Ok(sfd) = SignalFd::with_flags(&mask, nix::sys::signalfd::SfdFlags::SFD_CLOEXEC) else {
         return 125;
     };
-    // The command's filter is built here, before the fork: between fork
-    // and exec the command only installs it (less to do there, and no
-    // copy-on-write faults).
-    let built = |gated| {
-        seccomp::command_filter(gated).map_err(|e| {
-            eprintln!("cordon: refusing to run: the seccomp layer could not be applied: the command's filter: {e}");
-        })
+    let (filter, diag) = match prepared.command_filter {
+        CommandFilter::Gated(diag) => (Filter::Gated, Some(diag)),
+        CommandFilter::Ungated => (Filter::Ungated, None),
+        CommandFilter::None => (Filter::None, None),
     };
-    // The command gets its filter's listener to init over this socket.
-    let (gate_end, command_end) = match prepared.command_filter {
-        CommandFilter::Gated(diag) => match (UnixStream::pair(), built(true)) {
-            (Ok((ours, theirs)), Ok(filter)) => {
-                (Some((ours, diag)), Handoff::Gated(theirs, filter))
-            }
-            (Err(e), _) => {
-                eprintln!("cordon: cannot start the UNIX socket gate: {e}");
-                return 125;
-            }
-            (_, Err(())) => return 125,
-        },
-        CommandFilter::Ungated => match built(false) {
-            Ok(filter) => (None, Handoff::Ungated(filter)),
-            Err(()) => return 125,
-        },
-        CommandFilter::None => (None, Handoff::None),
-    };
-    let child = match sys::fork() {
-        Ok(Forked::Child) => exec_command(k, plan, prepared.pty_slave.as_deref(), command_end),
-        Ok(Forked::Parent(pid)) => pid,
-        Err(e) => {
-            eprintln!("cordon: cannot start the command: {e}");
-            return 125;
+    let pty_slave = prepared.pty_slave.as_deref();
+    let started = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("cordon-start".into())
+            .stack_size(256 << 10)
+            .spawn_scoped(scope, || start_filtered(k, plan, pty_slave, filter))
+            .map_err(|e| cannot_start(&e))?
+            .join()
+            .unwrap_or_else(|_| Err(cannot_start(&"its thread failed")))
+    });
+    let (child, listener) = match started {
+        Ok(started) => started,
+        Err(failed) => {
+            eprintln!("cordon: {}", failed.message);
+            return failed.code;
         }
     };
-    let seccomp_on = !matches!(command_end, Handoff::None);
-    drop(command_end);
     // Init's threads, the gate's included (they inherit it), keep none of
     // the deny list: init reads hostile input at the gate.
-    if seccomp_on {
+    if !matches!(filter, Filter::None) {
         let filtered = seccomp::init_threads_filter().and_then(|f| k.install_seccomp(&f));
         if let Err(e) = filtered {
             eprintln!("cordon: refusing to run: the seccomp layer: init's own filter: {e}");
@@ -374,7 +356,7 @@ fn supervise(
             return 125;
         }
     }
-    if let Some((end, diag)) = gate_end {
+    if let (Some(listener), Some(diag)) = (listener, diag) {
         let report: Reporter = Box::new(move |refusal| {
             let msg = match refusal {
                 Refusal::Socket(path) => Message::SocketRefused {
@@ -389,14 +371,10 @@ fn supervise(
             };
             let _ = channel.send(&msg, &[]);
         });
-        if let Err(e) = start_gate(
-            child,
-            end,
-            diag,
-            plan.unix_sockets.clone(),
-            plan.view.guard.clone(),
-            report,
-        ) {
+        // The command may be running already: its gated calls wait in the
+        // listener's queue until the gate's threads take them.
+        let allowed = plan.unix_sockets.clone();
+        if let Err(e) = UnixGate::start(listener, diag, allowed, plan.view.guard.clone(), report) {
             // Killed: it may have started, but no gated call of its was answered.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
             kill_and_reap(child);
@@ -435,64 +413,78 @@ fn reap(child: Pid) -> Option<i32> {
     }
 }
 
-/// Takes the command filter's listener from the command (it cannot send it:
-/// its sends already stop at the filter) and starts the gate on it.
-fn start_gate(
-    child: Pid,
-    mut end: UnixStream,
-    diag: OwnedFd,
-    allowed: Vec<SocketId>,
-    guard: Guard,
-    report: Reporter,
-) -> std::io::Result<()> {
-    let mut number = [0u8; 4];
-    end.read_exact(&mut number)?;
-    let pidfd = sys::pidfd_open(child)?;
-    let listener = sys::pidfd_getfd(pidfd.as_fd(), i32::from_ne_bytes(number))?;
-    // The command may exec now: its gated calls wait in the listener's
-    // queue until the gate's threads, started meanwhile, take them.
-    end.write_all(b"+")?;
-    UnixGate::start(listener, diag, allowed, guard, report)
-}
-
-/// The command's side of [`CommandFilter`], with its filter built by init
-/// before the fork.
-enum Handoff {
+/// The seccomp filter the command gets on top of init's.
+#[derive(Clone, Copy)]
+enum Filter {
+    /// None: the seccomp layer is degraded.
     None,
-    Ungated(ScmpFilterContext),
-    /// The socket to hand init the filter's listener on.
-    Gated(UnixStream, ScmpFilterContext),
+    /// Without the UNIX socket gate (see [`CommandFilter::Ungated`]).
+    Ungated,
+    /// With the gate, which serves the filter's listener.
+    Gated,
 }
 
-/// In the command's process, last before exec: the command filter, whose
-/// listener init takes over. Writes and reads on the handoff socket are
-/// not gated.
-fn filter_command(k: &mut dyn InitKernel, handoff: Handoff) -> Result<(), String> {
-    let (mut end, filter) = match handoff {
-        Handoff::None => return Ok(()),
-        Handoff::Ungated(filter) => {
-            return k.install_seccomp(&filter).map_err(|e| e.to_string());
-        }
-        Handoff::Gated(end, filter) => (end, filter),
-    };
-    k.install_seccomp(&filter).map_err(|e| e.to_string())?;
-    let listener = seccomp::listener(&filter).map_err(|e| e.to_string())?;
-    // Init's pidfd_getfd needs us dumpable; exec sets it anew.
-    k.set_dumpable(true)
-        .map_err(|e| format!("PR_SET_DUMPABLE: {e}"))?;
-    end.write_all(&listener.as_raw_fd().to_ne_bytes())
-        .and_then(|()| end.read_exact(&mut [0u8; 1]))
-        .map_err(|e| format!("handing the listener to init: {e}"))
-}
-
-/// In the command's process: terminal, signal mask, then exec.
-fn exec_command(
+/// On a thread of init's own: the command's filter, then the command.
+///
+/// A seccomp filter binds the thread that installs it and what that thread
+/// starts. Installed here, it binds the command from its first instruction
+/// while init's other threads stay free of it, and its listener is init's
+/// from the start: nothing is handed over between the command's start and
+/// its exec, so without a terminal to attach the command is spawned
+/// straight into its exec (see [`sys::spawn`]). Returns the command's pid
+/// and, with the gate, the listener.
+fn start_filtered(
     k: &mut dyn InitKernel,
     plan: &InitPlan<'_>,
     pty_slave: Option<&Path>,
-    handoff: Handoff,
-) -> ! {
-    let failed = start_command(k, plan, pty_slave, handoff);
+    filter: Filter,
+) -> Result<(Pid, Option<OwnedFd>), NotStarted> {
+    let listener = filter_command(k, filter).map_err(|e| NotStarted {
+        code: 125,
+        message: format!(
+            "refusing to run: the seccomp layer could not be applied: the command's filter: {e}"
+        ),
+    })?;
+    if pty_slave.is_none() {
+        let program = resolve_or_not_found(plan)?;
+        return sys::spawn(&program, &plan.argv, &plan.env)
+            .map(|pid| (pid, listener))
+            .map_err(|err| exec_failed(&program, err));
+    }
+    match sys::fork() {
+        Ok(Forked::Child) => exec_command(k, plan, pty_slave),
+        Ok(Forked::Parent(pid)) => Ok((pid, listener)),
+        Err(e) => Err(cannot_start(&e)),
+    }
+}
+
+/// The command could not be started at all (no thread, no fork).
+fn cannot_start(why: &dyn std::fmt::Display) -> NotStarted {
+    NotStarted {
+        code: 125,
+        message: format!("cannot start the command: {why}"),
+    }
+}
+
+/// Installs the command's filter on this thread; with the gate, returns
+/// its listener.
+fn filter_command(k: &mut dyn InitKernel, filter: Filter) -> Result<Option<OwnedFd>, String> {
+    let gated = match filter {
+        Filter::None => return Ok(None),
+        Filter::Ungated => false,
+        Filter::Gated => true,
+    };
+    let ctx = seccomp::command_filter(gated).map_err(|e| e.to_string())?;
+    k.install_seccomp(&ctx).map_err(|e| e.to_string())?;
+    gated
+        .then(|| seccomp::listener(&ctx))
+        .transpose()
+        .map_err(|e| e.to_string())
+}
+
+/// In the command's process: terminal, signal mask, then exec.
+fn exec_command(k: &mut dyn InitKernel, plan: &InitPlan<'_>, pty_slave: Option<&Path>) -> ! {
+    let failed = start_command(k, plan, pty_slave);
     eprintln!("cordon: {}", failed.message);
     std::process::exit(failed.code)
 }
@@ -503,35 +495,54 @@ struct NotStarted {
     message: String,
 }
 
-/// The command's steps up to exec, which returns only if it failed.
+/// The forked command's steps up to exec (its filter is in place
+/// already), which returns only if it failed.
 fn start_command(
     k: &mut dyn InitKernel,
     plan: &InitPlan<'_>,
     pty_slave: Option<&Path>,
-    handoff: Handoff,
 ) -> NotStarted {
-    let not_started = |code, message| NotStarted { code, message };
     let _ = k.reset_signals();
     if let Some(slave) = pty_slave {
         if let Err(e) = k.attach_terminal(slave) {
-            return not_started(125, format!("cannot attach the terminal: {e}"));
+            return NotStarted {
+                code: 125,
+                message: format!("cannot attach the terminal: {e}"),
+            };
         }
     }
-    let Some(program) = resolve_command(&plan.argv[0], &plan.path_var) else {
-        let name = printable(OsStr::from_bytes(plan.argv[0].as_bytes()));
-        return not_started(127, format!("{name}: command not found"));
+    let program = match resolve_or_not_found(plan) {
+        Ok(program) => program,
+        Err(not_found) => return not_found,
     };
-    if let Err(e) = filter_command(k, handoff) {
-        return not_started(125, format!("refusing to run: the seccomp layer could not be applied: the command's filter: {e}"));
-    }
     let err = k.exec(&program, &plan.argv, &plan.env);
+    exec_failed(&program, err)
+}
+
+/// The command's program, found in its `PATH` (exit code 127 if not).
+fn resolve_or_not_found(plan: &InitPlan<'_>) -> Result<CString, NotStarted> {
+    resolve_command(&plan.argv[0], &plan.path_var).ok_or_else(|| {
+        let name = printable(OsStr::from_bytes(plan.argv[0].as_bytes()));
+        NotStarted {
+            code: 127,
+            message: format!("{name}: command not found"),
+        }
+    })
+}
+
+/// Exec of `program` failed with `err`: 127 if there is no such file,
+/// 126 otherwise, as shells answer.
+fn exec_failed(program: &CString, err: nix::errno::Errno) -> NotStarted {
     let code = if err == nix::errno::Errno::ENOENT {
         127
     } else {
         126
     };
     let name = printable(OsStr::from_bytes(program.as_bytes()));
-    not_started(code, format!("{name}: {err}"))
+    NotStarted {
+        code,
+        message: format!("{name}: {err}"),
+    }
 }
 
 /// Finds `name` like `execvp` would, in the command's own `PATH`.
@@ -789,8 +800,8 @@ mod tests {
         supervisor.send(&Message::Limited, &[]).unwrap();
         match setup(kernel, plan, &init) {
             Ok(_) => {
-                let filter = seccomp::command_filter(false).unwrap();
-                let not_started = start_command(kernel, plan, None, Handoff::Ungated(filter));
+                assert!(filter_command(kernel, Filter::Ungated).unwrap().is_none());
+                let not_started = start_command(kernel, plan, None);
                 assert_eq!(not_started.code, 127, "{}", not_started.message);
                 None
             }
@@ -800,7 +811,7 @@ mod tests {
 
     /// The hardening steps in the order init must take them (why: see
     /// `super::super::kernel`). The second seccomp is the command's own
-    /// filter, in its process, right before exec.
+    /// filter, on the thread that forks it, before the fork and exec.
     const HARDENED: [&str; 8] = [
         "close fds",
         "mount view",

@@ -175,15 +175,10 @@ impl UnixGate {
         loop {
             self.idle.fetch_add(1, Ordering::SeqCst);
             let received = seccomp::receive(&self.listener);
-            // The last idle worker takes a call that may block (a connect
-            // to a full backlog): keep one more waiting for the next.
-            if self.idle.fetch_sub(1, Ordering::SeqCst) == 1
-                && self.workers.load(Ordering::SeqCst) < MAX_WORKERS
-            {
-                let _ = self.spawn_worker();
-            }
+            let was_last_idle = self.idle.fetch_sub(1, Ordering::SeqCst) == 1;
             let Ok(call) = received else {
-                // A caller died before its call was read; or every process
+                // A caller died before its call was read (this worker goes
+                // back to waiting: no successor needed); or every process
                 // under the filter is gone, and then the listener hangs up
                 // and each receive fails at once: stop rather than spin.
                 if seccomp::hung_up(&self.listener) {
@@ -192,6 +187,11 @@ impl UnixGate {
                 }
                 continue;
             };
+            // The last idle worker took a call that may block (a connect
+            // to a full backlog): keep one more waiting for the next.
+            if was_last_idle && self.workers.load(Ordering::SeqCst) < MAX_WORKERS {
+                let _ = self.spawn_worker();
+            }
             // Refusals are recorded before they are answered, so the log
             // keeps the order in which the caller met them.
             match call.call {
@@ -801,6 +801,48 @@ mod tests {
         assert!(!found.contains(&kernel_id(&stale)), "{found:?}");
         // Asked twice on one socket: no leftovers of the first dump.
         assert!(diag_vfs_inodes(&diag).unwrap().contains(&kernel_id(&live)));
+    }
+
+    /// A listener whose filter no task is under any more: the filter was
+    /// loaded on a thread of its own (filters are per thread), which has
+    /// exited.
+    fn hung_up_listener() -> OwnedFd {
+        let listener = std::thread::spawn(|| {
+            use libseccomp::{ScmpAction, ScmpFilterContext, ScmpSyscall};
+            let mut ctx = ScmpFilterContext::new(ScmpAction::Allow).unwrap();
+            let unused = ScmpSyscall::from_name("uselib").unwrap();
+            ctx.add_rule(ScmpAction::Notify, unused).unwrap();
+            ctx.load().unwrap();
+            seccomp::listener(&ctx).unwrap()
+        })
+        .join()
+        .unwrap();
+        // The thread's filter is released a little after the join returns.
+        while !seccomp::hung_up(&listener) {
+            std::thread::yield_now();
+        }
+        listener
+    }
+
+    #[test]
+    fn a_worker_seeing_the_listener_hang_up_stops_without_a_successor() {
+        let gate = Arc::new(UnixGate {
+            listener: hung_up_listener(),
+            diag: Mutex::new(UnixGate::open_diag().unwrap()),
+            allowed: Vec::new(),
+            guard: Guard::default(),
+            report: Box::new(|_| {}),
+            idle: AtomicUsize::new(0),
+            workers: AtomicUsize::new(1),
+        });
+        // The gate's only worker, on this thread: it was the one idle
+        // worker when its receive failed.
+        Arc::clone(&gate).work();
+        assert_eq!(gate.workers.load(Ordering::SeqCst), 0);
+        // No new worker holds the gate: none was spawned for a call that
+        // never came (each would spawn the next, up to MAX_WORKERS, for
+        // init's exit to kill and reap).
+        assert_eq!(Arc::strong_count(&gate), 1);
     }
 
     #[test]

@@ -476,3 +476,67 @@ pub fn remove_file_capabilities(path: &Path) -> io::Result<()> {
         other => other.map(drop),
     }
 }
+
+/// Starts `program` with `argv` and `env` as a child of this thread, with
+/// no signal blocked and SIGPIPE at its default, and returns its pid; an
+/// exec failure comes back as its errno.
+///
+/// `posix_spawn` shares this process's memory with the child until its
+/// exec (glibc's `CLONE_VM | CLONE_VFORK`), where a fork would copy the
+/// page tables only for the exec to throw them away.
+pub fn spawn(
+    program: &std::ffi::CStr,
+    argv: &[std::ffi::CString],
+    env: &[std::ffi::CString],
+) -> Result<Pid, nix::errno::Errno> {
+    use nix::errno::Errno;
+    use nix::sys::signal::{SigSet, Signal};
+    let nul_terminated = |strings: &[std::ffi::CString]| {
+        let mut ptrs: Vec<*mut libc::c_char> =
+            strings.iter().map(|s| s.as_ptr().cast_mut()).collect();
+        ptrs.push(std::ptr::null_mut());
+        ptrs
+    };
+    let (argv, env) = (nul_terminated(argv), nul_terminated(env));
+    let unblocked = SigSet::empty();
+    let mut defaults = SigSet::empty();
+    defaults.add(Signal::SIGPIPE);
+    let flags = (libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF) as libc::c_short;
+    let mut attr = std::mem::MaybeUninit::<libc::posix_spawnattr_t>::uninit();
+    // SAFETY: `attr` is initialised by posix_spawnattr_init before any other
+    // use and destroyed once; the sets are valid `sigset_t`s that outlive
+    // the calls; `program` and every argv and env pointer are NUL-terminated
+    // strings borrowed for the call, each array ends in a null pointer, and
+    // `pid` is a valid place for the child's pid. posix_spawn reads them
+    // before it returns.
+    unsafe {
+        let rc = libc::posix_spawnattr_init(attr.as_mut_ptr());
+        if rc != 0 {
+            return Err(Errno::from_raw(rc));
+        }
+        let mut attr = attr.assume_init();
+        let mut rc = libc::posix_spawnattr_setsigmask(&mut attr, unblocked.as_ref());
+        if rc == 0 {
+            rc = libc::posix_spawnattr_setsigdefault(&mut attr, defaults.as_ref());
+        }
+        if rc == 0 {
+            rc = libc::posix_spawnattr_setflags(&mut attr, flags);
+        }
+        let mut pid: libc::pid_t = 0;
+        if rc == 0 {
+            rc = libc::posix_spawn(
+                &mut pid,
+                program.as_ptr(),
+                std::ptr::null(),
+                &attr,
+                argv.as_ptr(),
+                env.as_ptr(),
+            );
+        }
+        libc::posix_spawnattr_destroy(&mut attr);
+        match rc {
+            0 => Ok(Pid::from_raw(pid)),
+            e => Err(Errno::from_raw(e)),
+        }
+    }
+}
