@@ -173,48 +173,84 @@ fn allowed_unix_sockets(policy: &Policy) -> Result<Vec<SocketId>, SandboxError> 
     Ok(ids)
 }
 
-/// Plans the file view and makes the cgroup, at once: the kernel takes a
-/// while over each cgroup it makes, and the plan needs none of it. The
-/// thread is joined before this returns, so none is alive across the
-/// clone that follows; where no thread can be started, one after the
-/// other. Not with `--max-memory`: without a cgroup that is an
-/// address-space rlimit on init, which inherits the address space the
-/// thread's allocator reserved (tens of MiB) and would run out of it.
+/// What the supervisor works out on the host before the clone besides the
+/// file view: the credentials door's plan (placeholders, the trust
+/// bundle's file), the command's environment and the host UNIX sockets it
+/// may reach.
+struct HostSide {
+    credentials: Option<crate::credentials::Plan>,
+    env: CommandEnv,
+    unix_sockets: Vec<SocketId>,
+}
+
+impl HostSide {
+    fn prepare(policy: &Policy, run_name: &str) -> Result<HostSide, SandboxError> {
+        // cordon: credentials door. Placeholders and the trust bundle's
+        // file now (the environment and the file view need them); the CA
+        // and the real values only after init is forked (see `run`).
+        let credentials = crate::credentials::plan(&policy.inspection, run_name)?;
+        let env = command_env(&policy.env, credentials.as_ref())?;
+        let unix_sockets = allowed_unix_sockets(policy)?;
+        Ok(HostSide {
+            credentials,
+            env,
+            unix_sockets,
+        })
+    }
+}
+
+/// Plans the file view while another thread makes the cgroup and the rest
+/// of the host side: the kernel takes a while over each cgroup it makes,
+/// and the plan needs none of it. The thread is joined before this
+/// returns, so none is alive across the clone that follows; where no
+/// thread can be started, one after the other. Refusals are reported in
+/// the order they were when each step ran after the other: the host
+/// side's, the view's, then the cgroup's (by the caller). Not with
+/// `--max-memory`: without a cgroup that is an address-space rlimit on
+/// init, which inherits the address space the thread's allocator reserved
+/// (tens of MiB) and would run out of it.
 fn plan_view_and_limits(
     policy: &Policy,
     sandbox_id: &str,
-) -> Result<(FileView, Result<LimitPlan, LimitsError>), FilesError> {
-    /// Ample for making a cgroup; kept small, as the stack stays mapped.
-    const CGROUP_THREAD_STACK: usize = 256 * 1024;
-    let prepare = || LimitPlan::prepare(&policy.limits, sandbox_id);
-    if policy.limits.max_memory.is_some() {
-        let view = FileView::plan(policy)?;
-        return Ok((view, prepare()));
+    run_name: &str,
+) -> Result<(HostSide, FileView, Result<LimitPlan, LimitsError>), SandboxError> {
+    /// Ample for making a cgroup and the host side; kept small, as the
+    /// stack stays mapped.
+    const HOST_SIDE_THREAD_STACK: usize = 256 * 1024;
+    let others = || {
+        (
+            HostSide::prepare(policy, run_name),
+            LimitPlan::prepare(&policy.limits, sandbox_id),
+        )
+    };
+    let (view, (host, limits)) = if policy.limits.max_memory.is_some() {
+        let (host, limits) = others();
+        (FileView::plan(policy), (host, limits))
+    } else {
+        std::thread::scope(|scope| {
+            let others_thread = std::thread::Builder::new()
+                .stack_size(HOST_SIDE_THREAD_STACK)
+                .spawn_scoped(scope, others);
+            let view = FileView::plan(policy);
+            let others = match others_thread {
+                Ok(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(_) => others(),
+            };
+            (view, others)
+        })
+    };
+    let refused = match (host, view) {
+        (Ok(host), Ok(view)) => return Ok((host, view, limits)),
+        (Err(e), _) => e,
+        (Ok(_), Err(e)) => e.into(),
+    };
+    // The cgroup made meanwhile goes.
+    if let Ok(limits) = &limits {
+        limits.remove();
     }
-    let (view, limits) = std::thread::scope(|scope| {
-        let limits = std::thread::Builder::new()
-            .stack_size(CGROUP_THREAD_STACK)
-            .spawn_scoped(scope, prepare);
-        let view = FileView::plan(policy);
-        let limits = match limits {
-            Ok(handle) => handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            Err(_) => prepare(),
-        };
-        (view, limits)
-    });
-    match view {
-        Ok(view) => Ok((view, limits)),
-        Err(e) => {
-            // The view's refusal is the one reported, as when the cgroup
-            // was made only after it; the one made meanwhile goes.
-            if let Ok(limits) = &limits {
-                limits.remove();
-            }
-            Err(e)
-        }
-    }
+    Err(refused)
 }
 
 /// Runs the command in the sandbox and returns its exit code (128+N if it
@@ -248,16 +284,14 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .map_err(|_| SandboxError::Nul("the command"))?;
     let sandbox_id = new_sandbox_id();
     let run_name = format!("cordon-{}-{sandbox_id}", std::process::id());
-    // cordon: credentials door. Placeholders and the trust bundle's file
-    // now (the environment and the file view need them); the CA and the
-    // real values only after init is forked (see below).
-    let credentials = crate::credentials::plan(&policy.inspection, &run_name)?;
-    let (env, path_var, withheld) = command_env(&policy.env, credentials.as_ref())?;
-
-    let unix_sockets = allowed_unix_sockets(policy)?;
     // Anything changed after this instant was the sandbox's doing.
     let started_at = std::time::SystemTime::now();
-    let (mut view, limits) = plan_view_and_limits(policy, &sandbox_id)?;
+    let (host, mut view, limits) = plan_view_and_limits(policy, &sandbox_id, &run_name)?;
+    let HostSide {
+        credentials,
+        env: (env, path_var, withheld),
+        unix_sockets,
+    } = host;
     view.trust_bundle = credentials.as_ref().map(|c| c.bind());
     let limits = match limits {
         Ok(plan) => plan,
