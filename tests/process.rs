@@ -464,3 +464,15 @@ fn a_command_that_dies_with_its_parent_is_not_killed_at_start() {
     });
     nix::sched::sched_setaffinity(this_thread, &before).unwrap();
 }
+
+/// A command that could not be started at all (here: the sandbox's task
+/// cap leaves no room for it) is a set-up failure, 125, as README says;
+/// 126 means the command is not executable, which it is.
+#[test]
+fn a_command_with_no_room_to_start_is_a_setup_failure_not_126() {
+    each_fixture(|mode, fx| {
+        // Init and the thread that starts the command take both tasks.
+        let out = fx.sandbox().flag("--max-procs", "2").run(&["true"]);
+        assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
+    });
+}
