@@ -370,3 +370,109 @@ fn sigkill_of_cordon_leaves_no_cgroup() {
         );
     });
 }
+
+/// The command starts with every signal at its default disposition: no
+/// signal init's side ignores (glibc's `posix_spawn` sets its internal
+/// signals 32 and 33 to `SIG_IGN` in the child it spawns, and an ignored
+/// signal stays ignored across exec) reaches the command or its children.
+#[test]
+fn the_command_ignores_no_signal_it_did_not_choose_to() {
+    each_fixture(|mode, fx| {
+        // grep is exec'd straight by init and leaves its dispositions alone.
+        let out = fx.sandbox().run(&["grep", "^SigIgn:", "/proc/self/status"]);
+        out.ok();
+        let mask = out
+            .stdout
+            .split_whitespace()
+            .nth(1)
+            .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+            .unwrap_or_else(|| panic!("{mode:?}: no SigIgn line: {out:#?}"));
+        // Bit N-1 is signal N.
+        for signal in [32, 33] {
+            assert_eq!(
+                mask & (1 << (signal - 1)),
+                0,
+                "{mode:?}: signal {signal} is ignored in the command (SigIgn {mask:#x})"
+            );
+        }
+        // A child of the command dies of signal 33, as it would outside.
+        let out = fx
+            .sandbox()
+            .sh("sleep 30 & sleep 0.3; kill -33 $!; wait $!; echo status=$?");
+        assert!(out.stdout.contains("status=161"), "{mode:?}: {out:#?}");
+    });
+}
+
+/// A command that asks first thing to die with its parent
+/// (`PR_SET_PDEATHSIG`, as `tini -p`, `bwrap --die-with-parent` or a
+/// supervised worker does) runs to its end: the parent it sees is init,
+/// which outlives it. The kernel sends that signal when the *thread*
+/// that started the process exits, so a command started from a
+/// short-lived thread of init's is killed as soon as that thread ends.
+/// On one CPU the command runs first after its exec, which makes the
+/// race the rule rather than the exception.
+#[test]
+fn a_command_that_dies_with_its_parent_is_not_killed_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("pdeath.c");
+    std::fs::write(
+        &src,
+        "#include <sys/prctl.h>\n#include <signal.h>\n#include <unistd.h>\n\
+         int main(void){ prctl(PR_SET_PDEATHSIG, SIGKILL); usleep(100000); return 0; }\n",
+    )
+    .unwrap();
+    let Ok(st) = std::process::Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(dir.path().join("pdeath"))
+        .arg(&src)
+        .status()
+    else {
+        eprintln!("skipped: no C compiler");
+        return;
+    };
+    if !st.success() {
+        eprintln!("skipped: cannot build the test program");
+        return;
+    }
+    // This thread (and so cordon, init and the command, which inherit
+    // it) on one CPU.
+    let this_thread = nix::unistd::Pid::from_raw(0);
+    let before = nix::sched::sched_getaffinity(this_thread).unwrap();
+    let cpu = (0..nix::sched::CpuSet::count())
+        .find(|&c| before.is_set(c).unwrap_or(false))
+        .unwrap();
+    let mut one = nix::sched::CpuSet::new();
+    one.set(cpu).unwrap();
+    nix::sched::sched_setaffinity(this_thread, &one).unwrap();
+    each_fixture(|mode, fx| {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = fx.project.join("pdeath");
+        std::fs::copy(dir.path().join("pdeath"), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        chown(&bin, mode);
+        let killed = (0..10)
+            .map(|_| fx.sandbox().run(&["./pdeath"]))
+            .filter(|out| out.code != 0)
+            .collect::<Vec<_>>();
+        assert!(
+            killed.is_empty(),
+            "{mode:?}: {} of 10 runs did not end with 0 (137: SIGKILL): {:#?}",
+            killed.len(),
+            killed.first()
+        );
+    });
+    nix::sched::sched_setaffinity(this_thread, &before).unwrap();
+}
+
+/// A command that could not be started at all (here: the sandbox's task
+/// cap leaves no room for it) is a set-up failure, 125, as README says;
+/// 126 means the command is not executable, which it is.
+#[test]
+fn a_command_with_no_room_to_start_is_a_setup_failure_not_126() {
+    each_fixture(|mode, fx| {
+        // Init and the thread that starts the command take both tasks.
+        let out = fx.sandbox().flag("--max-procs", "2").run(&["true"]);
+        assert_eq!(out.code, 125, "{mode:?}: {out:#?}");
+    });
+}

@@ -7,6 +7,7 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use nix::sys::signal::{kill, SigSet, Signal};
@@ -331,7 +332,7 @@ fn degrade_or_fail<T, E: std::fmt::Display>(
 
 /// Starts the command and waits for it; returns init's exit code.
 fn supervise(
-    k: &mut (dyn InitKernel + Send),
+    k: &mut dyn InitKernel,
     plan: &InitPlan<'_>,
     prepared: Prepared,
     channel: Arc<Channel>,
@@ -351,17 +352,51 @@ fn supervise(
     };
     let pty_slave = prepared.pty_slave.as_deref();
     let programs = prepared.programs.as_ref();
-    let started = std::thread::scope(|scope| {
-        std::thread::Builder::new()
+    // The command's parent is the thread that starts it, and the kernel
+    // sends the parent-death signal a command may ask for when that thread
+    // ends: it stays, parked, until init's wait is over.
+    let finished = &AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let (started_tx, started_rx) = std::sync::mpsc::sync_channel(1);
+        let starter = std::thread::Builder::new()
             .name("cordon-start".into())
             .stack_size(256 << 10)
-            .spawn_scoped(scope, || {
-                start_filtered(k, plan, pty_slave, filter, programs)
-            })
-            .map_err(|e| cannot_start(&e))?
-            .join()
-            .unwrap_or_else(|_| Err(cannot_start(&"its thread failed")))
-    });
+            .spawn_scoped(scope, move || {
+                let started =
+                    start_filtered(&mut Linux::default(), plan, pty_slave, filter, programs);
+                let _ = started_tx.send(started);
+                while !finished.load(Ordering::SeqCst) {
+                    std::thread::park();
+                }
+            });
+        let started = match &starter {
+            Ok(_) => started_rx
+                .recv()
+                .unwrap_or_else(|_| Err(cannot_start(&"its thread failed"))),
+            Err(e) => Err(cannot_start(e)),
+        };
+        let code = serve(k, plan, started, filter, programs, diag, &sfd, channel);
+        finished.store(true, Ordering::SeqCst);
+        if let Ok(starter) = &starter {
+            starter.thread().unpark();
+        }
+        code
+    })
+}
+
+/// The rest of init's life once the command was started (or not): init's
+/// threads filtered, the gate started, the command waited for.
+#[allow(clippy::too_many_arguments)]
+fn serve(
+    k: &mut dyn InitKernel,
+    plan: &InitPlan<'_>,
+    started: Result<(Pid, Option<OwnedFd>), NotStarted>,
+    filter: Filter,
+    programs: Option<&Programs>,
+    diag: Option<OwnedFd>,
+    sfd: &SignalFd,
+    channel: Arc<Channel>,
+) -> i32 {
     let (child, listener) = match started {
         Ok(started) => started,
         Err(failed) => {
@@ -476,7 +511,12 @@ fn start_filtered(
         let program = resolve_or_not_found(plan)?;
         return sys::spawn(&program, &plan.argv, &plan.env)
             .map(|pid| (pid, listener))
-            .map_err(|err| exec_failed(&program, err));
+            .map_err(|err| match err {
+                // No process to exec in (the task cap, memory): set-up
+                // failed, as when a fork fails.
+                nix::errno::Errno::EAGAIN | nix::errno::Errno::ENOMEM => cannot_start(&err),
+                _ => exec_failed(&program, err),
+            });
     }
     match sys::fork() {
         Ok(Forked::Child) => exec_command(k, plan, pty_slave),

@@ -542,6 +542,20 @@ pub fn spawn(
     let unblocked = SigSet::empty();
     let mut defaults = SigSet::empty();
     defaults.add(Signal::SIGPIPE);
+    let mut defaults: libc::sigset_t = *defaults.as_ref();
+    // glibc's own signals (32 and 33, for threads and timers) are left
+    // ignored in a posix_spawn child, and an ignored signal stays ignored
+    // across exec: the command would inherit them so. sigaddset refuses
+    // them, so their bits are set directly.
+    // SAFETY: on Linux a `sigset_t` is an array of unsigned longs, signal
+    // N being bit N-1; `defaults` is a valid, initialised set.
+    unsafe {
+        let words = (&mut defaults as *mut libc::sigset_t).cast::<libc::c_ulong>();
+        let bits_per_word = libc::c_ulong::BITS as usize;
+        for signo in [32usize, 33] {
+            *words.add((signo - 1) / bits_per_word) |= 1 << ((signo - 1) % bits_per_word);
+        }
+    }
     let flags = (libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF) as libc::c_short;
     let mut attr = std::mem::MaybeUninit::<libc::posix_spawnattr_t>::uninit();
     // SAFETY: `attr` is initialised by posix_spawnattr_init before any other
@@ -558,7 +572,7 @@ pub fn spawn(
         let mut attr = attr.assume_init();
         let mut rc = libc::posix_spawnattr_setsigmask(&mut attr, unblocked.as_ref());
         if rc == 0 {
-            rc = libc::posix_spawnattr_setsigdefault(&mut attr, defaults.as_ref());
+            rc = libc::posix_spawnattr_setsigdefault(&mut attr, &defaults);
         }
         if rc == 0 {
             rc = libc::posix_spawnattr_setflags(&mut attr, flags);
