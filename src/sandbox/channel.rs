@@ -29,11 +29,6 @@ pub enum Message {
     /// Supervisor → init: the host paths' rules are in the ruleset, or why
     /// they could not be; init may enforce it.
     Ruled { failed: Option<String> },
-    /// Supervisor → init, after Ruled: the seccomp filters, compiled (or
-    /// why they could not be).
-    Filters {
-        programs: Result<super::seccomp::Programs, String>,
-    },
     /// Init → supervisor: a layer could not be applied and the user allowed
     /// running without it.
     Degraded { layer: Layer, what: String },

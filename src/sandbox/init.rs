@@ -19,9 +19,8 @@ use super::channel::{Channel, Message};
 use super::files::FileView;
 use super::kernel::{InitKernel, Linux};
 use super::limits::LimitPlan;
-use super::seccomp::Programs;
 use super::supervisor::kill_and_reap;
-use super::{weaken, FORWARDED_SIGNALS};
+use super::{seccomp, weaken, FORWARDED_SIGNALS};
 use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::policy::Layer;
@@ -49,8 +48,6 @@ pub struct InitPlan<'a> {
 struct Prepared {
     pty_slave: Option<PathBuf>,
     command_filter: CommandFilter,
-    /// The filters the supervisor compiled, with the seccomp layer on.
-    programs: Option<Programs>,
 }
 
 /// The seccomp filter the command gets on top of init's.
@@ -210,8 +207,6 @@ fn setup(
         k.drop_capabilities()
             .map_err(|e| fail(Layer::Namespaces, format!("dropping capabilities: {e}")))?;
     }
-    // The filters the supervisor compiled while the view was built.
-    let programs = wait_for_filters(channel);
     let filtered = (|| {
         if weaken::off("seccomp") {
             return Ok(None);
@@ -222,21 +217,18 @@ fn setup(
             .then(|| k.open_sock_diag())
             .transpose()
             .map_err(|e| format!("sock_diag socket for the UNIX socket gate: {e}"))?;
-        let programs = programs?;
-        k.install_seccomp(&programs.init)
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>(Some((diag, programs)))
+        let filter = seccomp::init_filter().map_err(|e| e.to_string())?;
+        k.install_seccomp(&filter).map_err(|e| e.to_string())?;
+        Ok::<_, String>(diag)
     })();
-    let (command_filter, programs) = match filtered {
-        Ok(None) => (CommandFilter::None, None),
-        Ok(Some((Some(_), programs))) if weaken::off("unixgate") => {
-            (CommandFilter::Ungated, Some(programs))
-        }
-        Ok(Some((Some(diag), programs))) => (CommandFilter::Gated(diag), Some(programs)),
-        Ok(Some((None, programs))) => (CommandFilter::Ungated, Some(programs)),
+    let command_filter = match filtered {
+        _ if weaken::off("seccomp") => CommandFilter::None,
+        Ok(Some(_)) if weaken::off("unixgate") => CommandFilter::Ungated,
+        Ok(Some(diag)) => CommandFilter::Gated(diag),
+        Ok(None) => CommandFilter::Ungated,
         Err(e) => {
             degrade_or_fail(plan, channel, Layer::Seccomp, Err::<(), _>(e))?;
-            (CommandFilter::None, None)
+            CommandFilter::None
         }
     };
     let (master, slave) = match pty {
@@ -272,7 +264,6 @@ fn setup(
     Ok(Prepared {
         pty_slave: slave,
         command_filter,
-        programs,
     })
 }
 
@@ -284,17 +275,6 @@ fn wait_until_ruled(channel: &Channel) -> Result<(), String> {
         Ok((Message::Ruled { failed: None }, _)) => Ok(()),
         Ok((Message::Ruled { failed: Some(why) }, _)) => {
             Err(format!("the host paths' rules: {why}"))
-        }
-        _ => std::process::exit(125),
-    }
-}
-
-/// Waits for the seccomp filters the supervisor compiled; returns why it
-/// could not, if so. A supervisor that died never says: init ends here.
-fn wait_for_filters(channel: &Channel) -> Result<Programs, String> {
-    match channel.recv() {
-        Ok((Message::Filters { programs }, _)) => {
-            programs.map_err(|e| format!("compiling the filters: {e}"))
         }
         _ => std::process::exit(125),
     }
@@ -351,7 +331,6 @@ fn supervise(
         CommandFilter::None => (Filter::None, None),
     };
     let pty_slave = prepared.pty_slave.as_deref();
-    let programs = prepared.programs.as_ref();
     // The command's parent is the thread that starts it, and the kernel
     // sends the parent-death signal a command may ask for when that thread
     // ends: it stays, parked, until init's wait is over.
@@ -362,8 +341,7 @@ fn supervise(
             .name("cordon-start".into())
             .stack_size(256 << 10)
             .spawn_scoped(scope, move || {
-                let started =
-                    start_filtered(&mut Linux::default(), plan, pty_slave, filter, programs);
+                let started = start_filtered(&mut Linux::default(), plan, pty_slave, filter);
                 let _ = started_tx.send(started);
                 while !finished.load(Ordering::SeqCst) {
                     std::thread::park();
@@ -375,7 +353,7 @@ fn supervise(
                 .unwrap_or_else(|_| Err(cannot_start(&"its thread failed"))),
             Err(e) => Err(cannot_start(e)),
         };
-        let code = serve(k, plan, started, filter, programs, diag, &sfd, channel);
+        let code = serve(k, plan, started, filter, diag, &sfd, channel);
         finished.store(true, Ordering::SeqCst);
         if let Ok(starter) = &starter {
             starter.thread().unpark();
@@ -386,13 +364,11 @@ fn supervise(
 
 /// The rest of init's life once the command was started (or not): init's
 /// threads filtered, the gate started, the command waited for.
-#[allow(clippy::too_many_arguments)]
 fn serve(
     k: &mut dyn InitKernel,
     plan: &InitPlan<'_>,
     started: Result<(Pid, Option<OwnedFd>), NotStarted>,
     filter: Filter,
-    programs: Option<&Programs>,
     diag: Option<OwnedFd>,
     sfd: &SignalFd,
     channel: Arc<Channel>,
@@ -407,10 +383,7 @@ fn serve(
     // Init's threads, the gate's included (they inherit it), keep none of
     // the deny list: init reads hostile input at the gate.
     if !matches!(filter, Filter::None) {
-        let filtered = match programs {
-            Some(programs) => k.install_seccomp(&programs.init_threads).map(drop),
-            None => Ok(()),
-        };
+        let filtered = seccomp::init_threads_filter().and_then(|f| k.install_seccomp(&f));
         if let Err(e) = filtered {
             eprintln!("cordon: refusing to run: the seccomp layer: init's own filter: {e}");
             kill_and_reap(child);
@@ -499,9 +472,8 @@ fn start_filtered(
     plan: &InitPlan<'_>,
     pty_slave: Option<&Path>,
     filter: Filter,
-    programs: Option<&Programs>,
 ) -> Result<(Pid, Option<OwnedFd>), NotStarted> {
-    let listener = filter_command(k, filter, programs).map_err(|e| NotStarted {
+    let listener = filter_command(k, filter).map_err(|e| NotStarted {
         code: 125,
         message: format!(
             "refusing to run: the seccomp layer could not be applied: the command's filter: {e}"
@@ -535,18 +507,18 @@ fn cannot_start(why: &dyn std::fmt::Display) -> NotStarted {
 
 /// Installs the command's filter on this thread; with the gate, returns
 /// its listener.
-fn filter_command(
-    k: &mut dyn InitKernel,
-    filter: Filter,
-    programs: Option<&Programs>,
-) -> Result<Option<OwnedFd>, String> {
-    let program = match (filter, programs) {
-        (Filter::None, _) => return Ok(None),
-        (Filter::Ungated, Some(programs)) => &programs.command_ungated,
-        (Filter::Gated, Some(programs)) => &programs.command_gated,
-        (_, None) => return Err("it was not compiled".into()),
+fn filter_command(k: &mut dyn InitKernel, filter: Filter) -> Result<Option<OwnedFd>, String> {
+    let gated = match filter {
+        Filter::None => return Ok(None),
+        Filter::Ungated => false,
+        Filter::Gated => true,
     };
-    k.install_seccomp(program).map_err(|e| e.to_string())
+    let ctx = seccomp::command_filter(gated).map_err(|e| e.to_string())?;
+    k.install_seccomp(&ctx).map_err(|e| e.to_string())?;
+    gated
+        .then(|| seccomp::listener(&ctx))
+        .transpose()
+        .map_err(|e| e.to_string())
 }
 
 /// In the command's process: terminal, signal mask, then exec.
@@ -645,12 +617,14 @@ mod tests {
     use std::ffi::CStr;
     use std::os::fd::RawFd;
 
+    use libseccomp::ScmpFilterContext;
+
     use super::*;
     use crate::policy::{Limits, Source, Sourced};
     use crate::sandbox::files::MountOps;
     use crate::sandbox::landlock::LandlockError;
     use crate::sandbox::limits::LimitsError;
-    use crate::sandbox::seccomp::{Program, SeccompError};
+    use crate::sandbox::seccomp::SeccompError;
 
     /// [`InitKernel`] that notes each call instead of making it; every
     /// mount operation is noted as `mount`. `landlock_fails` makes the
@@ -797,9 +771,9 @@ mod tests {
         fn open_sock_diag(&mut self) -> std::io::Result<OwnedFd> {
             self.fd("sock_diag")
         }
-        fn install_seccomp(&mut self, _: &Program) -> Result<Option<OwnedFd>, SeccompError> {
+        fn install_seccomp(&mut self, _: &ScmpFilterContext) -> Result<(), SeccompError> {
             self.calls.push("seccomp");
-            Ok(None)
+            Ok(())
         }
         fn wipe_startup_strings(&mut self) -> std::io::Result<()> {
             self.note("wipe environ")
@@ -862,21 +836,10 @@ mod tests {
         let (supervisor, init) = Channel::pair().unwrap();
         supervisor.send(&Message::Go, &[]).unwrap();
         supervisor.send(&Message::Ruled { failed }, &[]).unwrap();
-        let programs = Programs::compile().map_err(|e| e.to_string());
-        supervisor
-            .send(&Message::Filters { programs }, &[])
-            .unwrap();
         supervisor.send(&Message::Limited, &[]).unwrap();
         match setup(kernel, plan, &init) {
-            Ok(prepared) => {
-                let programs = prepared.programs.as_ref();
-                assert!(
-                    programs.is_some(),
-                    "the compiled filters reach the command's start"
-                );
-                assert!(filter_command(kernel, Filter::Ungated, programs)
-                    .unwrap()
-                    .is_none());
+            Ok(_) => {
+                assert!(filter_command(kernel, Filter::Ungated).unwrap().is_none());
                 let not_started = start_command(kernel, plan, None);
                 assert_eq!(not_started.code, 127, "{}", not_started.message);
                 None

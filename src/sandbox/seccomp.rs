@@ -12,14 +12,8 @@
 //! (reading a caller's memory, taking a copy of its socket), and the socket
 //! calls that can name a path, handed to that gate
 //! (`crate::sandbox::unix_gate`), which also answers and records the refusals.
-//!
-//! The supervisor compiles every filter ([`Programs`]) while init builds
-//! the view, off the start-up's critical path; init loads the programs.
 
-use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-
-use serde::{Deserialize, Serialize};
 
 use libseccomp::{
     ScmpAction, ScmpArgCompare, ScmpCompareOp, ScmpFilterContext, ScmpNotifReq, ScmpNotifResp,
@@ -31,10 +25,8 @@ use libseccomp::{
 pub enum SeccompError {
     #[error("building the filter: {0}")]
     Build(libseccomp::error::SeccompError),
-    #[error("exporting the filter's program: {0}")]
-    Export(std::io::Error),
     #[error("installing the filter: {0}")]
-    Load(std::io::Error),
+    Install(libseccomp::error::SeccompError),
     #[error("user notification (SECCOMP_RET_USER_NOTIF) is not supported: {0}")]
     Notify(libseccomp::error::SeccompError),
 }
@@ -391,61 +383,16 @@ pub fn gate_support() -> Result<(), String> {
         .map_err(|e| format!("pidfd_getfd (Linux 5.6): {e}"))
 }
 
-/// A filter libseccomp compiled to BPF, ready to load in another process
-/// than the one that built it: the supervisor compiles the sandbox's
-/// filters while init builds the view, so that init only loads them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Program {
-    bpf: Vec<u8>,
-    /// It has notify rules: loading it makes a listener.
-    notifies: bool,
+/// Installs a filter on this thread (inherited across fork and exec).
+/// Requires `no_new_privs`.
+pub fn install(ctx: &ScmpFilterContext) -> Result<(), SeccompError> {
+    ctx.load().map_err(SeccompError::Install)
 }
 
-impl Program {
-    fn compile(ctx: &ScmpFilterContext, notifies: bool) -> Result<Program, SeccompError> {
-        let (out, into) = nix::unistd::pipe().map_err(|e| SeccompError::Export(e.into()))?;
-        // A program is at most 4096 instructions of 8 bytes: it fits in
-        // the pipe, so the export never waits for the read below.
-        ctx.export_bpf(&into).map_err(SeccompError::Build)?;
-        drop(into);
-        let mut bpf = Vec::new();
-        std::fs::File::from(out)
-            .read_to_end(&mut bpf)
-            .map_err(SeccompError::Export)?;
-        Ok(Program { bpf, notifies })
-    }
-
-    /// Installs the filter on this thread (inherited across fork and
-    /// exec); returns the listener of a filter with notify rules.
-    /// Requires `no_new_privs`.
-    pub fn install(&self) -> Result<Option<OwnedFd>, SeccompError> {
-        crate::sys::seccomp_load(&self.bpf, self.notifies).map_err(SeccompError::Load)
-    }
-}
-
-/// Every filter a sandbox loads (see [`Program`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Programs {
-    /// [`init_filter`].
-    pub init: Program,
-    /// [`command_filter`] with the UNIX socket gate.
-    pub command_gated: Program,
-    /// [`command_filter`] without it.
-    pub command_ungated: Program,
-    /// [`init_threads_filter`].
-    pub init_threads: Program,
-}
-
-impl Programs {
-    /// Builds and compiles them all.
-    pub fn compile() -> Result<Programs, SeccompError> {
-        Ok(Programs {
-            init: Program::compile(&init_filter()?, false)?,
-            command_gated: Program::compile(&command_filter(true)?, true)?,
-            command_ungated: Program::compile(&command_filter(false)?, false)?,
-            init_threads: Program::compile(&init_threads_filter()?, false)?,
-        })
-    }
+/// The listening end of a loaded filter with notify rules.
+pub fn listener(ctx: &ScmpFilterContext) -> Result<OwnedFd, SeccompError> {
+    let fd = ctx.get_notify_fd().map_err(SeccompError::Notify)?;
+    Ok(crate::sys::own_fd(fd))
 }
 
 /// A system call a gated process is waiting in.
@@ -584,33 +531,6 @@ pub fn answer(listener: &OwnedFd, id: u64, result: Result<i64, i32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The `Seccomp_filters:` count of the calling thread.
-    fn filters_on_this_thread() -> u32 {
-        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
-        let line = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Seccomp_filters:"))
-            .unwrap();
-        line.trim().parse().unwrap()
-    }
-
-    #[test]
-    fn compiled_programs_load_on_the_thread_and_a_gated_one_gives_its_listener() {
-        let programs = Programs::compile().unwrap();
-        // Serialised as it travels to init, and back unchanged.
-        let wire = serde_json::to_vec(&programs).unwrap();
-        let programs: Programs = serde_json::from_slice(&wire).unwrap();
-        std::thread::spawn(move || {
-            nix::sys::prctl::set_no_new_privs().unwrap();
-            let before = filters_on_this_thread();
-            assert!(programs.init_threads.install().unwrap().is_none());
-            assert!(programs.command_gated.install().unwrap().is_some());
-            assert_eq!(filters_on_this_thread(), before + 2);
-        })
-        .join()
-        .unwrap();
-    }
 
     #[test]
     fn every_rule_compiles() {

@@ -25,7 +25,6 @@ use super::files::{self, FileView};
 use super::init::{self, InitPlan};
 use super::landlock;
 use super::limits::LimitPlan;
-use super::seccomp;
 use super::{
     io_err, namespaces_error, support, tty, warn_degraded, weaken, SandboxError, EXIT_TIMEOUT,
     FORWARDED_SIGNALS,
@@ -173,11 +172,6 @@ impl Sandbox {
         self.channel
             .send(&Message::Ruled { failed }, &[])
             .map_err(io_err("starting init"))?;
-        // The seccomp filters, compiled while init goes on building the view.
-        let programs = seccomp::Programs::compile().map_err(|e| e.to_string());
-        self.channel
-            .send(&Message::Filters { programs }, &[])
-            .map_err(io_err("starting init"))?;
         // Joining the cgroup waits in the kernel for an RCU grace period
         // (milliseconds, more on a loaded host): init builds the sandbox
         // meanwhile, and starts nothing of the command's until told it is in.
@@ -217,7 +211,6 @@ impl Sandbox {
                     Message::Go
                     | Message::Limited
                     | Message::Ruled { .. }
-                    | Message::Filters { .. }
                     | Message::SocketRefused { .. }
                     | Message::SyscallRefused { .. }
                     | Message::CreateRefused { .. }

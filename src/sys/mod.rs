@@ -170,47 +170,6 @@ pub fn landlock_add_path_rule(
     Ok(())
 }
 
-/// Loads `bpf` (a seccomp filter program, as libseccomp exports it: native
-/// `struct sock_filter`s) on the calling thread; with `new_listener`,
-/// returns the listener of its user notifications. Requires
-/// `no_new_privs` (or `CAP_SYS_ADMIN`).
-pub fn seccomp_load(bpf: &[u8], new_listener: bool) -> io::Result<Option<OwnedFd>> {
-    const INSN: usize = std::mem::size_of::<libc::sock_filter>();
-    if bpf.is_empty() || bpf.len() % INSN != 0 || bpf.len() / INSN > usize::from(u16::MAX) {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    let program: Vec<libc::sock_filter> = bpf
-        .chunks_exact(INSN)
-        .map(|i| libc::sock_filter {
-            code: u16::from_ne_bytes([i[0], i[1]]),
-            jt: i[2],
-            jf: i[3],
-            k: u32::from_ne_bytes([i[4], i[5], i[6], i[7]]),
-        })
-        .collect();
-    let fprog = libc::sock_fprog {
-        len: program.len() as u16,
-        filter: program.as_ptr() as *mut libc::sock_filter,
-    };
-    let flags = if new_listener {
-        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
-    } else {
-        0
-    };
-    // SAFETY: `fprog` points at `program`, whose length it states, and
-    // both outlive the call, which only reads them; the kernel checks the
-    // program itself.
-    let fd = check(unsafe {
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            flags,
-            &fprog as *const libc::sock_fprog,
-        )
-    })?;
-    Ok(new_listener.then(|| own_fd(fd as RawFd)))
-}
-
 /// Brings the loopback interface of the current network namespace up.
 pub fn bring_up_loopback() -> io::Result<()> {
     let sock = nix::sys::socket::socket(
