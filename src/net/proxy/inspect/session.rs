@@ -234,14 +234,18 @@ impl Session {
                 "not a host its entry names",
             ))
         };
-        // Request line and headers: no placeholder that may not go to
+        // Request line (method included) and headers: no placeholder that may not go to
         // this host, however spelled (as the plain path reads them); those
         // that may are swapped where spelled as they are.
         let uri_text = parts.uri.to_string();
         let forbidden = inspector
             .secrets
             .scan_spelled_for(&self.target, port)
-            .feed_head(uri_text.as_bytes(), &parts.headers);
+            .feed_head(
+                parts.method.as_str().as_bytes(),
+                uri_text.as_bytes(),
+                &parts.headers,
+            );
         if let Some(ex) = forbidden {
             return Err(exfil(&ex));
         }
@@ -342,7 +346,7 @@ impl Session {
             _ => {
                 // Too large (or of unknown length) to swap in place: scan
                 // only, so the length stays right; the scan holds back only
-                // what could begin a placeholder.
+                // a placeholder's random part begun.
                 let audit = self.audit.clone();
                 let (target, proto) = (self.target.clone(), self.tunnel.proto);
                 let refusal_of: OnPlaceholder = {
