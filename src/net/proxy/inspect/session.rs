@@ -276,14 +276,19 @@ impl Session {
             .zip(parts.headers.get(header::UPGRADE).cloned());
         strip_hop_by_hop(&mut parts.headers);
         // On a host that receives a value, no WebSocket extension: a
-        // compressed frame would carry a value past the mask.
+        // compressed frame would carry a value past the mask; nor on one a
+        // placeholder may not go to, where it would carry one past the scan.
         let receives = inspector.secrets.targets(&self.target, port);
+        let scanned = inspector
+            .secrets
+            .iter()
+            .any(|s| !s.allowed_for(&self.target, port));
         if let Some((_, protocol)) = &upgrade {
             parts
                 .headers
                 .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
             parts.headers.insert(header::UPGRADE, protocol.clone());
-            if receives {
+            if receives || scanned {
                 parts.headers.remove(header::SEC_WEBSOCKET_EXTENSIONS);
             }
         }
@@ -412,7 +417,7 @@ impl Session {
         })?;
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some((client_side, _)) = upgrade {
-                if receives
+                if (receives || scanned)
                     && resp
                         .headers()
                         .contains_key(header::SEC_WEBSOCKET_EXTENSIONS)
