@@ -1192,6 +1192,22 @@ impl SpelledScan {
         }
     }
 
+    /// Whether the byte after `hay[start]` (a `c`, `C` or `%`) already
+    /// rules out a placeholder there: most places in a dense body (form
+    /// data, base64) are ruled out by it, without decoding.
+    fn cannot_begin(hay: &[u8], start: usize) -> bool {
+        let second = PLACEHOLDER_PREFIX.as_bytes()[1];
+        if hay[start] == b'%' {
+            // Only an escape of the first letter (`%63`, `%43`) begins one.
+            return hay
+                .get(start + 1..start + 3)
+                .is_some_and(|digits| digits != b"63" && digits != b"43");
+        }
+        // The first letter, then the second as it is or as an escape.
+        hay.get(start + 1)
+            .is_some_and(|&b| !b.eq_ignore_ascii_case(&second) && b != b'%')
+    }
+
     /// Reads every place in `hay[..upto]` where a placeholder may begin:
     /// the secret whose placeholder one spells, if any; else the earliest
     /// that is still open at the end of `hay`, and the earliest place where
@@ -1204,7 +1220,7 @@ impl SpelledScan {
     ) -> Option<Exfiltration> {
         let first = PLACEHOLDER_PREFIX.as_bytes()[0];
         let starts = memchr::memchr3_iter(first, first.to_ascii_uppercase(), b'%', &hay[..upto]);
-        for start in starts {
+        for start in starts.filter(|&start| !Self::cannot_begin(hay, start)) {
             match self.examine(hay, start) {
                 Candidate::Miss => {}
                 Candidate::Found(i) => return Some(self.watched[i].1.clone()),
