@@ -1688,12 +1688,16 @@ fn placeholders_over_http2_are_refused_however_spelled() {
 /// What a client sends on an upgraded connection to a host the secret
 /// may not go to is read as requests are: its placeholder upper-cased ends
 /// the connection before the upstream gets it, as the exact spelling does.
+/// No WebSocket extension is offered there (compression would hide a
+/// placeholder from the scan): the upgrade goes, without the offer.
 #[test]
 fn placeholders_on_upgraded_connections_are_found_however_spelled() {
     each_mode_injecting(|mode, inj, _, other| {
+        let offer = "Sec-WebSocket-Extensions: permessage-deflate\r\n";
         let upgrades = Upgrades::default()
             .with("exact", other.port, "/ws", Some("x=$TEST_TOKEN"), "")
-            .with("upper", other.port, "/ws", Some("x=$UPPER_TEST_TOKEN"), "");
+            .with("upper", other.port, "/ws", Some("x=$UPPER_TEST_TOKEN"), "")
+            .with("offered", other.port, "/ws", None, offer);
         let out = inj
             .sandbox()
             .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
@@ -1706,6 +1710,15 @@ fn placeholders_on_upgraded_connections_are_found_however_spelled() {
             let echo = line(&out, &format!("{label}-echo"));
             assert_eq!(echo, "\"\"", "{mode:?} {label}: {out:#?}");
         }
+        assert_eq!(line(&out, "offered-status"), "101", "{mode:?}: {out:#?}");
+        assert!(
+            !other
+                .seen()
+                .to_ascii_lowercase()
+                .contains("sec-websocket-extensions"),
+            "{mode:?}: {}",
+            other.seen()
+        );
         let text = inj.audit();
         let found = text.matches("sent on an upgraded connection").count();
         assert_eq!(found, 2, "{mode:?}: {text}");
