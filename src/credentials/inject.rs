@@ -1277,6 +1277,9 @@ impl SpelledScan {
             .filter_map(|(_, random_at)| random_at)
             .min();
         if open.is_some() {
+            // (A spelling open that long has read the whole chunk already:
+            // this takes in nothing, unless that bound were wrong.)
+            joint.extend_from_slice(&chunk[joint.len() - carried..]);
             joint.drain(..start);
         } else {
             joint.clear();
