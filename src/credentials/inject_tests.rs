@@ -516,7 +516,7 @@ fn placeholder_scans_find_splits_and_pass_everything_else() {
 fn pushed(mut scan: SpelledScan, body: &[u8], size: usize) -> Result<Vec<u8>, Vec<u8>> {
     let mut out = Vec::new();
     for chunk in body.chunks(size) {
-        match scan.push(chunk) {
+        match scan.push(Bytes::copy_from_slice(chunk)) {
             Ok(part) => out.extend_from_slice(&part),
             Err(_) => return Err(out),
         }
@@ -526,28 +526,35 @@ fn pushed(mut scan: SpelledScan, body: &[u8], size: usize) -> Result<Vec<u8>, Ve
 }
 
 #[test]
-fn held_back_scans_let_out_no_byte_of_a_placeholder_however_spelled_or_split() {
+fn held_back_scans_let_out_no_byte_of_a_placeholders_random_part_however_spelled_or_split() {
     let s = secrets();
     let gh = normalize("api.github.com").unwrap();
-    let spellings: [&[u8]; 5] = [
+    let spellings: [&[u8]; 6] = [
         b"cordon-placeholder-bbbb",
         b"CORDON-PLACEHOLDER-BBBB",
         b"cordon%2dplaceholder%2dbbbb",
         b"Cordon%2DPlaceholder%2Dbbbb",
         b"%63ordon-placeholder-bbbb",
+        b"cordon-placeholder-%62%42bb",
     ];
     for spelling in spellings {
         let body = [&b"x="[..], spelling, b";"].concat();
+        // The constant prefix is no secret: at most it, and what comes
+        // before it, may be let out.
+        let random_at = if spelling.ends_with(b"%62%42bb") {
+            body.len() - ";%62%42bb".len()
+        } else {
+            body.len() - ";bbbb".len()
+        };
         for size in 1..body.len() {
-            // At most what comes before the placeholder was let out.
             let before = pushed(s.scan_spelled_for(&gh, 443), &body, size);
             let shown = String::from_utf8_lossy(spelling);
-            let caught = before.is_err_and(|out| b"x=".starts_with(&out));
+            let caught = before.is_err_and(|out| body[..random_at].starts_with(&out));
             assert!(caught, "{shown}, chunk size {size}");
         }
     }
     // A placeholder that may go to the host goes, as do other bytes.
-    let allowed = b"x=cordon-placeholder-aaaa; c % cordon-";
+    let allowed = b"x=cordon-placeholder-aaaa; c % cordon-placeholder-b cordon-";
     for size in 1..allowed.len() {
         let out = pushed(s.scan_spelled_for(&gh, 443), allowed, size);
         assert_eq!(out, Ok(allowed.to_vec()), "chunk size {size}");
@@ -555,17 +562,38 @@ fn held_back_scans_let_out_no_byte_of_a_placeholder_however_spelled_or_split() {
 }
 
 #[test]
-fn held_back_scans_hold_only_what_could_begin_a_placeholder() {
+fn held_back_scans_hold_only_a_placeholders_random_part() {
     let s = secrets();
     let mut scan = s.scan_spelled();
-    assert_eq!(&scan.push(b"hello ").unwrap()[..], b"hello ");
-    assert_eq!(&scan.push(b"x=CORDON-pla").unwrap()[..], b"x=");
-    assert_eq!(scan.held(), "CORDON-pla".len());
+    let push =
+        |scan: &mut SpelledScan, chunk: &[u8]| scan.push(Bytes::copy_from_slice(chunk)).unwrap();
+    assert_eq!(&push(&mut scan, b"hello ")[..], b"hello ");
+    // What could only be the constant prefix goes at once, in any
+    // spelling, an escape cut short included.
+    for end in [
+        &b"c"[..],
+        b"C",
+        b"%",
+        b"%6",
+        b"CORDON-pla",
+        b"cordon-placeholder",
+        b"cordon-placeholder%2",
+    ] {
+        assert_eq!(&push(&mut scan, end)[..], end);
+    }
+    // The random part waits while it may still be a placeholder's.
+    assert_eq!(&push(&mut scan, b"d")[..], b"d");
+    assert_eq!(&push(&mut scan, b"b")[..], b"");
+    assert_eq!(scan.held(), 1);
+    assert_eq!(&push(&mut scan, b"b%6")[..], b"");
+    assert_eq!(scan.held(), "bb%6".len());
     // Not a placeholder after all: the held bytes go with the rest.
-    assert_eq!(&scan.push(b"net").unwrap()[..], b"CORDON-planet");
-    assert_eq!(&scan.push(b"ab%2").unwrap()[..], b"ab");
-    assert_eq!(&scan.push(b"0 c").unwrap()[..], b"%20 ");
-    assert_eq!(&scan.finish()[..], b"c");
+    assert_eq!(&push(&mut scan, b"0 c")[..], b"bb%60 c");
+    assert_eq!(
+        &push(&mut scan, b"ordon-placeholder-a")[..],
+        b"ordon-placeholder-"
+    );
+    assert_eq!(&scan.finish()[..], b"a");
     assert_eq!(scan.held(), 0);
 }
 
@@ -581,7 +609,7 @@ fn header_scans_read_names_and_values_split_across_fields() {
             );
         }
         s.scan_spelled()
-            .feed_head(b"/path", &headers)
+            .feed_head(b"GET", b"/path", &headers)
             .map(|e| e.name)
     };
     assert_eq!(
@@ -598,6 +626,36 @@ fn header_scans_read_names_and_values_split_across_fields() {
         "GITHUB_TOKEN"
     );
     assert!(found(&[("x-a", "cordon-placeholder"), ("accept", "*/*")]).is_none());
+}
+
+#[test]
+fn head_scans_read_the_method_on_its_own() {
+    let s = secrets();
+    let headers = http::HeaderMap::new();
+    let found = |method: &[u8]| {
+        s.scan_spelled()
+            .feed_head(method, b"/path", &headers)
+            .map(|e| e.name)
+    };
+    assert_eq!(found(b"CORDON-PLACEHOLDER-BBBB").unwrap(), "OTHER");
+    assert_eq!(found(b"cordon%2Dplaceholder-aaaa").unwrap(), "GITHUB_TOKEN");
+    assert!(found(b"GET").is_none());
+}
+
+#[test]
+fn value_scans_decode_each_part_of_a_jwt_on_its_own() {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64U;
+    let s = secrets();
+    // A 19-character first part puts the payload out of alignment when
+    // the token is read whole.
+    let header = B64U.encode(r#"{"alg":"none"}"#);
+    assert_eq!(header.len() % 4, 3);
+    let payload = B64U.encode(r#"{"sub":"cordon-placeholder-bbbb"}"#);
+    let jwt = format!("Bearer {header}.{payload}.c2ln");
+    let found = s.scan_spelled().feed_value(jwt.as_bytes()).map(|e| e.name);
+    assert_eq!(found.unwrap(), "OTHER");
+    let clean = format!("Bearer {header}.{}.c2ln", B64U.encode(r#"{"sub":"me"}"#));
+    assert!(s.scan_spelled().feed_value(clean.as_bytes()).is_none());
 }
 
 #[test]
@@ -622,8 +680,16 @@ fn spelled_scans_find_cases_escapes_base64_and_splits() {
     let basic = format!("Basic {}", BASE64.encode("u:cordon-placeholder-bbbb"));
     assert_eq!(found(&[basic.as_bytes()]).unwrap(), "OTHER");
     assert!(found(&[b"cordon-placeholder-cccc 100% %zz %2"]).is_none());
-    assert_eq!(percent_decode(b"a%41%4"), (b"aA".to_vec(), &b"%4"[..]));
-    assert_eq!(percent_decode(b"%zz%"), (b"%zz".to_vec(), &b"%"[..]));
+    // Mixed spellings, and escapes split across chunks at any offset.
+    let mixed = b"x=C%4fRDON%2dplace%68older-b%62bB;";
+    for size in 1..mixed.len() {
+        let chunks: Vec<&[u8]> = mixed.chunks(size).collect();
+        assert_eq!(found(&chunks).unwrap(), "OTHER", "chunk size {size}");
+    }
+    assert_eq!(decoded_at(b"a%41%4", 1), Some((b'A', 4)));
+    assert_eq!(decoded_at(b"a%41%4", 4), None);
+    assert_eq!(decoded_at(b"%zz%", 0), Some((b'%', 1)));
+    assert_eq!(decoded_at(b"%zz%", 3), None);
 }
 
 #[test]

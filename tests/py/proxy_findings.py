@@ -24,6 +24,17 @@ CUT = ENCODED.index(b'%2d') + 2
 B64 = base64.b64encode(b'u:' + P)
 
 
+# The first (and only) chunk of each `body-interactive-*` case: it must
+# reach the upstream before the body ends.
+PREFIX = b'cordon-placeholder-'
+INTERACTIVE = {
+    'c': b'abc',
+    'escape': b'a=Cordon%2',
+    'prefix': b'a=' + PREFIX[:-1],
+    'whole-prefix': b'a=' + PREFIX.upper(),
+}
+
+
 # Where a request's target starts: the authority is the tunnel's when inspected.
 ORIGIN = b'' if INSPECTED else b'http://' + AUTH
 
@@ -72,6 +83,14 @@ CASES = {
     # A chunk the upstream must get before the body ends (it answers
     # without waiting for more): nothing in it could begin a placeholder.
     'body-interactive': lambda l: req(b'POST', l, CHUNKED, chunk(b'hello')),
+    # Chunks that end in what could only be the start of the constant
+    # prefix (in some spelling), or in the whole prefix: the random part
+    # alone identifies a placeholder, so none of them waits for more.
+    'body-interactive-c': lambda l: req(b'POST', l, CHUNKED, chunk(INTERACTIVE['c'])),
+    'body-interactive-escape': lambda l: req(b'POST', l, CHUNKED, chunk(INTERACTIVE['escape'])),
+    'body-interactive-prefix': lambda l: req(b'POST', l, CHUNKED, chunk(INTERACTIVE['prefix'])),
+    'body-interactive-whole-prefix': lambda l: req(b'POST', l, CHUNKED,
+                                                   chunk(INTERACTIVE['whole-prefix'])),
     'bearer-b64': lambda l: req(b'GET', l, b'Authorization: Bearer ' + base64.b64encode(P) + b'\r\n'),
     'header-upper': lambda l: req(b'GET', l, b'X-Token: ' + P.upper() + b'\r\n'),
     'header-percent': lambda l: req(b'GET', l, b'X-Token: ' + P.replace(b'-', b'%2D') + b'\r\n'),

@@ -2,10 +2,11 @@
 //! to its host), as the upstream gets it: every data frame and trailer
 //! scanned for placeholders by the one [`SpelledScan`] (its state carried
 //! across frames, so a placeholder split between chunks is found too; the
-//! body's last bytes that could begin a placeholder in a spelling the
-//! scan reads are held back until the next frame or the body's end, so no
-//! byte of a placeholder leaves before all of it has been seen, and
-//! anything else goes at once), and a fault of the client's own framing
+//! body's last bytes are held back until the next frame or the body's end
+//! only once they spell a whole placeholder prefix and the start of a
+//! placeholder's random part, so no byte of what identifies a placeholder
+//! leaves before all of it has been seen, and anything else, the constant
+//! prefix included, goes at once), and a fault of the client's own framing
 //! told apart from the upstream's. A fault ends the body with an error,
 //! which aborts the upstream request; the proxy then answers with the
 //! fault, not a 502.
@@ -131,7 +132,7 @@ impl Body for RequestBody {
                 return Poll::Ready(Some(Ok(frame)));
             };
             let scanned = match frame.into_data() {
-                Ok(data) => scan.push(&data).map(Some),
+                Ok(data) => scan.push(data).map(Some),
                 Err(trailers) => {
                     match trailers.trailers_ref().and_then(|t| scan.feed_headers(t)) {
                         Some(ex) => Err(ex),

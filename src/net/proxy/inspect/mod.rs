@@ -198,7 +198,10 @@ impl Inspector {
                 name: s.name.clone(),
                 source: s.source.clone(),
             });
-            raw.or_else(|| self.plain_scan()?.feed_head(target.as_bytes(), headers))
+            raw.or_else(|| {
+                self.plain_scan()?
+                    .feed_head(method.as_bytes(), target.as_bytes(), headers)
+            })
         };
         let refusal = self
             .rules_refusal(&normalized, port, method, path, "http")

@@ -234,14 +234,18 @@ impl Session {
                 "not a host its entry names",
             ))
         };
-        // Request line and headers: no placeholder that may not go to
+        // Request line (method included) and headers: no placeholder that may not go to
         // this host, however spelled (as the plain path reads them); those
         // that may are swapped where spelled as they are.
         let uri_text = parts.uri.to_string();
         let forbidden = inspector
             .secrets
             .scan_spelled_for(&self.target, port)
-            .feed_head(uri_text.as_bytes(), &parts.headers);
+            .feed_head(
+                parts.method.as_str().as_bytes(),
+                uri_text.as_bytes(),
+                &parts.headers,
+            );
         if let Some(ex) = forbidden {
             return Err(exfil(&ex));
         }
@@ -272,14 +276,19 @@ impl Session {
             .zip(parts.headers.get(header::UPGRADE).cloned());
         strip_hop_by_hop(&mut parts.headers);
         // On a host that receives a value, no WebSocket extension: a
-        // compressed frame would carry a value past the mask.
+        // compressed frame would carry a value past the mask; nor on one a
+        // placeholder may not go to, where it would carry one past the scan.
         let receives = inspector.secrets.targets(&self.target, port);
+        let scanned = inspector
+            .secrets
+            .iter()
+            .any(|s| !s.allowed_for(&self.target, port));
         if let Some((_, protocol)) = &upgrade {
             parts
                 .headers
                 .insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
             parts.headers.insert(header::UPGRADE, protocol.clone());
-            if receives {
+            if receives || scanned {
                 parts.headers.remove(header::SEC_WEBSOCKET_EXTENSIONS);
             }
         }
@@ -342,7 +351,7 @@ impl Session {
             _ => {
                 // Too large (or of unknown length) to swap in place: scan
                 // only, so the length stays right; the scan holds back only
-                // what could begin a placeholder.
+                // a placeholder's random part begun.
                 let audit = self.audit.clone();
                 let (target, proto) = (self.target.clone(), self.tunnel.proto);
                 let refusal_of: OnPlaceholder = {
@@ -408,7 +417,7 @@ impl Session {
         })?;
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some((client_side, _)) = upgrade {
-                if receives
+                if (receives || scanned)
                     && resp
                         .headers()
                         .contains_key(header::SEC_WEBSOCKET_EXTENSIONS)

@@ -1,7 +1,8 @@
 //! Upgraded connections inside an inspected tunnel: only a well-formed
 //! WebSocket handshake is relayed; after the upstream's 101 the client's
-//! bytes are scanned for placeholders and the upstream's masked (in whole,
-//! uncompressed frames only, on a host that receives a value).
+//! frames are unmasked and their payloads scanned for placeholders, and
+//! the upstream's are masked (in whole, uncompressed frames only, on a
+//! host that receives a value).
 
 use std::io;
 
@@ -18,18 +19,18 @@ use super::headers::swap_headers;
 use super::session::Session;
 use super::Refusal;
 use crate::audit::Door;
-use crate::credentials::inject::{Exfiltration, Swaps};
+use crate::credentials::inject::{Exfiltration, SpelledScan, Swaps};
 use crate::policy::host::Target;
 
 impl Session {
     /// Relays an upgraded connection (after the upstream's 101): what the
     /// upstream sends has every real value and its encodings masked with
-    /// same-length masks (WebSocket frames count their bytes); what the
-    /// client sends is scanned for placeholders that may not go to this
-    /// host, in every spelling the request scan reads (a find ends the
-    /// connection and is recorded), and passed on as it comes: nothing is
-    /// held back, since a client waits for answers between messages and
-    /// its masked frames end in any byte. Placeholders
+    /// same-length masks (WebSocket frames count their bytes); the
+    /// payloads of what the client sends are unmasked and scanned for
+    /// placeholders that may not go to this host ([`ClientFrames`]), in
+    /// every spelling the request scan reads (a find ends the connection
+    /// and is recorded), and passed on as they come: nothing is held
+    /// back, since a client waits for answers between messages. Placeholders
     /// allowed here are not swapped: the stream is no longer HTTP, and
     /// WebSocket frames from a client are XOR-masked anyway.
     pub(super) fn switch(
@@ -41,7 +42,7 @@ impl Session {
         let upstream_side = hyper::upgrade::on(&mut *resp);
         let secrets = &self.inspector.secrets;
         let down = secrets.response_swaps().same_length().stream();
-        let up = secrets.scan_spelled_for(&self.target, self.tunnel.port);
+        let up = ClientFrames::new(|| secrets.scan_spelled_for(&self.target, self.tunnel.port));
         let report = {
             let (inspector, audit) = (self.inspector.clone(), self.audit.clone());
             let (target, port, proto) = (self.target.clone(), self.tunnel.port, self.tunnel.proto);
@@ -103,7 +104,7 @@ pub(super) async fn relay_upgraded<C, U>(
     client: C,
     upstream: U,
     mut down: crate::credentials::inject::StreamSwap,
-    mut up: crate::credentials::inject::SpelledScan,
+    mut up: ClientFrames,
     mut frames: Option<FrameCheck>,
     report: impl FnOnce(&Exfiltration),
     refuse_frame: impl FnOnce(&str),
@@ -121,8 +122,8 @@ pub(super) async fn relay_upgraded<C, U>(
                 up_write.shutdown().await?;
                 return Ok::<_, io::Error>(None);
             }
-            if let Some(ex) = up.feed(&buf[..n]) {
-                return Ok(Some(ex));
+            if let Some(stop) = up.feed(&buf[..n]) {
+                return Ok(Some(stop));
             }
             up_write.write_all(&buf[..n]).await?;
         }
@@ -151,9 +152,16 @@ pub(super) async fn relay_upgraded<C, U>(
     loop {
         tokio::select! {
             sent = &mut send => {
-                if let Ok(Some(ex)) = sent {
-                    report(&ex);
-                    return; // dropping both halves closes the connection
+                match sent {
+                    Ok(Some(ClientStop::Placeholder(ex))) => {
+                        report(&ex);
+                        return; // dropping both halves closes the connection
+                    }
+                    Ok(Some(ClientStop::Frame(why))) => {
+                        refuse_frame(why);
+                        return;
+                    }
+                    _ => {}
                 }
                 if !received {
                     if let Ok(Some(why)) = (&mut receive).await {
@@ -173,16 +181,16 @@ pub(super) async fn relay_upgraded<C, U>(
     }
 }
 
-/// What is recorded when an upgraded stream to a host that receives a
-/// value carries what the mask cannot follow (`why`).
+/// What is recorded when an upgraded stream carries what the scan of the
+/// client's frames or the mask of the upstream's cannot follow (`why`).
 pub(super) fn upgraded_refusal(target: &Target, port: u16, why: &str) -> Refusal {
     Refusal {
         door: Door::Credentials,
-        rule: "a WebSocket to a host that receives a real value carries whole, uncompressed messages".into(),
+        rule: "a WebSocket cordon scans or masks carries frames it can read".into(),
         source: "built-in".into(),
         reason: why.to_string(),
         message: format!(
-            "cordon: closed a WebSocket from {}: {why}; on a host that receives a real value, only whole, uncompressed messages pass, so that the value cannot come back past the mask\n",
+            "cordon: closed a WebSocket from {}: {why}; cordon reads every frame it scans (the client's, on a host a placeholder may not go to) or masks (the upstream's, on a host that receives a real value), so only uncompressed frames pass, and down from a host that receives a value only whole messages, so that no value gets past the scan or the mask\n",
             target.with_port(port)
         ),
     }
@@ -294,6 +302,150 @@ impl FrameCheck {
                 .iter()
                 .fold(0u64, |acc, b| acc << 8 | u64::from(*b))
         })))
+    }
+}
+
+/// Why [`ClientFrames`] ends an upgraded connection.
+#[derive(Debug)]
+pub enum ClientStop {
+    /// A client frame's payload carries a placeholder that may not go to
+    /// the host.
+    Placeholder(Exfiltration),
+    /// A client frame the scan cannot read.
+    Frame(&'static str),
+}
+
+/// Follows the WebSocket frames (RFC 6455 5.2) a client sends up an
+/// upgraded connection and scans their payloads unmasked, as a server
+/// reads them: every client masks its frames with a key of its own, so
+/// the raw bytes hide what they carry. Data frames' payloads are one
+/// stream across frames and fragments (a server joins a message's
+/// fragments); control frames', which may come between two fragments,
+/// are another; and the bytes as they come a third (what is not a frame,
+/// or not masked, is found as sent). With placeholders to look for, no extension was offered
+/// to the upstream, so a frame with a reserved bit set (compressed) is
+/// one the scan cannot read: it ends the connection.
+pub struct ClientFrames {
+    /// The bytes as they come.
+    raw: SpelledScan,
+    /// Data frames' payloads.
+    data: SpelledScan,
+    /// Control frames' payloads.
+    control: SpelledScan,
+    /// The current frame header, collected so far.
+    header: Vec<u8>,
+    /// The current frame's masking key (all zero when not masked).
+    mask: [u8; 4],
+    /// Whether the current frame is a control frame.
+    is_control: bool,
+    /// Payload bytes of the current frame still to come.
+    payload_left: u64,
+    /// Where in `mask` the payload's next byte is.
+    mask_at: usize,
+    /// The payload bytes of one read, unmasked.
+    unmasked: Vec<u8>,
+}
+
+impl ClientFrames {
+    /// Scans client frames with scans `scan` makes (each for the same
+    /// placeholders).
+    pub fn new(scan: impl Fn() -> SpelledScan) -> ClientFrames {
+        ClientFrames {
+            raw: scan(),
+            data: scan(),
+            control: scan(),
+            header: Vec::new(),
+            mask: [0; 4],
+            is_control: false,
+            payload_left: 0,
+            mask_at: 0,
+            unmasked: Vec::new(),
+        }
+    }
+
+    /// Takes the next bytes from the client: why the connection must end,
+    /// if it must.
+    pub fn feed(&mut self, mut data: &[u8]) -> Option<ClientStop> {
+        if self.data.is_empty() {
+            return None;
+        }
+        if let Some(ex) = self.raw.feed(data) {
+            return Some(ClientStop::Placeholder(ex));
+        }
+        while !data.is_empty() {
+            if self.payload_left > 0 {
+                let n = data
+                    .len()
+                    .min(usize::try_from(self.payload_left).unwrap_or(usize::MAX));
+                let (payload, rest) = data.split_at(n);
+                self.payload_left -= n as u64;
+                data = rest;
+                self.unmasked.clear();
+                let key = self.mask;
+                let at = self.mask_at;
+                self.unmasked.extend(
+                    payload
+                        .iter()
+                        .enumerate()
+                        .map(|(i, b)| b ^ key[(at + i) % 4]),
+                );
+                self.mask_at = (at + n) % 4;
+                let scan = if self.is_control {
+                    &mut self.control
+                } else {
+                    &mut self.data
+                };
+                if let Some(ex) = scan.feed(&self.unmasked) {
+                    return Some(ClientStop::Placeholder(ex));
+                }
+                continue;
+            }
+            self.header.push(data[0]);
+            data = &data[1..];
+            match self.frame_header() {
+                Err(why) => return Some(ClientStop::Frame(why)),
+                Ok(None) => {}
+                Ok(Some(len)) => {
+                    self.payload_left = len;
+                    self.mask_at = 0;
+                    self.header.clear();
+                }
+            }
+        }
+        None
+    }
+
+    /// The payload length once the header is complete (the key and kind
+    /// taken), `None` until then.
+    fn frame_header(&mut self) -> Result<Option<u64>, &'static str> {
+        let h = &self.header;
+        if h[0] & 0x70 != 0 {
+            return Err("a client frame with a reserved bit set (compressed or extended: its payload cannot be scanned)");
+        }
+        let Some(&second) = h.get(1) else {
+            return Ok(None);
+        };
+        let (ext, key) = (
+            match second & 0x7f {
+                126 => 2,
+                127 => 8,
+                _ => 0,
+            },
+            if second & 0x80 != 0 { 4 } else { 0 },
+        );
+        if h.len() < 2 + ext + key {
+            return Ok(None);
+        }
+        let len = match ext {
+            0 => u64::from(second & 0x7f),
+            _ => h[2..2 + ext]
+                .iter()
+                .fold(0u64, |acc, b| acc << 8 | u64::from(*b)),
+        };
+        self.mask = [0; 4];
+        self.mask[..key].copy_from_slice(&h[2 + ext..2 + ext + key]);
+        self.is_control = h[0] & 0x08 != 0;
+        Ok(Some(len))
     }
 }
 

@@ -75,3 +75,56 @@ fn only_a_well_formed_websocket_handshake_is_an_upgrade() {
         );
     }
 }
+
+/// `payload` as a client frame: `first` byte, masked with `key`.
+fn client_frame(first: u8, payload: &[u8], key: [u8; 4]) -> Vec<u8> {
+    let mut frame = vec![first];
+    match payload.len() {
+        n @ 0..=125 => frame.push(0x80 | n as u8),
+        n => {
+            frame.push(0x80 | 126);
+            frame.extend(u16::try_from(n).unwrap().to_be_bytes());
+        }
+    }
+    frame.extend(key);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+    frame
+}
+
+#[test]
+fn client_frames_are_scanned_unmasked_across_fragments() {
+    use crate::credentials::inject::{Secret, Secrets};
+    let secrets = Secrets::from_list(vec![Secret::new(
+        "T",
+        "cordon-placeholder-abcd",
+        b"real".to_vec(),
+        vec![],
+    )]);
+    let frames = || ClientFrames::new(|| secrets.scan_spelled());
+    let key = [0x5a, 0xa5, 0x3c, 0xc3];
+    // A message in two fragments, a ping between them, the placeholder
+    // split across them (upper-cased in the second).
+    let mut stream = client_frame(0x01, b"{\"t\":\"cordon-place", key);
+    stream.extend(client_frame(0x89, b"ping", [1, 2, 3, 4]));
+    stream.extend(client_frame(
+        0x80,
+        &[b"HOLDER-ABCD\"}".as_slice(), &[b' '; 200]].concat(),
+        key,
+    ));
+    for size in 1..stream.len() {
+        let mut scan = frames();
+        let stop = stream.chunks(size).find_map(|piece| scan.feed(piece));
+        assert!(
+            matches!(stop, Some(ClientStop::Placeholder(ref ex)) if ex.name == "T"),
+            "chunk size {size}: {stop:?}"
+        );
+    }
+    // Clean frames pass; a compressed one cannot be read.
+    let mut scan = frames();
+    assert!(scan
+        .feed(&client_frame(0x81, b"cordon-placeholder-ab", key))
+        .is_none());
+    assert!(scan.feed(&client_frame(0x82, &[0u8; 300], key)).is_none());
+    let stop = scan.feed(&client_frame(0xc1, b"x", key));
+    assert!(matches!(stop, Some(ClientStop::Frame(_))), "{stop:?}");
+}
