@@ -458,26 +458,12 @@ fn process_escapes_are_refused() {
 #[test]
 fn int80_syscalls_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("i.c");
-    std::fs::write(
-        &src,
+    build_c(
+        dir.path(),
+        "i",
         "int main(void){long r; __asm__ volatile(\"int $0x80\":\"=a\"(r):\"a\"(310L),\"b\"(0x10000000L):\"memory\"); return r == 0 ? 0 : r == -38 ? 4 : 3;}\n",
-    )
-    .unwrap();
-    let Ok(st) = std::process::Command::new("cc")
-        .arg("-static")
-        .arg("-o")
-        .arg(dir.path().join("i"))
-        .arg(&src)
-        .status()
-    else {
-        eprintln!("skipped: no C compiler");
-        return;
-    };
-    if !st.success() {
-        eprintln!("skipped: cannot build a static binary");
-        return;
-    }
+        &["-static"],
+    );
     each_fixture(|mode, fx| {
         let bin = fx.project.join("i");
         std::fs::copy(dir.path().join("i"), &bin).unwrap();

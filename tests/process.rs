@@ -414,27 +414,13 @@ fn the_command_ignores_no_signal_it_did_not_choose_to() {
 #[test]
 fn a_command_that_dies_with_its_parent_is_not_killed_at_start() {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("pdeath.c");
-    std::fs::write(
-        &src,
+    build_c(
+        dir.path(),
+        "pdeath",
         "#include <sys/prctl.h>\n#include <signal.h>\n#include <unistd.h>\n\
          int main(void){ prctl(PR_SET_PDEATHSIG, SIGKILL); usleep(100000); return 0; }\n",
-    )
-    .unwrap();
-    let Ok(st) = std::process::Command::new("cc")
-        .arg("-O2")
-        .arg("-o")
-        .arg(dir.path().join("pdeath"))
-        .arg(&src)
-        .status()
-    else {
-        eprintln!("skipped: no C compiler");
-        return;
-    };
-    if !st.success() {
-        eprintln!("skipped: cannot build the test program");
-        return;
-    }
+        &["-O2"],
+    );
     // This thread (and so cordon, init and the command, which inherit
     // it) on one CPU.
     let this_thread = nix::unistd::Pid::from_raw(0);

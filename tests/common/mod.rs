@@ -793,3 +793,21 @@ impl Sandbox {
         self.py_args(TRIES_PY, &[tries.json()])
     }
 }
+
+/// Builds the C program `source` into `dir/name` with `cc` and `flags`.
+/// The Rust build itself links with `cc` and the C library, so both are
+/// there: a failure here is the test's, never a reason to skip it.
+pub fn build_c(dir: &Path, name: &str, source: &str, flags: &[&str]) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let out = dir.join(name);
+    let status = Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("cc (the linker of the Rust build) runs");
+    assert!(status.success(), "cc {flags:?} could not build {name}");
+    out
+}
