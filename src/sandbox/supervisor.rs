@@ -318,7 +318,17 @@ impl Sandbox {
             }
             let code = match waitpid(self.init.pid, Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::Exited(_, code)) => code,
-                Ok(WaitStatus::Signaled(_, sig, _)) => 128 + sig as i32,
+                Ok(WaitStatus::Signaled(_, sig, _)) => {
+                    // Init ends by exiting, with the command's status; a
+                    // signal that ended init itself (a crash, the kernel's
+                    // OOM killer, a kill from outside) is said, not passed
+                    // off as the command's.
+                    eprintln!(
+                        "cordon: the sandbox's init died of {}; the command's own status is unknown",
+                        sig.as_str()
+                    );
+                    128 + sig as i32
+                }
                 _ => continue,
             };
             self.init.reaped = true;
