@@ -266,8 +266,22 @@ impl Inspector {
         why: &str,
     ) -> String {
         let target = normalize(host).unwrap_or_else(|_| Target::Name(host.to_string()));
-        let r = self.exfiltration_refusal(&target, port, ex, why);
-        self.record_refusal(audit, &target, port, proto, &r);
+        self.refuse_placeholder(audit, &target, port, proto, ex, why)
+    }
+
+    /// Records the refusal of a request to `target` that carries the
+    /// placeholder `ex` (`why` says where); the message for the client.
+    fn refuse_placeholder(
+        &self,
+        audit: &Auditor,
+        target: &Target,
+        port: u16,
+        proto: Proto,
+        ex: &Exfiltration,
+        why: &str,
+    ) -> String {
+        let r = self.exfiltration_refusal(target, port, ex, why);
+        self.record_refusal(audit, target, port, proto, &r);
         r.message
     }
 
@@ -457,9 +471,7 @@ impl Inspector {
             tokio::select! {
                 sent = &mut send => {
                     if let Some(ex) = sent? {
-                        let target = normalize(host).unwrap_or_else(|_| Target::Name(host.to_string()));
-                        let r = self.exfiltration_refusal(&target, port, &ex, "the tunnel is not inspected");
-                        self.record_refusal(audit, &target, port, proto, &r);
+                        self.refuse_carried(audit, host, port, proto, &ex, "the tunnel is not inspected");
                         return Ok(());
                     }
                     if received { return Ok(()); }

@@ -357,14 +357,14 @@ impl Session {
                 let refusal_of: OnPlaceholder = {
                     let inspector = inspector.clone();
                     Box::new(move |ex: &Exfiltration| {
-                        let r = inspector.exfiltration_refusal(
+                        inspector.refuse_placeholder(
+                            &audit,
                             &target,
                             port,
+                            proto,
                             ex,
                             "not a host its entry names",
-                        );
-                        inspector.record_refusal(&audit, &target, port, proto, &r);
-                        r.message
+                        )
                     })
                 };
                 let scan = inspector.secrets.scan_spelled_for(&self.target, port);

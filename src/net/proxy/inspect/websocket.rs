@@ -47,13 +47,14 @@ impl Session {
             let (inspector, audit) = (self.inspector.clone(), self.audit.clone());
             let (target, port, proto) = (self.target.clone(), self.tunnel.port, self.tunnel.proto);
             move |ex: &Exfiltration| {
-                let r = inspector.exfiltration_refusal(
+                inspector.refuse_placeholder(
+                    &audit,
                     &target,
                     port,
+                    proto,
                     ex,
                     "sent on an upgraded connection to a host its entry does not name",
                 );
-                inspector.record_refusal(&audit, &target, port, proto, &r);
             }
         };
         let refuse_frame = {
