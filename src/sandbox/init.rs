@@ -47,19 +47,9 @@ pub struct InitPlan<'a> {
 /// What set-up leaves for running the command.
 struct Prepared {
     pty_slave: Option<PathBuf>,
-    command_filter: CommandFilter,
-}
-
-/// The seccomp filter the command gets on top of init's.
-enum CommandFilter {
-    /// None: the seccomp layer is degraded.
-    None,
-    /// Without the UNIX socket gate: with no network namespace of its own
-    /// (namespaces degraded), the sandbox's sockets cannot be told from
-    /// the host's, and the network door is open anyway.
-    Ungated,
-    /// With the gate, which asks sock_diag (this socket) about sockets.
-    Gated(OwnedFd),
+    filter: Filter,
+    /// With the gate: the sock_diag socket it asks about sockets.
+    diag: Option<OwnedFd>,
 }
 
 /// A setup failure, attributed to the layer it belongs to.
@@ -134,6 +124,7 @@ fn setup(
         .map_err(|e| fail(Layer::Landlock, format!("handing the ruleset over: {e}")))?;
     let ruleset = ruleset.map(|made| made.map(|(pending, _)| pending));
     let mut listeners: Vec<OwnedFd> = Vec::new();
+    let mounted = super::files::mount_view_on(plan.namespaces);
 
     if plan.namespaces {
         k.set_hostname("cordon")
@@ -148,7 +139,7 @@ fn setup(
             .map(|port| k.listen_loopback(port))
             .collect::<std::io::Result<_>>()
             .map_err(|e| fail(Layer::Namespaces, format!("proxy listeners on lo: {e}")))?;
-        if super::files::mount_view_on(plan.namespaces) {
+        if mounted {
             plan.view
                 .apply(k.mounts())
                 .map_err(|e| fail(Layer::Namespaces, e))?;
@@ -197,7 +188,6 @@ fn setup(
     if let Some(made) = ruleset {
         let landlocked = made.map_err(|e| e.to_string()).and_then(|pending| {
             host_rules?;
-            let mounted = super::files::mount_view_on(plan.namespaces);
             k.landlock(pending, plan.view, mounted, &plan.tcp_ports, connect_only)
                 .map_err(|e| e.to_string())
         });
@@ -221,14 +211,14 @@ fn setup(
         k.install_seccomp(&filter).map_err(|e| e.to_string())?;
         Ok::<_, String>(diag)
     })();
-    let command_filter = match filtered {
-        _ if weaken::off("seccomp") => CommandFilter::None,
-        Ok(Some(_)) if weaken::off("unixgate") => CommandFilter::Ungated,
-        Ok(Some(diag)) => CommandFilter::Gated(diag),
-        Ok(None) => CommandFilter::Ungated,
+    let (filter, diag) = match filtered {
+        _ if weaken::off("seccomp") => (Filter::None, None),
+        Ok(Some(_)) if weaken::off("unixgate") => (Filter::Ungated, None),
+        Ok(Some(diag)) => (Filter::Gated, Some(diag)),
+        Ok(None) => (Filter::Ungated, None),
         Err(e) => {
             degrade_or_fail(plan, channel, Layer::Seccomp, Err::<(), _>(e))?;
-            CommandFilter::None
+            (Filter::None, None)
         }
     };
     let (master, slave) = match pty {
@@ -263,7 +253,8 @@ fn setup(
     }
     Ok(Prepared {
         pty_slave: slave,
-        command_filter,
+        filter,
+        diag,
     })
 }
 
@@ -325,12 +316,12 @@ fn supervise(
     let Ok(sfd) = SignalFd::with_flags(&mask, nix::sys::signalfd::SfdFlags::SFD_CLOEXEC) else {
         return 125;
     };
-    let (filter, diag) = match prepared.command_filter {
-        CommandFilter::Gated(diag) => (Filter::Gated, Some(diag)),
-        CommandFilter::Ungated => (Filter::Ungated, None),
-        CommandFilter::None => (Filter::None, None),
-    };
-    let pty_slave = prepared.pty_slave.as_deref();
+    let Prepared {
+        pty_slave,
+        filter,
+        diag,
+    } = prepared;
+    let pty_slave = pty_slave.as_deref();
     // The command's parent is the thread that starts it, and the kernel
     // sends the parent-death signal a command may ask for when that thread
     // ends: it stays, parked, until init's wait is over.
@@ -452,7 +443,9 @@ fn reap(child: Pid) -> Option<i32> {
 enum Filter {
     /// None: the seccomp layer is degraded.
     None,
-    /// Without the UNIX socket gate (see [`CommandFilter::Ungated`]).
+    /// Without the UNIX socket gate: with no network namespace of its own
+    /// (namespaces degraded), the sandbox's sockets cannot be told from
+    /// the host's, and the network door is open anyway.
     Ungated,
     /// With the gate, which serves the filter's listener.
     Gated,
