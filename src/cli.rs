@@ -352,12 +352,15 @@ fn failed<E: std::fmt::Display>(code: i32) -> impl Fn(E) -> Failure {
 pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
         Command::Run(args) => {
+            // They do not depend on the policy: they compile while it loads.
+            let filters = sandbox::seccomp::Compiling::start();
             let (policy, cwd) = load_policy(&args.policy)?;
             let req = sandbox::RunRequest {
                 policy: &policy,
                 command: args.command,
                 cwd,
                 quiet: args.quiet,
+                filters,
             };
             Ok(sandbox::run(req)?)
         }

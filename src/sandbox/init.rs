@@ -19,8 +19,9 @@ use super::channel::{Channel, Message};
 use super::files::FileView;
 use super::kernel::{InitKernel, Linux};
 use super::limits::LimitPlan;
+use super::seccomp::{Program, Programs};
 use super::supervisor::kill_and_reap;
-use super::{seccomp, weaken, FORWARDED_SIGNALS};
+use super::{weaken, FORWARDED_SIGNALS};
 use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::policy::Layer;
@@ -42,6 +43,9 @@ pub struct InitPlan<'a> {
     pub degraded: Vec<Layer>,
     /// Host UNIX sockets the command may reach (`--allow-unix-socket`).
     pub unix_sockets: Vec<SocketId>,
+    /// The seccomp filters, compiled before the clone (or why they could
+    /// not be: the seccomp layer then fails, or degrades).
+    pub filters: &'a Result<Programs, String>,
 }
 
 /// What set-up leaves for running the command.
@@ -207,8 +211,9 @@ fn setup(
             .then(|| k.open_sock_diag())
             .transpose()
             .map_err(|e| format!("sock_diag socket for the UNIX socket gate: {e}"))?;
-        let filter = seccomp::init_filter().map_err(|e| e.to_string())?;
-        k.install_seccomp(&filter).map_err(|e| e.to_string())?;
+        let programs = plan.filters.as_ref().map_err(String::clone)?;
+        k.install_seccomp(&programs.init)
+            .map_err(|e| e.to_string())?;
         Ok::<_, String>(diag)
     })();
     let (filter, diag) = match filtered {
@@ -374,7 +379,7 @@ fn serve(
     // Init's threads, the gate's included (they inherit it), keep none of
     // the deny list: init reads hostile input at the gate.
     if !matches!(filter, Filter::None) {
-        let filtered = seccomp::init_threads_filter().and_then(|f| k.install_seccomp(&f));
+        let filtered = Program::init_threads().and_then(|p| k.install_seccomp(&p));
         if let Err(e) = filtered {
             eprintln!("cordon: refusing to run: the seccomp layer: init's own filter: {e}");
             kill_and_reap(child);
@@ -466,7 +471,7 @@ fn start_filtered(
     pty_slave: Option<&Path>,
     filter: Filter,
 ) -> Result<(Pid, Option<OwnedFd>), NotStarted> {
-    let listener = filter_command(k, filter).map_err(|e| NotStarted {
+    let listener = filter_command(k, plan.filters, filter).map_err(|e| NotStarted {
         code: 125,
         message: format!(
             "refusing to run: the seccomp layer could not be applied: the command's filter: {e}"
@@ -500,18 +505,25 @@ fn cannot_start(why: &dyn std::fmt::Display) -> NotStarted {
 
 /// Installs the command's filter on this thread; with the gate, returns
 /// its listener.
-fn filter_command(k: &mut dyn InitKernel, filter: Filter) -> Result<Option<OwnedFd>, String> {
+fn filter_command(
+    k: &mut dyn InitKernel,
+    programs: &Result<Programs, String>,
+    filter: Filter,
+) -> Result<Option<OwnedFd>, String> {
     let gated = match filter {
         Filter::None => return Ok(None),
         Filter::Ungated => false,
         Filter::Gated => true,
     };
-    let ctx = seccomp::command_filter(gated).map_err(|e| e.to_string())?;
-    k.install_seccomp(&ctx).map_err(|e| e.to_string())?;
-    gated
-        .then(|| seccomp::listener(&ctx))
-        .transpose()
-        .map_err(|e| e.to_string())
+    let programs = programs.as_ref().map_err(String::clone)?;
+    let ungated;
+    let program = if gated {
+        &programs.command_gated
+    } else {
+        ungated = Program::command(false).map_err(|e| e.to_string())?;
+        &ungated
+    };
+    k.install_seccomp(program).map_err(|e| e.to_string())
 }
 
 /// In the command's process: terminal, signal mask, then exec.
@@ -609,8 +621,6 @@ fn resolve_command(name: &CString, path_var: &OsString) -> Option<CString> {
 mod tests {
     use std::ffi::CStr;
     use std::os::fd::RawFd;
-
-    use libseccomp::ScmpFilterContext;
 
     use super::*;
     use crate::policy::{Limits, Source, Sourced};
@@ -764,9 +774,9 @@ mod tests {
         fn open_sock_diag(&mut self) -> std::io::Result<OwnedFd> {
             self.fd("sock_diag")
         }
-        fn install_seccomp(&mut self, _: &ScmpFilterContext) -> Result<(), SeccompError> {
+        fn install_seccomp(&mut self, _: &Program) -> Result<Option<OwnedFd>, SeccompError> {
             self.calls.push("seccomp");
-            Ok(())
+            Ok(None)
         }
         fn wipe_startup_strings(&mut self) -> std::io::Result<()> {
             self.note("wipe environ")
@@ -797,6 +807,13 @@ mod tests {
         })
     }
 
+    /// The filters, compiled once for every test (libseccomp needs no
+    /// privilege to compile).
+    fn compiled() -> &'static Result<Programs, String> {
+        static COMPILED: std::sync::OnceLock<Result<Programs, String>> = std::sync::OnceLock::new();
+        COMPILED.get_or_init(|| Programs::compile().map_err(|e| e.to_string()))
+    }
+
     fn plan<'a>(view: &'a FileView, limits: &'a LimitPlan, degraded: Vec<Layer>) -> InitPlan<'a> {
         InitPlan {
             view,
@@ -810,6 +827,7 @@ mod tests {
             namespaces: true,
             degraded,
             unix_sockets: Vec::new(),
+            filters: compiled(),
         }
     }
 
@@ -832,7 +850,9 @@ mod tests {
         supervisor.send(&Message::Limited, &[]).unwrap();
         match setup(kernel, plan, &init) {
             Ok(_) => {
-                assert!(filter_command(kernel, Filter::Ungated).unwrap().is_none());
+                assert!(filter_command(kernel, plan.filters, Filter::Ungated)
+                    .unwrap()
+                    .is_none());
                 let not_started = start_command(kernel, plan, None);
                 assert_eq!(not_started.code, 127, "{}", not_started.message);
                 None

@@ -32,12 +32,10 @@ use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
-use libseccomp::ScmpFilterContext;
-
 use super::files::{FileView, KernelMounts, MountOps};
 use super::landlock::{self, LandlockError};
 use super::limits::{LimitPlan, LimitsError};
-use super::seccomp::{self, SeccompError};
+use super::seccomp::{Program, SeccompError};
 use super::unix_gate::UnixGate;
 use crate::sys;
 
@@ -85,8 +83,7 @@ pub trait InitKernel {
     fn drop_capabilities(&mut self) -> Result<(), caps::errors::CapsError>;
     /// The sock_diag socket the UNIX socket gate asks about sockets.
     fn open_sock_diag(&mut self) -> io::Result<OwnedFd>;
-    /// Installs a seccomp filter on the calling thread.
-    fn install_seccomp(&mut self, filter: &ScmpFilterContext) -> Result<(), SeccompError>;
+    fn install_seccomp(&mut self, program: &Program) -> Result<Option<OwnedFd>, SeccompError>;
     /// Wipes what `/proc/self/environ` and `cmdline` show.
     fn wipe_startup_strings(&mut self) -> io::Result<()>;
     /// `PR_SET_DUMPABLE`.
@@ -187,8 +184,8 @@ impl InitKernel for Linux {
         UnixGate::open_diag()
     }
 
-    fn install_seccomp(&mut self, filter: &ScmpFilterContext) -> Result<(), SeccompError> {
-        seccomp::install(filter)
+    fn install_seccomp(&mut self, program: &Program) -> Result<Option<OwnedFd>, SeccompError> {
+        program.install()
     }
 
     fn wipe_startup_strings(&mut self) -> io::Result<()> {

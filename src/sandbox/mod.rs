@@ -121,6 +121,8 @@ pub struct RunRequest<'a> {
     pub cwd: PathBuf,
     /// No summary line at exit.
     pub quiet: bool,
+    /// The seccomp filters, compiling since before the policy loaded.
+    pub filters: seccomp::Compiling,
 }
 
 /// Removes the run's cgroup, on every exit path.
@@ -319,6 +321,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     // Any of stdin, stdout and stderr on a terminal: the command gets a
     // pty in their place, never the caller's terminal itself.
     let caller_tty = tty::CallerTerminal::probe();
+    let filters = req.filters.finish().map_err(|e| e.to_string());
     let mut plan = init::InitPlan {
         view: &view,
         limits: &limits,
@@ -331,6 +334,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         namespaces: true,
         degraded: policy.allow_degraded.iter().map(|l| l.value).collect(),
         unix_sockets,
+        filters: &filters,
     };
     // From here on, every early return drops the sandbox, which kills and
     // reaps init (see `supervisor`).

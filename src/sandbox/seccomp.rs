@@ -12,7 +12,13 @@
 //! (reading a caller's memory, taking a copy of its socket), and the socket
 //! calls that can name a path, handed to that gate
 //! (`crate::sandbox::unix_gate`), which also answers and records the refusals.
+//!
+//! libseccomp compiles every filter in the supervisor ([`Compiling`]),
+//! while the policy loads, before the sandbox exists: init inherits the
+//! programs and only loads them, so no compiling stands in start-up's
+//! path inside the sandbox, where the cores are busy building the view.
 
+use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
 use libseccomp::{
@@ -25,8 +31,12 @@ use libseccomp::{
 pub enum SeccompError {
     #[error("building the filter: {0}")]
     Build(libseccomp::error::SeccompError),
+    #[error("exporting the compiled filter: {0}")]
+    Export(std::io::Error),
     #[error("installing the filter: {0}")]
-    Install(libseccomp::error::SeccompError),
+    Install(std::io::Error),
+    #[error("the thread compiling the filters panicked")]
+    Panicked,
     #[error("user notification (SECCOMP_RET_USER_NOTIF) is not supported: {0}")]
     Notify(libseccomp::error::SeccompError),
 }
@@ -383,16 +393,100 @@ pub fn gate_support() -> Result<(), String> {
         .map_err(|e| format!("pidfd_getfd (Linux 5.6): {e}"))
 }
 
-/// Installs a filter on this thread (inherited across fork and exec).
-/// Requires `no_new_privs`.
-pub fn install(ctx: &ScmpFilterContext) -> Result<(), SeccompError> {
-    ctx.load().map_err(SeccompError::Install)
+/// A filter libseccomp compiled to BPF, loaded by another process than
+/// the one that built it.
+#[derive(Debug, Clone)]
+pub struct Program {
+    /// libseccomp's export: native `struct sock_filter`s.
+    bpf: Vec<u8>,
+    /// It has notify rules: loading it makes a listener.
+    notifies: bool,
 }
 
-/// The listening end of a loaded filter with notify rules.
-pub fn listener(ctx: &ScmpFilterContext) -> Result<OwnedFd, SeccompError> {
-    let fd = ctx.get_notify_fd().map_err(SeccompError::Notify)?;
-    Ok(crate::sys::own_fd(fd))
+impl Program {
+    /// [`init_filter`], compiled.
+    pub fn init() -> Result<Program, SeccompError> {
+        Program::compile(&init_filter()?, false)
+    }
+
+    /// [`command_filter`], compiled.
+    pub fn command(gated: bool) -> Result<Program, SeccompError> {
+        Program::compile(&command_filter(gated)?, gated)
+    }
+
+    /// [`init_threads_filter`], compiled.
+    pub fn init_threads() -> Result<Program, SeccompError> {
+        Program::compile(&init_threads_filter()?, false)
+    }
+
+    fn compile(ctx: &ScmpFilterContext, notifies: bool) -> Result<Program, SeccompError> {
+        let (out, into) = nix::unistd::pipe().map_err(|e| SeccompError::Export(e.into()))?;
+        // A program is at most 4096 instructions of 8 bytes: it fits in
+        // the pipe's buffer, so the export never waits for the read below.
+        ctx.export_bpf(&into).map_err(SeccompError::Build)?;
+        drop(into);
+        let mut bpf = Vec::new();
+        std::fs::File::from(out)
+            .read_to_end(&mut bpf)
+            .map_err(SeccompError::Export)?;
+        Ok(Program { bpf, notifies })
+    }
+
+    /// Installs the filter on the calling thread (inherited across fork
+    /// and exec); returns the listener of a filter with notify rules.
+    /// Requires `no_new_privs`.
+    pub fn install(&self) -> Result<Option<OwnedFd>, SeccompError> {
+        crate::sys::seccomp_load(&self.bpf, self.notifies).map_err(SeccompError::Install)
+    }
+}
+
+/// The filters on start-up's path: init's and the command's (with the
+/// UNIX socket gate, as it nearly always runs). The command's without the
+/// gate, and init's threads' (loaded once the command runs), are compiled
+/// in init when needed.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    /// [`init_filter`].
+    pub init: Program,
+    /// [`command_filter`] with the UNIX socket gate.
+    pub command_gated: Program,
+}
+
+impl Programs {
+    /// Builds and compiles them.
+    pub fn compile() -> Result<Programs, SeccompError> {
+        Ok(Programs {
+            init: Program::init()?,
+            command_gated: Program::command(true)?,
+        })
+    }
+}
+
+/// The filters, compiling on a thread of their own: started before the
+/// policy loads (they do not depend on it), on a core that would idle
+/// meanwhile, and finished before the sandbox is cloned.
+pub struct Compiling(Option<std::thread::JoinHandle<Result<Programs, SeccompError>>>);
+
+impl Compiling {
+    /// Starts compiling; without a thread, [`Compiling::finish`] compiles.
+    pub fn start() -> Compiling {
+        /// Ample for libseccomp, which builds its trees on the heap.
+        const STACK: usize = 256 * 1024;
+        let thread = std::thread::Builder::new()
+            .name("cordon-seccomp".into())
+            .stack_size(STACK)
+            .spawn(Programs::compile);
+        Compiling(thread.ok())
+    }
+
+    /// The compiled filters, once the thread has ended: none is left
+    /// running, so the process may fork.
+    pub fn finish(self) -> Result<Programs, SeccompError> {
+        match self.0 {
+            Some(thread) => thread.join().unwrap_or(Err(SeccompError::Panicked)),
+            None => Programs::compile(),
+        }
+    }
 }
 
 /// A system call a gated process is waiting in.
@@ -532,12 +626,38 @@ pub fn answer(listener: &OwnedFd, id: u64, result: Result<i64, i32>) {
 mod tests {
     use super::*;
 
+    /// The `Seccomp_filters:` count of the calling thread.
+    fn filters_on_this_thread() -> u32 {
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Seccomp_filters:"))
+            .unwrap();
+        line.trim().parse().unwrap()
+    }
+
+    #[test]
+    fn compiled_programs_load_on_a_thread_and_a_gated_one_gives_its_listener() {
+        let programs = Compiling::start().finish().unwrap();
+        let ungated = Program::command(false).unwrap();
+        assert!(!ungated.notifies);
+        std::thread::spawn(move || {
+            nix::sys::prctl::set_no_new_privs().unwrap();
+            let before = filters_on_this_thread();
+            assert!(programs.init.install().unwrap().is_none());
+            assert!(programs.command_gated.install().unwrap().is_some());
+            assert_eq!(filters_on_this_thread(), before + 2);
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn every_rule_compiles() {
-        init_filter().expect("init filter");
-        command_filter(true).expect("gated command filter");
-        command_filter(false).expect("ungated command filter");
-        init_threads_filter().expect("init threads filter");
+        Program::init().expect("init filter");
+        Program::command(true).expect("gated command filter");
+        Program::command(false).expect("ungated command filter");
+        Program::init_threads().expect("init threads filter");
     }
 
     #[test]

@@ -813,7 +813,7 @@ mod tests {
             let unused = ScmpSyscall::from_name("uselib").unwrap();
             ctx.add_rule(ScmpAction::Notify, unused).unwrap();
             ctx.load().unwrap();
-            seccomp::listener(&ctx).unwrap()
+            crate::sys::own_fd(ctx.get_notify_fd().unwrap())
         })
         .join()
         .unwrap();

@@ -285,6 +285,48 @@ pub fn own_fd(fd: RawFd) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
+/// Loads `bpf`, a seccomp filter program as libseccomp exports it (native
+/// `struct sock_filter`s), on the calling thread; with `new_listener`,
+/// returns the listener of its user notifications. Requires
+/// `no_new_privs` (or `CAP_SYS_ADMIN`).
+pub fn seccomp_load(bpf: &[u8], new_listener: bool) -> io::Result<Option<OwnedFd>> {
+    const INSN: usize = std::mem::size_of::<libc::sock_filter>();
+    let len = u16::try_from(bpf.len() / INSN)
+        .ok()
+        .filter(|&n| n > 0 && bpf.len() % INSN == 0)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let program: Vec<libc::sock_filter> = bpf
+        .chunks_exact(INSN)
+        .map(|i| libc::sock_filter {
+            code: u16::from_ne_bytes([i[0], i[1]]),
+            jt: i[2],
+            jf: i[3],
+            k: u32::from_ne_bytes([i[4], i[5], i[6], i[7]]),
+        })
+        .collect();
+    let fprog = libc::sock_fprog {
+        len,
+        filter: program.as_ptr().cast_mut(),
+    };
+    let flags = if new_listener {
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+    } else {
+        0
+    };
+    // SAFETY: `fprog` points at `program`, whose length it states; both
+    // outlive the call, which only reads them; the kernel checks the
+    // program itself.
+    let fd = check(unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            flags,
+            std::ptr::from_ref(&fprog),
+        )
+    })?;
+    Ok(new_listener.then(|| own_fd(fd as RawFd)))
+}
+
 /// Borrows one of the standard descriptors (0, 1 or 2).
 pub fn stdio(fd: RawFd) -> BorrowedFd<'static> {
     debug_assert!((0..=2).contains(&fd));
