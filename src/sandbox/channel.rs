@@ -127,3 +127,30 @@ impl Channel {
         Ok((msg, fd))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_of_any_size_arrive_whole_with_their_descriptors_then_the_end() {
+        let (a, b) = Channel::pair().unwrap();
+        let long = Message::Failed {
+            layer: Layer::Landlock,
+            what: "x".repeat(40_000),
+        };
+        a.send(&Message::Go, &[]).unwrap();
+        a.send(&long, &[]).unwrap();
+        let file = std::fs::File::open("/dev/null").unwrap();
+        a.send(&Message::Ready { pty: true }, &[file.as_fd()])
+            .unwrap();
+        assert_eq!(b.recv().unwrap().0, Message::Go);
+        assert_eq!(b.recv().unwrap().0, long);
+        let (ready, fds) = b.recv().unwrap();
+        assert_eq!(ready, Message::Ready { pty: true });
+        assert_eq!(fds.len(), 1);
+        drop(a);
+        let end = b.recv().unwrap_err();
+        assert_eq!(end.kind(), io::ErrorKind::UnexpectedEof, "{end}");
+    }
+}

@@ -116,8 +116,15 @@ pub const NEW_ROOT: &str = "/newroot";
 pub const OLD_ROOT: &str = "/oldroot";
 /// The staging tmpfs is mounted here (in the sandbox's own mount namespace).
 const STAGE: &str = "/tmp";
+/// A tmpfs holding [`EMPTY_FILE`] alone, read-only once it is made.
+const EMPTY_FILE_FS: &str = "/hide-file";
 /// An empty file with mode 000, bound over unreadable files.
-const EMPTY_FILE: &str = "/empty";
+const EMPTY_FILE: &str = "/hide-file/empty";
+/// An empty tmpfs with mode 000, read-only, bound over unreadable
+/// directories (but those a re-allowed path lies beneath).
+const EMPTY_DIR: &str = "/hide-dir";
+/// Options of the tmpfs of a hidden directory.
+const HIDDEN_DIR_OPTIONS: &str = "size=4096,nr_inodes=64";
 
 /// Device nodes bound from the host into the minimal `/dev`.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
@@ -658,12 +665,15 @@ impl FileView {
         repos::sweep(&self.writable, &self.repos_at_start, since)
     }
 
+    /// Whether a re-allowed path lies beneath the hidden directory `host`.
+    fn reaches_beneath(&self, host: &Path) -> bool {
+        self.reallowed
+            .iter()
+            .any(|r| r != host && r.starts_with(host))
+    }
+
     /// Builds the view inside a fresh mount namespace and makes it the root.
     pub fn apply(&self, ops: &mut dyn MountOps) -> Result<(), FilesError> {
-        let fail = |step: &'static str, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| FilesError::Mount { step, path, source }
-        };
         let root = Path::new("/");
         ops.make_private(root).map_err(fail("make private", root))?;
         let stage = Path::new(STAGE);
@@ -673,9 +683,7 @@ impl FileView {
         ops.mkdir_all(&old).map_err(fail("mkdir", &old))?;
         ops.pivot_root(stage, &old)
             .map_err(fail("pivot_root", stage))?;
-        let empty = Path::new(EMPTY_FILE);
-        ops.create_file(empty, 0o000)
-            .map_err(fail("create", empty))?;
+        make_hiding_places(ops)?;
 
         let new_root = Path::new(NEW_ROOT);
         ops.mkdir_all(new_root).map_err(fail("mkdir", new_root))?;
@@ -761,22 +769,19 @@ impl FileView {
                         .map_err(fail("bind writable", host))?;
                 }
                 Step::Pin => ops.bind(&target, &target).map_err(fail("pin", host))?,
-                Step::HideDir => {
-                    // Searchable but not listable when a re-allowed path
-                    // lies beneath, so it can be reached by name.
-                    let reached = self
-                        .reallowed
-                        .iter()
-                        .any(|r| r != host && r.starts_with(host));
-                    let mode = if reached { "0111" } else { "000" };
-                    ops.mount_tmpfs(&target, &format!("mode={mode},size=4096,nr_inodes=64"))
-                        .map_err(fail("hide directory", host))?
-                }
-                Step::HideFile => {
-                    ops.bind(empty, &target).map_err(fail("hide file", host))?;
-                    ops.set_attrs(&target, RDONLY | NOSUID | NODEV | NOEXEC, false)
-                        .map_err(fail("hide file", host))?;
-                }
+                // Searchable but not listable when a re-allowed path lies
+                // beneath, so it can be reached by name: a tmpfs of its
+                // own, where the re-allowed path's mount point is made
+                // (read-only once it is, below).
+                Step::HideDir if self.reaches_beneath(host) => ops
+                    .mount_tmpfs(&target, &format!("mode=0111,{HIDDEN_DIR_OPTIONS}"))
+                    .map_err(fail("hide directory", host))?,
+                Step::HideDir => ops
+                    .bind(Path::new(EMPTY_DIR), &target)
+                    .map_err(fail("hide directory", host))?,
+                Step::HideFile => ops
+                    .bind(Path::new(EMPTY_FILE), &target)
+                    .map_err(fail("hide file", host))?,
                 Step::Reallow => ops.bind(&source, &target).map_err(fail("re-allow", host))?,
                 Step::ReadOnly => {
                     ops.bind(&target, &target)
@@ -787,7 +792,10 @@ impl FileView {
             }
         }
         for (host, kind) in &self.hidden {
-            if *kind == Kind::Dir && !vanished.contains(&host.as_path()) {
+            if *kind == Kind::Dir
+                && self.reaches_beneath(host)
+                && !vanished.contains(&host.as_path())
+            {
                 let target = under(NEW_ROOT, host);
                 ops.set_attrs(&target, RDONLY | NOSUID | NODEV | NOEXEC, false)
                     .map_err(fail("hide directory", host))?;
@@ -817,10 +825,6 @@ impl FileView {
     /// and shm; never the host's `/dev` itself.
     fn build_dev(&self, ops: &mut dyn MountOps, shm_opts: &str) -> Result<(), FilesError> {
         use crate::sys::attr::{NOEXEC, NOSUID, RDONLY};
-        let fail = |step: &'static str, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| FilesError::Mount { step, path, source }
-        };
         let dev = under(NEW_ROOT, Path::new("/dev"));
         ops.mount_tmpfs(&dev, "mode=0755,size=65536")
             .map_err(fail("/dev tmpfs", &dev))?;
@@ -857,10 +861,6 @@ impl FileView {
     /// parts read-only and the kernel-revealing parts masked.
     fn build_proc(&self, ops: &mut dyn MountOps) -> Result<(), FilesError> {
         use crate::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
-        let fail = |step: &'static str, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| FilesError::Mount { step, path, source }
-        };
         let proc = under(NEW_ROOT, Path::new("/proc"));
         ops.mount_proc(&proc).map_err(fail("procfs", &proc))?;
         for name in PROC_READ_ONLY {
@@ -879,20 +879,40 @@ impl FileView {
     }
 }
 
+/// Makes [`EMPTY_FILE`] and [`EMPTY_DIR`], each on a tmpfs of its own
+/// made read-only, nosuid, nodev and noexec once: a bind takes the flags
+/// of the mount it is made from, so hiding a path is one bind.
+fn make_hiding_places(ops: &mut dyn MountOps) -> Result<(), FilesError> {
+    use crate::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
+    let sealed = RDONLY | NOSUID | NODEV | NOEXEC;
+    let file_fs = Path::new(EMPTY_FILE_FS);
+    let (file, dir) = (Path::new(EMPTY_FILE), Path::new(EMPTY_DIR));
+    ops.mkdir_all(file_fs).map_err(fail("mkdir", file_fs))?;
+    ops.mount_tmpfs(file_fs, "mode=0755,size=4096,nr_inodes=4")
+        .map_err(fail("tmpfs of the empty file", file_fs))?;
+    ops.create_file(file, 0o000).map_err(fail("create", file))?;
+    ops.set_attrs(file_fs, sealed, false)
+        .map_err(fail("tmpfs of the empty file", file_fs))?;
+    ops.mkdir_all(dir).map_err(fail("mkdir", dir))?;
+    ops.mount_tmpfs(dir, &format!("mode=000,{HIDDEN_DIR_OPTIONS}"))
+        .map_err(fail("empty directory", dir))?;
+    ops.set_attrs(dir, sealed, false)
+        .map_err(fail("empty directory", dir))
+}
+
 /// Hides `path`, if it exists, behind the empty mode-000 file.
 fn mask_file(ops: &mut dyn MountOps, path: &Path, step: &'static str) -> Result<(), FilesError> {
-    use crate::sys::attr::{NODEV, NOEXEC, NOSUID, RDONLY};
     if !ops.exists(path) {
         return Ok(());
     }
-    let fail = |source| FilesError::Mount {
-        step,
-        path: path.to_path_buf(),
-        source,
-    };
-    ops.bind(Path::new(EMPTY_FILE), path).map_err(fail)?;
-    ops.set_attrs(path, RDONLY | NOSUID | NODEV | NOEXEC, false)
-        .map_err(fail)
+    ops.bind(Path::new(EMPTY_FILE), path)
+        .map_err(fail(step, path))
+}
+
+/// The error of a mount step that failed on `path`.
+fn fail(step: &'static str, path: &Path) -> impl FnOnce(io::Error) -> FilesError {
+    let path = path.to_path_buf();
+    move |source| FilesError::Mount { step, path, source }
 }
 
 /// A fresh, read-only sysfs for the sandbox's network namespace, in place
@@ -912,10 +932,6 @@ fn build_sys(ops: &mut dyn MountOps) -> Result<(), FilesError> {
     if !ops.exists(&sys) {
         return Ok(()); // a host without /sys shows none
     }
-    let fail = |step: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| FilesError::Mount { step, path, source }
-    };
     ops.mount_sysfs(&sys).map_err(fail(
         "the sandbox's own sysfs (its network devices only)",
         &sys,
@@ -932,9 +948,7 @@ fn build_sys(ops: &mut dyn MountOps) -> Result<(), FilesError> {
     for dir in SYS_MASKED_DIRS {
         let path = sys.join(dir);
         if ops.exists(&path) {
-            ops.mount_tmpfs(&path, "mode=000,size=4096,nr_inodes=64")
-                .map_err(fail("mask /sys", &path))?;
-            ops.set_attrs(&path, RDONLY | NOSUID | NODEV | NOEXEC, false)
+            ops.bind(Path::new(EMPTY_DIR), &path)
                 .map_err(fail("mask /sys", &path))?;
         }
     }

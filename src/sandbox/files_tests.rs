@@ -105,10 +105,17 @@ fn a_hidden_directory_with_nothing_reallowed_is_not_even_searchable() {
         ..Recorder::default()
     };
     view.apply(&mut rec).unwrap();
-    index_of(
-        &rec.ops,
-        "tmpfs /newroot/home/u/.aws mode=000,size=4096,nr_inodes=64",
-    );
+    let ops = &rec.ops;
+    // The empty mode-000 directory every such one is bound from, sealed
+    // (read-only, nosuid, nodev, noexec) before any is: the binds take
+    // its flags.
+    let empty_dir = index_of(ops, "tmpfs /hide-dir mode=000,size=4096,nr_inodes=64");
+    let sealed = index_of(ops, "attrs /hide-dir 0xf false");
+    let hidden = index_of(ops, "bind /hide-dir /newroot/home/u/.aws");
+    assert!(empty_dir < sealed && sealed < hidden, "{ops:#?}");
+    assert!(!ops
+        .iter()
+        .any(|o| o.starts_with("tmpfs /newroot/home/u/.aws")));
 }
 
 #[test]
@@ -140,7 +147,7 @@ fn a_denied_path_removed_on_the_host_before_the_mounts_is_skipped_not_made() {
         );
     }
     // A denied path that only the private /tmp lacks is still hidden.
-    index_of(&rec.ops, "bind /empty /newroot/tmp/p/secret.txt");
+    index_of(&rec.ops, "bind /hide-file/empty /newroot/tmp/p/secret.txt");
 }
 
 #[test]
@@ -161,9 +168,12 @@ fn the_view_is_built_in_a_safe_order() {
     let bind_project = index_of(ops, "bind /oldroot/tmp/p /newroot/tmp/p");
     assert!(ro_root < private_tmp && private_tmp < mkdir_project && mkdir_project < bind_project);
     // A denied file inside the project is hidden on top of the project's bind.
-    let hide_file = index_of(ops, "bind /empty /newroot/tmp/p/secret.txt");
+    // It is bound from the empty file's own tmpfs, sealed before.
+    let hide_file = index_of(ops, "bind /hide-file/empty /newroot/tmp/p/secret.txt");
     assert!(hide_file > bind_project);
-    index_of(ops, "attrs /newroot/tmp/p/secret.txt 0xf false");
+    let empty_file = index_of(ops, "file /hide-file/empty 0");
+    let sealed = index_of(ops, "attrs /hide-file 0xf false");
+    assert!(empty_file < sealed && sealed < hide_file);
     // Protected paths: the pin comes first, then the read-only binds beneath it.
     let pin = index_of(ops, "bind /newroot/tmp/p/.git /newroot/tmp/p/.git");
     let config = index_of(
@@ -210,23 +220,20 @@ fn sys_is_a_fresh_sysfs_with_cgroups_kept_and_firmware_masked() {
     let cgroup = index_of(ops, "bind /oldroot/sys/fs/cgroup /newroot/sys/fs/cgroup");
     let cgroup_ro = index_of(ops, "attrs /newroot/sys/fs/cgroup 0xf true");
     assert!(sysfs < cgroup && cgroup < cgroup_ro);
-    // Firmware and DMI ids under an empty tmpfs, sealed; what the host
-    // lacks is skipped.
+    // Firmware and DMI ids under the sealed empty directory; what the
+    // host lacks is skipped.
+    let sealed = index_of(ops, "attrs /hide-dir 0xf false");
     for dir in ["firmware", "devices/virtual/dmi"] {
-        let mask = index_of(
-            ops,
-            &format!("tmpfs /newroot/sys/{dir} mode=000,size=4096,nr_inodes=64"),
-        );
-        let seal = index_of(ops, &format!("attrs /newroot/sys/{dir} 0xf false"));
-        assert!(sysfs < mask && mask < seal);
+        let mask = index_of(ops, &format!("bind /hide-dir /newroot/sys/{dir}"));
+        assert!(sealed < mask && sysfs < mask);
     }
     assert!(!ops.iter().any(|o| o.contains("/sys/hypervisor")));
-    let vmcoreinfo = index_of(ops, "bind /empty /newroot/sys/kernel/vmcoreinfo");
+    let vmcoreinfo = index_of(ops, "bind /hide-file/empty /newroot/sys/kernel/vmcoreinfo");
     assert!(sysfs < vmcoreinfo);
     // Root-only physical memory maps in /proc are masked too.
+    let sealed = index_of(ops, "attrs /hide-file 0xf false");
     for name in ["kpageflags", "kpagecount", "kpagecgroup"] {
-        index_of(ops, &format!("bind /empty /newroot/proc/{name}"));
-        index_of(ops, &format!("attrs /newroot/proc/{name} 0xf false"));
+        assert!(sealed < index_of(ops, &format!("bind /hide-file/empty /newroot/proc/{name}")));
     }
 }
 
@@ -295,9 +302,14 @@ fn every_file_system_made_afresh_lies_under_a_fresh_mount_landlock_covers_inside
         .filter_map(|op| {
             let (kind, rest) = op.split_once(' ')?;
             let target = rest.split(' ').next()?;
-            ["tmpfs", "proc", "sysfs", "devpts"]
-                .contains(&kind)
-                .then_some(target)
+            // A bind of a hiding place shows its tmpfs at the target.
+            let hiding = kind == "bind" && [EMPTY_DIR, EMPTY_FILE].contains(&target);
+            let target = if hiding {
+                rest.split(' ').nth(1)?
+            } else {
+                target
+            };
+            (hiding || ["tmpfs", "proc", "sysfs", "devpts"].contains(&kind)).then_some(target)
         })
         .filter(|target| target.starts_with(NEW_ROOT))
         .collect();
