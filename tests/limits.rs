@@ -95,3 +95,26 @@ fn max_memory_caps_memory() {
         assert_eq!(line(&free, "alloc"), "OK 512", "{mode:?}: {free:#?}");
     });
 }
+
+/// An address-space limit (the mechanism where no cgroup can be made, as
+/// for a user here) binds the command, not init: init is a copy of the
+/// supervisor, whose mappings count too (a thread's malloc arena alone
+/// reserves 64 MiB), and under a small limit it could not grow its stack
+/// and died of SIGSEGV before the command ran.
+#[test]
+fn a_small_memory_limit_binds_the_command_not_init() {
+    each_fixture(|mode, fx| {
+        for (limit, kib) in [("8M", "8192"), ("32M", "32768")] {
+            let out = fx
+                .sandbox()
+                .flag("--max-memory", limit)
+                .sh("echo limit: $(ulimit -v); exit 7");
+            assert_eq!(out.code, 7, "{mode:?} {limit}: {out:#?}");
+            let seen = line(&out, "limit");
+            assert!(
+                seen == kib || seen == "unlimited",
+                "{mode:?} {limit}: the command's limit is {seen}: {out:#?}"
+            );
+        }
+    });
+}

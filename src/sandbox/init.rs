@@ -477,7 +477,10 @@ fn start_filtered(
             "refusing to run: the seccomp layer could not be applied: the command's filter: {e}"
         ),
     })?;
-    if pty_slave.is_none() {
+    // Spawned straight into its exec unless something must be done in
+    // the command's process first: a terminal to attach, an address-space
+    // limit to set.
+    if pty_slave.is_none() && plan.limits.address_space().is_none() {
         let program = resolve_or_not_found(plan)?;
         return sys::spawn(&program, &plan.argv, &plan.env)
             .map(|pid| (pid, listener))
@@ -547,6 +550,12 @@ fn start_command(
     pty_slave: Option<&Path>,
 ) -> NotStarted {
     let _ = k.reset_signals();
+    if let Err(e) = k.limit_address_space(plan.limits) {
+        return NotStarted {
+            code: 125,
+            message: format!("cannot limit the command's memory: {e}"),
+        };
+    }
     if let Some(slave) = pty_slave {
         if let Err(e) = k.attach_terminal(slave) {
             return NotStarted {
@@ -791,6 +800,10 @@ mod tests {
         }
         fn attach_terminal(&mut self, _: &Path) -> nix::Result<()> {
             unreachable!("the plan asks for no pty")
+        }
+        fn limit_address_space(&mut self, _: &LimitPlan) -> Result<(), LimitsError> {
+            self.calls.push("address space");
+            Ok(())
         }
         fn exec(&mut self, _: &CStr, _: &[CString], _: &[CString]) -> nix::Error {
             self.calls.push("exec");

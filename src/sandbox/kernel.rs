@@ -93,6 +93,8 @@ pub trait InitKernel {
     /// In the command's process: the pty slave at `slave` becomes its
     /// controlling terminal, and its stdio where init's was a terminal.
     fn attach_terminal(&mut self, slave: &Path) -> nix::Result<()>;
+    /// In the command's process: its address-space limit, if any.
+    fn limit_address_space(&mut self, limits: &LimitPlan) -> Result<(), LimitsError>;
     /// `execve`; returns only if it failed.
     fn exec(&mut self, program: &CStr, argv: &[CString], env: &[CString]) -> nix::Error;
 }
@@ -203,6 +205,10 @@ impl InitKernel for Linux {
 
     fn attach_terminal(&mut self, slave: &Path) -> nix::Result<()> {
         attach_terminal(slave)
+    }
+
+    fn limit_address_space(&mut self, limits: &LimitPlan) -> Result<(), LimitsError> {
+        limits.limit_address_space()
     }
 
     fn exec(&mut self, program: &CStr, argv: &[CString], env: &[CString]) -> nix::Error {

@@ -322,18 +322,34 @@ impl LimitPlan {
         Ok(())
     }
 
-    /// Sets the rlimits (inside the sandbox, before the command starts).
+    /// Sets the task limit (in init, before the command starts), when
+    /// rlimits are the mechanism.
     pub fn apply_rlimits(&self) -> Result<(), LimitsError> {
         if self.mechanism != Mechanism::Rlimits {
             return Ok(());
         }
         setrlimit(Resource::RLIMIT_NPROC, self.max_procs, self.max_procs)
-            .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_NPROC, e))?;
-        if let Some(mem) = self.max_memory {
-            setrlimit(Resource::RLIMIT_AS, mem, mem)
-                .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_AS, e))?;
+            .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_NPROC, e))
+    }
+
+    /// The address-space limit the command gets, when rlimits are the
+    /// mechanism and memory is limited.
+    pub fn address_space(&self) -> Option<u64> {
+        self.max_memory
+            .filter(|_| self.mechanism == Mechanism::Rlimits)
+    }
+
+    /// In the command's process, before its exec: [`LimitPlan::address_space`].
+    /// Init itself is not held to it: init is a copy of the supervisor,
+    /// whose mappings (a thread's malloc arena alone reserves 64 MiB)
+    /// would count against the command's limit and leave init unable to
+    /// grow its stack; the command's exec starts its count afresh.
+    pub fn limit_address_space(&self) -> Result<(), LimitsError> {
+        match self.address_space() {
+            Some(mem) => setrlimit(Resource::RLIMIT_AS, mem, mem)
+                .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_AS, e)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Removes the cgroup (after every task in it has exited).
