@@ -21,7 +21,7 @@ pub enum Message {
     /// Supervisor → init: init is in the sandbox's cgroup (joined while
     /// init builds the sandbox); the command may start.
     Limited,
-    /// Init → supervisor, first thing after Go: the Landlock ruleset,
+    /// Init → supervisor, first thing (before Go): the Landlock ruleset,
     /// attached unless the kernel has no Landlock or the layer is off. The
     /// supervisor adds the host paths' rules to it while init builds the
     /// view (see `landlock`).

@@ -99,10 +99,9 @@ fn setup(
     plan: &InitPlan<'_>,
     channel: &Channel,
 ) -> Result<Prepared, Failure> {
-    match channel.recv() {
-        Ok((Message::Go, _)) => {}
-        _ => std::process::exit(125),
-    }
+    // Until the supervisor says Go (it writes the id maps meanwhile),
+    // init does what needs no map: joining the cgroup, closing the
+    // inherited descriptors, and making the Landlock ruleset.
     plan.limits
         .join_self()
         .map_err(|e| fail(Layer::Limits, e))?;
@@ -127,6 +126,10 @@ fn setup(
         )
         .map_err(|e| fail(Layer::Landlock, format!("handing the ruleset over: {e}")))?;
     let ruleset = ruleset.map(|made| made.map(|(pending, _)| pending));
+    match channel.recv() {
+        Ok((Message::Go, _)) => {}
+        _ => std::process::exit(125),
+    }
     let mut listeners: Vec<OwnedFd> = Vec::new();
     let mounted = super::files::mount_view_on(plan.namespaces);
 
