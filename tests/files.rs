@@ -591,3 +591,45 @@ fn a_project_and_a_writable_path_beneath_a_denied_directory_still_run() {
         );
     });
 }
+
+/// An `--allow-read` path beneath a `--deny-read` directory is bound from
+/// the host's own mount: the mount view must make it read-only itself, as
+/// it does the rest of the host, for where Landlock is not in force (an
+/// old kernel and `allow_degraded`). Debug builds only: release builds
+/// ignore `CORDON_TEST_WEAKEN`.
+#[test]
+fn the_mount_view_alone_keeps_a_reallowed_path_read_only() {
+    each_fixture(|mode, fx| {
+        let denied = fx.outside.join("denied");
+        let shown = denied.join("shown");
+        std::fs::create_dir_all(&shown).unwrap();
+        let file = shown.join("f.txt");
+        std::fs::write(&file, fx.canary("shown/f.txt")).unwrap();
+        chown_tree(&fx.outside, mode);
+        let made = shown.join(format!("made-{}", fx.token));
+        let out = fx
+            .sandbox()
+            .env("CORDON_TEST_WEAKEN", "landlock")
+            .flag("--deny-read", &denied)
+            .flag("--allow-read", &shown)
+            .sh(&format!(
+                "cat {f}; echo; (echo appended >> {f}); (true > {m}); echo end",
+                f = file.display(),
+                m = made.display()
+            ));
+        assert!(out.stdout.contains("end"), "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains(&fx.canary("shown/f.txt")),
+            "{mode:?}: positive control: the re-allowed file is unreadable: {out:#?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            fx.canary("shown/f.txt"),
+            "{mode:?}: a re-allowed file was written: {out:#?}"
+        );
+        assert!(
+            !made.exists(),
+            "{mode:?}: a file was made in a re-allowed directory: {out:#?}"
+        );
+    });
+}

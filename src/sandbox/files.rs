@@ -797,7 +797,20 @@ impl FileView {
                 Step::HideFile => ops
                     .bind(Path::new(EMPTY_FILE), &target)
                     .map_err(fail("hide file", host))?,
-                Step::Reallow => ops.bind(&source, &target).map_err(fail("re-allow", host))?,
+                Step::Reallow => {
+                    ops.bind(&source, &target).map_err(fail("re-allow", host))?;
+                    // Re-allowed for reading: bound from the host's own
+                    // mount, it would be as writable as there (and keep
+                    // set-uid files and devices) wherever Landlock is not
+                    // in force, unless in a writable area.
+                    let flags = if self.is_writable(host) {
+                        NOSUID | NODEV
+                    } else {
+                        RDONLY | NOSUID | NODEV
+                    };
+                    ops.set_attrs(&target, flags, true)
+                        .map_err(fail("re-allow", host))?;
+                }
                 Step::ReadOnly => {
                     ops.bind(&target, &target)
                         .map_err(fail("read-only", host))?;
