@@ -541,3 +541,95 @@ fn a_denied_path_in_the_project_stays_denied_after_its_parent_is_renamed() {
         );
     });
 }
+
+/// A project, and a `--allow-write` path, beneath a `--deny-read`
+/// directory: the view mounts them beneath it, so that directory cannot
+/// be a bind of the one sealed empty directory every other hidden
+/// directory shares (their mount points cannot be made there). The
+/// command runs in its project, and the rest of the directory stays
+/// unreadable and unlistable.
+#[test]
+fn a_project_and_a_writable_path_beneath_a_denied_directory_still_run() {
+    each_fixture(|mode, fx| {
+        let denied = fx.outside.join("denied");
+        let project = denied.join("proj");
+        let writable = denied.join("cache");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::create_dir_all(&writable).unwrap();
+        std::fs::write(denied.join("k"), fx.canary("denied/k")).unwrap();
+        chown_tree(&fx.outside, mode);
+        // By its relative name: the denied directory on the way to it is
+        // not searchable (mode 000, as a hidden directory is).
+        let name = format!("made-{}", fx.token);
+        let out = fx
+            .sandbox()
+            .project(&project)
+            .flag("--deny-read", &denied)
+            .flag("--allow-write", &writable)
+            .sh(&format!(
+                "echo written-{t} > {name} && cat {name}; cat {d}/k; ls -A {d}; echo end",
+                t = fx.token,
+                d = denied.display()
+            ));
+        assert_ne!(out.code, 125, "{mode:?}: refused to run: {out:#?}");
+        assert!(out.stdout.contains("end"), "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains(&format!("written-{}", fx.token)),
+            "{mode:?}: the project is not writable: {out:#?}"
+        );
+        assert!(
+            !out.stdout.contains(&fx.canary("denied/k")),
+            "{mode:?}: denied file read: {out:#?}"
+        );
+        assert!(
+            !out.stdout.contains("cache") && !out.stdout.contains("proj"),
+            "{mode:?}: the denied directory was listed: {out:#?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(project.join(&name)).unwrap(),
+            format!("written-{}\n", fx.token)
+        );
+    });
+}
+
+/// An `--allow-read` path beneath a `--deny-read` directory is bound from
+/// the host's own mount: the mount view must make it read-only itself, as
+/// it does the rest of the host, for where Landlock is not in force (an
+/// old kernel and `allow_degraded`). Debug builds only: release builds
+/// ignore `CORDON_TEST_WEAKEN`.
+#[test]
+fn the_mount_view_alone_keeps_a_reallowed_path_read_only() {
+    each_fixture(|mode, fx| {
+        let denied = fx.outside.join("denied");
+        let shown = denied.join("shown");
+        std::fs::create_dir_all(&shown).unwrap();
+        let file = shown.join("f.txt");
+        std::fs::write(&file, fx.canary("shown/f.txt")).unwrap();
+        chown_tree(&fx.outside, mode);
+        let made = shown.join(format!("made-{}", fx.token));
+        let out = fx
+            .sandbox()
+            .env("CORDON_TEST_WEAKEN", "landlock")
+            .flag("--deny-read", &denied)
+            .flag("--allow-read", &shown)
+            .sh(&format!(
+                "cat {f}; echo; (echo appended >> {f}); (true > {m}); echo end",
+                f = file.display(),
+                m = made.display()
+            ));
+        assert!(out.stdout.contains("end"), "{mode:?}: {out:#?}");
+        assert!(
+            out.stdout.contains(&fx.canary("shown/f.txt")),
+            "{mode:?}: positive control: the re-allowed file is unreadable: {out:#?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            fx.canary("shown/f.txt"),
+            "{mode:?}: a re-allowed file was written: {out:#?}"
+        );
+        assert!(
+            !made.exists(),
+            "{mode:?}: a file was made in a re-allowed directory: {out:#?}"
+        );
+    });
+}

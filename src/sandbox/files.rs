@@ -672,6 +672,15 @@ impl FileView {
             .any(|r| r != host && r.starts_with(host))
     }
 
+    /// Whether the view mounts something beneath the hidden directory
+    /// `host` (a re-allowed path, or a writable one such as the project):
+    /// its mount point is made there, which the shared, sealed
+    /// [`EMPTY_DIR`] cannot take, so `host` needs a tmpfs of its own.
+    fn mounts_beneath(&self, host: &Path) -> bool {
+        let beneath = |p: &PathBuf| p != host && p.starts_with(host);
+        self.reaches_beneath(host) || self.writable.iter().any(beneath)
+    }
+
     /// Builds the view inside a fresh mount namespace and makes it the root.
     pub fn apply(&self, ops: &mut dyn MountOps) -> Result<(), FilesError> {
         let root = Path::new("/");
@@ -769,20 +778,39 @@ impl FileView {
                         .map_err(fail("bind writable", host))?;
                 }
                 Step::Pin => ops.bind(&target, &target).map_err(fail("pin", host))?,
-                // Searchable but not listable when a re-allowed path lies
-                // beneath, so it can be reached by name: a tmpfs of its
-                // own, where the re-allowed path's mount point is made
-                // (read-only once it is, below).
-                Step::HideDir if self.reaches_beneath(host) => ops
-                    .mount_tmpfs(&target, &format!("mode=0111,{HIDDEN_DIR_OPTIONS}"))
-                    .map_err(fail("hide directory", host))?,
+                // A tmpfs of its own where a path is mounted beneath,
+                // whose mount point is made there (read-only once it is,
+                // below); searchable but not listable when that path is
+                // re-allowed, so it can be reached by name.
+                Step::HideDir if self.mounts_beneath(host) => {
+                    let mode = if self.reaches_beneath(host) {
+                        "0111"
+                    } else {
+                        "000"
+                    };
+                    ops.mount_tmpfs(&target, &format!("mode={mode},{HIDDEN_DIR_OPTIONS}"))
+                        .map_err(fail("hide directory", host))?
+                }
                 Step::HideDir => ops
                     .bind(Path::new(EMPTY_DIR), &target)
                     .map_err(fail("hide directory", host))?,
                 Step::HideFile => ops
                     .bind(Path::new(EMPTY_FILE), &target)
                     .map_err(fail("hide file", host))?,
-                Step::Reallow => ops.bind(&source, &target).map_err(fail("re-allow", host))?,
+                Step::Reallow => {
+                    ops.bind(&source, &target).map_err(fail("re-allow", host))?;
+                    // Re-allowed for reading: bound from the host's own
+                    // mount, it would be as writable as there (and keep
+                    // set-uid files and devices) wherever Landlock is not
+                    // in force, unless in a writable area.
+                    let flags = if self.is_writable(host) {
+                        NOSUID | NODEV
+                    } else {
+                        RDONLY | NOSUID | NODEV
+                    };
+                    ops.set_attrs(&target, flags, true)
+                        .map_err(fail("re-allow", host))?;
+                }
                 Step::ReadOnly => {
                     ops.bind(&target, &target)
                         .map_err(fail("read-only", host))?;
@@ -793,7 +821,7 @@ impl FileView {
         }
         for (host, kind) in &self.hidden {
             if *kind == Kind::Dir
-                && self.reaches_beneath(host)
+                && self.mounts_beneath(host)
                 && !vanished.contains(&host.as_path())
             {
                 let target = under(NEW_ROOT, host);

@@ -399,8 +399,9 @@ pub fn gate_support() -> Result<(), String> {
 pub struct Program {
     /// libseccomp's export: native `struct sock_filter`s.
     bpf: Vec<u8>,
-    /// It has notify rules: loading it makes a listener.
-    notifies: bool,
+    /// The `SECCOMP_FILTER_FLAG_*`s libseccomp's own load would have
+    /// passed ([`load_flags`]): the export carries the program only.
+    flags: libc::c_ulong,
 }
 
 impl Program {
@@ -429,15 +430,41 @@ impl Program {
         std::fs::File::from(out)
             .read_to_end(&mut bpf)
             .map_err(SeccompError::Export)?;
-        Ok(Program { bpf, notifies })
+        Ok(Program {
+            bpf,
+            flags: load_flags(ctx, notifies),
+        })
     }
 
     /// Installs the filter on the calling thread (inherited across fork
     /// and exec); returns the listener of a filter with notify rules.
     /// Requires `no_new_privs`.
     pub fn install(&self) -> Result<Option<OwnedFd>, SeccompError> {
-        crate::sys::seccomp_load(&self.bpf, self.notifies).map_err(SeccompError::Install)
+        crate::sys::seccomp_load(&self.bpf, self.flags).map_err(SeccompError::Install)
     }
+}
+
+/// The flags loading `ctx` takes, as libseccomp's own load sets them from
+/// its attributes: a listener for notify rules (`notifies`), and each
+/// attribute set on the filter, such as [`command_filter`]'s wait-killable
+/// receive. An attribute this libseccomp cannot report cannot have been
+/// set either.
+fn load_flags(ctx: &ScmpFilterContext, notifies: bool) -> libc::c_ulong {
+    let set = |attribute: Result<bool, libseccomp::error::SeccompError>| attribute.unwrap_or(false);
+    [
+        (notifies, libc::SECCOMP_FILTER_FLAG_NEW_LISTENER),
+        (set(ctx.get_ctl_tsync()), libc::SECCOMP_FILTER_FLAG_TSYNC),
+        (set(ctx.get_ctl_log()), libc::SECCOMP_FILTER_FLAG_LOG),
+        (set(ctx.get_ctl_ssb()), libc::SECCOMP_FILTER_FLAG_SPEC_ALLOW),
+        // The kernel takes it only with a listener, as libseccomp gives it.
+        (
+            notifies && set(ctx.get_ctl_waitkill()),
+            libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+        ),
+    ]
+    .into_iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |flags, (_, flag)| flags | flag)
 }
 
 /// The filters on start-up's path: init's and the command's (with the
@@ -640,13 +667,38 @@ mod tests {
     fn compiled_programs_load_on_a_thread_and_a_gated_one_gives_its_listener() {
         let programs = Compiling::start().finish().unwrap();
         let ungated = Program::command(false).unwrap();
-        assert!(!ungated.notifies);
+        assert_eq!(ungated.flags & libc::SECCOMP_FILTER_FLAG_NEW_LISTENER, 0);
         std::thread::spawn(move || {
             nix::sys::prctl::set_no_new_privs().unwrap();
             let before = filters_on_this_thread();
             assert!(programs.init.install().unwrap().is_none());
             assert!(programs.command_gated.install().unwrap().is_some());
             assert_eq!(filters_on_this_thread(), before + 2);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// libseccomp's export is the program alone: the attributes set on a
+    /// filter must still reach its load, as they would through
+    /// libseccomp's (here the log flag, which every libseccomp this
+    /// builds with reports, and wait-killable receive where it does).
+    #[test]
+    fn the_attributes_set_on_a_filter_reach_its_load() {
+        let mut ctx = new_filter().unwrap();
+        deny(&mut ctx, ScmpAction::Notify, "uselib", &[]).unwrap();
+        ctx.set_ctl_log(true).unwrap();
+        let waitkill = ctx.set_ctl_waitkill(true).is_ok();
+        let program = Program::compile(&ctx, true).unwrap();
+        let mut expected = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_LOG;
+        if waitkill {
+            expected |= libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+        }
+        assert_eq!(program.flags, expected);
+        // The kernel takes them together, and gives the listener.
+        std::thread::spawn(move || {
+            nix::sys::prctl::set_no_new_privs().unwrap();
+            assert!(program.install().unwrap().is_some());
         })
         .join()
         .unwrap();

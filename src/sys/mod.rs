@@ -286,10 +286,11 @@ pub fn own_fd(fd: RawFd) -> OwnedFd {
 }
 
 /// Loads `bpf`, a seccomp filter program as libseccomp exports it (native
-/// `struct sock_filter`s), on the calling thread; with `new_listener`,
-/// returns the listener of its user notifications. Requires
+/// `struct sock_filter`s), on the calling thread with `flags`
+/// (`SECCOMP_FILTER_FLAG_*`); with `SECCOMP_FILTER_FLAG_NEW_LISTENER`
+/// among them, returns the listener of its user notifications. Requires
 /// `no_new_privs` (or `CAP_SYS_ADMIN`).
-pub fn seccomp_load(bpf: &[u8], new_listener: bool) -> io::Result<Option<OwnedFd>> {
+pub fn seccomp_load(bpf: &[u8], flags: libc::c_ulong) -> io::Result<Option<OwnedFd>> {
     const INSN: usize = std::mem::size_of::<libc::sock_filter>();
     let len = u16::try_from(bpf.len() / INSN)
         .ok()
@@ -308,11 +309,7 @@ pub fn seccomp_load(bpf: &[u8], new_listener: bool) -> io::Result<Option<OwnedFd
         len,
         filter: program.as_ptr().cast_mut(),
     };
-    let flags = if new_listener {
-        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
-    } else {
-        0
-    };
+    let new_listener = flags & libc::SECCOMP_FILTER_FLAG_NEW_LISTENER != 0;
     // SAFETY: `fprog` points at `program`, whose length it states; both
     // outlive the call, which only reads them; the kernel checks the
     // program itself.
