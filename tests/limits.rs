@@ -118,3 +118,35 @@ fn a_small_memory_limit_binds_the_command_not_init() {
         }
     });
 }
+
+/// Holds 40 gated 4 MiB sends blocked at once (160 MiB of copies in the
+/// gate's workers, if each is made): see tests/py/gate_held_memory.py.
+const GATE_HELD_MEMORY_PY: &str = include_str!("py/gate_held_memory.py");
+
+/// What the command makes init's UNIX socket gate hold counts against
+/// `--max-memory` too: init, which copies each gated send before making
+/// it, must not become the command's unlimited memory. With rlimits as the
+/// mechanism (uid 65534 here) the address-space limit is set in the
+/// command's process only, so a command of a few MiB could park 4 MiB per
+/// gate worker (up to 1024 workers: 4 GiB) in init.
+#[test]
+fn the_gate_holds_no_more_than_the_memory_limit_for_the_command() {
+    each_fixture(|mode, fx| {
+        let out = fx
+            .sandbox()
+            .flag("--max-memory", "64M")
+            .timeout(Duration::from_secs(60))
+            .py_args(GATE_HELD_MEMORY_PY, &["40"]);
+        // The sandbox may end (a memory cgroup's OOM kill): then no figure
+        // is printed, and nothing was held.
+        let before: u64 = line(&out, "init_rss_before").parse().unwrap_or(0);
+        let held = line(&out, "init_rss")
+            .parse::<u64>()
+            .unwrap_or(0)
+            .saturating_sub(before);
+        assert!(
+            held < 64 << 10,
+            "{mode:?}: init holds {held} KiB more for the command, above its 64 MiB limit: {out:#?}"
+        );
+    });
+}

@@ -28,6 +28,8 @@ pub enum LimitsError {
     RootWithoutCgroup,
     #[error("setrlimit {0:?}: {1}")]
     Rlimit(Resource, nix::Error),
+    #[error("how much init maps (/proc/self/statm): {0}")]
+    Mapped(io::Error),
 }
 
 /// Which mechanism enforces the limits.
@@ -322,14 +324,25 @@ impl LimitPlan {
         Ok(())
     }
 
-    /// Sets the task limit (in init, before the command starts), when
-    /// rlimits are the mechanism.
+    /// Sets init's limits (before the command starts), when rlimits are
+    /// the mechanism: the task limit, and an address-space limit of what
+    /// init maps now (a copy of the supervisor's mappings) plus the
+    /// command's ([`LimitPlan::address_space`]), so that what the command
+    /// makes init hold for it (the UNIX socket gate's copies of its sends)
+    /// is bounded by the same figure.
     pub fn apply_rlimits(&self) -> Result<(), LimitsError> {
         if self.mechanism != Mechanism::Rlimits {
             return Ok(());
         }
         setrlimit(Resource::RLIMIT_NPROC, self.max_procs, self.max_procs)
-            .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_NPROC, e))
+            .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_NPROC, e))?;
+        if let Some(mem) = self.address_space() {
+            let own = mapped_bytes().map_err(LimitsError::Mapped)?;
+            let limit = own.saturating_add(mem);
+            setrlimit(Resource::RLIMIT_AS, limit, limit)
+                .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_AS, e))?;
+        }
+        Ok(())
     }
 
     /// The address-space limit the command gets, when rlimits are the
@@ -340,10 +353,11 @@ impl LimitPlan {
     }
 
     /// In the command's process, before its exec: [`LimitPlan::address_space`].
-    /// Init itself is not held to it: init is a copy of the supervisor,
-    /// whose mappings (a thread's malloc arena alone reserves 64 MiB)
-    /// would count against the command's limit and leave init unable to
-    /// grow its stack; the command's exec starts its count afresh.
+    /// Init is held to it beyond what it maps already ([`LimitPlan::apply_rlimits`]):
+    /// init is a copy of the supervisor, whose mappings (a thread's malloc
+    /// arena alone reserves 64 MiB) would count against the command's
+    /// limit and leave init unable to grow its stack; the command's exec
+    /// starts its count afresh.
     pub fn limit_address_space(&self) -> Result<(), LimitsError> {
         match self.address_space() {
             Some(mem) => setrlimit(Resource::RLIMIT_AS, mem, mem)
@@ -373,4 +387,21 @@ impl LimitPlan {
             Mechanism::Rlimits => "rlimits (RLIMIT_NPROC per user namespace, RLIMIT_AS)".into(),
         }
     }
+}
+
+/// The calling process's address space in bytes (`/proc/self/statm`'s
+/// first field, in pages).
+fn mapped_bytes() -> io::Result<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm")?;
+    let pages: u64 = statm
+        .split_whitespace()
+        .next()
+        .and_then(|size| size.parse().ok())
+        .ok_or_else(|| io::Error::other(format!("unreadable: {statm:?}")))?;
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .and_then(|size| u64::try_from(size).ok())
+        .ok_or_else(|| io::Error::other("no page size"))?;
+    Ok(pages.saturating_mul(page))
 }

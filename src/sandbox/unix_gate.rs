@@ -464,7 +464,11 @@ impl Caller {
         if len > max {
             return Err(libc::EINVAL);
         }
-        let mut buf = vec![0u8; len];
+        // Under an address-space limit the copy may not fit: the call
+        // fails with ENOMEM, and init goes on.
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(len).map_err(|_| libc::ENOMEM)?;
+        buf.resize(len, 0);
         if len == 0 {
             return Ok(buf);
         }
