@@ -1010,22 +1010,25 @@ impl Listed {
     /// absent).
     fn of_busy(homes: &[PathBuf], rules: &[Sourced<PathPattern>]) -> Listed {
         let mut listed = Listed::default();
+        // Each rule's path split once, not once per home.
+        let paths: Vec<Vec<&OsStr>> = rules
+            .iter()
+            .filter_map(|rule| match &rule.value {
+                PathPattern::Exact(path) => Some(components(path).collect()),
+                PathPattern::Glob { .. } => None,
+            })
+            .collect();
         for home in homes {
+            let home_parts: Vec<&OsStr> = components(home).collect();
+            let depth = home_parts.len();
             let mut in_home = 0;
             // By the name of the directory in the home, borrowed from the
             // rule (sorted as the directories' paths would be).
             let mut below: BTreeMap<&OsStr, usize> = BTreeMap::new();
-            for rule in rules {
-                let PathPattern::Exact(path) = &rule.value else {
-                    continue;
-                };
-                let Ok(rest) = path.strip_prefix(home) else {
-                    continue;
-                };
+            for parts in paths.iter().filter(|p| p.starts_with(&home_parts)) {
                 in_home += 1;
-                let mut parts = rest.components();
-                if let (Some(first), Some(_)) = (parts.next(), parts.next()) {
-                    *below.entry(first.as_os_str()).or_default() += 1;
+                if parts.len() > depth + 1 {
+                    *below.entry(parts[depth]).or_default() += 1;
                 }
             }
             // The home before the directories in it.

@@ -583,3 +583,48 @@ fn resolving_through_known_directories_answers_as_canonicalize() {
     }
     assert!(resolved.0.contains(&top.join("d/e")));
 }
+
+#[test]
+fn the_busy_directories_are_those_counted_by_stripping_each_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(dir.path()).unwrap();
+    let homes = [top.join("h"), top.join("h/a"), top.join("other")];
+    for d in ["h/a/b", "h/b", "other/a"] {
+        std::fs::create_dir_all(top.join(d)).unwrap();
+    }
+    let rule = |p: PathBuf| Sourced::new(PathPattern::Exact(p), crate::policy::Source::Builtin);
+    let mut rules = Vec::new();
+    for home in &homes {
+        for rest in generated_paths() {
+            let rest = rest.strip_prefix("/").unwrap_or(&rest);
+            rules.push(rule(home.join(rest)));
+        }
+    }
+    let listed = Listed::of_busy(&homes, &rules);
+    // As it was: each rule stripped of each home, counted by path.
+    let mut expected = Listed::default();
+    for home in &homes {
+        let mut below: BTreeMap<PathBuf, usize> = BTreeMap::new();
+        for rule in &rules {
+            let PathPattern::Exact(path) = &rule.value else {
+                continue;
+            };
+            let Ok(rest) = path.strip_prefix(home) else {
+                continue;
+            };
+            *below.entry(home.clone()).or_default() += 1;
+            let mut parts = rest.components();
+            if let (Some(first), Some(_)) = (parts.next(), parts.next()) {
+                *below.entry(home.join(first)).or_default() += 1;
+            }
+        }
+        for (dir, count) in below {
+            if count >= LISTING_PAYS && !absent_by_scan(&expected, &dir) {
+                expected.add(&dir);
+            }
+        }
+    }
+    let dirs = |l: &Listed| -> Vec<PathBuf> { l.0.iter().map(|l| l.dir.clone()).collect() };
+    assert_eq!(dirs(&listed), dirs(&expected));
+    assert!(dirs(&listed).len() >= 4, "{:?}", dirs(&listed));
+}
