@@ -522,6 +522,13 @@ fn pinning_stops_at_a_pinned_directory_with_the_same_pins() {
     };
     assert_eq!(bytes(&marks.pins), bytes(&expected));
     assert!(expected.len() > 10);
+    // A directory pinned first, then a path in it: the walk from the path
+    // stops there, and what lies above it was pinned with it.
+    let mut marks = Marks::default();
+    view.pin_with_parents(Path::new("/a/b/c"), &mut marks);
+    view.keep_read_only(PathBuf::from("/a/b/c/x"), &mut marks);
+    let pinned: Vec<&Path> = marks.pins.iter().map(PathBuf::as_path).collect();
+    assert_eq!(pinned, [Path::new("/a/b"), Path::new("/a/b/c")]);
 }
 
 #[test]
