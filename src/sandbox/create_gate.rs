@@ -85,11 +85,11 @@ impl Guard {
     pub fn new(paths: impl IntoIterator<Item = PathBuf>, writable: &[PathBuf]) -> Guard {
         let mut guard = Guard::default();
         for path in paths {
-            if let Some(root) = writable.iter().find(|w| path.starts_with(w)) {
-                let between = path
-                    .ancestors()
-                    .skip(1)
-                    .take_while(|a| a.starts_with(root) && *a != root.as_path());
+            if let Some(rest) = writable.iter().find_map(|w| path.strip_prefix(w).ok()) {
+                // Each ancestor drops one component of what lies below
+                // the root: all but the last are between.
+                let between = rest.components().count().saturating_sub(1);
+                let between = path.ancestors().skip(1).take(between);
                 guard.on_the_way.extend(between.map(Path::to_path_buf));
             }
             guard.guarded.insert(path);

@@ -89,3 +89,35 @@ fn a_pattern_protects_names_in_its_directories_only() {
         None
     );
 }
+
+#[test]
+fn the_directories_on_the_way_are_those_between_the_root_and_the_path() {
+    let writable = vec![PathBuf::from("/p"), PathBuf::from("/q/r"), "rel".into()];
+    let mut paths = Vec::new();
+    for root in ["/p", "/q/r", "rel", "/x"] {
+        for rest in [
+            "", "a", "a/b", "a/b/c", "a/./b/", "a/../b/c", "./a/b", "a//b/",
+        ] {
+            paths.push(Path::new(root).join(rest));
+        }
+    }
+    let guard = Guard::new(paths.clone(), &writable);
+    // As it was: every ancestor beneath the root, compared with it.
+    let mut expected: HashSet<PathBuf> = HashSet::new();
+    for path in &paths {
+        if let Some(root) = writable.iter().find(|w| path.starts_with(w)) {
+            let between = path
+                .ancestors()
+                .skip(1)
+                .take_while(|a| a.starts_with(root) && *a != root.as_path());
+            expected.extend(between.map(Path::to_path_buf));
+        }
+    }
+    let bytes = |set: &HashSet<PathBuf>| {
+        let mut all: Vec<_> = set.iter().map(|p| p.as_os_str().to_owned()).collect();
+        all.sort();
+        all
+    };
+    assert_eq!(bytes(&guard.on_the_way), bytes(&expected));
+    assert!(expected.len() > 5);
+}

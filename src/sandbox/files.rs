@@ -230,6 +230,21 @@ fn depth(path: &Path) -> usize {
     path.components().count()
 }
 
+/// The hidden paths, looked up by each ancestor of a path asked about
+/// (a few hashes) rather than compared with every one of them (hundreds).
+struct Hidden<'a>(HashSet<&'a Path>);
+
+impl<'a> Hidden<'a> {
+    fn of(hidden: &'a [(PathBuf, Kind)]) -> Hidden<'a> {
+        Hidden(hidden.iter().map(|(p, _)| p.as_path()).collect())
+    }
+
+    /// Whether `path` is hidden or lies beneath a hidden path.
+    fn holds(&self, path: &Path) -> bool {
+        path.ancestors().any(|a| self.0.contains(a))
+    }
+}
+
 /// What planning marks on the way: paths kept read-only, directories
 /// pinned in place, missing paths guarded.
 #[derive(Debug, Default)]
@@ -288,19 +303,19 @@ impl FileView {
             policy.files.allow_read.iter().map(|r| &r.value).collect();
         let mut hidden: Vec<(PathBuf, Kind)> = Vec::new();
         let homes = Listed::of_busy(&policy.homes, &policy.files.deny_read);
+        let mut resolved = Resolved::default();
         for rule in &policy.files.deny_read {
             let found = match &rule.value {
                 PathPattern::Exact(path) if homes.absent(path) => Vec::new(),
                 pattern => pattern.expand(),
             };
             for path in found {
-                let Ok(path) = std::fs::canonicalize(&path) else {
+                let Some((path, kind)) = resolved.real(&path) else {
                     continue; // a dangling symlink reaches nothing
                 };
                 if allow_read.iter().any(|a| a.covers(&path)) || !view.relevant(&path) {
                     continue;
                 }
-                let kind = if path.is_dir() { Kind::Dir } else { Kind::File };
                 hidden.push((path, kind));
             }
         }
@@ -323,12 +338,12 @@ impl FileView {
         hidden.sort();
         hidden.dedup();
         // A path under another hidden directory is already unreadable.
-        let outer: Vec<PathBuf> = hidden
+        let outer: HashSet<PathBuf> = hidden
             .iter()
             .filter(|h| h.1 == Kind::Dir)
             .map(|h| h.0.clone())
             .collect();
-        hidden.retain(|(p, _)| !outer.iter().any(|o| p != o && p.starts_with(o)));
+        hidden.retain(|(p, _)| !p.ancestors().skip(1).any(|a| outer.contains(a)));
         view.hidden = hidden;
 
         // Allowed host sockets stay visible where the runtime dirs are hidden.
@@ -490,11 +505,12 @@ impl FileView {
             mut guarded,
             ..
         } = marks;
-        read_only.retain(|p| view.relevant(p) && view.is_writable(p) && !view.is_hidden(p));
+        let hidden = Hidden::of(&view.hidden);
+        read_only.retain(|p| view.relevant(p) && view.is_writable(p) && !hidden.holds(p));
         pins.retain(|p: &PathBuf| {
-            !view.writable.contains(p) && !read_only.contains(p) && !view.is_hidden(p)
+            !view.writable.contains(p) && !read_only.contains(p) && !hidden.holds(p)
         });
-        guarded.retain(|p| view.is_writable(p) && !view.is_hidden(p));
+        guarded.retain(|p| view.is_writable(p) && !hidden.holds(p));
         view.read_only = read_only.into_iter().collect();
         view.pinned = pins.into_iter().collect();
         let pattern_dirs = work_trees.into_iter().filter(|w| view.is_writable(w));
@@ -511,10 +527,6 @@ impl FileView {
 
     fn is_writable(&self, path: &Path) -> bool {
         self.writable.iter().any(|w| path.starts_with(w))
-    }
-
-    fn is_hidden(&self, path: &Path) -> bool {
-        self.hidden.iter().any(|(h, _)| path.starts_with(h))
     }
 
     /// Keeps `path` read-only, and the directories on the way to it where
@@ -541,7 +553,12 @@ impl FileView {
             if self.writable.iter().any(|w| w == dir) || !self.is_writable(dir) {
                 break;
             }
-            marks.pins.insert(dir.to_path_buf());
+            // A directory pinned before had the ones above it pinned with
+            // it (where this walk stops depends on the directory alone):
+            // the many names under one directory walk up once.
+            if !marks.pins.insert(dir.to_path_buf()) {
+                break;
+            }
             ancestor = dir.parent();
         }
     }
@@ -992,7 +1009,17 @@ fn build_sys(ops: &mut dyn MountOps) -> Result<(), FilesError> {
 /// a name listed is still looked at itself, and a directory that cannot
 /// be listed answers nothing.
 #[derive(Debug, Default)]
-struct Listed(Vec<(PathBuf, HashSet<OsString>)>);
+struct Listed(Vec<Listing>);
+
+/// One directory's entries.
+#[derive(Debug)]
+struct Listing {
+    dir: PathBuf,
+    /// `dir`'s components, split once: hundreds of rules are checked
+    /// against each listing.
+    parts: Vec<OsString>,
+    names: HashSet<OsString>,
+}
 
 /// Rules below a directory from which listing it pays.
 const LISTING_PAYS: usize = 16;
@@ -1011,23 +1038,33 @@ impl Listed {
     /// absent).
     fn of_busy(homes: &[PathBuf], rules: &[Sourced<PathPattern>]) -> Listed {
         let mut listed = Listed::default();
+        // Each rule's path split once, not once per home.
+        let paths: Vec<Vec<&OsStr>> = rules
+            .iter()
+            .filter_map(|rule| match &rule.value {
+                PathPattern::Exact(path) => Some(components(path).collect()),
+                PathPattern::Glob { .. } => None,
+            })
+            .collect();
         for home in homes {
-            let mut below: BTreeMap<PathBuf, usize> = BTreeMap::new();
-            for rule in rules {
-                let PathPattern::Exact(path) = &rule.value else {
-                    continue;
-                };
-                let Ok(rest) = path.strip_prefix(home) else {
-                    continue;
-                };
-                *below.entry(home.clone()).or_default() += 1;
-                let mut parts = rest.components();
-                if let (Some(first), Some(_)) = (parts.next(), parts.next()) {
-                    *below.entry(home.join(first)).or_default() += 1;
+            let home_parts: Vec<&OsStr> = components(home).collect();
+            let depth = home_parts.len();
+            let mut in_home = 0;
+            // By the name of the directory in the home, borrowed from the
+            // rule (sorted as the directories' paths would be).
+            let mut below: BTreeMap<&OsStr, usize> = BTreeMap::new();
+            for parts in paths.iter().filter(|p| p.starts_with(&home_parts)) {
+                in_home += 1;
+                if parts.len() > depth + 1 {
+                    *below.entry(parts[depth]).or_default() += 1;
                 }
             }
-            // The home sorts before the directories in it.
-            for (dir, count) in below {
+            // The home before the directories in it.
+            if in_home >= LISTING_PAYS && !listed.absent(home) {
+                listed.add(home);
+            }
+            for (name, count) in below {
+                let dir = home.join(name);
                 if count >= LISTING_PAYS && !listed.absent(&dir) {
                     listed.add(&dir);
                 }
@@ -1038,28 +1075,33 @@ impl Listed {
 
     fn add(&mut self, dir: &Path) {
         if let Ok(entries) = std::fs::read_dir(dir) {
-            let names = entries.flatten().map(|e| e.file_name()).collect();
-            self.0.push((dir.to_path_buf(), names));
+            self.0.push(Listing {
+                dir: dir.to_path_buf(),
+                parts: components(dir).map(OsStr::to_os_string).collect(),
+                names: entries.flatten().map(|e| e.file_name()).collect(),
+            });
         }
     }
 
     /// Every entry listed: its directory and its name.
     fn entries(&self) -> impl Iterator<Item = (&Path, &OsStr)> {
-        self.0.iter().flat_map(|(dir, names)| {
-            names
+        self.0.iter().flat_map(|listing| {
+            listing
+                .names
                 .iter()
-                .map(move |name| (dir.as_path(), name.as_os_str()))
+                .map(move |name| (listing.dir.as_path(), name.as_os_str()))
         })
     }
 
     /// Whether a listing shows that `path` does not exist: the entry it
     /// goes through below a listed directory is not there.
     fn absent(&self, path: &Path) -> bool {
-        self.0.iter().any(|(dir, names)| {
-            path.strip_prefix(dir)
-                .ok()
-                .and_then(|rest| rest.components().next())
-                .is_some_and(|first| !names.contains(first.as_os_str()))
+        // Split once, compared with each listing's directory.
+        let parts: Vec<&OsStr> = components(path).collect();
+        self.0.iter().any(|listing| {
+            let depth = listing.parts.len();
+            let below = parts.len() > depth && listing.parts.iter().eq(&parts[..depth]);
+            below && !listing.names.contains(parts[depth])
         })
     }
 
@@ -1071,6 +1113,69 @@ impl Listed {
         }
         path.symlink_metadata()
     }
+}
+
+/// Directories found to be canonical, so that a path named in one costs
+/// a single `lstat` to resolve rather than a `readlink` of every component
+/// (what `realpath` does): the deny list names many files in a few
+/// directories.
+#[derive(Debug)]
+struct Resolved(HashSet<PathBuf>);
+
+impl Default for Resolved {
+    fn default() -> Resolved {
+        Resolved(HashSet::from([PathBuf::from("/")]))
+    }
+}
+
+impl Resolved {
+    /// What `path` reaches, canonical (as `std::fs::canonicalize`), and
+    /// its kind (as `is_dir` on it); `None` if it reaches nothing.
+    fn real(&mut self, path: &Path) -> Option<(PathBuf, Kind)> {
+        // A path in a canonical directory is canonical itself if it is
+        // no link and is spelled plainly (no `.`, `..`, `//`, trailing
+        // `/`); its own metadata then tells its kind.
+        let in_canonical = path.parent().is_some_and(|p| self.0.contains(p));
+        if in_canonical && is_plain(path) {
+            if let Ok(meta) = path.symlink_metadata() {
+                if !meta.file_type().is_symlink() {
+                    let kind = if meta.is_dir() { Kind::Dir } else { Kind::File };
+                    if kind == Kind::Dir {
+                        self.0.insert(path.to_path_buf());
+                    }
+                    return Some((path.to_path_buf(), kind));
+                }
+            }
+        }
+        let real = std::fs::canonicalize(path).ok()?;
+        let kind = if real.is_dir() { Kind::Dir } else { Kind::File };
+        // Resolved to itself, no component was a link: every directory on
+        // the way is canonical.
+        if real.as_os_str() == path.as_os_str() {
+            self.0
+                .extend(real.ancestors().skip(1).map(Path::to_path_buf));
+            if kind == Kind::Dir {
+                self.0.insert(real.clone());
+            }
+        }
+        Some((real, kind))
+    }
+}
+
+/// Whether `path` is absolute and spelled as its components are: no `.`,
+/// `..`, doubled or trailing `/`.
+fn is_plain(path: &Path) -> bool {
+    let mut parts = path.components();
+    let rooted = parts.next() == Some(std::path::Component::RootDir);
+    let normal = parts.all(|c| matches!(c, std::path::Component::Normal(_)));
+    let rebuilt: PathBuf = path.components().collect();
+    rooted && normal && rebuilt.as_os_str() == path.as_os_str()
+}
+
+/// `path`'s components, each as it is spelled (which tells them apart:
+/// `/`, `.`, `..` or a name).
+fn components(path: &Path) -> impl Iterator<Item = &OsStr> {
+    path.components().map(|c| c.as_os_str())
 }
 
 /// `path` with its longest existing ancestor made canonical and the rest

@@ -386,7 +386,7 @@ fn only_homes_with_many_entries_below_are_listed() {
     rules.extend((0..LISTING_PAYS).map(|i| rule(home.join(".gone").join(format!("{i}")))));
     rules.push(rule(home.join(".few/one")));
     let listed = Listed::of_busy(std::slice::from_ref(&home), &rules);
-    let dirs: Vec<&Path> = listed.0.iter().map(|(d, _)| d.as_path()).collect();
+    let dirs: Vec<&Path> = listed.0.iter().map(|l| l.dir.as_path()).collect();
     // `.gone` is absent from the home's listing: not listed itself.
     assert_eq!(dirs, vec![home.as_path(), home.join(".config").as_path()]);
     assert!(listed.absent(&home.join(".config/tool0")));
@@ -395,4 +395,243 @@ fn only_homes_with_many_entries_below_are_listed() {
     std::fs::write(home.join(".config/tool0"), "").unwrap();
     let listed = Listed::of_busy(std::slice::from_ref(&home), &rules);
     assert!(!listed.absent(&home.join(".config/tool0")));
+}
+
+/// Paths up to four components over a few names, `.` and `..`, absolute
+/// and relative, some with a trailing `/`: the shapes path comparisons
+/// treat differently.
+fn generated_paths() -> Vec<PathBuf> {
+    let parts = ["a", "b", ".", ".."];
+    let mut paths = vec![PathBuf::from("/"), PathBuf::from("")];
+    let mut last = vec![String::new()];
+    for _ in 0..4 {
+        let mut next = Vec::new();
+        for prefix in &last {
+            for part in parts {
+                next.push(format!("{prefix}/{part}"));
+            }
+        }
+        for p in &next {
+            paths.push(PathBuf::from(p));
+            paths.push(PathBuf::from(format!("{p}/")));
+            paths.push(PathBuf::from(&p[1..]));
+        }
+        last = next;
+    }
+    paths
+}
+
+/// [`Listed::absent`] as it was: every listing's directory stripped off
+/// the path.
+fn absent_by_scan(listed: &Listed, path: &Path) -> bool {
+    listed.0.iter().any(|listing| {
+        path.strip_prefix(&listing.dir)
+            .ok()
+            .and_then(|rest| rest.components().next())
+            .is_some_and(|first| !listing.names.contains(first.as_os_str()))
+    })
+}
+
+#[test]
+fn a_listing_split_once_answers_as_every_listing_stripped_off() {
+    let names = |n: &[&str]| n.iter().map(OsString::from).collect::<HashSet<_>>();
+    let mut listed = Listed::default();
+    for (dir, entries) in [
+        ("/", &["a"][..]),
+        ("/a", &["b", ".."][..]),
+        ("/a/b", &[][..]),
+        ("/b/a", &["a", "b"][..]),
+        ("a", &["b"][..]),
+        ("/a/a/a", &["."][..]),
+    ] {
+        let dir = PathBuf::from(dir);
+        listed.0.push(Listing {
+            parts: components(&dir).map(OsStr::to_os_string).collect(),
+            dir,
+            names: names(entries),
+        });
+    }
+    let paths = generated_paths();
+    let mut absent = 0;
+    for path in &paths {
+        let expected = absent_by_scan(&listed, path);
+        assert_eq!(listed.absent(path), expected, "{path:?}");
+        absent += usize::from(expected);
+    }
+    // Both answers occur.
+    assert!(absent > 0 && absent < paths.len());
+}
+
+#[test]
+fn hidden_paths_looked_up_by_ancestor_match_every_one_compared() {
+    let paths = generated_paths();
+    let hidden: Vec<(PathBuf, Kind)> = paths
+        .iter()
+        .step_by(37)
+        .map(|p| (p.clone(), Kind::Dir))
+        .collect();
+    let lookup = Hidden::of(&hidden);
+    let outer: HashSet<PathBuf> = hidden.iter().map(|h| h.0.clone()).collect();
+    let mut held = 0;
+    for path in &paths {
+        let expected = hidden.iter().any(|(h, _)| path.starts_with(h));
+        assert_eq!(lookup.holds(path), expected, "{path:?}");
+        held += usize::from(expected);
+        // And beneath another hidden directory, as the plan drops them.
+        let beneath = hidden.iter().any(|(o, _)| path != o && path.starts_with(o));
+        let by_ancestor = path.ancestors().skip(1).any(|a| outer.contains(a));
+        assert_eq!(by_ancestor, beneath, "{path:?}");
+    }
+    assert!(held > 0 && held < paths.len());
+}
+
+#[test]
+fn pinning_stops_at_a_pinned_directory_with_the_same_pins() {
+    let view = FileView {
+        writable: vec![PathBuf::from("/a"), PathBuf::from("/b/a"), "b".into()],
+        ..FileView::default()
+    };
+    // Every directory up to the root, each time (as before the walk
+    // stopped early).
+    let full_walk = |path: &Path, pins: &mut BTreeSet<PathBuf>| {
+        let mut ancestor = path.parent();
+        while let Some(dir) = ancestor {
+            if view.writable.iter().any(|w| w == dir) || !view.is_writable(dir) {
+                break;
+            }
+            pins.insert(dir.to_path_buf());
+            ancestor = dir.parent();
+        }
+    };
+    let mut marks = Marks::default();
+    let mut expected = BTreeSet::new();
+    for (i, path) in generated_paths().iter().enumerate() {
+        if i % 3 == 0 {
+            view.pin_with_parents(path, &mut marks);
+            if view.is_writable(path) && !view.writable.iter().any(|w| w == path) {
+                expected.insert(path.clone());
+            }
+        } else {
+            view.keep_read_only(path.clone(), &mut marks);
+        }
+        full_walk(path, &mut expected);
+    }
+    // The very bytes kept, not only equal paths.
+    let bytes = |set: &BTreeSet<PathBuf>| -> Vec<OsString> {
+        set.iter().map(|p| p.as_os_str().to_owned()).collect()
+    };
+    assert_eq!(bytes(&marks.pins), bytes(&expected));
+    assert!(expected.len() > 10);
+    // A directory pinned first, then a path in it: the walk from the path
+    // stops there, and what lies above it was pinned with it.
+    let mut marks = Marks::default();
+    view.pin_with_parents(Path::new("/a/b/c"), &mut marks);
+    view.keep_read_only(PathBuf::from("/a/b/c/x"), &mut marks);
+    let pinned: Vec<&Path> = marks.pins.iter().map(PathBuf::as_path).collect();
+    assert_eq!(pinned, [Path::new("/a/b"), Path::new("/a/b/c")]);
+}
+
+#[test]
+fn resolving_through_known_directories_answers_as_canonicalize() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(top.join("d/e")).unwrap();
+    std::fs::write(top.join("d/f"), "").unwrap();
+    std::fs::write(top.join("d/e/g"), "").unwrap();
+    let link =
+        |target: &str, name: &str| std::os::unix::fs::symlink(target, top.join(name)).unwrap();
+    link("d", "to-d");
+    link("d/f", "to-f");
+    link("missing", "dangling");
+    link("../d", "d/up");
+    link("f", "d/e/to-f-beside");
+    let names = [
+        "",
+        "d",
+        "d/e",
+        "d/f",
+        "d/e/g",
+        "to-d",
+        "to-d/f",
+        "to-f",
+        "dangling",
+        "d/up",
+        "d/up/e",
+        "d/e/to-f-beside",
+        "d/missing",
+        "d/f/under-a-file",
+        "d/./f",
+        "d//f",
+        "d/e/",
+        "d/e/..",
+        "to-d/e/g",
+        "d/e/g/",
+    ];
+    let mut resolved = Resolved::default();
+    // Twice: the second round answers from what the first found.
+    for _ in 0..2 {
+        for name in names {
+            let path = if name.is_empty() {
+                top.clone()
+            } else {
+                PathBuf::from(format!("{}/{name}", top.display()))
+            };
+            let expected = std::fs::canonicalize(&path).ok().map(|real| {
+                let kind = if real.is_dir() { Kind::Dir } else { Kind::File };
+                (real, kind)
+            });
+            let got = resolved.real(&path);
+            assert_eq!(
+                got.as_ref().map(|(p, k)| (p.as_os_str(), k)),
+                expected.as_ref().map(|(p, k)| (p.as_os_str(), k)),
+                "{path:?}"
+            );
+        }
+    }
+    assert!(resolved.0.contains(&top.join("d/e")));
+}
+
+#[test]
+fn the_busy_directories_are_those_counted_by_stripping_each_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(dir.path()).unwrap();
+    let homes = [top.join("h"), top.join("h/a"), top.join("other")];
+    for d in ["h/a/b", "h/b", "other/a"] {
+        std::fs::create_dir_all(top.join(d)).unwrap();
+    }
+    let rule = |p: PathBuf| Sourced::new(PathPattern::Exact(p), crate::policy::Source::Builtin);
+    let mut rules = Vec::new();
+    for home in &homes {
+        for rest in generated_paths() {
+            let rest = rest.strip_prefix("/").unwrap_or(&rest);
+            rules.push(rule(home.join(rest)));
+        }
+    }
+    let listed = Listed::of_busy(&homes, &rules);
+    // As it was: each rule stripped of each home, counted by path.
+    let mut expected = Listed::default();
+    for home in &homes {
+        let mut below: BTreeMap<PathBuf, usize> = BTreeMap::new();
+        for rule in &rules {
+            let PathPattern::Exact(path) = &rule.value else {
+                continue;
+            };
+            let Ok(rest) = path.strip_prefix(home) else {
+                continue;
+            };
+            *below.entry(home.clone()).or_default() += 1;
+            let mut parts = rest.components();
+            if let (Some(first), Some(_)) = (parts.next(), parts.next()) {
+                *below.entry(home.join(first)).or_default() += 1;
+            }
+        }
+        for (dir, count) in below {
+            if count >= LISTING_PAYS && !absent_by_scan(&expected, &dir) {
+                expected.add(&dir);
+            }
+        }
+    }
+    let dirs = |l: &Listed| -> Vec<PathBuf> { l.0.iter().map(|l| l.dir.clone()).collect() };
+    assert_eq!(dirs(&listed), dirs(&expected));
+    assert!(dirs(&listed).len() >= 4, "{:?}", dirs(&listed));
 }

@@ -203,7 +203,9 @@ pub fn read_regular(path: &Path, follow: Follow) -> io::Result<Vec<u8>> {
             format!("larger than {MAX_FILE} bytes"),
         ));
     }
-    let mut bytes = Vec::new();
+    // Room for the whole file and the end: read in one piece, not in
+    // pieces growing from 32 bytes (`take` hides the size).
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
     file.by_ref().take(MAX_FILE + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_FILE {
         return Err(io::Error::new(

@@ -5,7 +5,7 @@
 //! host's root, so a root caller needs a cgroup.
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use nix::sys::resource::{setrlimit, Resource};
@@ -72,7 +72,7 @@ pub struct CgroupMounts {
 impl CgroupMounts {
     pub fn read() -> CgroupMounts {
         let mut found = CgroupMounts::default();
-        let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        let Ok(info) = read_kernel_file(Path::new("/proc/self/mountinfo")) else {
             return found;
         };
         for line in info.lines() {
@@ -97,11 +97,10 @@ impl CgroupMounts {
     }
 }
 
-/// This process's cgroup path in the hierarchy whose `/proc/self/cgroup`
-/// line matches `controller` ("" for v2).
-fn own_cgroup(controller: &str) -> Option<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    text.lines().find_map(|line| {
+/// This process's cgroup path in the hierarchy whose line of `cgroups`
+/// (the text of `/proc/self/cgroup`) matches `controller` ("" for v2).
+fn own_cgroup(cgroups: &str, controller: &str) -> Option<PathBuf> {
+    cgroups.lines().find_map(|line| {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         let hit = if controller.is_empty() {
@@ -149,6 +148,19 @@ fn remove_stale(parent: &Path) {
     }
 }
 
+/// A file of `/proc` or the cgroup file system, read whole. These report
+/// no size, so `std::fs::read_to_string` would read them in growing
+/// pieces from 32 bytes up, and the kernel makes the text again for each
+/// read (`mountinfo`: eight reads of the mount table): one buffer large
+/// enough for the usual text takes two.
+fn read_kernel_file(path: &Path) -> io::Result<String> {
+    /// Holds the mount table of a host with a few dozen mounts.
+    const USUAL_SIZE: usize = 16 * 1024;
+    let mut text = String::with_capacity(USUAL_SIZE);
+    File::open(path)?.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 fn write(path: &Path, value: &str) -> io::Result<()> {
     std::fs::write(path, value)
 }
@@ -164,13 +176,16 @@ impl LimitPlan {
             tasks: Vec::new(),
         };
         let mounts = CgroupMounts::read();
+        // Read once for every hierarchy tried (the kernel takes a while
+        // over each read); unreadable, no hierarchy has a place for us.
+        let cgroups = read_kernel_file(Path::new("/proc/self/cgroup")).unwrap_or_default();
         // The supervisor's pid in the name lets a later run remove the
         // cgroup of one that was killed before it could clean up.
         let name = format!("{CGROUP_PREFIX}{}-{sandbox_id}", std::process::id());
-        if let Some(dir) = Self::try_v2(&mounts, &name) {
+        if let Some(dir) = Self::try_v2(&mounts, &cgroups, &name) {
             plan.dirs.push(dir);
             plan.mechanism = Mechanism::Cgroup(CgroupKind::V2);
-        } else if let Some(dirs) = Self::try_v1(&mounts, &name) {
+        } else if let Some(dirs) = Self::try_v1(&mounts, &cgroups, &name) {
             plan.dirs = dirs;
             plan.mechanism = Mechanism::Cgroup(CgroupKind::V1);
         } else if nix::unistd::geteuid().is_root() {
@@ -218,16 +233,16 @@ impl LimitPlan {
 
     /// A v2 cgroup below this process's own, with the pids (and memory)
     /// controllers available.
-    fn try_v2(mounts: &CgroupMounts, name: &str) -> Option<PathBuf> {
-        let parent = mounts.v2.as_ref()?.join(own_cgroup("")?);
-        let controllers = std::fs::read_to_string(parent.join("cgroup.subtree_control")).ok()?;
+    fn try_v2(mounts: &CgroupMounts, cgroups: &str, name: &str) -> Option<PathBuf> {
+        let parent = mounts.v2.as_ref()?.join(own_cgroup(cgroups, "")?);
+        let controllers = read_kernel_file(&parent.join("cgroup.subtree_control")).ok()?;
         if !controllers.split_whitespace().any(|c| c == "pids") {
             // Enabling a controller is only allowed where no process lives
             // (or at the root); try, and give up quietly if refused.
             write(&parent.join("cgroup.subtree_control"), "+pids +memory").ok()?;
         }
         let dir = create_cgroup(&parent, name)?;
-        let ok = std::fs::read_to_string(dir.join("cgroup.controllers"))
+        let ok = read_kernel_file(&dir.join("cgroup.controllers"))
             .is_ok_and(|c| c.split_whitespace().any(|c| c == "pids"));
         if ok {
             Some(dir)
@@ -237,10 +252,10 @@ impl LimitPlan {
         }
     }
 
-    fn try_v1(mounts: &CgroupMounts, name: &str) -> Option<Vec<PathBuf>> {
-        let pids_parent = mounts.v1_pids.as_ref()?.join(own_cgroup("pids")?);
+    fn try_v1(mounts: &CgroupMounts, cgroups: &str, name: &str) -> Option<Vec<PathBuf>> {
+        let pids_parent = mounts.v1_pids.as_ref()?.join(own_cgroup(cgroups, "pids")?);
         let mut dirs = vec![create_cgroup(&pids_parent, name)?];
-        if let (Some(mem), Some(own)) = (mounts.v1_memory.as_ref(), own_cgroup("memory")) {
+        if let (Some(mem), Some(own)) = (mounts.v1_memory.as_ref(), own_cgroup(cgroups, "memory")) {
             dirs.extend(create_cgroup(&mem.join(own), name));
         }
         Some(dirs)
