@@ -185,7 +185,8 @@ impl LimitPlan {
         if let Some(dir) = Self::try_v2(&mounts, &cgroups, &name) {
             plan.dirs.push(dir);
             plan.mechanism = Mechanism::Cgroup(CgroupKind::V2);
-        } else if let Some(dirs) = Self::try_v1(&mounts, &cgroups, &name) {
+        } else if let Some(dirs) = Self::try_v1(&mounts, &cgroups, &name, plan.max_memory.is_some())
+        {
             plan.dirs = dirs;
             plan.mechanism = Mechanism::Cgroup(CgroupKind::V1);
         } else if nix::unistd::geteuid().is_root() {
@@ -252,10 +253,22 @@ impl LimitPlan {
         }
     }
 
-    fn try_v1(mounts: &CgroupMounts, cgroups: &str, name: &str) -> Option<Vec<PathBuf>> {
+    /// v1: a pids cgroup, and a memory cgroup beside it when memory is
+    /// limited (without a limit one would only cost its making, joining
+    /// and, after the run, the kernel's work to retire it).
+    fn try_v1(
+        mounts: &CgroupMounts,
+        cgroups: &str,
+        name: &str,
+        memory: bool,
+    ) -> Option<Vec<PathBuf>> {
         let pids_parent = mounts.v1_pids.as_ref()?.join(own_cgroup(cgroups, "pids")?);
         let mut dirs = vec![create_cgroup(&pids_parent, name)?];
-        if let (Some(mem), Some(own)) = (mounts.v1_memory.as_ref(), own_cgroup(cgroups, "memory")) {
+        if let (true, Some(mem), Some(own)) = (
+            memory,
+            mounts.v1_memory.as_ref(),
+            own_cgroup(cgroups, "memory"),
+        ) {
             dirs.extend(create_cgroup(&mem.join(own), name));
         }
         Some(dirs)
