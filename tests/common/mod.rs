@@ -368,14 +368,21 @@ impl Sandbox {
 
     /// The full command line, without the `-- CMD` part.
     pub fn command(&self, cmd: &[&str]) -> Command {
-        let mut c = if self.mode.drops() {
-            let mut c = Command::new("setpriv");
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(&self.bin);
-            c
-        } else {
-            Command::new(&self.bin)
-        };
+        // The harness may run with SIGHUP ignored (under nohup, as CI may
+        // be), which exec passes on: cordon, and the command after it,
+        // would then rightly never see a SIGHUP a test sends. Every run
+        // starts with it at its default.
+        let mut c = Command::new("/usr/bin/env");
+        c.arg("--default-signal=HUP");
+        if self.mode.drops() {
+            c.args([
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+            ]);
+        }
+        c.arg(&self.bin);
         c.arg(&self.subcommand);
         if self.pass_project && (self.subcommand == "run" || self.subcommand == "explain") {
             if let Some(p) = &self.project {
