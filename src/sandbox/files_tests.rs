@@ -635,3 +635,67 @@ fn the_busy_directories_are_those_counted_by_stripping_each_home() {
     assert_eq!(dirs(&listed), dirs(&expected));
     assert!(dirs(&listed).len() >= 4, "{:?}", dirs(&listed));
 }
+
+#[test]
+fn resolving_a_random_forest_of_links_in_any_order_answers_as_canonicalize() {
+    // Links to directories, files, up (`..`), across and in loops, asked
+    // about in a shuffled order with one cache throughout: what an earlier
+    // answer put in the cache must never make a later one differ.
+    for round in 1..=16u64 {
+        resolve_a_random_forest(round.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    }
+}
+
+/// One forest of `resolving_a_random_forest_of_links_in_any_order_answers_as_canonicalize`,
+/// made and asked about as `seed` draws.
+fn resolve_a_random_forest(mut seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let top = std::fs::canonicalize(dir.path()).unwrap();
+    let mut next = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let names = ["a", "b", "c", "l1", "l2", "f"];
+    let mut made: Vec<PathBuf> = vec![top.clone()];
+    for _ in 0..60 {
+        let parent = made[next(made.len())].clone();
+        if !parent.is_dir() || parent.symlink_metadata().unwrap().file_type().is_symlink() {
+            continue;
+        }
+        let path = parent.join(names[next(names.len())]);
+        if path.symlink_metadata().is_ok() {
+            continue;
+        }
+        match next(4) {
+            0 | 1 => std::fs::create_dir(&path).unwrap(),
+            2 => std::fs::write(&path, "").unwrap(),
+            _ => {
+                let target = match next(3) {
+                    0 => made[next(made.len())].clone(),
+                    1 => PathBuf::from(".."),
+                    _ => PathBuf::from(names[next(names.len())]),
+                };
+                std::os::unix::fs::symlink(target, &path).unwrap();
+            }
+        }
+        made.push(path);
+    }
+    let mut asked: Vec<PathBuf> = Vec::new();
+    for _ in 0..400 {
+        let mut path = made[next(made.len())].clone();
+        for _ in 0..next(3) {
+            path.push(names[next(names.len())]);
+        }
+        asked.push(path);
+    }
+    let mut resolved = Resolved::default();
+    for path in asked {
+        let expected = std::fs::canonicalize(&path).ok().map(|real| {
+            let kind = if real.is_dir() { Kind::Dir } else { Kind::File };
+            (real, kind)
+        });
+        assert_eq!(resolved.real(&path), expected, "{path:?}");
+    }
+}
