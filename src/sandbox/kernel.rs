@@ -83,6 +83,8 @@ pub trait InitKernel {
     fn drop_capabilities(&mut self) -> Result<(), caps::errors::CapsError>;
     /// The sock_diag socket the UNIX socket gate asks about sockets.
     fn open_sock_diag(&mut self) -> io::Result<OwnedFd>;
+    /// Installs a compiled seccomp filter on the calling thread; returns
+    /// its listener if it has notify rules.
     fn install_seccomp(&mut self, program: &Program) -> Result<Option<OwnedFd>, SeccompError>;
     /// Wipes what `/proc/self/environ` and `cmdline` show.
     fn wipe_startup_strings(&mut self) -> io::Result<()>;
