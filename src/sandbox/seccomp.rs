@@ -397,8 +397,9 @@ pub fn gate_support() -> Result<(), String> {
 /// the one that built it.
 #[derive(Debug, Clone)]
 pub struct Program {
-    /// libseccomp's export: native `struct sock_filter`s.
-    bpf: Vec<u8>,
+    /// libseccomp's export, read into instructions when it is compiled
+    /// (in the supervisor), so that loading it only passes it on.
+    instructions: Vec<libc::sock_filter>,
     /// The `SECCOMP_FILTER_FLAG_*`s libseccomp's own load would have
     /// passed ([`load_flags`]): the export carries the program only.
     flags: libc::c_ulong,
@@ -430,8 +431,24 @@ impl Program {
         std::fs::File::from(out)
             .read_to_end(&mut bpf)
             .map_err(SeccompError::Export)?;
+        const INSN: usize = std::mem::size_of::<libc::sock_filter>();
+        if bpf.len() % INSN != 0 {
+            return Err(SeccompError::Export(std::io::Error::other(format!(
+                "{} bytes are no whole number of instructions",
+                bpf.len()
+            ))));
+        }
+        let instructions = bpf
+            .chunks_exact(INSN)
+            .map(|i| libc::sock_filter {
+                code: u16::from_ne_bytes([i[0], i[1]]),
+                jt: i[2],
+                jf: i[3],
+                k: u32::from_ne_bytes([i[4], i[5], i[6], i[7]]),
+            })
+            .collect();
         Ok(Program {
-            bpf,
+            instructions,
             flags: load_flags(ctx, notifies),
         })
     }
@@ -440,7 +457,7 @@ impl Program {
     /// and exec); returns the listener of a filter with notify rules.
     /// Requires `no_new_privs`.
     pub fn install(&self) -> Result<Option<OwnedFd>, SeccompError> {
-        crate::sys::seccomp_load(&self.bpf, self.flags).map_err(SeccompError::Install)
+        crate::sys::seccomp_load(&self.instructions, self.flags).map_err(SeccompError::Install)
     }
 }
 

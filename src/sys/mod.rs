@@ -285,26 +285,18 @@ pub fn own_fd(fd: RawFd) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
-/// Loads `bpf`, a seccomp filter program as libseccomp exports it (native
-/// `struct sock_filter`s), on the calling thread with `flags`
-/// (`SECCOMP_FILTER_FLAG_*`); with `SECCOMP_FILTER_FLAG_NEW_LISTENER`
-/// among them, returns the listener of its user notifications. Requires
-/// `no_new_privs` (or `CAP_SYS_ADMIN`).
-pub fn seccomp_load(bpf: &[u8], flags: libc::c_ulong) -> io::Result<Option<OwnedFd>> {
-    const INSN: usize = std::mem::size_of::<libc::sock_filter>();
-    let len = u16::try_from(bpf.len() / INSN)
+/// Loads `program`, a seccomp filter program (libseccomp's export), on
+/// the calling thread with `flags` (`SECCOMP_FILTER_FLAG_*`); with
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER` among them, returns the listener of
+/// its user notifications. Requires `no_new_privs` (or `CAP_SYS_ADMIN`).
+pub fn seccomp_load(
+    program: &[libc::sock_filter],
+    flags: libc::c_ulong,
+) -> io::Result<Option<OwnedFd>> {
+    let len = u16::try_from(program.len())
         .ok()
-        .filter(|&n| n > 0 && bpf.len() % INSN == 0)
+        .filter(|&n| n > 0)
         .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-    let program: Vec<libc::sock_filter> = bpf
-        .chunks_exact(INSN)
-        .map(|i| libc::sock_filter {
-            code: u16::from_ne_bytes([i[0], i[1]]),
-            jt: i[2],
-            jf: i[3],
-            k: u32::from_ne_bytes([i[4], i[5], i[6], i[7]]),
-        })
-        .collect();
     let fprog = libc::sock_fprog {
         len,
         filter: program.as_ptr().cast_mut(),
