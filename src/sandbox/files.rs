@@ -368,14 +368,8 @@ impl FileView {
                         from: rule.source.to_string(),
                     });
                 }
-                {
-                    if view
-                        .hidden
-                        .iter()
-                        .any(|(h, _)| path != *h && path.starts_with(h))
-                    {
-                        view.reallowed.push(path);
-                    }
+                if view.hidden.iter().any(|(h, _)| strictly_beneath(&path, h)) {
+                    view.reallowed.push(path);
                 }
             }
         }
@@ -684,9 +678,7 @@ impl FileView {
 
     /// Whether a re-allowed path lies beneath the hidden directory `host`.
     fn reaches_beneath(&self, host: &Path) -> bool {
-        self.reallowed
-            .iter()
-            .any(|r| r != host && r.starts_with(host))
+        self.reallowed.iter().any(|r| strictly_beneath(r, host))
     }
 
     /// Whether the view mounts something beneath the hidden directory
@@ -694,8 +686,10 @@ impl FileView {
     /// its mount point is made there, which the shared, sealed
     /// [`EMPTY_DIR`] cannot take, so `host` needs a tmpfs of its own.
     fn mounts_beneath(&self, host: &Path) -> bool {
-        let beneath = |p: &PathBuf| p != host && p.starts_with(host);
-        self.reaches_beneath(host) || self.writable.iter().any(beneath)
+        self.reallowed
+            .iter()
+            .chain(&self.writable)
+            .any(|p| strictly_beneath(p, host))
     }
 
     /// Builds the view inside a fresh mount namespace and makes it the root.
@@ -952,6 +946,11 @@ fn mask_file(ops: &mut dyn MountOps, path: &Path, step: &'static str) -> Result<
     }
     ops.bind(Path::new(EMPTY_FILE), path)
         .map_err(fail(step, path))
+}
+
+/// Whether `path` lies beneath `dir`, `dir` itself excluded.
+fn strictly_beneath(path: &Path, dir: &Path) -> bool {
+    path != dir && path.starts_with(dir)
 }
 
 /// The error of a mount step that failed on `path`.
