@@ -17,7 +17,7 @@
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -42,10 +42,10 @@ pub struct ConfigFiles {
 }
 
 impl ConfigFiles {
-    /// Opens each of `paths` (regular files only, no final symlink) for
-    /// writing; one that cannot be opened so is left out, and its rename
-    /// is refused like any other (the user could not have written it
-    /// either).
+    /// Opens each of `paths` (regular files with one name only, no final
+    /// symlink) for writing; one that cannot be opened so is left out, and
+    /// a rename over it is made as the kernel would (and fails: the view
+    /// binds it read-only).
     pub fn open(paths: &[PathBuf]) -> ConfigFiles {
         let files = paths
             .iter()
@@ -57,7 +57,9 @@ impl ConfigFiles {
                 )
                 .ok()?;
                 let file = std::fs::File::from(sys::own_fd(fd));
-                let regular = file.metadata().is_ok_and(|m| m.is_file());
+                // git never links a config; one with another name could be
+                // a file some other tool reads.
+                let regular = file.metadata().is_ok_and(|m| m.is_file() && m.nlink() == 1);
                 regular.then(|| (path.clone(), Mutex::new(file)))
             })
             .collect();

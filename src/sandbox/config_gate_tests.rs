@@ -153,9 +153,19 @@ fn only_regular_files_are_opened_for_updates() {
     let sub = dir.path().join("sub");
     std::fs::create_dir(&sub).unwrap();
     let missing = dir.path().join("missing");
-    let configs = ConfigFiles::open(&[file.clone(), link.clone(), sub.clone(), missing.clone()]);
+    let linked = dir.path().join("linked");
+    std::fs::write(&linked, OLD).unwrap();
+    std::fs::hard_link(&linked, dir.path().join("other-name")).unwrap();
+    let paths = [
+        file.clone(),
+        link.clone(),
+        sub.clone(),
+        missing.clone(),
+        linked.clone(),
+    ];
+    let configs = ConfigFiles::open(&paths);
     assert!(configs.find(&file).is_some());
-    for other in [link, sub, missing] {
+    for other in [link, sub, missing, linked] {
         assert!(configs.find(&other).is_none(), "{other:?}");
     }
 }
