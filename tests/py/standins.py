@@ -161,6 +161,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.note()
+        if self.kind == 'git':
+            self.git_backend()
+            return
         found = getattr(self, 'serve_' + self.kind)(self.path.split('?')[0])
         if found is None:
             self.reply(404, b'not found\n', 'text/plain')
@@ -208,9 +211,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.note()
         self.git_backend()
 
-    def serve_git(self, path):
-        return self.git_backend() or None
-
     def git_backend(self):
         path, _, query = self.path.partition('?')
         length = int(self.headers.get('Content-Length') or 0)
@@ -241,7 +241,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != 'HEAD':
             self.wfile.write(payload)
-        return True
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
