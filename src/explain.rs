@@ -55,6 +55,7 @@ pub fn render_text(policy: &Policy) -> String {
         "loopback, private, metadata, ...",
         "refused unless a rule names the address",
     );
+    text.door(Door::Presets);
     text.door(Door::HostAllow);
     text.door(Door::HostDeny);
     text.door(Door::Inspect);
@@ -203,6 +204,18 @@ impl Text<'_> {
                         format!("host UNIX socket {}", socket.path),
                         note,
                         socket.from.clone(),
+                    );
+                }
+            }
+            Door::Presets => {
+                for p in &view.network.presets {
+                    self.row(
+                        format!("preset {}", p.name),
+                        format!(
+                            "its lines below say so; `cordon presets {}` shows it",
+                            p.name
+                        ),
+                        p.from.clone(),
                     );
                 }
             }
@@ -521,12 +534,22 @@ struct NetworkView {
     /// The host's own loopback ports opened with `host.cordon.internal:PORT`.
     host_internal: Vec<HostInternalView>,
     local_ports: Vec<PortView>,
+    /// The presets named; each of their lines names its preset as its source.
+    presets: Vec<PresetView>,
     /// The settings of one row each (ports that allow rules without
     /// `:PORT` admit, proxy connections served at once, ...), by name.
     #[serde(flatten)]
     settings: Settings,
     /// Host UNIX sockets programs inside may connect to.
     unix_sockets: Vec<UnixSocketView>,
+}
+
+/// One preset named by `--preset` or `[network] presets`.
+#[derive(Serialize)]
+struct PresetView {
+    name: String,
+    source: Source,
+    from: String,
 }
 
 /// One `--allow-unix-socket` path.
@@ -849,6 +872,16 @@ impl View {
                 .iter()
                 .map(|p| PortView {
                     port: p.value,
+                    source: p.source.clone(),
+                    from: p.source.to_string(),
+                })
+                .collect(),
+            presets: policy
+                .network
+                .presets
+                .iter()
+                .map(|p| PresetView {
+                    name: p.value.clone(),
                     source: p.source.clone(),
                     from: p.source.to_string(),
                 })

@@ -14,6 +14,7 @@ pub mod inspection;
 pub mod keys;
 pub mod load;
 pub mod pattern;
+pub mod presets;
 pub mod trust;
 
 use std::fmt;
@@ -40,6 +41,13 @@ pub enum Source {
     PolicyFile(PathBuf),
     /// A command-line flag, e.g. `--allow-write`.
     Flag(String),
+    /// A preset ([`presets`]), named by another source (a flag, a file).
+    Preset {
+        /// The preset's name.
+        name: String,
+        /// What named it.
+        from: Box<Source>,
+    },
 }
 
 impl fmt::Display for Source {
@@ -50,6 +58,7 @@ impl fmt::Display for Source {
             Source::Project(p) => write!(f, "project {}", p.display()),
             Source::PolicyFile(p) => write!(f, "policy {}", p.display()),
             Source::Flag(flag) => write!(f, "flag {flag}"),
+            Source::Preset { name, from } => write!(f, "preset {name} ({from})"),
         }
     }
 }
@@ -170,6 +179,9 @@ pub struct NetworkPolicy {
     pub unix_sockets: Vec<Sourced<PathPattern>>,
     /// Connections the proxy serves at once; more are refused and reported.
     pub max_connections: Sourced<u64>,
+    /// The presets named (`--preset`, `[network] presets`), each from what
+    /// named it; their lines are in the other fields, from [`Source::Preset`].
+    pub presets: Vec<Sourced<String>>,
 }
 
 impl Default for NetworkPolicy {
@@ -180,6 +192,7 @@ impl Default for NetworkPolicy {
             hosts: HostPolicy::default(),
             unix_sockets: Vec::new(),
             max_connections: Sourced::new(defaults::MAX_CONNECTIONS, Source::Builtin),
+            presets: Vec::new(),
         }
     }
 }
