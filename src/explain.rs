@@ -221,7 +221,12 @@ impl Text<'_> {
             }
             Door::HostAllow => {
                 self.group("allowed hosts (deny beats allow)");
-                self.when_empty(&view.network.allow, &format!("none: {}", how_to_add(about)));
+                let presets = keys::PRESETS.about.flag_or_key();
+                let none = format!(
+                    "none: {}, or {presets} NAME for what a tool needs (`cordon presets`)",
+                    how_to_add(about)
+                );
+                self.when_empty(&view.network.allow, &none);
                 self.lines
                     .extend(view.network.allow.iter().map(RuleView::line));
             }

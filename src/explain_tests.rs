@@ -345,6 +345,8 @@ fn project_file_lines_name_the_file() {
 #[test]
 fn each_line_of_a_preset_names_the_preset_and_what_named_it() {
     let fx = Fx::new();
+    let none = render_text(&policy(&fx, Vec::new()));
+    line_with(&none, &["none: add --allow-domain HOST", "or --preset NAME"]);
     let p = policy(&fx, given(&[("--preset", &["go"])]));
     let text = render_text(&p);
     line_with(&text, &["preset go", "cordon presets go", "flag --preset"]);

@@ -170,3 +170,36 @@ fn a_preset_adds_its_lines_where_it_is_named_from_a_source_naming_both() {
         Some("--preset".to_string())
     );
 }
+
+/// The commented-out policy a preset's file suggests adding: its comment
+/// lines from the first that opens a table (`# [[network.rules]]`) to the
+/// end of that comment, uncommented.
+fn suggested(text: &str) -> String {
+    text.lines()
+        .skip_while(|l| !l.starts_with("# ["))
+        .take_while(|l| l.starts_with('#'))
+        .map(|l| l.trim_start_matches('#').strip_prefix(' ').unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn what_a_preset_suggests_adding_loads() {
+    let home = Path::new("/home/u");
+    let mut suggesting = Vec::new();
+    for s in SHIPPED {
+        let text = suggested(s.text);
+        if text.is_empty() {
+            continue;
+        }
+        let file = Path::new(s.name);
+        let fragment = crate::policy::load::document::parse_file(file, text.as_bytes(), &ctx(home))
+            .unwrap_or_else(|e| panic!("{}: what it suggests does not load: {e}\n{text}", s.name));
+        assert!(!fragment.settings().is_empty(), "{}", s.name);
+        suggesting.push(s.name);
+    }
+    assert_eq!(
+        suggesting,
+        ["github", "gitlab", "anthropic-api", "openai-api"]
+    );
+}
