@@ -211,10 +211,7 @@ impl Text<'_> {
                 for p in &view.network.presets {
                     self.row(
                         format!("preset {}", p.name),
-                        format!(
-                            "its lines below say so; `cordon presets {}` shows it",
-                            p.name
-                        ),
+                        format!("{}; its lines below name it", p.about),
                         p.from.clone(),
                     );
                 }
@@ -553,6 +550,7 @@ struct NetworkView {
 #[derive(Serialize)]
 struct PresetView {
     name: String,
+    about: String,
     source: Source,
     from: String,
 }
@@ -886,7 +884,8 @@ impl View {
                 .presets
                 .iter()
                 .map(|p| PresetView {
-                    name: p.value.clone(),
+                    name: p.value.name.clone(),
+                    about: p.value.about.clone(),
                     source: p.source.clone(),
                     from: p.source.to_string(),
                 })

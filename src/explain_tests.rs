@@ -346,10 +346,16 @@ fn project_file_lines_name_the_file() {
 fn each_line_of_a_preset_names_the_preset_and_what_named_it() {
     let fx = Fx::new();
     let none = render_text(&policy(&fx, Vec::new()));
-    line_with(&none, &["none: add --allow-domain HOST", "or --preset NAME"]);
+    line_with(
+        &none,
+        &["none: add --allow-domain HOST", "or --preset NAME"],
+    );
     let p = policy(&fx, given(&[("--preset", &["go"])]));
     let text = render_text(&p);
-    line_with(&text, &["preset go", "cordon presets go", "flag --preset"]);
+    line_with(
+        &text,
+        &["preset go", "the Go module mirror", "flag --preset"],
+    );
     for host in ["proxy.golang.org", "sum.golang.org"] {
         line_with(&text, &[host, "ports 80, 443", "preset go (flag --preset)"]);
     }
@@ -380,6 +386,7 @@ fn each_line_of_a_preset_names_the_preset_and_what_named_it() {
         json["network"]["presets"],
         serde_json::json!([{
             "name": "go",
+            "about": "go: the Go module mirror (proxy.golang.org) and checksum database (sum.golang.org)",
             "source": { "kind": "flag", "detail": "--preset" },
             "from": "flag --preset",
         }])

@@ -181,7 +181,7 @@ pub struct NetworkPolicy {
     pub max_connections: Sourced<u64>,
     /// The presets named (`--preset`, `[network] presets`), each from what
     /// named it; their lines are in the other fields, from [`Source::Preset`].
-    pub presets: Vec<Sourced<String>>,
+    pub presets: Vec<Sourced<presets::Named>>,
 }
 
 impl Default for NetworkPolicy {

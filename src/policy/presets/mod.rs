@@ -206,19 +206,33 @@ pub fn find(name: &str) -> Result<&'static Shipped, String> {
 pub struct Expanded {
     /// Its name.
     pub name: &'static str,
+    /// Its description's line.
+    about: String,
     fragment: Fragment,
+}
+
+/// A preset in force: what `cordon explain` says of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Named {
+    /// Its name.
+    pub name: String,
+    /// Its description's line.
+    pub about: String,
 }
 
 /// Reads the preset `name` names, its paths against `ctx`.
 pub fn expand(name: &str, ctx: &PathContext<'_>) -> Result<Expanded, String> {
     let shipped = find(name)?;
-    let fragment = Preset::read(shipped)
-        .and_then(|p| p.expand(ctx))
-        .map_err(|e| e.to_string())?;
-    Ok(Expanded {
-        name: shipped.name,
-        fragment,
-    })
+    let read = |ctx| {
+        let preset = Preset::read(shipped)?;
+        let fragment = preset.expand(ctx)?;
+        Ok::<_, LoadError>(Expanded {
+            name: shipped.name,
+            about: preset.about.about,
+            fragment,
+        })
+    };
+    read(ctx).map_err(|e| e.to_string())
 }
 
 /// Why the presets `expanded` would widen `in_force` (the first line of
@@ -243,10 +257,14 @@ pub fn widening(expanded: &[Expanded], in_force: &Policy) -> Option<String> {
 /// [`Source::Preset`] with that name and `source`.
 pub fn apply(policy: &mut Policy, expanded: Vec<Expanded>, source: &Source) {
     for e in expanded {
+        let named = Named {
+            name: e.name.to_string(),
+            about: e.about,
+        };
         policy
             .network
             .presets
-            .push(Sourced::new(e.name.to_string(), source.clone()));
+            .push(Sourced::new(named, source.clone()));
         let from = Source::Preset {
             name: e.name.to_string(),
             from: Box::new(source.clone()),

@@ -145,11 +145,25 @@ fn a_preset_adds_its_lines_where_it_is_named_from_a_source_naming_both() {
             ("repo.yarnpkg.com".to_string(), from_flag.clone()),
         ]
     );
+    let named: Vec<(&str, &str, &Source)> = p
+        .network
+        .presets
+        .iter()
+        .map(|n| (n.value.name.as_str(), n.value.about.as_str(), &n.source))
+        .collect();
     assert_eq!(
-        p.network.presets,
+        named,
         vec![
-            Sourced::new("pypi".to_string(), Source::UserConfig(user.clone())),
-            Sourced::new("npm".to_string(), Source::Flag("--preset".into())),
+            (
+                "pypi",
+                "pip, uv, poetry: the Python Package Index",
+                &Source::UserConfig(user.clone())
+            ),
+            (
+                "npm",
+                "npm, yarn, pnpm: the npm registry (metadata and tarballs)",
+                &Source::Flag("--preset".into())
+            ),
         ]
     );
     assert_eq!(from_flag.to_string(), "preset npm (flag --preset)");

@@ -189,8 +189,11 @@ fn an_untrusted_project_may_not_name_a_preset_that_widens_until_trusted() {
             ("static.crates.io".to_string(), from),
         ]
     );
-    assert_eq!(
-        p.network.presets,
-        vec![Sourced::new("crates".to_string(), Source::Project(file))]
-    );
+    let named: Vec<(&str, &Source)> = p
+        .network
+        .presets
+        .iter()
+        .map(|n| (n.value.name.as_str(), &n.source))
+        .collect();
+    assert_eq!(named, vec![("crates", &Source::Project(file))]);
 }
