@@ -1558,7 +1558,7 @@ fn a_preset_lets_curl_reach_its_hosts_through_the_proxy() {
         assert_eq!(line(&out, "unlisted"), " 403", "{mode:?}: {out:#?}");
 
         // Without the preset, the proxy refuses the registry and says how
-        // to allow it.
+        // to allow it, the preset included.
         let refused = net.run(
             &sandbox(false),
             &[
@@ -1573,6 +1573,7 @@ fn a_preset_lets_curl_reach_its_hosts_through_the_proxy() {
             "blocked registry.npmjs.org",
             "no allow rule names this host",
             "--allow-domain registry.npmjs.org",
+            "--preset npm",
         ] {
             assert!(
                 refused.stdout.contains(needle),

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::host::{parse_rule, Target};
 use super::load::document::{parse_policy, position};
 use super::load::layer::Fragment;
 use super::load::widen::first_widening;
@@ -271,6 +272,23 @@ pub fn apply(policy: &mut Policy, expanded: Vec<Expanded>, source: &Source) {
         };
         e.fragment.apply(policy, &from);
     }
+}
+
+/// The shipped presets with an allow rule for the host `target` (whatever
+/// the port), in listing order: what a refusal may suggest. A preset that
+/// does not read is left out (the listing and the tests report it).
+pub fn allowing(target: &Target) -> Vec<&'static str> {
+    SHIPPED
+        .iter()
+        .filter(|s| {
+            Preset::read(s).is_ok_and(|p| {
+                p.hosts()
+                    .iter()
+                    .any(|h| parse_rule(h).is_ok_and(|r| r.matches_host(target)))
+            })
+        })
+        .map(|s| s.name)
+        .collect()
 }
 
 /// Every shipped preset, read and checked (its policy expanded against

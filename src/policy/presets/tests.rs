@@ -217,3 +217,25 @@ fn what_a_preset_suggests_adding_loads() {
         ["github", "gitlab", "anthropic-api", "openai-api"]
     );
 }
+
+#[test]
+fn a_refusal_names_the_presets_that_allow_the_host() {
+    use crate::policy::host::{normalize, DenyReason};
+    let fx = Fx::new();
+    let p = load(&fx.req(Vec::new())).unwrap();
+    let hint = |host: &str, port: u16| {
+        p.network
+            .hosts
+            .denial_hint(&normalize(host).unwrap(), port, DenyReason::NotAllowed)
+    };
+    let npm = hint("Registry.NPMJS.org.", 443);
+    assert!(
+        npm.ends_with("; or use the preset that allows it with the other hosts its tools need: --preset npm, or [network] presets = [\"npm\"] (`cordon presets` lists them)"),
+        "{npm}"
+    );
+    assert!(!hint("example.com", 443).contains("preset"));
+    // The preset's rules cover the ports in force only.
+    assert!(!hint("registry.npmjs.org", 8443).contains("preset"));
+    assert_eq!(allowing(&normalize("api.github.com").unwrap()), ["github"]);
+    assert!(allowing(&normalize("npmjs.org").unwrap()).is_empty());
+}
