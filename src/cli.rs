@@ -379,9 +379,9 @@ fn presets_command(args: PresetsArgs) -> Result<i32, Failure> {
     let Some(name) = args.name else {
         if args.json {
             let list: Vec<_> = all.iter().map(|p| presets::render_json(p, false)).collect();
-            println!("{}", serde_json::to_string_pretty(&list)?);
+            println!("{}", json_printable(&serde_json::to_string_pretty(&list)?));
         } else {
-            print!("{}", presets::render_text(&all));
+            print!("{}", printable_lines(&presets::render_text(&all)));
         }
         return Ok(0);
     };
@@ -392,9 +392,9 @@ fn presets_command(args: PresetsArgs) -> Result<i32, Failure> {
         .ok_or_else(|| failed(2)(format!("preset {name:?} did not load")))?;
     if args.json {
         let one = presets::render_json(preset, true);
-        println!("{}", serde_json::to_string_pretty(&one)?);
+        println!("{}", json_printable(&serde_json::to_string_pretty(&one)?));
     } else {
-        print!("{}", shipped.text);
+        print!("{}", printable_lines(shipped.text));
     }
     Ok(0)
 }
