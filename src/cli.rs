@@ -10,7 +10,7 @@ use crate::policy::keys::{self, Flag, FlagType, Takes};
 use crate::policy::load::{self, EnvFacts, FlagValue, LoadRequest};
 use crate::policy::pattern::PathContext;
 use crate::policy::{presets, trust, Policy};
-use crate::{doctor, explain, probe, sandbox};
+use crate::{doctor, explain, manual, probe, sandbox};
 
 /// Run a command inside a boundary the Linux kernel enforces.
 ///
@@ -57,6 +57,17 @@ pub enum Command {
     /// options, attack it with a battery of probes (files, network, credentials, process),
     /// print a table; exits 1 if any door is open.
     Probe(ProbeArgs),
+    /// Print a completion script for SHELL to stdout.
+    ///
+    /// bash: `cordon completions bash > ~/.local/share/bash-completion/completions/cordon`;
+    /// zsh: `cordon completions zsh > DIR/_cordon` for a DIR on $fpath;
+    /// fish: `cordon completions fish > ~/.config/fish/completions/cordon.fish`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout, or write one page per command into a directory.
+    ///
+    /// `cordon man | man -l -` reads it; `cordon man --dir ~/.local/share/man/man1`
+    /// installs cordon.1, cordon-run.1, ... for `man cordon-run`.
+    Man(ManArgs),
     /// The inside half of `cordon probe` (runs in the sandbox).
     #[command(hide = true)]
     ProbeInside {
@@ -187,6 +198,21 @@ pub struct RunArgs {
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write cordon.1 and one page per command (cordon-run.1, ...) into DIR, an existing
+    /// directory, instead of printing cordon.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -483,6 +509,20 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::ProbeCanary { tag: _ } => Ok(probe::host::canary_main()),
         Command::Log(args) => log_command(args),
         Command::Presets(args) => presets_command(args),
+        Command::Completions(args) => {
+            manual::completions(args.shell, &mut std::io::stdout().lock())?;
+            Ok(0)
+        }
+        Command::Man(ManArgs { dir: None }) => {
+            manual::man_page(&mut std::io::stdout().lock())?;
+            Ok(0)
+        }
+        Command::Man(ManArgs { dir: Some(dir) }) => {
+            for page in manual::man_pages(&dir)? {
+                println!("{}", printable(page.display().to_string()));
+            }
+            Ok(0)
+        }
         Command::Trust(args) => {
             let env = EnvFacts::from_process()?;
             let dir = load::user_config_dir(&env);

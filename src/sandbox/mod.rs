@@ -12,6 +12,7 @@
 //! calls and their order [`kernel`]; limits are [`limits`].
 
 pub mod channel;
+pub mod config_gate;
 pub mod create_gate;
 pub mod files;
 pub mod gitconfig;
