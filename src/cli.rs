@@ -36,6 +36,15 @@ pub enum Command {
     /// up (nothing ran), 124 when --timeout ended it, 127/126 when CMD was
     /// not found / not executable.
     Run(RunArgs),
+    /// Run CMD with network requests no rule names allowed and recorded, then print the
+    /// policy that lets the same run pass without learn mode.
+    ///
+    /// For commands you trust only: whatever CMD asks for is let through. Deny rules, the
+    /// address guard (loopback, private, metadata and other special ranges, the host's own
+    /// addresses) and the files, credentials and process doors apply as in `cordon run`, and
+    /// no secret is injected. The learned policy goes to stderr after the run, or to
+    /// --output FILE; replay it with `cordon run --policy FILE -- CMD`. Exits with CMD's status.
+    Learn(LearnArgs),
     /// Print the effective policy, door by door, with the source of each line.
     Explain(ExplainArgs),
     /// Show what this kernel can enforce; exits non-zero if `cordon run` would refuse.
@@ -198,6 +207,15 @@ pub struct RunArgs {
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct LearnArgs {
+    /// Write the learned policy to FILE (which must not exist yet) instead of stderr.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Args)]
@@ -386,6 +404,80 @@ fn log_command(args: LogArgs) -> Result<i32, Failure> {
     Ok(0)
 }
 
+/// `cordon learn`: the run, then the policy it needed.
+fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
+    // Refused before anything runs: a learned policy never overwrites a file.
+    if let Some(out) = &args.output {
+        if out.symlink_metadata().is_ok() {
+            return Err(Failure {
+                message: format!(
+                    "{}: already exists; cordon learn writes only a new file (choose another name, or remove it)",
+                    printable(out.display().to_string())
+                ),
+                code: 2,
+            });
+        }
+    }
+    let filters = sandbox::seccomp::Compiling::start();
+    let (mut policy, cwd) = load_policy(&args.run.policy)?;
+    eprintln!("cordon learn: hosts no rule names are let through and recorded: run only a command you trust. Deny rules, the address guard (loopback, private and metadata ranges, this host's addresses) and the files, credentials and process doors apply as in `cordon run`.");
+    if !policy.inspection.inject.is_empty() {
+        eprintln!(
+            "cordon learn: no secret is injected in learn mode: the {} [[credentials.inject]] entries are left out of this run",
+            policy.inspection.inject.len()
+        );
+        policy.inspection.inject.clear();
+    }
+    let command = args
+        .run
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let learned = std::sync::Arc::new(crate::net::learn::Learned::default());
+    let code = sandbox::run(sandbox::RunRequest {
+        policy: &policy,
+        command: args.run.command,
+        cwd,
+        quiet: args.run.quiet,
+        filters,
+        learn: Some(std::sync::Arc::clone(&learned)),
+    })?;
+    let text = crate::policy::learned::render(
+        &command,
+        &learned.seen(),
+        &policy.network.hosts.ports.value,
+    );
+    match &args.output {
+        Some(out) => {
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(out)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+            if let Err(e) = written {
+                // The run is over; its policy is not lost.
+                eprint!("{}", printable_lines(&text));
+                return Err(Failure {
+                    message: format!(
+                        "cannot write the learned policy to {}: {e} (it is printed above)",
+                        printable(out.display().to_string())
+                    ),
+                    code: sandbox::EXIT_SETUP_FAILED,
+                });
+            }
+            eprintln!(
+                "cordon learn: the policy this run needed is in {}; review it, then: cordon run --policy {} -- ...",
+                printable(out.display().to_string()),
+                printable(out.display().to_string())
+            );
+        }
+        None => eprint!("{}", printable_lines(&text)),
+    }
+    Ok(code)
+}
+
 /// A failure with its own exit code (usage errors are 2, as clap's).
 fn failed<E: std::fmt::Display>(code: i32) -> impl Fn(E) -> Failure {
     move |e| Failure {
@@ -438,9 +530,11 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                 cwd,
                 quiet: args.quiet,
                 filters,
+                learn: None,
             };
             Ok(sandbox::run(req)?)
         }
+        Command::Learn(args) => learn_command(args),
         Command::Explain(args) => {
             let (policy, _) = load_policy(&args.policy)?;
             if args.json {

@@ -12,6 +12,7 @@ pub mod env;
 pub mod host;
 pub mod inspection;
 pub mod keys;
+pub mod learned;
 pub mod load;
 pub mod pattern;
 pub mod presets;
