@@ -8,7 +8,8 @@ use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand}
 use crate::escape::{json_printable, printable, printable_lines};
 use crate::policy::keys::{self, Flag, FlagType, Takes};
 use crate::policy::load::{self, EnvFacts, FlagValue, LoadRequest};
-use crate::policy::{trust, Policy};
+use crate::policy::pattern::PathContext;
+use crate::policy::{presets, trust, Policy};
 use crate::{doctor, explain, manual, probe, sandbox};
 
 /// Run a command inside a boundary the Linux kernel enforces.
@@ -50,6 +51,15 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Approve a project's cordon.toml so it may widen the sandbox (records its sha256).
     Trust(TrustArgs),
+    /// List the presets (--preset NAME): the hosts each package manager or service needs, and the caches its tools keep.
+    ///
+    /// A preset is a policy fragment shipped in cordon, in the format of a
+    /// policy file. `--preset NAME` (repeatable) or `[network] presets =
+    /// ["NAME"]` adds its lines to the layer that names it; `cordon explain`
+    /// shows each line's source as `preset NAME (...)`. An untrusted project
+    /// cordon.toml may not name a preset that allows hosts. The caches are
+    /// listed for reference: the sandbox does not get them yet.
+    Presets(PresetsArgs),
     /// Show the audit log (every decision of every door), filtered; or check every line's MAC.
     Log(LogArgs),
     /// Prove the boundary from inside: build the sandbox `run` would build with the same
@@ -280,6 +290,16 @@ pub struct ProbeArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct PresetsArgs {
+    /// Show only this preset, as its file (TOML: its description, its policy, and comments on what it leaves out).
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+    /// Print JSON instead of text: an array of presets, or with NAME one preset and its file.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct TrustArgs {
     /// The policy file to approve [default: ./cordon.toml].
     #[arg(value_name = "FILE")]
@@ -466,6 +486,37 @@ fn failed<E: std::fmt::Display>(code: i32) -> impl Fn(E) -> Failure {
     }
 }
 
+/// `cordon presets [NAME] [--json]`.
+fn presets_command(args: PresetsArgs) -> Result<i32, Failure> {
+    let env = EnvFacts::from_process()?;
+    let ctx = PathContext {
+        home: &env.home,
+        base: None,
+    };
+    let all = presets::all(&ctx)?;
+    let Some(name) = args.name else {
+        if args.json {
+            let list: Vec<_> = all.iter().map(|p| presets::render_json(p, false)).collect();
+            println!("{}", json_printable(&serde_json::to_string_pretty(&list)?));
+        } else {
+            print!("{}", printable_lines(&presets::render_text(&all)));
+        }
+        return Ok(0);
+    };
+    let shipped = presets::find(&name).map_err(failed(2))?;
+    let preset = all
+        .iter()
+        .find(|p| std::ptr::eq(p.shipped, shipped))
+        .ok_or_else(|| failed(2)(format!("preset {name:?} did not load")))?;
+    if args.json {
+        let one = presets::render_json(preset, true);
+        println!("{}", json_printable(&serde_json::to_string_pretty(&one)?));
+    } else {
+        print!("{}", printable_lines(shipped.text));
+    }
+    Ok(0)
+}
+
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
@@ -551,6 +602,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::ProbeInside { spec } => Ok(probe::inside::run(&spec)),
         Command::ProbeCanary { tag: _ } => Ok(probe::host::canary_main()),
         Command::Log(args) => log_command(args),
+        Command::Presets(args) => presets_command(args),
         Command::Completions(args) => {
             manual::completions(args.shell, &mut std::io::stdout().lock())?;
             Ok(0)

@@ -87,6 +87,17 @@ pub fn render(command: &str, seen: &[Seen], default_ports: &[u16]) -> String {
             let _ = writeln!(out, "    {rule:<40} # {}", comment(&line.note));
         }
         let _ = writeln!(out, "]");
+        let covering = presets_covering(&reached, default_ports);
+        if !covering.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n# Presets that allow hosts this run reached, with the others their tools need (`cordon presets NAME` lists them):"
+            );
+            for (name, hosts) in covering {
+                let line = format!("presets = [{}]", quoted(name));
+                let _ = writeln!(out, "#   {line:<36} # {}", comment(&hosts.join(", ")));
+            }
+        }
     }
     if !refused.is_empty() {
         let _ = writeln!(
@@ -146,6 +157,27 @@ fn allow_lines(reached: &[&Seen], default_ports: &[u16]) -> Vec<AllowLine> {
     lines.sort_by(|a, b| a.rule.cmp(&b.rule));
     lines.dedup_by(|a, b| a.rule == b.rule);
     lines
+}
+
+/// The shipped presets that allow hosts in `reached` (on a port their
+/// rules, which name none, admit), each with those hosts, by name.
+fn presets_covering<'s>(
+    reached: &[&'s Seen],
+    default_ports: &[u16],
+) -> BTreeMap<&'static str, Vec<&'s str>> {
+    let mut covering: BTreeMap<&'static str, Vec<&'s str>> = BTreeMap::new();
+    for s in reached.iter().filter(|s| default_ports.contains(&s.port)) {
+        let Ok(target) = super::host::normalize(&s.host) else {
+            continue;
+        };
+        for name in super::presets::allowing(&target) {
+            let hosts = covering.entry(name).or_default();
+            if !hosts.contains(&s.host.as_str()) {
+                hosts.push(&s.host);
+            }
+        }
+    }
+    covering
 }
 
 fn single(s: &Seen, default_ports: &[u16]) -> AllowLine {

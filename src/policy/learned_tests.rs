@@ -133,3 +133,52 @@ fn hostile_names_cannot_break_out_of_the_toml_string() {
         "the command name broke the comment: {text}"
     );
 }
+
+#[test]
+fn presets_that_cover_reached_hosts_are_suggested_as_comments() {
+    let text = render(
+        "npm install && pip install x",
+        &[
+            seen("registry.npmjs.org", 443, 3),
+            seen("registry.yarnpkg.com", 443, 1),
+            seen("files.pythonhosted.org", 443, 2),
+            seen("example.com", 443, 1),
+            // A port the presets' rules do not admit.
+            seen("pypi.org", 8443, 1),
+        ],
+        &[80, 443],
+    );
+    // The allow list is unchanged: the suggestion is a comment.
+    assert_eq!(
+        allowed(&text),
+        [
+            "example.com",
+            "files.pythonhosted.org",
+            "pypi.org:8443",
+            "registry.npmjs.org",
+            "registry.yarnpkg.com",
+        ]
+    );
+    let suggested: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("#   presets = "))
+        .collect();
+    assert_eq!(suggested.len(), 2, "{text}");
+    assert!(
+        suggested[0].starts_with("#   presets = [\"npm\"]")
+            && suggested[0].ends_with("# registry.npmjs.org, registry.yarnpkg.com"),
+        "{text}"
+    );
+    assert!(
+        suggested[1].starts_with("#   presets = [\"pypi\"]")
+            && suggested[1].ends_with("# files.pythonhosted.org"),
+        "{text}"
+    );
+    // Uncommented, a suggestion is a policy line.
+    let line = suggested[0].trim_start_matches("#   ");
+    let doc: toml::Value = toml::from_str(&format!("[network]\n{line}\n")).unwrap();
+    assert_eq!(doc["network"]["presets"][0].as_str(), Some("npm"));
+    // Nothing is suggested when no preset covers what was reached.
+    let none = render("x", &[seen("example.com", 443, 1)], &[80, 443]);
+    assert!(!none.contains("presets ="), "{none}");
+}
