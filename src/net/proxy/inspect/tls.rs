@@ -102,6 +102,10 @@ impl Inspector {
                     rule: "inspected hosts are reached over TLS".into(),
                     source: "built-in".into(),
                     reason: "the tunnel does not carry TLS".into(),
+                    fix: Some(format!(
+                        "use https, or keep the host out of inspection: {}",
+                        crate::policy::keys::NO_INSPECT.about.add_with(&target.to_string())
+                    )),
                     message: format!(
                         "cordon: refused a tunnel to {}: the host is inspected, so only TLS (https) may go through it; use https, or keep the host out of inspection with [network] no_inspect\n",
                         target.with_port(tunnel.port)
@@ -141,6 +145,9 @@ impl Inspector {
                     rule: "the TLS SNI must match the CONNECT host".into(),
                     source: "built-in".into(),
                     reason: "SNI mismatch".into(),
+                    fix: Some(
+                        "nothing allows it: the TLS server name must be the CONNECT host".into(),
+                    ),
                     message: String::new(),
                 };
                 self.record_refusal(&audit, &target, tunnel.port, tunnel.proto, &r);
@@ -217,6 +224,11 @@ impl Inspector {
                     rule: "upstream certificates must verify".into(),
                     source: "built-in".into(),
                     reason: format!("upstream TLS failed: {why}"),
+                    fix: Some(format!(
+                        "trust the upstream's CA: {}; or keep the host out of inspection: {}",
+                        crate::policy::keys::UPSTREAM_CA.about.add_with("FILE"),
+                        crate::policy::keys::NO_INSPECT.about.add_with(&target.to_string())
+                    )),
                     message: format!(
                         "cordon: refused {}: the upstream's TLS could not be verified ({why}); cordon trusts the system roots{}. Add a private CA with --upstream-ca FILE, or keep this host out of inspection with [network] no_inspect.\n",
                         target.with_port(tunnel.port),
