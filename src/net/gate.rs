@@ -3,9 +3,7 @@
 use std::net::IpAddr;
 
 use super::proxy::{Allowed, Denial, Destination, Gate};
-use crate::policy::host::{
-    normalize, refused_range, AddressClass, DenyReason, HostPolicy, Target, Verdict,
-};
+use crate::policy::host::{normalize, refused_range, DenyReason, HostPolicy, Target, Verdict};
 
 /// How a built-in rule's source reads (as `Source::Builtin` displays).
 const BUILTIN: &str = "built-in";
@@ -140,10 +138,7 @@ impl Gate for PolicyGate {
         let ip = Target::Ip(addr);
         let why = match reason {
             DenyReason::Address(class) => {
-                // The host's own addresses are no range of their own.
-                let range = refused_range(addr)
-                    .filter(|_| class != AddressClass::HostOwn)
-                    .map_or_else(String::new, |r| format!(" ({r})"));
+                let range = refused_range(addr).map_or_else(String::new, |r| format!(" ({r})"));
                 format!(
                     "{host} resolved to {addr}, {class}{range}: allowing the name does not help"
                 )

@@ -799,6 +799,11 @@ impl HostPolicy {
         {
             return Ok(());
         }
+        // A special range first: it says more (a loopback address is
+        // also one of the host's own).
+        if let Some(class) = classify(addr) {
+            return Err(DenyReason::Address(class));
+        }
         let own = |ip: IpAddr| host_addrs.contains(&ip);
         if own(addr) {
             return Err(DenyReason::Address(AddressClass::HostOwn));
@@ -808,10 +813,7 @@ impl HostPolicy {
                 return Err(DenyReason::Address(AddressClass::HostOwn));
             }
         }
-        match classify(addr) {
-            Some(class) => Err(DenyReason::Address(class)),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// Whether a rule allows [`HOST_INTERNAL`] on `port` (and no deny rule refuses it).
