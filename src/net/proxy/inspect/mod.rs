@@ -337,10 +337,12 @@ impl Inspector {
         Some(Refusal::by_rules(
             d,
             &format!("an upgrade (WebSocket) of {method} https://{shown}{path}"),
+            // No path in the fix: the event holds it, and events never
+            // hold a path (the message names it, in what was blocked).
             widen_rules(
                 target,
                 &format!(
-                    "whose methods name {method} and whose paths name {path} exactly (no wildcard)"
+                    "whose methods name {method} and whose paths name this one exactly (no wildcard)"
                 ),
             ),
         ))
