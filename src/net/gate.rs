@@ -42,12 +42,14 @@ impl PolicyGate {
         })
     }
 
-    /// The refusal of `target` on `port` for `reason`, by `rule` (and its
-    /// source) or, for `None`, by the default. `why` is the reason as the
-    /// user reads it; the 403 body and the audit event (and so the exit
-    /// summary) say the same reason and fix.
+    /// The refusal of `target` on `port` (as the client named it:
+    /// `shown`) for `reason`, by `rule` (and its source) or, for `None`,
+    /// by the default. `why` is the reason as the user reads it; the 403
+    /// body and the audit event (and so the exit summary) say the same
+    /// reason and fix.
     fn denial(
         &self,
+        shown: &str,
         target: &Target,
         port: u16,
         reason: DenyReason,
@@ -55,8 +57,16 @@ impl PolicyGate {
         rule: Option<(String, String)>,
     ) -> Denial {
         let fix = self.policy.denial_hint(target, port, reason);
-        let (reason, rule, source) = match rule {
-            Some((rule, source)) => (format!("{why} (rule: {rule} from {source})"), rule, source),
+        let (message, reason, rule, source) = match rule {
+            Some((rule, source)) => {
+                let why = format!("{why} (rule: {rule} from {source})");
+                (
+                    format!("cordon: blocked {shown}: {why}\n{fix}\n"),
+                    why,
+                    rule,
+                    source,
+                )
+            }
             None => {
                 let default = match reason {
                     DenyReason::Address(_) => {
@@ -64,25 +74,17 @@ impl PolicyGate {
                     }
                     _ => "default: nothing is allowed",
                 };
-                (why, default.to_string(), BUILTIN.to_string())
+                let message = format!("cordon: blocked {shown}: {why} (rule: {default})\n{fix}\n");
+                (message, why, default.to_string(), BUILTIN.to_string())
             }
         };
         Denial {
-            message: refusal_message(&target.with_port(port), &reason, &rule, &source, &fix),
+            message,
             rule,
             source,
             reason,
             fix: Some(fix),
         }
-    }
-}
-
-/// The 403 body of a refusal of `shown`: the reason, the rule, the fix.
-fn refusal_message(shown: &str, reason: &str, rule: &str, source: &str, fix: &str) -> String {
-    if source == BUILTIN {
-        format!("cordon: blocked {shown}: {reason} (rule: {rule})\n{fix}\n")
-    } else {
-        format!("cordon: blocked {shown}: {reason}\n{fix}\n")
     }
 }
 
@@ -125,7 +127,8 @@ impl Gate for PolicyGate {
                     let source = source.map_or_else(|| BUILTIN.to_string(), |s| s.to_string());
                     (r, source)
                 });
-                Err(self.denial(&target, port, reason, reason.to_string(), rule))
+                let shown = target.with_port(port);
+                Err(self.denial(&shown, &target, port, reason, reason.to_string(), rule))
             }
         }
     }
@@ -152,15 +155,8 @@ impl Gate for PolicyGate {
                 .map(|r| (r.value.to_string(), r.source.to_string())),
             _ => None,
         };
-        let mut d = self.denial(&ip, port, reason, why, rule);
-        d.message = refusal_message(
-            &Target::Name(host.to_string()).with_port(port),
-            &d.reason,
-            &d.rule,
-            &d.source,
-            d.fix.as_deref().unwrap_or_default(),
-        );
-        Err(d)
+        let shown = Target::Name(host.to_string()).with_port(port);
+        Err(self.denial(&shown, &ip, port, reason, why, rule))
     }
 }
 

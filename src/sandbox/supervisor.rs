@@ -452,6 +452,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_host_socket_refusal_names_the_flag_and_what_an_engine_socket_gives() {
+        assert_eq!(
+            socket_fix("/run/user/1000/gnupg/S.gpg-agent"),
+            r#"allow with --allow-unix-socket /run/user/1000/gnupg/S.gpg-agent (or [network] allow_unix_sockets = ["/run/user/1000/gnupg/S.gpg-agent"])"#
+        );
+        assert_eq!(
+            socket_fix("/var/run/docker.sock"),
+            r#"Docker's socket: whoever reaches it can start a privileged container, i.e. is root on the host; only if you mean that, allow with --allow-unix-socket /var/run/docker.sock (or [network] allow_unix_sockets = ["/var/run/docker.sock"])"#
+        );
+        // A path a shell would split is quoted in the flag, and is a
+        // valid TOML string.
+        assert_eq!(
+            socket_fix("/tmp/a b\"c.sock"),
+            r#"allow with --allow-unix-socket '/tmp/a b"c.sock' (or [network] allow_unix_sockets = ['/tmp/a b"c.sock'])"#
+        );
+    }
+
+    #[test]
     fn init_dropped_before_it_exited_is_killed_and_reaped() {
         let mut child = std::process::Command::new("sleep")
             .arg("600")
