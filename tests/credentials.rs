@@ -919,6 +919,20 @@ fn rules_bad_certificates_and_opaque_tunnels() {
             part(&out, "get-other").contains("GET"),
             "{mode:?}: {out:#?}"
         );
+        // The exit summary says why, and the rule that would allow it.
+        let rules_line = format!(
+            "  127.0.0.1:{} ×3: method or path outside the HTTP rules for this host; allow it with a [[network.rules]] entry for 127.0.0.1 with this method and path, in a trusted policy file (or widen an existing one)",
+            up.port
+        );
+        assert!(
+            out.stderr.lines().any(|l| l == rules_line),
+            "{mode:?}: {out:#?}"
+        );
+        // A path no rule can judge: no rule would allow it.
+        assert!(
+            part(&out, "dotdot").contains("\nnothing allows it: no rule can judge the request as sent; send the path without dot segments or encoded separators"),
+            "{mode:?}: {out:#?}"
+        );
         // The upstream saw the allowed request only.
         let seen = up.seen();
         assert!(seen.contains("/allowed/x"), "{mode:?}: {seen}");

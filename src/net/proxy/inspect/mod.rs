@@ -315,10 +315,14 @@ impl Inspector {
             .check_request(target, port, method, path)
             .err()?;
         let shown = target.with_port(port);
+        let fix = match d.unjudgeable {
+            Some(how) => format!("nothing allows it: no rule can judge the request as sent; {how}"),
+            None => widen_rules(target, "with this method and path"),
+        };
         Some(Refusal::by_rules(
             d,
             &format!("{method} {scheme}://{shown}{path}"),
-            widen_rules(target, "with this method and path"),
+            fix,
         ))
     }
 
