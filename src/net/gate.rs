@@ -56,7 +56,7 @@ impl PolicyGate {
         why: String,
         rule: Option<(String, String)>,
     ) -> Denial {
-        let fix = self.policy.denial_hint(target, port, reason);
+        let fix = self.policy.denial_fix(target, port, reason);
         let (message, reason, rule, source) = match rule {
             Some((rule, source)) => {
                 let why = format!("{why} (rule: {rule} from {source})");

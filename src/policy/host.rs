@@ -840,7 +840,7 @@ impl HostPolicy {
     /// declarations name them. For [`DenyReason::Address`], pass the
     /// refused address as the target. The 403 body and the exit summary
     /// both say it.
-    pub fn denial_hint(&self, target: &Target, port: u16, reason: DenyReason) -> String {
+    pub fn denial_fix(&self, target: &Target, port: u16, reason: DenyReason) -> String {
         let in_ports = self.ports.value.contains(&port);
         let loopback_hint = || {
             format!(

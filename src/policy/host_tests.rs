@@ -753,31 +753,31 @@ fn embedded_forms() {
 #[test]
 fn hints_name_the_flag_and_the_toml_line() {
     let p = HostPolicy::default();
-    let h = p.denial_hint(&name("example.com"), 443, DenyReason::NotAllowed);
+    let h = p.denial_fix(&name("example.com"), 443, DenyReason::NotAllowed);
     assert_eq!(
         h,
         r#"allow with --allow-domain example.com (or [network] allow = ["example.com"])"#
     );
 
-    let h = p.denial_hint(&name("example.com"), 8443, DenyReason::NotAllowed);
+    let h = p.denial_fix(&name("example.com"), 8443, DenyReason::NotAllowed);
     assert!(h.contains("--allow-domain example.com:8443 (or"), "{h}");
     assert!(h.contains(r#"allow = ["example.com:8443"]"#), "{h}");
 
-    let h = p.denial_hint(&name("example.com"), 22, DenyReason::Port);
+    let h = p.denial_fix(&name("example.com"), 22, DenyReason::Port);
     assert_eq!(
         h,
         r#"allow with --allow-domain example.com:22 (or [network] allow = ["example.com:22"]); or let rules without a port allow it too: --ports 80,443,22 (or [network] ports = [80, 443, 22])"#
     );
 
-    let h = p.denial_hint(&Target::Ip(ip("2001:db8::1")), 8080, DenyReason::IpLiteral);
+    let h = p.denial_fix(&Target::Ip(ip("2001:db8::1")), 8080, DenyReason::IpLiteral);
     assert!(h.contains("--allow-domain '[2001:db8::1]:8080' (or"), "{h}");
     assert!(h.contains(r#"allow = ["[2001:db8::1]:8080"]"#), "{h}");
-    let h = p.denial_hint(&Target::Ip(ip("2606:4700::1")), 443, DenyReason::IpLiteral);
+    let h = p.denial_fix(&Target::Ip(ip("2606:4700::1")), 443, DenyReason::IpLiteral);
     assert!(h.contains("--allow-domain '[2606:4700::1]' (or"), "{h}");
     assert_eq!(rule("[2606:4700::1]").to_string(), "2606:4700::1");
 
     // A resolved address: only a rule naming it (or its range) helps.
-    let h = p.denial_hint(
+    let h = p.denial_fix(
         &Target::Ip(ip("10.0.0.5")),
         443,
         DenyReason::Address(AddressClass::Private),
@@ -796,7 +796,7 @@ fn hints_name_the_flag_and_the_toml_line() {
         ),
         (name(HOST_INTERNAL), DenyReason::HostInternal),
     ] {
-        let h = p.denial_hint(&target, 5432, reason);
+        let h = p.denial_fix(&target, 5432, reason);
         assert!(
             h.contains("--allow-domain host.cordon.internal:5432 (or")
                 && h.contains(r#"allow = ["host.cordon.internal:5432"]"#),
@@ -804,7 +804,7 @@ fn hints_name_the_flag_and_the_toml_line() {
         );
     }
 
-    let h = p.denial_hint(&name("a.com"), 443, DenyReason::DeniedByRule);
+    let h = p.denial_fix(&name("a.com"), 443, DenyReason::DeniedByRule);
     assert!(h.starts_with("deny beats allow: nothing allows it"), "{h}");
 
     // Every hinted rule parses back.
@@ -814,7 +814,7 @@ fn hints_name_the_flag_and_the_toml_line() {
             Target::Ip(ip("1.2.3.4")),
             Target::Ip(ip("2606:4700::1")),
         ] {
-            let h = p.denial_hint(&t, port, DenyReason::NotAllowed);
+            let h = p.denial_fix(&t, port, DenyReason::NotAllowed);
             let start = h.find("allow = [\"").unwrap() + 10;
             let end = start + h[start..].find('"').unwrap();
             let r = rule(&h[start..end]);
