@@ -192,14 +192,7 @@ impl Event {
     /// the run's sandbox id and command, the writer fills in `prev`.
     pub fn new(door: Door, event: Kind, verdict: Verdict, subject: impl Into<String>) -> Event {
         let mut subject: String = subject.into();
-        if subject.len() > MAX_SUBJECT {
-            let mut end = MAX_SUBJECT;
-            while !subject.is_char_boundary(end) {
-                end -= 1;
-            }
-            subject.truncate(end);
-            subject.push('…');
-        }
+        cut(&mut subject, MAX_SUBJECT);
         Event {
             time: rfc3339_now(),
             sandbox: String::new(),
@@ -221,6 +214,19 @@ impl Event {
             prev: String::new(),
             mac: String::new(),
         }
+    }
+}
+
+/// Cuts `text` to at most `max` bytes (at a character boundary), marked
+/// with `…` when cut.
+fn cut(text: &mut String, max: usize) {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
     }
 }
 
@@ -1470,6 +1476,8 @@ const MAX_SUBJECTS: usize = 1000;
 const OTHERS: &str = "others";
 /// Subjects named in the exit summary, per door.
 const SHOWN_SUBJECTS: usize = 8;
+/// Longest reason (and fix) the summary keeps of a subject, in bytes.
+const MAX_SAID: usize = 1024;
 
 impl Summary {
     /// Counts one blocked `subject` of `door`, refused for `why` (the
@@ -1497,6 +1505,12 @@ impl Summary {
         if let Some(s) = subjects.iter().position(|x| x.subject == subject) {
             subjects[s].count += 1;
             return subjects[s].count;
+        }
+        // What the summary keeps per subject is bounded too (a reason may
+        // name a long path).
+        let mut why = why;
+        for said in [&mut why.reason, &mut why.fix].into_iter().flatten() {
+            cut(said, MAX_SAID);
         }
         subjects.push(Blocked {
             subject: subject.to_string(),

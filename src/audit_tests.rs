@@ -684,6 +684,17 @@ fn summary_lines_are_printable() {
 }
 
 #[test]
+fn a_long_reason_is_cut_in_the_summary() {
+    let mut s = Summary::default();
+    let long = "é".repeat(2000);
+    s.count(Door::Files, "/p/x", why(&long, &long));
+    let text = s.text(None).unwrap();
+    let line = text.lines().nth(1).unwrap();
+    assert!(line.len() < 2 * MAX_SAID + 100, "{}", line.len());
+    assert_eq!(line.matches('…').count(), 2, "{line}");
+}
+
+#[test]
 fn the_others_past_the_remembered_subjects_have_no_reason() {
     let mut s = Summary::default();
     for i in 0..MAX_SUBJECTS + 3 {
