@@ -47,6 +47,7 @@ use nix::sys::stat::Mode;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
+use crate::policy::keys::shell_word;
 use crate::sys;
 
 pub use crate::escape::printable;
@@ -1578,20 +1579,21 @@ impl Summary {
         Some(out)
     }
 
-    /// How to list every refusal of `door` in this run.
+    /// How to list every refusal of `door` in this run (the log named:
+    /// the one `cordon log` reads by default may be another).
     fn listing(&self, door: Door, log: Option<&Path>) -> String {
-        if log.is_none() {
+        let Some(log) = log else {
             return "not logged: --audit none".to_string();
+        };
+        let mut command = format!("cordon log --file {}", shell_word(&printable(log)));
+        if !self.sandbox.is_empty() {
+            command.push_str(&format!(
+                " --sandbox {}",
+                shell_word(&printable(&self.sandbox))
+            ));
         }
-        let door = door.name();
-        if self.sandbox.is_empty() {
-            format!("cordon log --door {door} --denied")
-        } else {
-            format!(
-                "cordon log --sandbox {} --door {door} --denied",
-                printable(&self.sandbox)
-            )
-        }
+        command.push_str(&format!(" --door {} --denied", door.name()));
+        command
     }
 }
 

@@ -658,7 +658,7 @@ fn summary_lines() {
   h4:80
   h5:80
   h6:80
-  2 more (cordon log --sandbox cordon-1-ab --door network --denied)
+  2 more (cordon log --file /l --sandbox cordon-1-ab --door network --denied)
 cordon: blocked 1 file access:
   /p/.envrc: protected
 cordon: audit log: /l"

@@ -162,7 +162,8 @@ fn more_than_eight_subjects_point_at_cordon_log() {
         assert_eq!(
             lines[9],
             format!(
-                "  2 more (cordon log --sandbox {} --door network --denied)",
+                "  2 more (cordon log --file {} --sandbox {} --door network --denied)",
+                log.display(),
                 sandbox_id(&log)
             ),
             "{mode:?}"
