@@ -372,9 +372,10 @@ impl Inspector {
                     .join(", ")
             })
             .unwrap_or_default();
+        let inject = &crate::policy::keys::INJECT.about;
         let fix = format!(
-            "nothing allows it: the real value of {} is only sent to the hosts its [[credentials.inject]] entry names ({hosts}), and its placeholder nowhere else",
-            ex.name
+            "nothing allows it: the real value of {} is only sent to the hosts its [[{}.{}]] entry names ({hosts}), and its placeholder nowhere else",
+            ex.name, inject.section, inject.name
         );
         Refusal {
             door: Door::Credentials,
