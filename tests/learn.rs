@@ -112,8 +112,8 @@ fn learn_mode_still_refuses_deny_rules_and_guarded_addresses_and_says_so() {
         assert!(text.contains("reached no host"), "{mode:?}: {text}");
         let port = registry.port("npm");
         for refused in [
-            format!("#   localhost:{port}: resolved to 127.0.0.1: the address is"),
-            format!("#   127.0.0.1:{port}: the address is"),
+            format!("#   localhost:{port}: localhost resolved to 127.0.0.1, a loopback address"),
+            format!("#   127.0.0.1:{port}: 127.0.0.1 is a loopback address"),
             format!("#   denied.localhost:{port}: a deny rule matches"),
         ] {
             assert!(text.contains(&refused), "{mode:?}: {refused}: {text}");

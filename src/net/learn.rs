@@ -107,7 +107,7 @@ impl Gate for LearningGate {
             // the address guard is asked now.
             (Target::Ip(ip), true) => self
                 .inner
-                .check_address(host, *ip, port)
+                .check_literal(*ip, port)
                 .map(|()| learned(Destination::Ip(*ip))),
         };
         self.learned.note(&target, port, |r| {
@@ -128,9 +128,7 @@ impl Gate for LearningGate {
         if let Ok(target) = normalize(host) {
             self.learned.note(&target, port, |r| match &checked {
                 Ok(()) => r.address_accepted = true,
-                Err(denial) => {
-                    r.address_refused = Some(format!("resolved to {addr}: {}", denial.reason))
-                }
+                Err(denial) => r.address_refused = Some(denial.reason.clone()),
             });
         }
         checked

@@ -37,6 +37,8 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{openat, readlinkat, AtFlags, OFlag, RenameFlags};
 use nix::sys::stat::{Mode, SFlag};
 
+use serde::{Deserialize, Serialize};
+
 use crate::sandbox::config_gate;
 use crate::sandbox::seccomp::{Creating, Notification};
 use crate::sandbox::unix_gate::{errno, Caller, Errno, FileRules, Refusal, Reporter};
@@ -336,7 +338,10 @@ pub(crate) fn serve(
                 if flags.contains(RenameFlags::RENAME_EXCHANGE) {
                     report(Refusal::Create {
                         path: &place.path,
-                        why: "git config: a repository's config can be replaced, not exchanged",
+                        why: Forbidden::GitConfig(
+                            "git config: a repository's config can be replaced, not exchanged"
+                                .into(),
+                        ),
                     });
                     return Err(libc::EPERM);
                 }
@@ -449,22 +454,60 @@ fn open(
     Err(libc::ELOOP)
 }
 
+/// Why the gate refused to make a name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Forbidden {
+    /// A protected name (the guarded path it is, is beneath, or is on
+    /// the way to).
+    Protected(PathBuf),
+    /// A hook in a git dir.
+    Hook,
+    /// A change to a repository's config that `git config` inside may not
+    /// make (see `config_gate`): what it would have changed, in words.
+    GitConfig(String),
+}
+
+impl Forbidden {
+    /// Why, in words.
+    pub fn reason(&self) -> String {
+        match self {
+            Forbidden::Protected(hit) => format!(
+                "protected: {} runs code later outside the sandbox",
+                hit.display()
+            ),
+            Forbidden::Hook => "a git hook: git would run it outside the sandbox".into(),
+            Forbidden::GitConfig(what) => what.clone(),
+        }
+    }
+
+    /// What would allow it: nothing does, inside the sandbox.
+    pub fn fix(&self) -> String {
+        match self {
+            Forbidden::Protected(_) => format!(
+                "nothing allows it inside the sandbox: the built-in protected names cannot be lifted ({} only adds names); make it outside the sandbox if you mean to",
+                crate::policy::keys::PROTECT.about.dotted()
+            ),
+            Forbidden::Hook => {
+                "nothing allows it inside the sandbox: install hooks outside it, where you can read them first".into()
+            }
+            Forbidden::GitConfig(_) => {
+                "nothing allows it inside the sandbox: make that change to the config outside it, where you can read it first".into()
+            }
+        }
+    }
+}
+
 /// Refuses (`EPERM`, reported) what the guard or git's hook rule forbids
 /// making at `place`.
 fn admit(place: &Place, make: Make, guard: &Guard, report: &Reporter) -> Result<(), Errno> {
     let why = match guard.forbids(&place.path, make) {
-        Some(hit) => format!(
-            "protected: {} runs code later outside the sandbox",
-            hit.display()
-        ),
-        None if make == Make::Other && is_hook(place) => {
-            "a git hook: git would run it outside the sandbox".into()
-        }
+        Some(hit) => Forbidden::Protected(hit),
+        None if make == Make::Other && is_hook(place) => Forbidden::Hook,
         None => return Ok(()),
     };
     report(Refusal::Create {
         path: &place.path,
-        why: &why,
+        why,
     });
     Err(libc::EPERM)
 }

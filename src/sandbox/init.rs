@@ -415,7 +415,7 @@ fn serve(
                 Refusal::Syscall(syscall) => Message::SyscallRefused { syscall },
                 Refusal::Create { path, why } => Message::CreateRefused {
                     path: path.to_string_lossy().into_owned(),
-                    why: why.to_string(),
+                    why,
                 },
                 Refusal::PrivilegeMode(syscall) => Message::PrivilegeModeRefused { syscall },
             };

@@ -391,8 +391,8 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         eprintln!("cordon: ERROR: after the run: {line}");
     }
     if !req.quiet {
-        if let Some(line) = summary.line(auditor.path()) {
-            eprintln!("{line}");
+        if let Some(text) = summary.text(auditor.path()) {
+            eprintln!("{text}");
         }
     }
     if !swept.failures.is_empty() {

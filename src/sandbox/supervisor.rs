@@ -25,6 +25,7 @@ use super::files::{self, FileView};
 use super::init::{self, InitPlan};
 use super::landlock;
 use super::limits::LimitPlan;
+use super::unix_gate;
 use super::{
     io_err, namespaces_error, support, tty, warn_degraded, weaken, SandboxError, EXIT_TIMEOUT,
     FORWARDED_SIGNALS,
@@ -369,11 +370,13 @@ fn write_id_maps(pid: Pid) -> io::Result<()> {
 fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
     match channel.recv() {
         Ok((Message::SocketRefused { path }, _)) => {
+            let fix = socket_fix(&path);
             let mut event = builtin_denial(
                 audit::Door::Network,
                 path,
                 "host UNIX sockets are unreachable",
-                "not a socket bound inside the sandbox; allow one with --allow-unix-socket PATH",
+                "a host socket, not one bound inside the sandbox",
+                fix,
             );
             event.proto = Some(audit::Proto::Unix);
             auditor.record(event);
@@ -384,7 +387,8 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
                 audit::Door::Files,
                 path,
                 "names that run code later outside the sandbox cannot be created",
-                &why,
+                &why.reason(),
+                why.fix(),
             ));
             true
         }
@@ -394,6 +398,7 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
                 syscall,
                 "no set-user-ID or set-group-ID bits on files the sandbox writes",
                 "refused with EPERM: a file left on the host with them would run with its owner's privileges",
+                "nothing allows it: files the sandbox writes never carry those bits".into(),
             ));
             true
         }
@@ -403,6 +408,7 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
                 syscall,
                 "seccomp: system calls no sandboxed program needs",
                 "refused with EPERM (`cordon explain` lists them)",
+                "nothing allows it: the list is built in".into(),
             ));
             true
         }
@@ -411,24 +417,57 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
     }
 }
 
+/// What would let the sandbox reach the host socket at `path`, and what
+/// that gives away when it is a container engine's.
+fn socket_fix(path: &str) -> String {
+    let allow = format!(
+        "allow with {}",
+        crate::policy::keys::UNIX_SOCKETS.about.add_with(path)
+    );
+    match unix_gate::root_equivalent(std::path::Path::new(path)) {
+        Some(danger) => format!("{danger}; only if you mean that, {allow}"),
+        None => allow,
+    }
+}
+
 /// A denial init reported, by one of cordon's built-in rules: the events
-/// of the reports differ only in door, subject, rule and reason.
+/// of the reports differ only in door, subject, rule, reason and fix.
 fn builtin_denial(
     door: audit::Door,
     subject: impl Into<String>,
     rule: &str,
     reason: &str,
+    fix: String,
 ) -> audit::Event {
     let mut event = audit::Event::new(door, audit::Kind::Decision, audit::Verdict::Deny, subject);
     event.rule = Some(rule.into());
     event.source = Some(Source::Builtin.to_string());
     event.reason = Some(reason.into());
+    event.fix = Some(fix);
     event
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_socket_refusal_names_the_flag_and_what_an_engine_socket_gives() {
+        assert_eq!(
+            socket_fix("/run/user/1000/gnupg/S.gpg-agent"),
+            r#"allow with --allow-unix-socket /run/user/1000/gnupg/S.gpg-agent (or [network] allow_unix_sockets = ["/run/user/1000/gnupg/S.gpg-agent"])"#
+        );
+        assert_eq!(
+            socket_fix("/var/run/docker.sock"),
+            r#"Docker's socket: whoever reaches it can start a privileged container, i.e. is root on the host; only if you mean that, allow with --allow-unix-socket /var/run/docker.sock (or [network] allow_unix_sockets = ["/var/run/docker.sock"])"#
+        );
+        // A path a shell would split is quoted in the flag, and is a
+        // valid TOML string.
+        assert_eq!(
+            socket_fix("/tmp/a b\"c.sock"),
+            r#"allow with --allow-unix-socket '/tmp/a b"c.sock' (or [network] allow_unix_sockets = ['/tmp/a b"c.sock'])"#
+        );
+    }
 
     #[test]
     fn init_dropped_before_it_exited_is_killed_and_reaped() {

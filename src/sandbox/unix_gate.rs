@@ -111,7 +111,7 @@ pub enum Refusal<'a> {
     /// it) and why.
     Create {
         path: &'a std::path::Path,
-        why: &'a str,
+        why: crate::sandbox::create_gate::Forbidden,
     },
     /// A mode with a set-user-ID or set-group-ID bit (the call's name).
     PrivilegeMode(String),
