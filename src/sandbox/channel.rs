@@ -54,6 +54,13 @@ pub enum Message {
     /// Init → supervisor, while the command runs: a mode with a
     /// set-user-ID or set-group-ID bit was refused (the call's name).
     PrivilegeModeRefused { syscall: String },
+    /// Init → supervisor, while the command runs: the kernel refused to
+    /// make a name (see `unix_gate::Refusal::Write`).
+    WriteRefused {
+        path: String,
+        in_writable_area: bool,
+        read_only: bool,
+    },
 }
 
 /// One end of the channel.

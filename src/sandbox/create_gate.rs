@@ -126,6 +126,11 @@ impl Guard {
         self
     }
 
+    /// Whether `path` lies in one of the writable areas.
+    pub fn in_writable_area(&self, path: &Path) -> bool {
+        self.roots.iter().any(|root| path.starts_with(root))
+    }
+
     /// Whether nothing is guarded.
     pub fn is_empty(&self) -> bool {
         self.guarded.is_empty() && self.pattern_dirs.is_empty()
@@ -231,7 +236,7 @@ pub(crate) fn serve(
                 place.name.as_os_str(),
                 Mode::from_bits_truncate(mode as u32),
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
         Creating::Mknod { at } => {
@@ -254,7 +259,7 @@ pub(crate) fn serve(
                 Mode::from_bits_truncate(mode & !libc::S_IFMT),
                 dev,
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
         Creating::Symlink { at } => {
@@ -271,7 +276,7 @@ pub(crate) fn serve(
                 Some(place.dir.as_raw_fd()),
                 place.name.as_os_str(),
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
         Creating::Link { at } => {
@@ -311,7 +316,7 @@ pub(crate) fn serve(
                 place.name.as_os_str(),
                 follow,
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
         Creating::Rename { at, flags } => {
@@ -360,7 +365,7 @@ pub(crate) fn serve(
                 place.name.as_os_str(),
                 flags,
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
     }
@@ -448,10 +453,27 @@ fn open(
                     })?;
                 place = place_from(caller, Some(&place.dir), target.as_bytes())?;
             }
-            Err(e) => return Err(e as Errno),
+            Err(e) => return Err(refused_write(e, &place, guard, report)),
         }
     }
     Err(libc::ELOOP)
+}
+
+/// The errno of a creating call the gate made and the kernel refused; a
+/// write the view or Landlock refused (`EROFS`, `EACCES`) is reported
+/// first, so the exit summary can say why and what would allow it. Not
+/// in a `__pycache__` directory: interpreters try one on every import
+/// from a read-only tree and go on without it.
+fn refused_write(e: nix::errno::Errno, place: &Place, guard: &Guard, report: &Reporter) -> Errno {
+    let bytecode = place.path.parent().and_then(Path::file_name) == Some(OsStr::new("__pycache__"));
+    if matches!(e, nix::errno::Errno::EROFS | nix::errno::Errno::EACCES) && !bytecode {
+        report(Refusal::Write {
+            path: &place.path,
+            in_writable_area: guard.in_writable_area(&place.path),
+            read_only: e == nix::errno::Errno::EROFS,
+        });
+    }
+    e as Errno
 }
 
 /// Why the gate refused to make a name.

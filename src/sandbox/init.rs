@@ -418,6 +418,15 @@ fn serve(
                     why,
                 },
                 Refusal::PrivilegeMode(syscall) => Message::PrivilegeModeRefused { syscall },
+                Refusal::Write {
+                    path,
+                    in_writable_area,
+                    read_only,
+                } => Message::WriteRefused {
+                    path: path.to_string_lossy().into_owned(),
+                    in_writable_area,
+                    read_only,
+                },
             };
             let _ = channel.send(&msg, &[]);
         });

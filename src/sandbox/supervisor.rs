@@ -11,7 +11,7 @@
 use std::io;
 use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -215,7 +215,8 @@ impl Sandbox {
                     | Message::SocketRefused { .. }
                     | Message::SyscallRefused { .. }
                     | Message::CreateRefused { .. }
-                    | Message::PrivilegeModeRefused { .. },
+                    | Message::PrivilegeModeRefused { .. }
+                    | Message::WriteRefused { .. },
                     _,
                 )) => {}
                 Err(e) => {
@@ -236,9 +237,9 @@ impl Sandbox {
         mut self,
         mut relay: Option<tty::Relay>,
         deadline: Option<(Instant, Duration)>,
-        auditor: &Auditor,
+        recorder: Recorder<'_>,
     ) -> i32 {
-        let mut reports = Some(auditor);
+        let mut reports = Some(recorder);
         loop {
             let timeout = match deadline {
                 Some((at, limit)) => {
@@ -283,8 +284,8 @@ impl Sandbox {
                 .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
                 .collect();
             drop(fds);
-            if let (Some(auditor), Some(true)) = (reports, ready.get(reports_at)) {
-                if !record_report(&self.channel, auditor) {
+            if let (Some(recorder), Some(true)) = (reports, ready.get(reports_at)) {
+                if !record_report(&self.channel, recorder) {
                     reports = None;
                 }
             }
@@ -337,8 +338,8 @@ impl Sandbox {
                 r.drain();
             }
             // Init is gone, so the channel ends after what it still holds.
-            if let Some(auditor) = reports {
-                while record_report(&self.channel, auditor) {}
+            if let Some(recorder) = reports {
+                while record_report(&self.channel, recorder) {}
             }
             return code;
         }
@@ -366,8 +367,18 @@ fn write_id_maps(pid: Pid) -> io::Result<()> {
     Ok(())
 }
 
+/// Where init's reports go while the command runs.
+#[derive(Clone, Copy)]
+pub(super) struct Recorder<'a> {
+    /// Every report, as an audit event.
+    pub auditor: &'a Auditor,
+    /// `cordon learn`: the writes the kernel refused, for the learned policy.
+    pub learned: Option<&'a crate::net::learn::Learned>,
+}
+
 /// Records one report from init; false once init has closed the channel.
-fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
+fn record_report(channel: &Channel, recorder: Recorder<'_>) -> bool {
+    let auditor = recorder.auditor;
     match channel.recv() {
         Ok((Message::SocketRefused { path }, _)) => {
             let fix = socket_fix(&path);
@@ -389,6 +400,27 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
                 "names that run code later outside the sandbox cannot be created",
                 &why.reason(),
                 why.fix(),
+            ));
+            true
+        }
+        Ok((
+            Message::WriteRefused {
+                path,
+                in_writable_area,
+                read_only,
+            },
+            _,
+        )) => {
+            let (reason, fix) = write_refusal(&path, in_writable_area, read_only);
+            if let (Some(learned), false) = (recorder.learned, in_writable_area) {
+                learned.note_write(&path);
+            }
+            auditor.record(builtin_denial(
+                audit::Door::Files,
+                path,
+                "writes only in the writable areas",
+                &reason,
+                fix,
             ));
             true
         }
@@ -432,6 +464,39 @@ fn socket_fix(path: &str) -> String {
 
 /// A denial init reported, by one of cordon's built-in rules: the events
 /// of the reports differ only in door, subject, rule, reason and fix.
+/// Why the kernel refused to make `path`, and what would allow it.
+fn write_refusal(path: &str, in_writable_area: bool, read_only: bool) -> (String, String) {
+    if in_writable_area {
+        return (
+            "kept read-only inside a writable area (a protected name, a --deny-write path, or a directory cordon keeps in place)".into(),
+            "nothing allows it inside the sandbox but removing the --deny-write rule that covers it, if one does (`cordon explain` lists them)".into(),
+        );
+    }
+    let reason = if read_only {
+        "read-only in the sandbox: outside the writable areas (the project, /tmp, --allow-write and cache paths)"
+    } else {
+        "permission denied: outside the writable areas, or the file's own permissions"
+    };
+    let dir = Path::new(path).parent().unwrap_or(Path::new("/"));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let fix = if dir == Path::new("/") || home.as_deref() == Some(dir) {
+        format!(
+            "write in the project or /tmp instead: {} writable would open everything in it; a directory under it can be allowed with {}",
+            dir.display(),
+            crate::policy::keys::ALLOW_WRITE.about.add_with("DIR")
+        )
+    } else {
+        format!(
+            "allow with {}; a tool's cache: --cache {} keeps the host's copy unchanged",
+            crate::policy::keys::ALLOW_WRITE
+                .about
+                .add_with(&dir.display().to_string()),
+            dir.display()
+        )
+    };
+    (reason.into(), fix)
+}
+
 fn builtin_denial(
     door: audit::Door,
     subject: impl Into<String>,
@@ -450,6 +515,26 @@ fn builtin_denial(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_write_says_what_would_allow_it_and_never_the_home_or_the_root() {
+        let (why, fix) = write_refusal("/home/u/.cache/tool", false, true);
+        assert!(why.starts_with("read-only in the sandbox"), "{why}");
+        assert!(fix.starts_with("allow with --allow-write /home/u/.cache (or [files] allow_write = [\"/home/u/.cache\"])"), "{fix}");
+        let (why, _) = write_refusal("/home/u/.cache/tool", false, false);
+        assert!(why.starts_with("permission denied"), "{why}");
+        let (_, fix) = write_refusal("/x", false, true);
+        assert!(
+            fix.starts_with("write in the project or /tmp instead"),
+            "{fix}"
+        );
+        let (why, fix) = write_refusal("/p/vendor/x", true, true);
+        assert!(
+            why.starts_with("kept read-only inside a writable area"),
+            "{why}"
+        );
+        assert!(fix.starts_with("nothing allows it"), "{fix}");
+    }
 
     #[test]
     fn a_host_socket_refusal_names_the_flag_and_what_an_engine_socket_gives() {
