@@ -115,6 +115,11 @@ pub enum Proto {
     Socks5,
     /// A UNIX socket path, named to connect or send to.
     Unix,
+    /// A connection to a host port (`--host-port`) on the sandbox's own
+    /// loopback, forwarded to the host's.
+    HostPort,
+    /// A connection from the host to a published port (`--publish`).
+    Publish,
 }
 
 /// One audit event: one line of the log.

@@ -77,6 +77,11 @@ pub(super) struct Handover {
     /// The proxy's listening sockets inside the sandbox (HTTP, SOCKS5);
     /// none without a network namespace.
     pub listeners: Vec<OwnedFd>,
+    /// The host ports' listeners inside the sandbox, each with its port.
+    pub host_listeners: Vec<(u16, OwnedFd)>,
+    /// With published ports: the channel on which init makes sockets in
+    /// the sandbox's network namespace.
+    pub sockets: Option<Channel>,
     /// The pty master, if the caller is on a terminal.
     pub pty_master: Option<OwnedFd>,
 }
@@ -180,10 +185,31 @@ impl Sandbox {
             .send(&Message::Limited, &[])
             .map_err(io_err("starting init"))?;
         match self.next_report()? {
-            (Message::Ready { pty }, mut fds) => {
+            (
+                Message::Ready {
+                    pty,
+                    host_ports,
+                    sockets,
+                },
+                mut fds,
+            ) => {
                 let pty_master = if pty { fds.pop() } else { None };
+                let sockets = if sockets {
+                    fds.pop().map(Channel::from)
+                } else {
+                    None
+                };
+                let proxy = fds.len().min(2);
+                let host_fds = fds.split_off(proxy);
+                if host_fds.len() != host_ports.len() {
+                    return Err(io_err("starting init")(io::Error::other(
+                        "init handed over the wrong number of host port listeners",
+                    )));
+                }
                 Ok(Handover {
                     listeners: fds,
+                    host_listeners: host_ports.into_iter().zip(host_fds).collect(),
+                    sockets,
                     pty_master,
                 })
             }
@@ -209,6 +235,8 @@ impl Sandbox {
                 }
                 Ok((
                     Message::Go
+                    | Message::NewSocket
+                    | Message::Socket { .. }
                     | Message::Limited
                     | Message::Ruled { .. }
                     | Message::SocketRefused { .. }
