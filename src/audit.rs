@@ -120,6 +120,9 @@ pub enum Proto {
     HostPort,
     /// A connection from the host to a published port (`--publish`).
     Publish,
+    /// A bind or connect on the sandbox's own loopback, which the kernel
+    /// refused or where nothing listened.
+    Local,
 }
 
 /// One audit event: one line of the log.

@@ -319,3 +319,72 @@ fn a_published_port_in_use_on_the_host_stops_the_run() {
         assert!(!marker.exists(), "{mode:?}: the command ran");
     });
 }
+
+#[test]
+fn a_connect_to_an_empty_local_port_names_the_host_port_flag() {
+    each_fixture(|mode, fx| {
+        let p = free_port();
+        let log = fx.outside.join("audit.jsonl");
+        let out = fx.audited(&log).sh(&curl_script(&[
+            ("v4", format!("http://127.0.0.1:{p}/")),
+            ("v6", format!("http://[::1]:{p}/")),
+        ]));
+        out.ok();
+        assert!(line(&out, "v4").starts_with("ERR"), "{mode:?}: {out:#?}");
+        let hint = format!("127.0.0.1:{p}: nothing listens on port {p} inside the sandbox");
+        assert!(
+            out.stderr.contains(&hint) && out.stderr.contains(&format!("--host-port {p}")),
+            "{mode:?}: {out:#?}"
+        );
+        let local: Vec<_> = events(&log)
+            .into_iter()
+            .filter(|e| e["proto"] == "local")
+            .collect();
+        let subjects: Vec<_> = local.iter().map(|e| e["subject"].clone()).collect();
+        assert_eq!(
+            subjects,
+            [format!("127.0.0.1:{p}"), format!("[::1]:{p}")],
+            "{mode:?}: {local:#?}"
+        );
+        for e in &local {
+            assert_eq!(e["verdict"], "deny", "{e}");
+            let reason = e["reason"].as_str().unwrap_or_default();
+            assert!(reason.contains(&format!("--host-port {p}")), "{e}");
+        }
+
+        // A server inside on that port: its clients are not reported.
+        let out = fx
+            .audited(&log)
+            .py_args(include_str!("py/net_local_server.py"), &[&p.to_string()]);
+        assert_eq!(line(&out, "connect"), "OK hello-x", "{mode:?}: {out:#?}");
+        assert!(
+            !out.stderr.contains("nothing listens"),
+            "{mode:?}: {out:#?}"
+        );
+    });
+}
+
+#[test]
+fn a_bind_outside_narrowed_local_ports_names_the_flag() {
+    each_fixture(|mode, fx| {
+        let log = fx.outside.join("audit.jsonl");
+        let out = fx
+            .audited(&log)
+            .flag("--local-ports", "3000")
+            .py_args(include_str!("py/net_local_server.py"), &["4444"]);
+        assert_eq!(line(&out, "bind"), "ERR EACCES", "{mode:?}: {out:#?}");
+        assert!(
+            out.stderr.contains(
+                "127.0.0.1:4444: bind refused (EACCES): 4444 is not among the local ports"
+            ) && out.stderr.contains("--local-ports"),
+            "{mode:?}: {out:#?}"
+        );
+        let refused: Vec<_> = events(&log)
+            .into_iter()
+            .filter(|e| e["proto"] == "local" && e["subject"] == "127.0.0.1:4444")
+            .collect();
+        assert!(!refused.is_empty(), "{mode:?}: no event");
+        assert_eq!(refused[0]["rule"], "local_ports = [3000]");
+        assert_eq!(refused[0]["source"], "flag --local-ports");
+    });
+}

@@ -63,6 +63,9 @@ pub enum Message {
     /// Init → supervisor, while the command runs: a mode with a
     /// set-user-ID or set-group-ID bit was refused (the call's name).
     PrivilegeModeRefused { syscall: String },
+    /// Init → supervisor, while the command runs: a bind or connect on
+    /// the sandbox's own loopback failed for a reason cordon can name.
+    LocalPortRefused(crate::sandbox::unix_gate::LocalPortRefusal),
 }
 
 /// One end of the channel.

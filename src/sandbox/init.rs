@@ -26,7 +26,7 @@ use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::policy::Layer;
 use crate::sandbox::landlock::TcpPorts;
-use crate::sandbox::unix_gate::{Refusal, Reporter, SocketId, UnixGate};
+use crate::sandbox::unix_gate::{LocalPorts, Refusal, Reporter, SocketId, UnixGate};
 use crate::sys::{self, Forked};
 
 /// Everything init needs, prepared by the supervisor before the clone.
@@ -514,13 +514,22 @@ fn serve(
                     why: why.to_string(),
                 },
                 Refusal::PrivilegeMode(syscall) => Message::PrivilegeModeRefused { syscall },
+                Refusal::LocalPort(refusal) => Message::LocalPortRefused(refusal),
             };
             let _ = channel.send(&msg, &[]);
         });
         // The command may be running already: its gated calls wait in the
         // listener's queue until the gate's threads take them.
         let allowed = plan.unix_sockets.clone();
-        if let Err(e) = UnixGate::start(listener, diag, allowed, plan.view.guard.clone(), report) {
+        let local = LocalPorts {
+            only: plan.local_ports.clone(),
+            cordons: [HTTP_PORT, SOCKS_PORT]
+                .into_iter()
+                .chain(plan.host_ports.iter().copied())
+                .collect(),
+        };
+        let guard = plan.view.guard.clone();
+        if let Err(e) = UnixGate::start(listener, diag, allowed, local, guard, report) {
             // Killed: it may have started, but no gated call of its was answered.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
             kill_and_reap(child);

@@ -25,6 +25,7 @@ use super::files::{self, FileView};
 use super::init::{self, InitPlan};
 use super::landlock;
 use super::limits::LimitPlan;
+use super::unix_gate::LocalPortRefusal;
 use super::{
     io_err, namespaces_error, support, tty, warn_degraded, weaken, SandboxError, EXIT_TIMEOUT,
     FORWARDED_SIGNALS,
@@ -70,6 +71,9 @@ pub(super) struct Sandbox {
     init: Init,
     channel: Channel,
     signals: SignalFd,
+    /// `network.local_ports` in force (as written, and its source), for
+    /// the reports of binds and connects it refused.
+    local_ports: Option<(String, String)>,
 }
 
 /// What init hands over once every layer is in place.
@@ -135,6 +139,13 @@ pub(super) fn spawn(plan: &mut InitPlan<'_>, policy: &Policy) -> Result<Sandbox,
             init: Init { pid, reaped: false },
             channel: ours,
             signals,
+            local_ports: policy.network.local_ports.as_ref().map(|only| {
+                let ports: Vec<String> = only.value.iter().map(u16::to_string).collect();
+                (
+                    format!("local_ports = [{}]", ports.join(", ")),
+                    only.source.to_string(),
+                )
+            }),
         }),
     }
 }
@@ -242,7 +253,8 @@ impl Sandbox {
                     | Message::SocketRefused { .. }
                     | Message::SyscallRefused { .. }
                     | Message::CreateRefused { .. }
-                    | Message::PrivilegeModeRefused { .. },
+                    | Message::PrivilegeModeRefused { .. }
+                    | Message::LocalPortRefused(_),
                     _,
                 )) => {}
                 Err(e) => {
@@ -265,7 +277,11 @@ impl Sandbox {
         deadline: Option<(Instant, Duration)>,
         auditor: &Auditor,
     ) -> i32 {
-        let mut reports = Some(auditor);
+        let mut reports = Some(Reports {
+            auditor,
+            local_ports: self.local_ports.take(),
+            hinted: Vec::new(),
+        });
         loop {
             let timeout = match deadline {
                 Some((at, limit)) => {
@@ -310,8 +326,8 @@ impl Sandbox {
                 .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
                 .collect();
             drop(fds);
-            if let (Some(auditor), Some(true)) = (reports, ready.get(reports_at)) {
-                if !record_report(&self.channel, auditor) {
+            if let (Some(r), Some(true)) = (reports.as_mut(), ready.get(reports_at)) {
+                if !record_report(&self.channel, r) {
                     reports = None;
                 }
             }
@@ -364,8 +380,8 @@ impl Sandbox {
                 r.drain();
             }
             // Init is gone, so the channel ends after what it still holds.
-            if let Some(auditor) = reports {
-                while record_report(&self.channel, auditor) {}
+            if let Some(mut r) = reports {
+                while record_report(&self.channel, &mut r) {}
             }
             return code;
         }
@@ -393,8 +409,19 @@ fn write_id_maps(pid: Pid) -> io::Result<()> {
     Ok(())
 }
 
+/// Where init's reports go while the command runs.
+struct Reports<'a> {
+    auditor: &'a Auditor,
+    /// `network.local_ports` in force, as written, and its source.
+    local_ports: Option<(String, String)>,
+    /// The local ports (and whether for a bind) already explained on
+    /// stderr: once each.
+    hinted: Vec<(u16, bool)>,
+}
+
 /// Records one report from init; false once init has closed the channel.
-fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
+fn record_report(channel: &Channel, reports: &mut Reports<'_>) -> bool {
+    let auditor = reports.auditor;
     match channel.recv() {
         Ok((Message::SocketRefused { path }, _)) => {
             let mut event = builtin_denial(
@@ -425,6 +452,28 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
             ));
             true
         }
+        Ok((Message::LocalPortRefused(refusal), _)) => {
+            let reason = local_port_reason(&refusal);
+            // A program that meets this sees only ECONNREFUSED or EACCES:
+            // the first time for each port, stderr says why.
+            let key = (refusal.port, refusal.bind);
+            if !reports.hinted.contains(&key) && reports.hinted.len() < MAX_HINTS {
+                reports.hinted.push(key);
+                eprintln!("cordon: {}: {reason}", refusal.address);
+            }
+            let (rule, source) = match (&reports.local_ports, refusal.unlisted) {
+                (Some((rule, source)), true) => (rule.clone(), source.clone()),
+                _ => (
+                    "the sandbox's loopback is its own".to_string(),
+                    Source::Builtin.to_string(),
+                ),
+            };
+            let mut event = builtin_denial(audit::Door::Network, refusal.address, &rule, &reason);
+            event.source = Some(source);
+            event.proto = Some(audit::Proto::Local);
+            auditor.record(event);
+            true
+        }
         Ok((Message::SyscallRefused { syscall }, _)) => {
             auditor.record(builtin_denial(
                 audit::Door::Process,
@@ -438,6 +487,19 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
         Err(_) => false,
     }
 }
+
+/// Why a bind or connect on the sandbox's own loopback failed, with the
+/// flag that would make it work.
+fn local_port_reason(refusal: &LocalPortRefusal) -> String {
+    let (call, port) = (if refusal.bind { "bind" } else { "connect" }, refusal.port);
+    if refusal.unlisted {
+        return format!("{call} refused (EACCES): {port} is not among the local ports programs inside may use; add it to --local-ports or [network] local_ports");
+    }
+    format!("nothing listens on port {port} inside the sandbox, whose loopback is its own; to reach the host's 127.0.0.1:{port}, add --host-port {port} or [network] host_ports = [{port}]")
+}
+
+/// Local ports explained on stderr at most, per run.
+const MAX_HINTS: usize = 16;
 
 /// A denial init reported, by one of cordon's built-in rules: the events
 /// of the reports differ only in door, subject, rule and reason.
