@@ -51,7 +51,9 @@ pub(super) fn local_ports(network: &NetworkPolicy) -> Option<Vec<u16>> {
 
 /// A published port's host side: its listener on the host's 127.0.0.1.
 pub(super) struct Bound {
+    /// The published port, and where the policy got it.
     pub publish: Sourced<crate::policy::ports::Publish>,
+    /// Its listener on the host's 127.0.0.1.
     pub listener: TcpListener,
 }
 

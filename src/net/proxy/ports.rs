@@ -102,7 +102,6 @@ impl<G: Gate> Proxy<G> {
     ) -> Result<(), ClientError> {
         let published = port.publish;
         let inside = SocketAddr::from((Ipv4Addr::LOCALHOST, published.inside));
-        let from = client.peer_addr().ok();
         let event = |verdict, reason: Option<String>| {
             let mut event = Event::new(
                 Door::Network,
@@ -110,7 +109,6 @@ impl<G: Gate> Proxy<G> {
                 verdict,
                 format!("127.0.0.1:{}", published.inside),
             );
-            event.address = from.map(|a| a.to_string());
             event.rule = Some(format!("publish {published}"));
             event.source = Some(port.source.clone());
             event.reason = reason;

@@ -31,7 +31,7 @@ pub static LOCAL_PORTS: Key<Vec<u16>> = Key {
         flag: Some(Flag {
             name: "local-ports",
             value_name: "PORT",
-            help: "Only these TCP ports may programs inside bind and connect to on the sandbox's own lo (comma-separated, repeatable) [default: any port: nothing outside reaches it]",
+            help: "Let programs inside bind and connect to only these TCP ports on the sandbox's own lo (comma-separated, repeatable) [default: any port: nothing outside reaches it]",
             takes: Takes::CommaList(FlagType::Port),
         }),
         examples: ["[3000]", "[3000, 8080]"],
