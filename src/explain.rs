@@ -184,7 +184,7 @@ impl Text<'_> {
                 Some(only) => self.row(
                     "local ports".to_string(),
                     format!(
-                        "only {} (besides cordon's own and the host ports) on the sandbox's own lo; a bind or connect to any other is refused (EACCES): add it to {}",
+                        "only {} (besides cordon's own, the host ports and the published ports) on the sandbox's own lo; a bind or connect to any other is refused (EACCES): add it to {}",
                         join_ports(&only.ports),
                         usage(about)
                     ),

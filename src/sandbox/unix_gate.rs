@@ -56,6 +56,11 @@ const MAX_CONTROL: usize = 1 << 20;
 /// and this bound only stops a runaway.
 const MAX_WORKERS: usize = 1024;
 
+/// How long a loopback port seen with a listener is taken to have one.
+const LISTENER_SEEN: std::time::Duration = std::time::Duration::from_secs(1);
+/// Loopback ports with a listener remembered at once.
+const MAX_LISTENERS_SEEN: usize = 64;
+
 /// Send flags the gate passes on (see [`Caller::send`]).
 const SEND_FLAGS: libc::c_int = libc::MSG_OOB
     | libc::MSG_DONTROUTE
@@ -86,6 +91,10 @@ pub struct UnixGate {
     allowed: Vec<SocketId>,
     /// The sandbox's own loopback ports.
     local: LocalPorts,
+    /// Loopback ports lately seen with a listener, and when: a connect to
+    /// one of them within [`LISTENER_SEEN`] is not looked into again, so
+    /// a client connecting over and over pays for one listeners' dump.
+    listening: Mutex<Vec<(u16, std::time::Instant)>>,
     /// The names the file creation gate refuses.
     guard: Guard,
     report: Reporter,
@@ -176,6 +185,7 @@ impl UnixGate {
             diag: Mutex::new(diag),
             allowed,
             local,
+            listening: Mutex::default(),
             guard,
             report,
             idle: AtomicUsize::new(0),
@@ -259,14 +269,24 @@ impl UnixGate {
                     }
                 }
                 _ => {
-                    let result = self.serve(&call);
+                    let mut pending = None;
+                    let result = self.serve(&call, &mut pending);
                     seccomp::answer(&self.listener, call.id, result);
+                    // A connect left pending is looked into once its caller
+                    // runs on: most pending connects succeed, and would
+                    // otherwise wait for the listeners' dump.
+                    if let Some(addr) = pending {
+                        self.attribute_local(&addr, false, libc::EINPROGRESS);
+                    }
                 }
             }
         }
     }
 
-    fn serve(&self, call: &Notification) -> Result<i64, Errno> {
+    /// Makes the gated call `call`; a non-blocking connect left pending
+    /// puts its address in `pending`, for [`UnixGate::attribute_local`]
+    /// once the call is answered.
+    fn serve(&self, call: &Notification, pending: &mut Option<Vec<u8>>) -> Result<i64, Errno> {
         let caller = Caller::attach(&self.listener, call)?;
         let fd = call.args[0] as RawFd;
         match call.call {
@@ -275,8 +295,10 @@ impl UnixGate {
                 let sock = caller.fd(fd)?;
                 let to = self.destination(&caller, addr)?;
                 let connected = sys::connect_raw(sock.as_fd(), to.bytes()).map_err(errno);
-                if let Err(e) = connected {
-                    self.attribute_local(to.bytes(), false, e);
+                match connected {
+                    Err(libc::EINPROGRESS) => *pending = Some(to.bytes().to_vec()),
+                    Err(e) => self.attribute_local(to.bytes(), false, e),
+                    Ok(()) => {}
                 }
                 connected.map(|()| 0)
             }
@@ -422,14 +444,8 @@ impl UnixGate {
         // a listener on the port (of either family) says it is not for
         // want of a server, and a client trying the other family next
         // will find it.
-        let nothing_listens = !bind
-            && matches!(errno, libc::ECONNREFUSED | libc::EINPROGRESS)
-            && self
-                .diag
-                .lock()
-                .ok()
-                .and_then(|diag| diag_tcp_listens(&diag, port).ok())
-                .is_some_and(|listens| !listens);
+        let nothing_listens =
+            !bind && matches!(errno, libc::ECONNREFUSED | libc::EINPROGRESS) && !self.listens(port);
         if unlisted || nothing_listens {
             (self.report)(Refusal::LocalPort(LocalPortRefusal {
                 address,
@@ -438,6 +454,30 @@ impl UnixGate {
                 unlisted,
             }));
         }
+    }
+
+    /// Whether a TCP socket of the sandbox listens on loopback `port`, or
+    /// did lately; true when sock_diag cannot say (nothing is reported
+    /// that is not known).
+    fn listens(&self, port: u16) -> bool {
+        let now = std::time::Instant::now();
+        let Ok(mut seen) = self.listening.lock() else {
+            return true;
+        };
+        seen.retain(|(_, at)| now.duration_since(*at) < LISTENER_SEEN);
+        if seen.iter().any(|(p, _)| *p == port) {
+            return true;
+        }
+        let listens = self
+            .diag
+            .lock()
+            .ok()
+            .and_then(|diag| diag_tcp_listens(&diag, port).ok())
+            .unwrap_or(true);
+        if listens && seen.len() < MAX_LISTENERS_SEEN {
+            seen.push((port, now));
+        }
+        listens
     }
 
     /// Where a call may go: the address as read, or, for a socket path,
@@ -1037,6 +1077,7 @@ mod tests {
             diag: Mutex::new(UnixGate::open_diag().unwrap()),
             allowed: Vec::new(),
             local: LocalPorts::default(),
+            listening: Mutex::default(),
             guard: Guard::default(),
             report: Box::new(|_| {}),
             idle: AtomicUsize::new(0),
