@@ -25,8 +25,9 @@ use super::{weaken, FORWARDED_SIGNALS};
 use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::policy::Layer;
+use crate::sandbox::config_gate::ConfigFiles;
 use crate::sandbox::landlock::TcpPorts;
-use crate::sandbox::unix_gate::{LocalPorts, Refusal, Reporter, SocketId, UnixGate};
+use crate::sandbox::unix_gate::{FileRules, LocalPorts, Refusal, Reporter, SocketId, UnixGate};
 use crate::sys::{self, Forked};
 
 /// Everything init needs, prepared by the supervisor before the clone.
@@ -65,6 +66,8 @@ struct Prepared {
     /// With published ports: init's end of the channel on which the
     /// supervisor asks for sockets in the sandbox's network namespace.
     sockets: Option<Channel>,
+    /// The repositories' configs `git config` inside may update.
+    git_configs: ConfigFiles,
 }
 
 /// A setup failure, attributed to the layer it belongs to.
@@ -147,6 +150,7 @@ fn setup(
     let mut listeners: Vec<OwnedFd> = Vec::new();
     let mut host_listeners: Vec<(u16, OwnedFd)> = Vec::new();
     let mut sockets: Option<(Channel, Channel)> = None;
+    let mut git_configs = ConfigFiles::default();
     let mounted = super::files::mount_view_on(plan.namespaces);
 
     if plan.namespaces {
@@ -173,6 +177,8 @@ fn setup(
             })?);
         }
         if mounted {
+            // Before the view binds them read-only.
+            git_configs = k.open_git_configs(&plan.view.git_configs);
             plan.view
                 .apply(k.mounts())
                 .map_err(|e| fail(Layer::Namespaces, e))?;
@@ -303,6 +309,7 @@ fn setup(
         filter,
         diag,
         sockets,
+        git_configs,
     })
 }
 
@@ -434,6 +441,7 @@ fn supervise(
         filter,
         diag,
         sockets,
+        git_configs,
     } = prepared;
     let pty_slave = pty_slave.as_deref();
     // The command's parent is the thread that starts it, and the kernel
@@ -458,13 +466,29 @@ fn supervise(
                 .unwrap_or_else(|_| Err(cannot_start(&"its thread failed"))),
             Err(e) => Err(cannot_start(e)),
         };
-        let code = serve(k, plan, started, filter, (diag, sockets), &sfd, channel);
+        let gate = GateParts {
+            diag,
+            git_configs,
+            sockets,
+        };
+        let code = serve(k, plan, started, filter, gate, &sfd, channel);
         finished.store(true, Ordering::SeqCst);
         if let Ok(starter) = &starter {
             starter.thread().unpark();
         }
         code
     })
+}
+
+/// What the gate is started with, besides the plan.
+struct GateParts {
+    /// The sock_diag socket it asks about sockets (none: no gate).
+    diag: Option<OwnedFd>,
+    /// The repositories' configs `git config` inside may update.
+    git_configs: ConfigFiles,
+    /// With published ports: init's end of the channel on which the
+    /// supervisor asks for sockets in the sandbox's network namespace.
+    sockets: Option<Channel>,
 }
 
 /// The rest of init's life once the command was started (or not): init's
@@ -474,7 +498,7 @@ fn serve(
     plan: &InitPlan<'_>,
     started: Result<(Pid, Option<OwnedFd>), NotStarted>,
     filter: Filter,
-    (diag, sockets): (Option<OwnedFd>, Option<Channel>),
+    gate: GateParts,
     sfd: &SignalFd,
     channel: Arc<Channel>,
 ) -> i32 {
@@ -495,14 +519,14 @@ fn serve(
             return 125;
         }
     }
-    if let Some(sockets) = sockets {
+    if let Some(sockets) = gate.sockets {
         if let Err(e) = serve_sockets(sockets) {
             eprintln!("cordon: cannot serve the published ports: {e}");
             kill_and_reap(child);
             return 125;
         }
     }
-    if let (Some(listener), Some(diag)) = (listener, diag) {
+    if let (Some(listener), Some(diag)) = (listener, gate.diag) {
         let report: Reporter = Box::new(move |refusal| {
             let msg = match refusal {
                 Refusal::Socket(path) => Message::SocketRefused {
@@ -528,8 +552,11 @@ fn serve(
                 .chain(plan.host_ports.iter().copied())
                 .collect(),
         };
-        let guard = plan.view.guard.clone();
-        if let Err(e) = UnixGate::start(listener, diag, allowed, local, guard, report) {
+        let files = FileRules {
+            guard: plan.view.guard.clone(),
+            git_configs: gate.git_configs,
+        };
+        if let Err(e) = UnixGate::start(listener, diag, allowed, local, files, report) {
             // Killed: it may have started, but no gated call of its was answered.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
             kill_and_reap(child);
@@ -859,6 +886,10 @@ mod tests {
         fn listen_loopback(&mut self, _: std::net::IpAddr, _: u16) -> std::io::Result<OwnedFd> {
             self.fd("listen")
         }
+        fn open_git_configs(&mut self, _: &[PathBuf]) -> ConfigFiles {
+            self.calls.push("open git configs");
+            ConfigFiles::default()
+        }
         fn mounts(&mut self) -> &mut dyn MountOps {
             self
         }
@@ -1037,6 +1068,9 @@ mod tests {
         // descriptors are closed.
         assert!(at("close fds") < at("landlock ruleset"), "{steps:?}");
         assert!(at("landlock ruleset") < at("mount view"), "{steps:?}");
+        // Once the view binds them read-only, they cannot be opened for
+        // `git config`'s updates.
+        assert!(at("open git configs") < at("mount view"), "{steps:?}");
         // Init's filter closes netlink: the gate's socket is opened first.
         assert!(at("sock_diag") < at("seccomp"), "{steps:?}");
         // /proc/1/environ is wiped, and init made undumpable, before the

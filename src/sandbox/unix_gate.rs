@@ -34,6 +34,7 @@ use nix::sys::stat::{fstat, Mode, SFlag};
 use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
 
+use crate::sandbox::config_gate::ConfigFiles;
 use crate::sandbox::create_gate::{self, Guard, Reply};
 use crate::sandbox::seccomp::{self, Gated, Notification};
 use crate::sys;
@@ -95,11 +96,20 @@ pub struct UnixGate {
     /// one of them within [`LISTENER_SEEN`] is not looked into again, so
     /// a client connecting over and over pays for one listeners' dump.
     listening: Mutex<Vec<(u16, std::time::Instant)>>,
-    /// The names the file creation gate refuses.
-    guard: Guard,
+    /// What the file creation gate refuses, and the configs it may update.
+    files: FileRules,
     report: Reporter,
     idle: AtomicUsize,
     workers: AtomicUsize,
+}
+
+/// The file creation gate's share of the gate.
+#[derive(Debug, Default)]
+pub struct FileRules {
+    /// The names it refuses to make.
+    pub guard: Guard,
+    /// The repositories' configs a rename may update (see `config_gate`).
+    pub git_configs: ConfigFiles,
 }
 
 /// What the gate refused, for the audit log.
@@ -175,7 +185,7 @@ impl UnixGate {
         diag: OwnedFd,
         allowed: Vec<SocketId>,
         local: LocalPorts,
-        guard: Guard,
+        files: FileRules,
         report: Reporter,
     ) -> io::Result<()> {
         // Older kernels lack it; the gate works the same, a little slower.
@@ -186,7 +196,7 @@ impl UnixGate {
             allowed,
             local,
             listening: Mutex::default(),
-            guard,
+            files,
             report,
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(0),
@@ -248,7 +258,7 @@ impl UnixGate {
                 }
                 Gated::Create(kind) => {
                     let reply = Caller::attach(&self.listener, &call).and_then(|caller| {
-                        create_gate::serve(&caller, &call, kind, &self.guard, &self.report)
+                        create_gate::serve(&caller, &call, kind, &self.files, &self.report)
                     });
                     match reply {
                         Ok(Reply::Value(v)) => seccomp::answer(&self.listener, call.id, Ok(v)),
@@ -318,7 +328,13 @@ impl UnixGate {
                 if family == libc::AF_UNIX && addr.len() > 2 && addr[2] != 0 {
                     let path = &addr[2..];
                     let path = &path[..path.iter().position(|b| *b == 0).unwrap_or(path.len())];
-                    return create_gate::bind_unix(&caller, &sock, path, &self.guard, &self.report);
+                    return create_gate::bind_unix(
+                        &caller,
+                        &sock,
+                        path,
+                        &self.files.guard,
+                        &self.report,
+                    );
                 }
                 let bound = sys::bind_raw(sock.as_fd(), &addr).map_err(errno);
                 if let Err(e) = bound {
@@ -1078,7 +1094,7 @@ mod tests {
             allowed: Vec::new(),
             local: LocalPorts::default(),
             listening: Mutex::default(),
-            guard: Guard::default(),
+            files: FileRules::default(),
             report: Box::new(|_| {}),
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(1),

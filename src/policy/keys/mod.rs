@@ -39,7 +39,7 @@ pub use files::{ALLOW_READ, ALLOW_WRITE, DENY_READ, DENY_WRITE, PROTECT};
 pub use limits::{MAX_MEMORY, MAX_PROCS, MAX_TMP, TIMEOUT};
 pub use network::{
     HOST_PORTS, HTTP_RULES, INSPECT, LOCAL_PORTS, MAX_CONNECTIONS, NET_ALLOW, NET_DENY, NO_INSPECT,
-    PORTS, PUBLISH, UNIX_SOCKETS, UPSTREAM_CA,
+    PORTS, PRESETS, PUBLISH, UNIX_SOCKETS, UPSTREAM_CA,
 };
 pub use sandbox::ALLOW_DEGRADED;
 
@@ -124,6 +124,8 @@ pub enum Door {
     Publish,
     /// The host UNIX sockets reachable inside.
     UnixSockets,
+    /// The presets named.
+    Presets,
     /// The proxy's allow rules.
     HostAllow,
     /// The proxy's deny rules.
@@ -288,6 +290,10 @@ pub enum Widens<V: 'static> {
         /// What the value in force does when on, for the message.
         what: &'static str,
     },
+    /// The value stands for other settings (presets): it widens when one
+    /// of them would; the function says why (a detail ending in "; "), or
+    /// `None` when none would.
+    Contents(fn(&V, &Policy) -> Option<String>),
 }
 
 /// The kind of a [`Widens`], without its functions.
@@ -305,6 +311,8 @@ pub enum WidensKind {
     NewEntries,
     /// [`Widens::TurnsOff`].
     TurnsOff,
+    /// [`Widens::Contents`].
+    Contents,
 }
 
 impl<V> Widens<V> {
@@ -317,6 +325,7 @@ impl<V> Widens<V> {
             Widens::Raise { .. } => WidensKind::Raise,
             Widens::NewEntries { .. } => WidensKind::NewEntries,
             Widens::TurnsOff { .. } => WidensKind::TurnsOff,
+            Widens::Contents(_) => WidensKind::Contents,
         }
     }
 }
@@ -379,6 +388,7 @@ pub static KEYS: &[&dyn Declared] = &[
     &DENY_ENV,
     &KEEP_ENV,
     &CLEAR_ENV,
+    &PRESETS,
     &NET_ALLOW,
     &NET_DENY,
     &PORTS,

@@ -38,6 +38,7 @@
 //! host_ports = [5432]                 # 127.0.0.1:5432 inside reaches the host's (widening)
 //! publish = ["8080", "3000:13000"]    # the host's 127.0.0.1:13000 reaches 3000 inside (widening)
 //! allow_unix_sockets = ["/run/user/1000/gnupg/S.gpg-agent"]  # host sockets
+//! presets = ["npm", "github"]         # what these tools need (`cordon presets`)
 //! allow = ["api.github.com", "*.npmjs.org", "example.com:8443",
 //!          "host.cordon.internal:5432", "203.0.113.7", "10.1.0.0/16:5432"]
 //! deny  = ["upload.example.com"]      # deny beats allow
