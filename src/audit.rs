@@ -126,6 +126,14 @@ pub enum Proto {
     Socks5,
     /// A UNIX socket path, named to connect or send to.
     Unix,
+    /// A connection to a host port (`--host-port`) on the sandbox's own
+    /// loopback, forwarded to the host's.
+    HostPort,
+    /// A connection from the host to a published port (`--publish`).
+    Publish,
+    /// A bind or connect on the sandbox's own loopback, which the kernel
+    /// refused or where nothing listened.
+    Local,
 }
 
 /// One audit event: one line of the log.

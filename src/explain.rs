@@ -48,6 +48,8 @@ pub fn render_text(policy: &Policy) -> String {
     text.heading("network");
     text.builtin("route out", &view.network.route_out);
     text.door(Door::LocalPorts);
+    text.door(Door::HostPorts);
+    text.door(Door::Publish);
     text.door(Door::UnixSockets);
     text.builtin("proxy", &view.network.proxy);
     text.settings("network");
@@ -172,18 +174,57 @@ impl Text<'_> {
                 self.group("protected: read-only, and not creatable, in the project and every git repository git would see in a writable area");
                 self.entries(&view.files.protected);
             }
-            Door::LocalPorts => {
-                if view.network.local_ports.is_empty() {
-                    self.builtin(
-                        "local ports",
-                        "none: nothing may bind or connect on TCP, even on lo",
+            Door::LocalPorts => match &view.network.local_ports {
+                None => {
+                    let note = format!(
+                        "any: programs inside may bind and connect to every TCP port of the sandbox's own lo, which nothing outside reaches; narrow with {}",
+                        usage(about)
+                    );
+                    self.builtin("local ports", &note);
+                }
+                Some(only) => self.row(
+                    "local ports".to_string(),
+                    format!(
+                        "only {} (besides cordon's own, the host ports and the published ports) on the sandbox's own lo; a bind or connect to any other is refused (EACCES): add it to {}",
+                        join_ports(&only.ports),
+                        usage(about)
+                    ),
+                    only.from.clone(),
+                ),
+            },
+            Door::HostPorts => {
+                if view.network.host_ports.is_empty() {
+                    let note = format!(
+                        "none: 127.0.0.1 inside is the sandbox's own; forward one with {}",
+                        usage(about)
+                    );
+                    self.builtin("host ports", &note);
+                }
+                for port in &view.network.host_ports {
+                    let p = port.port;
+                    self.row(
+                        format!("host port {p}"),
+                        format!("127.0.0.1:{p} and [::1]:{p} inside reach the host's 127.0.0.1:{p}, as host.cordon.internal:{p}"),
+                        port.from.clone(),
                     );
                 }
-                for port in &view.network.local_ports {
+            }
+            Door::Publish => {
+                if view.network.publish.is_empty() {
+                    let note = format!(
+                        "none: nothing outside reaches a server inside; publish one with {}",
+                        usage(about)
+                    );
+                    self.builtin("published", &note);
+                }
+                for published in &view.network.publish {
                     self.row(
-                        format!("local port {}", port.port),
-                        "bind and connect on the sandbox's own lo".to_string(),
-                        port.from.clone(),
+                        format!("published {}", published.inside),
+                        format!(
+                            "the host's 127.0.0.1:{} reaches 127.0.0.1:{} inside",
+                            published.host, published.inside
+                        ),
+                        published.from.clone(),
                     );
                 }
             }
@@ -522,6 +563,25 @@ struct PortView {
     from: String,
 }
 
+/// `network.local_ports`, when set.
+#[derive(Serialize)]
+struct LocalPortsView {
+    ports: Vec<u16>,
+    source: Source,
+    from: String,
+}
+
+/// One `--publish`.
+#[derive(Serialize)]
+struct PublishView {
+    /// The port inside.
+    inside: u16,
+    /// The port on the host's 127.0.0.1.
+    host: u16,
+    source: Source,
+    from: String,
+}
+
 #[derive(Serialize)]
 struct NetworkView {
     /// Interfaces inside the sandbox.
@@ -535,7 +595,13 @@ struct NetworkView {
     deny: Vec<RuleView>,
     /// The host's own loopback ports opened with `host.cordon.internal:PORT`.
     host_internal: Vec<HostInternalView>,
-    local_ports: Vec<PortView>,
+    /// When set, the only ports of the sandbox's own lo programs inside
+    /// may use; `null`: any.
+    local_ports: Option<LocalPortsView>,
+    /// Ports of the sandbox's own loopback forwarded to the host's.
+    host_ports: Vec<PortView>,
+    /// Servers inside reachable from the host.
+    publish: Vec<PublishView>,
     /// The presets named; each of their lines names its preset as its source.
     presets: Vec<PresetView>,
     /// The settings of one row each (ports that allow rules without
@@ -869,12 +935,28 @@ impl View {
                     _ => None,
                 })
                 .collect(),
-            local_ports: policy
+            local_ports: policy.network.local_ports.as_ref().map(|only| LocalPortsView {
+                ports: only.value.clone(),
+                source: only.source.clone(),
+                from: only.source.to_string(),
+            }),
+            host_ports: policy
                 .network
-                .local_ports
+                .host_ports
                 .iter()
                 .map(|p| PortView {
                     port: p.value,
+                    source: p.source.clone(),
+                    from: p.source.to_string(),
+                })
+                .collect(),
+            publish: policy
+                .network
+                .publish
+                .iter()
+                .map(|p| PublishView {
+                    inside: p.value.inside,
+                    host: p.value.host,
                     source: p.source.clone(),
                     from: p.source.to_string(),
                 })

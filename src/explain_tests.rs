@@ -99,7 +99,9 @@ fn flags_show_as_their_sources() {
         ("--max-tmp", &["512M"]),
         ("--timeout", &["1h30m"]),
         ("--allow-degraded", &["landlock"]),
-        ("--allow-local-port", &["3000"]),
+        ("--local-ports", &["3000"]),
+        ("--host-port", &["5432"]),
+        ("--publish", &["8080:18080"]),
     ]);
     let p = policy(&fx, flags);
     let text = render_text(&p);
@@ -116,7 +118,20 @@ fn flags_show_as_their_sources() {
         &text,
         &["~/.config/gh", "partly re-allowed by flag --allow-read"],
     );
-    line_with(&text, &["local port 3000", "flag --allow-local-port"]);
+    line_with(&text, &["local ports", "only 3000", "flag --local-ports"]);
+    line_with(
+        &text,
+        &["host port 5432", "[::1]:5432 inside", "flag --host-port"],
+    );
+    line_with(&text, &["host.cordon.internal:5432", "flag --host-port"]);
+    line_with(
+        &text,
+        &[
+            "published 8080",
+            "127.0.0.1:18080 reaches",
+            "flag --publish",
+        ],
+    );
     line_with(
         &text,
         &[
@@ -135,7 +150,9 @@ fn json_has_the_same_content() {
         ("--allow-read", &["~/.npmrc"]),
         ("--max-memory", &["8G"]),
         ("--allow-degraded", &["seccomp"]),
-        ("--allow-local-port", &["8080"]),
+        ("--local-ports", &["8080"]),
+        ("--host-port", &["5432"]),
+        ("--publish", &["8080:18080"]),
     ]);
     let p = policy(&fx, flags);
     let json = render_json(&p);
@@ -149,7 +166,9 @@ fn json_has_the_same_content() {
         serde_json::json!({"kind": "flag", "detail": "--max-memory"})
     );
     assert!(json["limits"]["timeout"].is_null());
-    assert_eq!(json["network"]["local_ports"][0]["port"], 8080);
+    assert_eq!(json["network"]["local_ports"]["ports"][0], 8080);
+    assert_eq!(json["network"]["host_ports"][0]["port"], 5432);
+    assert_eq!(json["network"]["publish"][0]["host"], 18080);
     assert_eq!(json["network"]["interfaces"], serde_json::json!(["lo"]));
     let entries = json["credentials"]["homes"][0]["entries"]
         .as_array()

@@ -1,5 +1,5 @@
 //! The network door: only lo inside, the host's loopback unreachable,
-//! local ports only when allowed; the proxy (HTTP CONNECT and plain, SOCKS5)
+//! any local port unless narrowed; the proxy (HTTP CONNECT and plain, SOCKS5)
 //! reaching only what the policy allows, with refusals that say why and how
 //! to allow; no DNS, UDP or IPv6 out.
 //!
@@ -67,11 +67,11 @@ fn host_loopback_listener_is_unreachable() {
             line(&out, "connect").starts_with("ERR"),
             "{mode:?}: reached the host: {out:#?}"
         );
-        // Even with the port allowed by Landlock, the host's loopback is
+        // Even with the port named to Landlock, the host's loopback is
         // another network namespace.
         let out = fx
             .sandbox()
-            .flag("--allow-local-port", port.to_string())
+            .flag("--local-ports", port.to_string())
             .py_args(CONNECT_PY, &[&port.to_string()]);
         assert_eq!(
             line(&out, "connect"),
@@ -89,38 +89,37 @@ fn host_loopback_listener_is_unreachable() {
 const LOCAL_SERVER_PY: &str = include_str!("py/net_local_server.py");
 
 #[test]
-fn allow_local_port_opens_only_that_port() {
+fn local_ports_are_open_unless_narrowed() {
     // Any port works inside (own netns); take one free on the host too.
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
+    let other = if port == 65535 { port - 1 } else { port + 1 };
     each_fixture(|mode, fx| {
-        let allowed = fx
+        // By default: a server inside binds any port, and its clients reach it.
+        let open = fx.sandbox().py_args(LOCAL_SERVER_PY, &[&port.to_string()]);
+        assert_eq!(line(&open, "bind"), "OK", "{mode:?}: {open:#?}");
+        assert_eq!(line(&open, "connect"), "OK hello-x", "{mode:?}: {open:#?}");
+        // Narrowed to one port: that port works ...
+        let narrowed = fx
             .sandbox()
-            .flag("--allow-local-port", port.to_string())
+            .flag("--local-ports", port.to_string())
             .py_args(LOCAL_SERVER_PY, &[&port.to_string()]);
-        assert_eq!(line(&allowed, "bind"), "OK", "{mode:?}: {allowed:#?}");
+        assert_eq!(line(&narrowed, "bind"), "OK", "{mode:?}: {narrowed:#?}");
         assert_eq!(
-            line(&allowed, "connect"),
+            line(&narrowed, "connect"),
             "OK hello-x",
-            "{mode:?}: {allowed:#?}"
+            "{mode:?}: {narrowed:#?}"
         );
-        let denied = fx.sandbox().py_args(LOCAL_SERVER_PY, &[&port.to_string()]);
-        assert_eq!(line(&denied, "bind"), "ERR EACCES", "{mode:?}: {denied:#?}");
-        assert_eq!(
-            line(&denied, "connect"),
-            "ERR EACCES",
-            "{mode:?}: {denied:#?}"
-        );
-        // Another port stays closed even when one is allowed.
-        let other = if port == 65535 { port - 1 } else { port + 1 };
+        // ... and another is refused, bind and connect.
         let out = fx
             .sandbox()
-            .flag("--allow-local-port", port.to_string())
+            .flag("--local-ports", port.to_string())
             .py_args(LOCAL_SERVER_PY, &[&other.to_string()]);
         assert_eq!(line(&out, "bind"), "ERR EACCES", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "connect"), "ERR EACCES", "{mode:?}: {out:#?}");
     });
 }
 
@@ -683,13 +682,10 @@ fn programs_that_ignore_the_proxy_do_not_get_out() {
     v6.set_nonblocking(true).unwrap();
     each_mode_with_upstream("bypassed", |mode, fx, up| {
         let p = up.port;
-        for extra in [
-            vec![],
-            vec!["--allow-local-port".to_string(), p.to_string()],
-        ] {
-            // The upstream is allowed at the proxy; with --allow-local-port
-            // Landlock lets the connect through and only the network
-            // namespace stands in the way.
+        for extra in [vec![], vec!["--local-ports".to_string(), p.to_string()]] {
+            // The upstream is allowed at the proxy; Landlock lets the
+            // connect through (any port by default, this one when narrowed
+            // to it) and only the network namespace stands in the way.
             let out = allowing(fx, &[&format!("127.0.0.1:{p}")])
                 .args(&extra)
                 .py_args(
@@ -1270,11 +1266,11 @@ fn udp_and_ipv6_do_not_get_out() {
         args.extend([label.clone(), ip.clone()]);
     }
     each_fixture(|mode, fx| {
-        // --allow-local-port: Landlock lets the TCP connects through, so
+        // --local-ports: Landlock lets the TCP connects to it through, so
         // only the network namespace is tested.
         let out = fx
             .sandbox()
-            .flag("--allow-local-port", t6.to_string())
+            .flag("--local-ports", t6.to_string())
             .py_args(include_str!("py/net_off_loopback.py"), &args);
         out.ok();
         // Sent on the sandbox's own lo, where nobody listens.

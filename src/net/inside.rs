@@ -1,10 +1,7 @@
 //! What the sandbox sees of the network door: the proxy's addresses on its
 //! own loopback, and the environment that points programs at them.
 
-/// Port of the HTTP proxy on the sandbox's 127.0.0.1.
-pub const HTTP_PORT: u16 = 3128;
-/// Port of the SOCKS5 proxy on the sandbox's 127.0.0.1.
-pub const SOCKS_PORT: u16 = 1080;
+pub use crate::policy::ports::{HTTP_PORT, SOCKS_PORT};
 
 /// Variables that name an HTTP proxy, for the tools that read each.
 const HTTP_VARS: &[&str] = &[

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::proxy::{Admissions, Gate, Proxy, ProxyLimits};
+use super::proxy::{Admissions, Gate, Proxy, ProxyLimits, Published};
 use crate::audit::Auditor;
 use crate::net::proxy::inspect::Inspector;
 
@@ -39,14 +39,25 @@ impl ProxyHandle {
     }
 }
 
-/// Starts serving on the sandbox's listeners (HTTP, then SOCKS5) on a
-/// thread of its own; it lives as long as the supervisor (or until
+/// The listeners across the sandbox's edge the proxy serves besides its
+/// own: the host ports' inside the sandbox, the published ports' on the host.
+#[derive(Default)]
+pub struct Edges {
+    /// Each host port's listener inside the sandbox, with its port.
+    pub host_ports: Vec<(u16, OwnedFd)>,
+    /// Each published port's listener on the host's 127.0.0.1.
+    pub published: Vec<(Published, std::net::TcpListener)>,
+}
+
+/// Starts serving on the sandbox's listeners (HTTP, then SOCKS5, then the
+/// `edges`) on a thread of its own; it lives as long as the supervisor (or until
 /// [`ProxyHandle::shutdown`]), so closing the sandbox closes every tunnel.
 /// The gate and the runtime are built on that thread, off the command's
 /// start-up path; if that fails, the listeners close and every connection
 /// is refused.
 pub fn spawn<G, F>(
     listeners: Vec<OwnedFd>,
+    edges: Edges,
     make_gate: F,
     limits: ProxyLimits,
     audit: Auditor,
@@ -69,6 +80,7 @@ where
             let proxy = ServeArgs {
                 http,
                 socks,
+                edges,
                 limits,
                 audit,
                 stopped,
@@ -90,6 +102,7 @@ where
 struct ServeArgs {
     http: OwnedFd,
     socks: OwnedFd,
+    edges: Edges,
     limits: ProxyLimits,
     audit: Auditor,
     stopped: watch::Receiver<bool>,
@@ -105,12 +118,12 @@ fn serve<G: Gate>(args: ServeArgs, gate: G) -> io::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let listen = |fd: OwnedFd| {
-            let listener = std::net::TcpListener::from(fd);
+        let listen = |listener: std::net::TcpListener| {
             listener.set_nonblocking(true)?;
             tokio::net::TcpListener::from_std(listener)
         };
-        let (http, socks) = (listen(args.http)?, listen(args.socks)?);
+        let listen_fd = |fd: OwnedFd| listen(std::net::TcpListener::from(fd));
+        let (http, socks) = (listen_fd(args.http)?, listen_fd(args.socks)?);
         let limits = ProxyLimits {
             max_connections: connection_cap(args.limits.max_connections),
             ..args.limits
@@ -123,10 +136,22 @@ fn serve<G: Gate>(args: ServeArgs, gate: G) -> io::Result<()> {
             args.admissions,
             args.inspector,
         );
+        let mut edges = Vec::new();
+        for (port, fd) in args.edges.host_ports {
+            let serving = proxy.clone().serve_host_port(listen_fd(fd)?, port);
+            edges.push(tokio::spawn(serving));
+        }
+        for (published, listener) in args.edges.published {
+            let serving = proxy.clone().serve_published(listen(listener)?, published);
+            edges.push(tokio::spawn(serving));
+        }
         tokio::join!(
             proxy.clone().serve_http(http),
             proxy.clone().serve_socks(socks)
         );
+        for serving in edges {
+            let _ = serving.await;
+        }
         proxy.drain(DRAIN).await;
         Ok(())
     })

@@ -329,6 +329,14 @@ pub struct HostRule {
 }
 
 impl HostRule {
+    /// `host.cordon.internal:PORT`: the host's own 127.0.0.1 at `port`.
+    pub fn host_internal(port: u16) -> HostRule {
+        HostRule {
+            pattern: HostPattern::HostInternal,
+            port: Some(port),
+        }
+    }
+
     /// What the rule matches.
     pub fn pattern(&self) -> &HostPattern {
         &self.pattern

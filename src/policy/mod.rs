@@ -15,6 +15,7 @@ pub mod keys;
 pub mod learned;
 pub mod load;
 pub mod pattern;
+pub mod ports;
 pub mod presets;
 pub mod trust;
 
@@ -170,8 +171,18 @@ fn serialize_timeout<S: serde::Serializer>(
 /// which asks [`HostPolicy`] before every connection.
 #[derive(Clone, Debug, Serialize)]
 pub struct NetworkPolicy {
-    /// TCP ports that programs inside may bind and connect to on the sandbox's own loopback.
-    pub local_ports: Vec<Sourced<u16>>,
+    /// When set, the only TCP ports programs inside may bind and connect
+    /// to on the sandbox's own loopback (besides cordon's own listeners and
+    /// the host ports); `None`, the default: any port, since nothing
+    /// outside the sandbox reaches its loopback.
+    pub local_ports: Option<Sourced<Vec<u16>>>,
+    /// Ports whose connections on the sandbox's own 127.0.0.1 and ::1 cordon
+    /// forwards to the host's 127.0.0.1, as `host.cordon.internal:PORT`
+    /// (`--host-port`, `[network] host_ports`); none by default.
+    pub host_ports: Vec<Sourced<u16>>,
+    /// Servers inside reachable from the host's 127.0.0.1 (`--publish`,
+    /// `[network] publish`); none by default.
+    pub publish: Vec<Sourced<crate::policy::ports::Publish>>,
     /// The hosts the proxy may connect to: `[network] allow`, `deny` and
     /// `ports`, `--allow-domain`, `--deny-domain`. Nothing is allowed by default.
     pub hosts: HostPolicy,
@@ -186,10 +197,12 @@ pub struct NetworkPolicy {
 }
 
 impl Default for NetworkPolicy {
-    /// No local ports, nothing allowed, the default connection cap.
+    /// Any local port, no host port forwarded nor server published, nothing allowed, the default connection cap.
     fn default() -> Self {
         NetworkPolicy {
-            local_ports: Vec::new(),
+            local_ports: None,
+            host_ports: Vec::new(),
+            publish: Vec::new(),
             hosts: HostPolicy::default(),
             unix_sockets: Vec::new(),
             max_connections: Sourced::new(defaults::MAX_CONNECTIONS, Source::Builtin),

@@ -36,9 +36,21 @@ pub enum Message {
     Failed { layer: Layer, what: String },
     /// Init → supervisor: every layer is in place; the command starts now.
     /// Carries the proxy's listening sockets (HTTP, then SOCKS5), created
-    /// inside the sandbox's network namespace, then the pty master if a
-    /// terminal was asked for.
-    Ready { pty: bool },
+    /// inside the sandbox's network namespace, then the host ports'
+    /// listeners (one per entry of `host_ports`, its port), then the
+    /// supervisor's end of the channel for published ports' sockets if
+    /// `sockets`, then the pty master if a terminal was asked for.
+    Ready {
+        pty: bool,
+        host_ports: Vec<u16>,
+        sockets: bool,
+    },
+    /// Supervisor → init, on the channel for published ports: a new TCP
+    /// socket, please, made in the sandbox's network namespace.
+    NewSocket,
+    /// Init → supervisor, on that channel: the socket (attached), or why
+    /// there is none.
+    Socket { failed: Option<String> },
     /// Init → supervisor, while the command runs: the UNIX socket gate
     /// refused a host socket (the path as the caller named it).
     SocketRefused { path: String },
@@ -61,6 +73,9 @@ pub enum Message {
         in_writable_area: bool,
         read_only: bool,
     },
+    /// Init → supervisor, while the command runs: a bind or connect on
+    /// the sandbox's own loopback failed for a reason cordon can name.
+    LocalPortRefused(crate::sandbox::unix_gate::LocalPortRefusal),
 }
 
 /// One end of the channel.
@@ -72,9 +87,17 @@ impl AsFd for Channel {
     }
 }
 
+impl From<OwnedFd> for Channel {
+    /// A channel end received from the other side.
+    fn from(fd: OwnedFd) -> Channel {
+        Channel(fd)
+    }
+}
+
 const MAX_MESSAGE: usize = 64 * 1024;
-/// Most descriptors one message carries.
-const MAX_FDS: usize = 4;
+/// Most descriptors one message carries: `Ready`'s (two proxy listeners,
+/// two per host port, the published ports' channel, the pty master).
+const MAX_FDS: usize = 4 + 2 * crate::policy::ports::MAX_HOST_PORTS;
 
 impl Channel {
     /// A connected pair; both ends close on exec.
@@ -152,12 +175,23 @@ mod tests {
         a.send(&Message::Go, &[]).unwrap();
         a.send(&long, &[]).unwrap();
         let file = std::fs::File::open("/dev/null").unwrap();
-        a.send(&Message::Ready { pty: true }, &[file.as_fd()])
-            .unwrap();
+        let ready = Message::Ready {
+            pty: true,
+            host_ports: Vec::new(),
+            sockets: false,
+        };
+        a.send(&ready, &[file.as_fd()]).unwrap();
         assert_eq!(b.recv().unwrap().0, Message::Go);
         assert_eq!(b.recv().unwrap().0, long);
-        let (ready, fds) = b.recv().unwrap();
-        assert_eq!(ready, Message::Ready { pty: true });
+        let (received, fds) = b.recv().unwrap();
+        assert_eq!(
+            received,
+            Message::Ready {
+                pty: true,
+                host_ports: Vec::new(),
+                sockets: false
+            }
+        );
         assert_eq!(fds.len(), 1);
         drop(a);
         let end = b.recv().unwrap_err();

@@ -26,7 +26,8 @@ use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::policy::Layer;
 use crate::sandbox::config_gate::ConfigFiles;
-use crate::sandbox::unix_gate::{FileRules, Refusal, Reporter, SocketId, UnixGate};
+use crate::sandbox::landlock::TcpPorts;
+use crate::sandbox::unix_gate::{FileRules, LocalPorts, Refusal, Reporter, SocketId, UnixGate};
 use crate::sys::{self, Forked};
 
 /// Everything init needs, prepared by the supervisor before the clone.
@@ -37,8 +38,15 @@ pub struct InitPlan<'a> {
     pub argv: Vec<CString>,
     pub env: Vec<CString>,
     pub path_var: OsString,
-    /// TCP ports programs inside may bind and connect to (their own servers).
-    pub tcp_ports: Vec<u16>,
+    /// When set, the only TCP ports programs inside may bind and connect
+    /// to on the sandbox's own lo (their own servers); `None`: any.
+    pub local_ports: Option<Vec<u16>>,
+    /// Host ports: init listens on 127.0.0.1 and ::1 at each, for the
+    /// supervisor to forward to the host's 127.0.0.1.
+    pub host_ports: Vec<u16>,
+    /// Whether the supervisor relays published ports: it then asks init
+    /// for sockets made in the sandbox's network namespace.
+    pub publish: bool,
     pub pty: bool,
     pub namespaces: bool,
     pub degraded: Vec<Layer>,
@@ -55,6 +63,9 @@ struct Prepared {
     filter: Filter,
     /// With the gate: the sock_diag socket it asks about sockets.
     diag: Option<OwnedFd>,
+    /// With published ports: init's end of the channel on which the
+    /// supervisor asks for sockets in the sandbox's network namespace.
+    sockets: Option<Channel>,
     /// The repositories' configs `git config` inside may update.
     git_configs: ConfigFiles,
 }
@@ -115,7 +126,10 @@ fn setup(
         .map_err(|e| fail(Layer::Namespaces, format!("setsid: {e}")))?;
     // The Landlock ruleset first, so that the supervisor adds the host
     // paths' rules to it while the view is built (see `landlock`).
-    let ruleset = (!weaken::off("landlock")).then(|| k.landlock_ruleset());
+    // Without a network namespace of its own, the sandbox's TCP is the
+    // host's: Landlock then keeps every port closed but those listed.
+    let restrict_tcp = plan.local_ports.is_some() || !plan.namespaces;
+    let ruleset = (!weaken::off("landlock")).then(|| k.landlock_ruleset(restrict_tcp));
     let for_supervisor = match &ruleset {
         Some(Ok((_, Some(fd)))) => Some(fd.as_fd()),
         _ => None,
@@ -134,6 +148,8 @@ fn setup(
         _ => std::process::exit(125),
     }
     let mut listeners: Vec<OwnedFd> = Vec::new();
+    let mut host_listeners: Vec<(u16, OwnedFd)> = Vec::new();
+    let mut sockets: Option<(Channel, Channel)> = None;
     let mut git_configs = ConfigFiles::default();
     let mounted = super::files::mount_view_on(plan.namespaces);
 
@@ -145,11 +161,21 @@ fn setup(
         // The proxy's listening sockets, created on the sandbox's own
         // loopback so programs inside reach them without any route out;
         // the supervisor accepts on them from the host side.
+        let v4 = std::net::IpAddr::from(std::net::Ipv4Addr::LOCALHOST);
         listeners = [HTTP_PORT, SOCKS_PORT]
             .into_iter()
-            .map(|port| k.listen_loopback(port))
+            .map(|port| k.listen_loopback(v4, port))
             .collect::<std::io::Result<_>>()
             .map_err(|e| fail(Layer::Namespaces, format!("proxy listeners on lo: {e}")))?;
+        host_listeners = listen_host_ports(k, &plan.host_ports)?;
+        if plan.publish {
+            sockets = Some(Channel::pair().map_err(|e| {
+                fail(
+                    Layer::Namespaces,
+                    format!("the channel for published ports: {e}"),
+                )
+            })?);
+        }
         if mounted {
             // Before the view binds them read-only.
             git_configs = k.open_git_configs(&plan.view.git_configs);
@@ -192,16 +218,21 @@ fn setup(
         k.set_no_new_privs()
             .map_err(|e| fail(Layer::Seccomp, format!("no_new_privs: {e}")))?;
     }
-    let connect_only: &[u16] = if listeners.is_empty() {
-        &[]
-    } else {
-        &[HTTP_PORT, SOCKS_PORT]
-    };
+    let bind = plan.local_ports.clone().unwrap_or_default();
+    let mut connect_only: Vec<u16> = Vec::new();
+    if !listeners.is_empty() {
+        connect_only.extend([HTTP_PORT, SOCKS_PORT]);
+        connect_only.extend(host_listeners.iter().map(|(port, _)| *port));
+    }
+    let ports = restrict_tcp.then_some(TcpPorts {
+        bind: &bind,
+        connect_only: &connect_only,
+    });
     let host_rules = wait_until_ruled(channel);
     if let Some(made) = ruleset {
         let landlocked = made.map_err(|e| e.to_string()).and_then(|pending| {
             host_rules?;
-            k.landlock(pending, plan.view, mounted, &plan.tcp_ports, connect_only)
+            k.landlock(pending, plan.view, mounted, ports)
                 .map_err(|e| e.to_string())
         });
         degrade_or_fail(plan, channel, Layer::Landlock, landlocked)?;
@@ -241,11 +272,19 @@ fn setup(
     };
     wait_until_limited(channel);
     let mut fds: Vec<_> = listeners.iter().map(|l| l.as_fd()).collect();
+    fds.extend(host_listeners.iter().map(|(_, l)| l.as_fd()));
+    let (sockets, theirs) = match sockets {
+        Some((ours, theirs)) => (Some(ours), Some(theirs)),
+        None => (None, None),
+    };
+    fds.extend(theirs.as_ref().map(|c| c.as_fd()));
     fds.extend(master.as_ref().map(|m| m.as_fd()));
     channel
         .send(
             &Message::Ready {
                 pty: master.is_some(),
+                host_ports: host_listeners.iter().map(|(port, _)| *port).collect(),
+                sockets: theirs.is_some(),
             },
             &fds,
         )
@@ -269,8 +308,74 @@ fn setup(
         pty_slave: slave,
         filter,
         diag,
+        sockets,
         git_configs,
     })
+}
+
+/// Init's listeners for the host ports, on the sandbox's 127.0.0.1 and
+/// ::1 (when the sandbox has IPv6), each with its port.
+fn listen_host_ports(
+    k: &mut dyn InitKernel,
+    ports: &[u16],
+) -> Result<Vec<(u16, OwnedFd)>, Failure> {
+    let mut listeners = Vec::with_capacity(ports.len() * 2);
+    for &port in ports {
+        let failed = |ip: &str, e: std::io::Error| {
+            fail(
+                Layer::Namespaces,
+                format!("listening on {ip}:{port} inside for --host-port {port}: {e}"),
+            )
+        };
+        let v4 = k
+            .listen_loopback(std::net::Ipv4Addr::LOCALHOST.into(), port)
+            .map_err(|e| failed("127.0.0.1", e))?;
+        listeners.push((port, v4));
+        match k.listen_loopback(std::net::Ipv6Addr::LOCALHOST.into(), port) {
+            Ok(v6) => listeners.push((port, v6)),
+            // No IPv6 inside: nothing can connect to ::1 either.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EADDRNOTAVAIL | libc::EAFNOSUPPORT)
+                ) => {}
+            Err(e) => return Err(failed("[::1]", e)),
+        }
+    }
+    Ok(listeners)
+}
+
+/// On a thread of init's own, while the command runs: answers each of the
+/// supervisor's requests on `service` with a new TCP socket, unconnected,
+/// made in the sandbox's network namespace (which a socket keeps), for a
+/// connection to a published port. Ends when the supervisor hangs up.
+fn serve_sockets(service: Channel) -> std::io::Result<()> {
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+    std::thread::Builder::new()
+        .name("cordon-sockets".into())
+        .stack_size(64 << 10)
+        .spawn(move || {
+            while let Ok((Message::NewSocket, _)) = service.recv() {
+                let sent = match socket(
+                    AddressFamily::Inet,
+                    SockType::Stream,
+                    SockFlag::SOCK_CLOEXEC,
+                    None,
+                ) {
+                    Ok(fd) => service.send(&Message::Socket { failed: None }, &[fd.as_fd()]),
+                    Err(e) => service.send(
+                        &Message::Socket {
+                            failed: Some(e.to_string()),
+                        },
+                        &[],
+                    ),
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        })
+        .map(drop)
 }
 
 /// Waits until the supervisor has added the host paths' rules to the
@@ -335,6 +440,7 @@ fn supervise(
         pty_slave,
         filter,
         diag,
+        sockets,
         git_configs,
     } = prepared;
     let pty_slave = pty_slave.as_deref();
@@ -360,7 +466,11 @@ fn supervise(
                 .unwrap_or_else(|_| Err(cannot_start(&"its thread failed"))),
             Err(e) => Err(cannot_start(e)),
         };
-        let gate = GateParts { diag, git_configs };
+        let gate = GateParts {
+            diag,
+            git_configs,
+            sockets,
+        };
         let code = serve(k, plan, started, filter, gate, &sfd, channel);
         finished.store(true, Ordering::SeqCst);
         if let Ok(starter) = &starter {
@@ -376,6 +486,9 @@ struct GateParts {
     diag: Option<OwnedFd>,
     /// The repositories' configs `git config` inside may update.
     git_configs: ConfigFiles,
+    /// With published ports: init's end of the channel on which the
+    /// supervisor asks for sockets in the sandbox's network namespace.
+    sockets: Option<Channel>,
 }
 
 /// The rest of init's life once the command was started (or not): init's
@@ -406,6 +519,13 @@ fn serve(
             return 125;
         }
     }
+    if let Some(sockets) = gate.sockets {
+        if let Err(e) = serve_sockets(sockets) {
+            eprintln!("cordon: cannot serve the published ports: {e}");
+            kill_and_reap(child);
+            return 125;
+        }
+    }
     if let (Some(listener), Some(diag)) = (listener, gate.diag) {
         let report: Reporter = Box::new(move |refusal| {
             let msg = match refusal {
@@ -427,17 +547,25 @@ fn serve(
                     in_writable_area,
                     read_only,
                 },
+                Refusal::LocalPort(refusal) => Message::LocalPortRefused(refusal),
             };
             let _ = channel.send(&msg, &[]);
         });
         // The command may be running already: its gated calls wait in the
         // listener's queue until the gate's threads take them.
         let allowed = plan.unix_sockets.clone();
+        let local = LocalPorts {
+            only: plan.local_ports.clone(),
+            cordons: [HTTP_PORT, SOCKS_PORT]
+                .into_iter()
+                .chain(plan.host_ports.iter().copied())
+                .collect(),
+        };
         let files = FileRules {
             guard: plan.view.guard.clone(),
             git_configs: gate.git_configs,
         };
-        if let Err(e) = UnixGate::start(listener, diag, allowed, files, report) {
+        if let Err(e) = UnixGate::start(listener, diag, allowed, local, files, report) {
             // Killed: it may have started, but no gated call of its was answered.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
             kill_and_reap(child);
@@ -764,7 +892,7 @@ mod tests {
         fn bring_up_loopback(&mut self) -> std::io::Result<()> {
             self.note("lo up")
         }
-        fn listen_loopback(&mut self, _: u16) -> std::io::Result<OwnedFd> {
+        fn listen_loopback(&mut self, _: std::net::IpAddr, _: u16) -> std::io::Result<OwnedFd> {
             self.fd("listen")
         }
         fn open_git_configs(&mut self, _: &[PathBuf]) -> ConfigFiles {
@@ -795,17 +923,17 @@ mod tests {
         }
         fn landlock_ruleset(
             &mut self,
+            restrict_tcp: bool,
         ) -> Result<(crate::sandbox::landlock::Pending, Option<OwnedFd>), LandlockError> {
             self.calls.push("landlock ruleset");
-            crate::sandbox::landlock::create()
+            crate::sandbox::landlock::create(restrict_tcp)
         }
         fn landlock(
             &mut self,
             _: crate::sandbox::landlock::Pending,
             _: &FileView,
             _: bool,
-            _: &[u16],
-            _: &[u16],
+            _: Option<crate::sandbox::landlock::TcpPorts<'_>>,
         ) -> Result<(), LandlockError> {
             self.calls.push("landlock");
             match self.landlock_fails {
@@ -872,7 +1000,9 @@ mod tests {
             argv: vec![c"/bin/true".into()],
             env: Vec::new(),
             path_var: OsString::new(),
-            tcp_ports: Vec::new(),
+            local_ports: None,
+            host_ports: Vec::new(),
+            publish: false,
             pty: false,
             namespaces: true,
             degraded,

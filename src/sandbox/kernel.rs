@@ -50,9 +50,9 @@ pub trait InitKernel {
     fn set_hostname(&mut self, name: &str) -> nix::Result<()>;
     /// Brings up `lo` in the sandbox's network namespace.
     fn bring_up_loopback(&mut self) -> io::Result<()>;
-    /// A TCP listener on `127.0.0.1:port` (the proxy's, on the sandbox's
+    /// A TCP listener on `ip:port` (cordon's own, on the sandbox's
     /// loopback).
-    fn listen_loopback(&mut self, port: u16) -> io::Result<OwnedFd>;
+    fn listen_loopback(&mut self, ip: std::net::IpAddr, port: u16) -> io::Result<OwnedFd>;
     /// The repositories' configs that `git config` inside may update,
     /// opened for writing before the view binds them read-only.
     fn open_git_configs(&mut self, paths: &[PathBuf]) -> ConfigFiles;
@@ -70,8 +70,12 @@ pub trait InitKernel {
     /// `PR_SET_NO_NEW_PRIVS`.
     fn set_no_new_privs(&mut self) -> nix::Result<()>;
     /// Creates the Landlock ruleset: init's, and a duplicate of its
-    /// descriptor for the supervisor (none without Landlock).
-    fn landlock_ruleset(&mut self) -> Result<(landlock::Pending, Option<OwnedFd>), LandlockError>;
+    /// descriptor for the supervisor (none without Landlock); with
+    /// `restrict_tcp`, it handles TCP bind and connect.
+    fn landlock_ruleset(
+        &mut self,
+        restrict_tcp: bool,
+    ) -> Result<(landlock::Pending, Option<OwnedFd>), LandlockError>;
     /// Adds the rules for init's own mounts to `ruleset` (the supervisor
     /// has added the host paths') and puts init, and all it starts, in its
     /// domain.
@@ -80,8 +84,7 @@ pub trait InitKernel {
         ruleset: landlock::Pending,
         view: &FileView,
         mounted: bool,
-        tcp_ports: &[u16],
-        connect_only: &[u16],
+        ports: Option<landlock::TcpPorts<'_>>,
     ) -> Result<(), LandlockError>;
     /// Drops every capability for good.
     fn drop_capabilities(&mut self) -> Result<(), caps::errors::CapsError>;
@@ -139,8 +142,8 @@ impl InitKernel for Linux {
         sys::bring_up_loopback()
     }
 
-    fn listen_loopback(&mut self, port: u16) -> io::Result<OwnedFd> {
-        std::net::TcpListener::bind(("127.0.0.1", port)).map(OwnedFd::from)
+    fn listen_loopback(&mut self, ip: std::net::IpAddr, port: u16) -> io::Result<OwnedFd> {
+        std::net::TcpListener::bind((ip, port)).map(OwnedFd::from)
     }
 
     fn open_git_configs(&mut self, paths: &[PathBuf]) -> ConfigFiles {
@@ -173,8 +176,11 @@ impl InitKernel for Linux {
         nix::sys::prctl::set_no_new_privs()
     }
 
-    fn landlock_ruleset(&mut self) -> Result<(landlock::Pending, Option<OwnedFd>), LandlockError> {
-        landlock::create()
+    fn landlock_ruleset(
+        &mut self,
+        restrict_tcp: bool,
+    ) -> Result<(landlock::Pending, Option<OwnedFd>), LandlockError> {
+        landlock::create(restrict_tcp)
     }
 
     fn landlock(
@@ -182,10 +188,9 @@ impl InitKernel for Linux {
         ruleset: landlock::Pending,
         view: &FileView,
         mounted: bool,
-        tcp_ports: &[u16],
-        connect_only: &[u16],
+        ports: Option<landlock::TcpPorts<'_>>,
     ) -> Result<(), LandlockError> {
-        landlock::restrict(ruleset, view, mounted, tcp_ports, connect_only).map(drop)
+        landlock::restrict(ruleset, view, mounted, ports).map(drop)
     }
 
     fn drop_capabilities(&mut self) -> Result<(), caps::errors::CapsError> {

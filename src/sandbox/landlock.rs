@@ -76,18 +76,35 @@ const DEV_WRITABLE: &[&str] = &[
 ];
 const SHARED_WRITABLE: &[&str] = &["/tmp", "/dev/shm"];
 
+/// The TCP ports a restricted sandbox may use.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpPorts<'a> {
+    /// May be bound and connected to (the user's servers).
+    pub bind: &'a [u16],
+    /// May only be connected to (cordon's own listeners).
+    pub connect_only: &'a [u16],
+}
+
 /// Init's ruleset while the supervisor adds the host's rules to it.
 pub struct Pending(RulesetCreated);
 
 /// Creates the (empty) ruleset: init's own, and a duplicate of its
 /// descriptor for the supervisor; none when the kernel has no Landlock,
 /// since there is nothing to add to then ([`restrict`] says so).
-pub fn create() -> Result<(Pending, Option<OwnedFd>), LandlockError> {
+/// `restrict_tcp`: TCP bind and connect are refused but on the ports
+/// [`restrict`] names; otherwise Landlock leaves TCP alone (the network
+/// namespace is what keeps the sandbox in).
+pub fn create(restrict_tcp: bool) -> Result<(Pending, Option<OwnedFd>), LandlockError> {
     let all = AccessFs::from_read(WANTED_ABI) | AccessFs::from_write(WANTED_ABI);
     let ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)?
-        .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
+        .handle_access(all)?;
+    let ruleset = if restrict_tcp {
+        ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
+    } else {
+        ruleset
+    };
+    let ruleset = ruleset
         .scope(Scope::AbstractUnixSocket | Scope::Signal)?
         .create()?;
     let shared: Option<OwnedFd> = ruleset.try_clone().map_err(LandlockError::Handover)?.into();
@@ -131,14 +148,14 @@ pub fn add_host_rules(
 /// In init, once the supervisor has added the host's rules: adds those for
 /// the file systems init mounted afresh, in the sandbox's final view, and
 /// the port rules, then puts this process (and its children) in the
-/// domain. `tcp_ports` may be bound and connected to; `connect_only` (the
-/// proxy's listeners) only connected to.
+/// domain. With TCP restricted ([`create`]), `ports` says which ports may
+/// be bound and connected to (`connect_only`, cordon's own listeners, only
+/// connected to); `None` when TCP is not restricted.
 pub fn restrict(
     pending: Pending,
     view: &FileView,
     mounted: bool,
-    tcp_ports: &[u16],
-    connect_only: &[u16],
+    ports: Option<TcpPorts<'_>>,
 ) -> Result<Enforcement, LandlockError> {
     let Pending(mut ruleset) = pending;
     let read = AccessFs::from_read(WANTED_ABI);
@@ -160,14 +177,16 @@ pub fn restrict(
     for path in DEV_WRITABLE {
         add(&mut ruleset, Path::new(path), dev_write | read)?;
     }
-    for port in tcp_ports {
-        (&mut ruleset).add_rule(NetPort::new(
-            *port,
-            AccessNet::BindTcp | AccessNet::ConnectTcp,
-        ))?;
-    }
-    for port in connect_only {
-        (&mut ruleset).add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
+    if let Some(ports) = ports {
+        for port in ports.bind {
+            (&mut ruleset).add_rule(NetPort::new(
+                *port,
+                AccessNet::BindTcp | AccessNet::ConnectTcp,
+            ))?;
+        }
+        for port in ports.connect_only {
+            (&mut ruleset).add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
+        }
     }
     let status = ruleset.restrict_self()?;
     match status.ruleset {

@@ -20,6 +20,7 @@ pub mod init;
 pub mod kernel;
 pub mod landlock;
 pub mod limits;
+mod ports;
 pub mod repos;
 pub mod seccomp;
 mod supervisor;
@@ -83,6 +84,14 @@ pub enum SandboxError {
         from: String,
         source: io::Error,
     },
+    #[error("refusing to run: network door: --publish {publish} ({from}): cannot listen on the host's 127.0.0.1:{}: {source}\n  fix: publish on a free host port, e.g. --publish {}:PORT", .publish.host, .publish.inside)]
+    Publish {
+        publish: crate::policy::ports::Publish,
+        from: String,
+        source: io::Error,
+    },
+    #[error("refusing to run: network door: {0}")]
+    Ports(String),
     #[error("no command given: cordon run [OPTIONS] -- CMD [ARGS...]")]
     NoCommand,
     #[error("{0} contains a NUL byte")]
@@ -326,6 +335,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     // pty in their place, never the caller's terminal itself.
     let caller_tty = tty::CallerTerminal::probe();
     let filters = req.filters.finish().map_err(|e| e.to_string());
+    ports::check(&policy.network)?;
+    // The host's side of the published ports, before anything is made.
+    let published = ports::bind_published(&policy.network)?;
     let mut plan = init::InitPlan {
         view: &view,
         limits: &limits,
@@ -333,7 +345,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         argv,
         env,
         path_var,
-        tcp_ports: policy.network.local_ports.iter().map(|p| p.value).collect(),
+        local_ports: ports::local_ports(&policy.network),
+        host_ports: policy.network.host_ports.iter().map(|p| p.value).collect(),
+        publish: !policy.network.publish.is_empty(),
         pty: caller_tty.needs_pty(),
         namespaces: true,
         degraded: policy.allow_degraded.iter().map(|l| l.value).collect(),
@@ -343,6 +357,11 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     // From here on, every early return drops the sandbox, which kills and
     // reaps init (see `supervisor`).
     let sandbox = supervisor::spawn(&mut plan, policy)?;
+    if !plan.namespaces && (!plan.host_ports.is_empty() || plan.publish) {
+        return Err(SandboxError::Ports(
+            "--host-port and --publish need the sandbox's own network namespace, which could not be made".into(),
+        ));
+    }
     // cordon: credentials door. Before init builds its view (it waits for
     // Go): the bundle must be written by then.
     let inspector = credentials
@@ -356,9 +375,16 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         .as_ref()
         .map(|t| (Instant::now() + t.value, t.value));
     // Threads start only now: none may be alive across the clone above.
+    let edges = crate::net::serve::Edges {
+        host_ports: handover.host_listeners,
+        published: match handover.sockets {
+            Some(sockets) => ports::published(published, sockets),
+            None => Vec::new(),
+        },
+    };
     let (auditor, proxy) = start_proxy(
         policy,
-        handover.listeners,
+        (handover.listeners, edges),
         audit_log,
         &run_name,
         &req.command[0],
@@ -446,7 +472,7 @@ fn audit_view(policy: &Policy) -> Result<Policy, SandboxError> {
 /// Starts the audit writer and, when the sandbox has listeners, the proxy.
 fn start_proxy(
     policy: &Policy,
-    listeners: Vec<OwnedFd>,
+    (listeners, edges): (Vec<OwnedFd>, crate::net::serve::Edges),
     log: Option<AuditFile>,
     run_name: &str,
     argv0: &OsString,
@@ -470,20 +496,26 @@ fn start_proxy(
     // destination through; release builds have no such gate.
     #[cfg(debug_assertions)]
     if weaken::off("proxy") {
-        let proxy =
-            crate::net::serve::spawn(listeners, || OpenGate, limits, auditor.clone(), inspector)
-                .map_err(io_err("starting the proxy"))?;
+        let proxy = crate::net::serve::spawn(
+            listeners,
+            edges,
+            || OpenGate,
+            limits,
+            auditor.clone(),
+            inspector,
+        )
+        .map_err(io_err("starting the proxy"))?;
         return Ok((auditor, Some(proxy)));
     }
     let audit = auditor.clone();
     let proxy = match learn {
         Some(learned) => {
             let gate = move || crate::net::learn::LearningGate::new(hosts, learned);
-            crate::net::serve::spawn(listeners, gate, limits, audit, inspector)
+            crate::net::serve::spawn(listeners, edges, gate, limits, audit, inspector)
         }
         None => {
             let gate = move || crate::net::gate::PolicyGate::new(hosts);
-            crate::net::serve::spawn(listeners, gate, limits, audit, inspector)
+            crate::net::serve::spawn(listeners, edges, gate, limits, audit, inspector)
         }
     }
     .map_err(io_err("starting the proxy"))?;

@@ -26,6 +26,7 @@ use super::init::{self, InitPlan};
 use super::landlock;
 use super::limits::LimitPlan;
 use super::unix_gate;
+use super::unix_gate::LocalPortRefusal;
 use super::{
     io_err, namespaces_error, support, tty, warn_degraded, weaken, SandboxError, EXIT_TIMEOUT,
     FORWARDED_SIGNALS,
@@ -71,6 +72,9 @@ pub(super) struct Sandbox {
     init: Init,
     channel: Channel,
     signals: SignalFd,
+    /// `network.local_ports` in force (as written, and its source), for
+    /// the reports of binds and connects it refused.
+    local_ports: Option<(String, String)>,
 }
 
 /// What init hands over once every layer is in place.
@@ -78,6 +82,11 @@ pub(super) struct Handover {
     /// The proxy's listening sockets inside the sandbox (HTTP, SOCKS5);
     /// none without a network namespace.
     pub listeners: Vec<OwnedFd>,
+    /// The host ports' listeners inside the sandbox, each with its port.
+    pub host_listeners: Vec<(u16, OwnedFd)>,
+    /// With published ports: the channel on which init makes sockets in
+    /// the sandbox's network namespace.
+    pub sockets: Option<Channel>,
     /// The pty master, if the caller is on a terminal.
     pub pty_master: Option<OwnedFd>,
 }
@@ -131,6 +140,13 @@ pub(super) fn spawn(plan: &mut InitPlan<'_>, policy: &Policy) -> Result<Sandbox,
             init: Init { pid, reaped: false },
             channel: ours,
             signals,
+            local_ports: policy.network.local_ports.as_ref().map(|only| {
+                let ports: Vec<String> = only.value.iter().map(u16::to_string).collect();
+                (
+                    format!("local_ports = [{}]", ports.join(", ")),
+                    only.source.to_string(),
+                )
+            }),
         }),
     }
 }
@@ -181,10 +197,31 @@ impl Sandbox {
             .send(&Message::Limited, &[])
             .map_err(io_err("starting init"))?;
         match self.next_report()? {
-            (Message::Ready { pty }, mut fds) => {
+            (
+                Message::Ready {
+                    pty,
+                    host_ports,
+                    sockets,
+                },
+                mut fds,
+            ) => {
                 let pty_master = if pty { fds.pop() } else { None };
+                let sockets = if sockets {
+                    fds.pop().map(Channel::from)
+                } else {
+                    None
+                };
+                let proxy = fds.len().min(2);
+                let host_fds = fds.split_off(proxy);
+                if host_fds.len() != host_ports.len() {
+                    return Err(io_err("starting init")(io::Error::other(
+                        "init handed over the wrong number of host port listeners",
+                    )));
+                }
                 Ok(Handover {
                     listeners: fds,
+                    host_listeners: host_ports.into_iter().zip(host_fds).collect(),
+                    sockets,
                     pty_master,
                 })
             }
@@ -210,13 +247,16 @@ impl Sandbox {
                 }
                 Ok((
                     Message::Go
+                    | Message::NewSocket
+                    | Message::Socket { .. }
                     | Message::Limited
                     | Message::Ruled { .. }
                     | Message::SocketRefused { .. }
                     | Message::SyscallRefused { .. }
                     | Message::CreateRefused { .. }
                     | Message::PrivilegeModeRefused { .. }
-                    | Message::WriteRefused { .. },
+                    | Message::WriteRefused { .. }
+                    | Message::LocalPortRefused(_),
                     _,
                 )) => {}
                 Err(e) => {
@@ -239,7 +279,12 @@ impl Sandbox {
         deadline: Option<(Instant, Duration)>,
         recorder: Recorder<'_>,
     ) -> i32 {
-        let mut reports = Some(recorder);
+        let mut reports = Some(Reports {
+            auditor: recorder.auditor,
+            learned: recorder.learned,
+            local_ports: self.local_ports.take(),
+            hinted: Vec::new(),
+        });
         loop {
             let timeout = match deadline {
                 Some((at, limit)) => {
@@ -284,8 +329,8 @@ impl Sandbox {
                 .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
                 .collect();
             drop(fds);
-            if let (Some(recorder), Some(true)) = (reports, ready.get(reports_at)) {
-                if !record_report(&self.channel, recorder) {
+            if let (Some(r), Some(true)) = (reports.as_mut(), ready.get(reports_at)) {
+                if !record_report(&self.channel, r) {
                     reports = None;
                 }
             }
@@ -338,8 +383,8 @@ impl Sandbox {
                 r.drain();
             }
             // Init is gone, so the channel ends after what it still holds.
-            if let Some(recorder) = reports {
-                while record_report(&self.channel, recorder) {}
+            if let Some(mut r) = reports {
+                while record_report(&self.channel, &mut r) {}
             }
             return code;
         }
@@ -376,9 +421,20 @@ pub(super) struct Recorder<'a> {
     pub learned: Option<&'a crate::net::learn::Learned>,
 }
 
+/// What recording init's reports keeps while the command runs.
+struct Reports<'a> {
+    auditor: &'a Auditor,
+    learned: Option<&'a crate::net::learn::Learned>,
+    /// `network.local_ports` in force, as written, and its source.
+    local_ports: Option<(String, String)>,
+    /// The local ports (and whether for a bind) already explained on
+    /// stderr: once each.
+    hinted: Vec<(u16, bool)>,
+}
+
 /// Records one report from init; false once init has closed the channel.
-fn record_report(channel: &Channel, recorder: Recorder<'_>) -> bool {
-    let auditor = recorder.auditor;
+fn record_report(channel: &Channel, reports: &mut Reports<'_>) -> bool {
+    let auditor = reports.auditor;
     match channel.recv() {
         Ok((Message::SocketRefused { path }, _)) => {
             let fix = socket_fix(&path);
@@ -412,7 +468,7 @@ fn record_report(channel: &Channel, recorder: Recorder<'_>) -> bool {
             _,
         )) => {
             let (reason, fix) = write_refusal(&path, in_writable_area, read_only);
-            if let (Some(learned), false) = (recorder.learned, in_writable_area) {
+            if let (Some(learned), false) = (reports.learned, in_writable_area) {
                 learned.note_write(&path);
             }
             auditor.record(builtin_denial(
@@ -432,6 +488,29 @@ fn record_report(channel: &Channel, recorder: Recorder<'_>) -> bool {
                 "refused with EPERM: a file left on the host with them would run with its owner's privileges",
                 "nothing allows it: files the sandbox writes never carry those bits".into(),
             ));
+            true
+        }
+        Ok((Message::LocalPortRefused(refusal), _)) => {
+            let (reason, fix) = local_port_reason(&refusal);
+            // A program that meets this sees only ECONNREFUSED or EACCES:
+            // the first time for each port, stderr says why.
+            let key = (refusal.port, refusal.bind);
+            if !reports.hinted.contains(&key) && reports.hinted.len() < MAX_HINTS {
+                reports.hinted.push(key);
+                eprintln!("cordon: {}: {reason}; {fix}", refusal.address);
+            }
+            let (rule, source) = match (&reports.local_ports, refusal.unlisted) {
+                (Some((rule, source)), true) => (rule.clone(), source.clone()),
+                _ => (
+                    "the sandbox's loopback is its own".to_string(),
+                    Source::Builtin.to_string(),
+                ),
+            };
+            let mut event =
+                builtin_denial(audit::Door::Network, refusal.address, &rule, &reason, fix);
+            event.source = Some(source);
+            event.proto = Some(audit::Proto::Local);
+            auditor.record(event);
             true
         }
         Ok((Message::SyscallRefused { syscall }, _)) => {
@@ -461,6 +540,31 @@ fn socket_fix(path: &str) -> String {
         None => allow,
     }
 }
+
+/// Why a bind or connect on the sandbox's own loopback failed, and the
+/// setting that would make it work.
+fn local_port_reason(refusal: &LocalPortRefusal) -> (String, String) {
+    let (call, port) = (if refusal.bind { "bind" } else { "connect" }, refusal.port);
+    if refusal.unlisted {
+        let key = &crate::policy::keys::LOCAL_PORTS.about;
+        return (
+            format!("{call} refused (EACCES): {port} is not among the local ports programs inside may use"),
+            format!("add {port} to {} (or [{}] {})", key.flag_or_key(), key.section, key.name),
+        );
+    }
+    (
+        format!("nothing listens on port {port} inside the sandbox, whose loopback is its own"),
+        format!(
+            "to reach the host's 127.0.0.1:{port}, allow with {}",
+            crate::policy::keys::HOST_PORTS
+                .about
+                .set_with(&port.to_string(), &format!("[{port}]"))
+        ),
+    )
+}
+
+/// Local ports explained on stderr at most, per run.
+const MAX_HINTS: usize = 16;
 
 /// A denial init reported, by one of cordon's built-in rules: the events
 /// of the reports differ only in door, subject, rule, reason and fix.

@@ -57,6 +57,11 @@ const MAX_CONTROL: usize = 1 << 20;
 /// and this bound only stops a runaway.
 const MAX_WORKERS: usize = 1024;
 
+/// How long a loopback port seen with a listener is taken to have one.
+const LISTENER_SEEN: std::time::Duration = std::time::Duration::from_secs(1);
+/// Loopback ports with a listener remembered at once.
+const MAX_LISTENERS_SEEN: usize = 64;
+
 /// Send flags the gate passes on (see [`Caller::send`]).
 const SEND_FLAGS: libc::c_int = libc::MSG_OOB
     | libc::MSG_DONTROUTE
@@ -85,6 +90,12 @@ pub struct UnixGate {
     /// sock_diag, opened before init's own filter forbids netlink sockets.
     diag: Mutex<OwnedFd>,
     allowed: Vec<SocketId>,
+    /// The sandbox's own loopback ports.
+    local: LocalPorts,
+    /// Loopback ports lately seen with a listener, and when: a connect to
+    /// one of them within [`LISTENER_SEEN`] is not looked into again, so
+    /// a client connecting over and over pays for one listeners' dump.
+    listening: Mutex<Vec<(u16, std::time::Instant)>>,
     /// What the file creation gate refuses, and the configs it may update.
     files: FileRules,
     report: Reporter,
@@ -123,6 +134,34 @@ pub enum Refusal<'a> {
         in_writable_area: bool,
         read_only: bool,
     },
+    /// A bind or connect on the sandbox's own loopback that the kernel
+    /// refused, or that found nothing listening.
+    LocalPort(LocalPortRefusal),
+}
+
+/// A bind or connect on the sandbox's own loopback that failed for a
+/// reason cordon knows.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LocalPortRefusal {
+    /// The address, as `127.0.0.1:8080` or `[::1]:8080`.
+    pub address: String,
+    /// The port.
+    pub port: u16,
+    /// A bind (else a connect).
+    pub bind: bool,
+    /// Why: the port is not among `network.local_ports` (else: nothing
+    /// listens there).
+    pub unlisted: bool,
+}
+
+/// The sandbox's own loopback ports, as the gate needs them to say why a
+/// bind or connect there failed.
+#[derive(Debug, Clone, Default)]
+pub struct LocalPorts {
+    /// When narrowed, the ports programs inside may bind (`None`: any).
+    pub only: Option<Vec<u16>>,
+    /// The ports cordon itself listens on (its proxy, the host ports).
+    pub cordons: Vec<u16>,
 }
 
 /// Told of every refusal.
@@ -153,6 +192,7 @@ impl UnixGate {
         listener: OwnedFd,
         diag: OwnedFd,
         allowed: Vec<SocketId>,
+        local: LocalPorts,
         files: FileRules,
         report: Reporter,
     ) -> io::Result<()> {
@@ -162,6 +202,8 @@ impl UnixGate {
             listener,
             diag: Mutex::new(diag),
             allowed,
+            local,
+            listening: Mutex::default(),
             files,
             report,
             idle: AtomicUsize::new(0),
@@ -245,14 +287,24 @@ impl UnixGate {
                     }
                 }
                 _ => {
-                    let result = self.serve(&call);
+                    let mut pending = None;
+                    let result = self.serve(&call, &mut pending);
                     seccomp::answer(&self.listener, call.id, result);
+                    // A connect left pending is looked into once its caller
+                    // runs on: most pending connects succeed, and would
+                    // otherwise wait for the listeners' dump.
+                    if let Some(addr) = pending {
+                        self.attribute_local(&addr, false, libc::EINPROGRESS);
+                    }
                 }
             }
         }
     }
 
-    fn serve(&self, call: &Notification) -> Result<i64, Errno> {
+    /// Makes the gated call `call`; a non-blocking connect left pending
+    /// puts its address in `pending`, for [`UnixGate::attribute_local`]
+    /// once the call is answered.
+    fn serve(&self, call: &Notification, pending: &mut Option<Vec<u8>>) -> Result<i64, Errno> {
         let caller = Caller::attach(&self.listener, call)?;
         let fd = call.args[0] as RawFd;
         match call.call {
@@ -260,8 +312,13 @@ impl UnixGate {
                 let addr = caller.read(call.args[1], call.args[2] as usize, MAX_ADDR)?;
                 let sock = caller.fd(fd)?;
                 let to = self.destination(&caller, addr)?;
-                sys::connect_raw(sock.as_fd(), to.bytes()).map_err(errno)?;
-                Ok(0)
+                let connected = sys::connect_raw(sock.as_fd(), to.bytes()).map_err(errno);
+                match connected {
+                    Err(libc::EINPROGRESS) => *pending = Some(to.bytes().to_vec()),
+                    Err(e) => self.attribute_local(to.bytes(), false, e),
+                    Ok(()) => {}
+                }
+                connected.map(|()| 0)
             }
             Gated::SendTo => {
                 let sock = caller.fd(fd)?;
@@ -287,8 +344,11 @@ impl UnixGate {
                         &self.report,
                     );
                 }
-                sys::bind_raw(sock.as_fd(), &addr).map_err(errno)?;
-                Ok(0)
+                let bound = sys::bind_raw(sock.as_fd(), &addr).map_err(errno);
+                if let Err(e) = bound {
+                    self.attribute_local(&addr, true, e);
+                }
+                bound.map(|()| 0)
             }
             Gated::SendMsg => {
                 let sock = caller.fd(fd)?;
@@ -382,6 +442,66 @@ impl UnixGate {
             &control,
             flags,
         )
+    }
+
+    /// Reports a bind or connect to the sandbox's own loopback at `addr`
+    /// that failed with `errno` for a reason cordon can name: a port left
+    /// out of `network.local_ports` (Landlock's `EACCES`), or a connect to
+    /// a port where nothing listens (refused at once, or pending on a
+    /// non-blocking socket where no listener will answer). Another
+    /// address, or a port of cordon's own, is not reported. The gate sees
+    /// every connect and bind: INET ones too pass through it.
+    fn attribute_local(&self, addr: &[u8], bind: bool, errno: Errno) {
+        let Some((address, port)) = loopback(addr) else {
+            return;
+        };
+        if self.local.cordons.contains(&port) {
+            return;
+        }
+        let unlisted = errno == libc::EACCES
+            && self
+                .local
+                .only
+                .as_ref()
+                .is_some_and(|only| !only.contains(&port));
+        // Refused at once, or pending on a non-blocking socket: either way
+        // a listener on the port (of either family) says it is not for
+        // want of a server, and a client trying the other family next
+        // will find it.
+        let nothing_listens =
+            !bind && matches!(errno, libc::ECONNREFUSED | libc::EINPROGRESS) && !self.listens(port);
+        if unlisted || nothing_listens {
+            (self.report)(Refusal::LocalPort(LocalPortRefusal {
+                address,
+                port,
+                bind,
+                unlisted,
+            }));
+        }
+    }
+
+    /// Whether a TCP socket of the sandbox listens on loopback `port`, or
+    /// did lately; true when sock_diag cannot say (nothing is reported
+    /// that is not known).
+    fn listens(&self, port: u16) -> bool {
+        let now = std::time::Instant::now();
+        let Ok(mut seen) = self.listening.lock() else {
+            return true;
+        };
+        seen.retain(|(_, at)| now.duration_since(*at) < LISTENER_SEEN);
+        if seen.iter().any(|(p, _)| *p == port) {
+            return true;
+        }
+        let listens = self
+            .diag
+            .lock()
+            .ok()
+            .and_then(|diag| diag_tcp_listens(&diag, port).ok())
+            .unwrap_or(true);
+        if listens && seen.len() < MAX_LISTENERS_SEEN {
+            seen.push((port, now));
+        }
+        listens
     }
 
     /// Where a call may go: the address as read, or, for a socket path,
@@ -662,6 +782,29 @@ impl Caller {
     }
 }
 
+/// The address (`127.0.0.1:8080`, `[::1]:8080`) and port of a
+/// `sockaddr_in` or `sockaddr_in6` on the loopback (127.0.0.0/8, ::1, or
+/// 127.0.0.0/8 mapped into IPv6); `None` for any other address.
+fn loopback(addr: &[u8]) -> Option<(String, u16)> {
+    let family = libc::c_int::from(u16::from_ne_bytes(field(addr, 0)));
+    let port = u16::from_be_bytes(field(addr, 2));
+    let ip = match family {
+        libc::AF_INET if addr.len() >= size_of::<libc::sockaddr_in>() => {
+            std::net::IpAddr::from(field::<4>(addr, 4))
+        }
+        libc::AF_INET6 if addr.len() >= size_of::<libc::sockaddr_in6>() => {
+            let v6 = std::net::Ipv6Addr::from(field::<16>(addr, 8));
+            match v6.to_ipv4_mapped() {
+                Some(v4) => std::net::IpAddr::V4(v4),
+                None => std::net::IpAddr::V6(v6),
+            }
+        }
+        _ => return None,
+    };
+    ip.is_loopback()
+        .then(|| (std::net::SocketAddr::new(ip, port).to_string(), port))
+}
+
 /// The `N` bytes of a kernel struct's field at `at` in `bytes` (native
 /// endian), or zeros past the end: callers check lengths first, so this
 /// never decides anything, it only cannot panic.
@@ -683,58 +826,36 @@ fn thread_group(tid: Pid) -> io::Result<Pid> {
         .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))
 }
 
-/// The `(device, inode)` of every socket file bound in this network
-/// namespace, in the kernel's encoding (`unix_diag_vfs`).
-///
-/// The netlink header and attributes are libc's `nlmsghdr` and `nlattr`;
-/// the UNIX half of sock_diag (`linux/unix_diag.h`), which libc does not
-/// carry, is spelled out here: a request of five fields and one attribute
-/// read back.
-fn diag_vfs_inodes(diag: &OwnedFd) -> io::Result<Vec<(u32, u32)>> {
-    // linux/sock_diag.h and linux/unix_diag.h.
-    const SOCK_DIAG_BY_FAMILY: u16 = 20;
-    const UDIAG_SHOW_VFS: u32 = 0x2;
-    const UNIX_DIAG_VFS: u16 = 1;
-    /// `struct unix_diag_req`: family, protocol, pad, states, inode,
-    /// show, cookie[2].
-    const UNIX_DIAG_REQ_LEN: usize = 24;
-    /// `struct unix_diag_msg`, which the attributes follow.
-    const UNIX_DIAG_MSG_LEN: usize = 16;
-    /// `struct unix_diag_vfs`: inode, then device.
-    const VFS_INO: usize = 0;
-    const VFS_DEV: usize = 4;
-    const NLMSG_HDR: usize = size_of::<libc::nlmsghdr>();
-    const NLA_HDR: usize = size_of::<libc::nlattr>();
-    let align = |len: usize| libc::NLMSG_ALIGN(len) as usize;
+// linux/sock_diag.h, and netlink's header and attribute (libc's).
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const NLMSG_HDR: usize = size_of::<libc::nlmsghdr>();
+const NLA_HDR: usize = size_of::<libc::nlattr>();
 
+/// Sends a sock_diag dump request whose body (after the netlink header)
+/// is `body`, and calls `each` with every answer's body until the dump
+/// is done.
+fn diag_dump(diag: &OwnedFd, body: &[u8], mut each: impl FnMut(&[u8])) -> io::Result<()> {
+    let align = |len: usize| libc::NLMSG_ALIGN(len) as usize;
     let header = libc::nlmsghdr {
-        nlmsg_len: (NLMSG_HDR + UNIX_DIAG_REQ_LEN) as u32,
+        nlmsg_len: (NLMSG_HDR + body.len()) as u32,
         nlmsg_type: SOCK_DIAG_BY_FAMILY,
         nlmsg_flags: (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16,
         nlmsg_seq: 1,
         nlmsg_pid: 0,
     };
-    let mut req = Vec::with_capacity(NLMSG_HDR + UNIX_DIAG_REQ_LEN);
+    let mut req = Vec::with_capacity(NLMSG_HDR + body.len());
     req.extend_from_slice(&header.nlmsg_len.to_ne_bytes());
     req.extend_from_slice(&header.nlmsg_type.to_ne_bytes());
     req.extend_from_slice(&header.nlmsg_flags.to_ne_bytes());
     req.extend_from_slice(&header.nlmsg_seq.to_ne_bytes());
     req.extend_from_slice(&header.nlmsg_pid.to_ne_bytes());
-    req.push(libc::AF_UNIX as u8); // sdiag_family
-    req.push(0); // sdiag_protocol
-    req.extend_from_slice(&0u16.to_ne_bytes()); // pad
-    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // udiag_states: every state
-    req.extend_from_slice(&0u32.to_ne_bytes()); // udiag_ino: all
-    req.extend_from_slice(&UDIAG_SHOW_VFS.to_ne_bytes()); // udiag_show
-    req.extend_from_slice(&[0xff; 8]); // udiag_cookie: none
+    req.extend_from_slice(body);
     nix::sys::socket::sendto(
         diag.as_raw_fd(),
         &req,
         &NetlinkAddr::new(0, 0),
         MsgFlags::empty(),
     )?;
-
-    let mut found = Vec::new();
     let mut buf = vec![0u8; 32 << 10];
     loop {
         let n = nix::sys::socket::recv(diag.as_raw_fd(), &mut buf, MsgFlags::empty())?;
@@ -747,28 +868,88 @@ fn diag_vfs_inodes(diag: &OwnedFd) -> io::Result<Vec<(u32, u32)>> {
                 return Err(io::Error::from_raw_os_error(libc::EBADMSG));
             }
             match libc::c_int::from(kind) {
-                libc::NLMSG_DONE => return Ok(found),
+                libc::NLMSG_DONE => return Ok(()),
                 libc::NLMSG_ERROR => return Err(io::Error::from_raw_os_error(libc::EPROTO)),
-                _ => {}
-            }
-            let mut attr = at + NLMSG_HDR + UNIX_DIAG_MSG_LEN;
-            while attr + NLA_HDR <= at + len {
-                let alen = u16::from_ne_bytes(field(&buf, attr + offset_of!(libc::nlattr, nla_len)))
-                    as usize;
-                let atype =
-                    u16::from_ne_bytes(field(&buf, attr + offset_of!(libc::nlattr, nla_type)));
-                if alen < NLA_HDR || attr + alen > at + len {
-                    break;
-                }
-                if atype == UNIX_DIAG_VFS && alen >= NLA_HDR + 8 {
-                    let vfs = |o| u32::from_ne_bytes(field(&buf, attr + NLA_HDR + o));
-                    found.push((vfs(VFS_DEV), vfs(VFS_INO)));
-                }
-                attr += align(alen);
+                _ => each(&buf[at + NLMSG_HDR..at + len]),
             }
             at += align(len);
         }
     }
+}
+
+/// The `(device, inode)` of every socket file bound in this network
+/// namespace, in the kernel's encoding (`unix_diag_vfs`).
+///
+/// The UNIX half of sock_diag (`linux/unix_diag.h`), which libc does not
+/// carry, is spelled out here: a request of five fields and one attribute
+/// read back.
+fn diag_vfs_inodes(diag: &OwnedFd) -> io::Result<Vec<(u32, u32)>> {
+    // linux/unix_diag.h.
+    const UDIAG_SHOW_VFS: u32 = 0x2;
+    const UNIX_DIAG_VFS: u16 = 1;
+    /// `struct unix_diag_msg`, which the attributes follow.
+    const UNIX_DIAG_MSG_LEN: usize = 16;
+    /// `struct unix_diag_vfs`: inode, then device.
+    const VFS_INO: usize = 0;
+    const VFS_DEV: usize = 4;
+    let align = |len: usize| libc::NLMSG_ALIGN(len) as usize;
+
+    // `struct unix_diag_req`: family, protocol, pad, states, inode, show,
+    // cookie[2].
+    let mut req = Vec::with_capacity(24);
+    req.push(libc::AF_UNIX as u8); // sdiag_family
+    req.push(0); // sdiag_protocol
+    req.extend_from_slice(&0u16.to_ne_bytes()); // pad
+    req.extend_from_slice(&u32::MAX.to_ne_bytes()); // udiag_states: every state
+    req.extend_from_slice(&0u32.to_ne_bytes()); // udiag_ino: all
+    req.extend_from_slice(&UDIAG_SHOW_VFS.to_ne_bytes()); // udiag_show
+    req.extend_from_slice(&[0xff; 8]); // udiag_cookie: none
+
+    let mut found = Vec::new();
+    diag_dump(diag, &req, |msg| {
+        let mut attr = UNIX_DIAG_MSG_LEN;
+        while attr + NLA_HDR <= msg.len() {
+            let alen =
+                u16::from_ne_bytes(field(msg, attr + offset_of!(libc::nlattr, nla_len))) as usize;
+            let atype = u16::from_ne_bytes(field(msg, attr + offset_of!(libc::nlattr, nla_type)));
+            if alen < NLA_HDR || attr + alen > msg.len() {
+                break;
+            }
+            if atype == UNIX_DIAG_VFS && alen >= NLA_HDR + 8 {
+                let vfs = |o| u32::from_ne_bytes(field(msg, attr + NLA_HDR + o));
+                found.push((vfs(VFS_DEV), vfs(VFS_INO)));
+            }
+            attr += align(alen);
+        }
+    })?;
+    Ok(found)
+}
+
+/// Whether a TCP socket of this network namespace listens on `port`
+/// (IPv4 or IPv6, any address).
+///
+/// The INET half of sock_diag (`linux/inet_diag.h`): `struct
+/// inet_diag_req_v2` is family, protocol, extensions, pad, states, then a
+/// `struct inet_diag_sockid` of 48 bytes; each answer (`struct
+/// inet_diag_msg`) has the socket's source port, big-endian, at byte 4.
+fn diag_tcp_listens(diag: &OwnedFd, port: u16) -> io::Result<bool> {
+    const TCP_LISTEN: u32 = 10;
+    const SOCKID_LEN: usize = 48;
+    const SPORT: usize = 4;
+    let mut listens = false;
+    for family in [libc::AF_INET, libc::AF_INET6] {
+        let mut req = Vec::with_capacity(8 + SOCKID_LEN);
+        req.push(family as u8); // sdiag_family
+        req.push(libc::IPPROTO_TCP as u8); // sdiag_protocol
+        req.push(0); // idiag_ext
+        req.push(0); // pad
+        req.extend_from_slice(&(1u32 << TCP_LISTEN).to_ne_bytes()); // idiag_states
+        req.extend_from_slice(&[0; SOCKID_LEN]); // id: any
+        diag_dump(diag, &req, |msg| {
+            listens |= u16::from_be_bytes(field(msg, SPORT)) == port;
+        })?;
+    }
+    Ok(listens)
 }
 
 /// Sockets whose daemon does what any client asks as root: container
@@ -810,6 +991,67 @@ pub fn socket_id(path: &std::path::Path) -> io::Result<SocketId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `addr` as the kernel's `sockaddr_in` or `sockaddr_in6` bytes.
+    fn sockaddr(addr: std::net::SocketAddr) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        match addr {
+            std::net::SocketAddr::V4(v4) => {
+                bytes.extend_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+                bytes.extend_from_slice(&v4.port().to_be_bytes());
+                bytes.extend_from_slice(&v4.ip().octets());
+                bytes.resize(size_of::<libc::sockaddr_in>(), 0);
+            }
+            std::net::SocketAddr::V6(v6) => {
+                bytes.extend_from_slice(&(libc::AF_INET6 as u16).to_ne_bytes());
+                bytes.extend_from_slice(&v6.port().to_be_bytes());
+                bytes.extend_from_slice(&[0; 4]);
+                bytes.extend_from_slice(&v6.ip().octets());
+                bytes.resize(size_of::<libc::sockaddr_in6>(), 0);
+            }
+        }
+        bytes
+    }
+
+    #[test]
+    fn loopback_addresses_are_told_from_the_rest() {
+        let parsed = |a: &str| loopback(&sockaddr(a.parse().unwrap()));
+        assert_eq!(
+            parsed("127.0.0.1:8080"),
+            Some(("127.0.0.1:8080".into(), 8080))
+        );
+        assert_eq!(parsed("127.1.2.3:80"), Some(("127.1.2.3:80".into(), 80)));
+        assert_eq!(parsed("[::1]:5432"), Some(("[::1]:5432".into(), 5432)));
+        assert_eq!(
+            parsed("[::ffff:127.0.0.1]:22"),
+            Some(("127.0.0.1:22".into(), 22))
+        );
+        assert_eq!(parsed("10.0.0.1:80"), None);
+        assert_eq!(parsed("[2001:db8::1]:80"), None);
+        // Too short for its family, or another family: not an address.
+        assert_eq!(
+            loopback(&sockaddr("127.0.0.1:1".parse().unwrap())[..8]),
+            None
+        );
+        assert_eq!(loopback(&(libc::AF_UNIX as u16).to_ne_bytes()), None);
+    }
+
+    #[test]
+    fn sock_diag_finds_a_tcp_listener_of_either_family() {
+        let diag = UnixGate::open_diag().unwrap();
+        let v4 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = v4.local_addr().unwrap().port();
+        assert!(diag_tcp_listens(&diag, port).unwrap());
+        let v6 = std::net::TcpListener::bind("[::1]:0").unwrap();
+        let v6_port = v6.local_addr().unwrap().port();
+        assert!(diag_tcp_listens(&diag, v6_port).unwrap());
+        drop(v4);
+        // A port nobody listens on.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let free_port = free.local_addr().unwrap().port();
+        drop(free);
+        assert!(!diag_tcp_listens(&diag, free_port).unwrap());
+    }
 
     #[test]
     fn sock_diag_finds_a_socket_bound_here_and_not_a_stale_file() {
@@ -858,6 +1100,8 @@ mod tests {
             listener: hung_up_listener(),
             diag: Mutex::new(UnixGate::open_diag().unwrap()),
             allowed: Vec::new(),
+            local: LocalPorts::default(),
+            listening: Mutex::default(),
             files: FileRules::default(),
             report: Box::new(|_| {}),
             idle: AtomicUsize::new(0),

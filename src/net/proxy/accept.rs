@@ -14,6 +14,7 @@ use tokio::sync::{watch, Semaphore};
 use super::events::Conn;
 use super::http::{read_head, respond};
 use super::inspect::Inspector;
+use super::ports::Published;
 use super::socks::{socks_handshake, socks_reply, SOCKS_GENERAL_FAILURE};
 use super::Gate;
 use crate::audit::{self, Auditor, Door, Event, Verdict, Why};
@@ -196,6 +197,18 @@ impl<G: Gate> Proxy<G> {
         self.serve(listener, Kind::Socks).await
     }
 
+    /// Accepts connections to the host port `port` on the sandbox's
+    /// loopback until the listener fails or the proxy stops.
+    pub async fn serve_host_port(self: Arc<Self>, listener: TcpListener, port: u16) {
+        self.serve(listener, Kind::HostPort(port)).await
+    }
+
+    /// Accepts connections from the host to a published port until the
+    /// listener fails or the proxy stops.
+    pub async fn serve_published(self: Arc<Self>, listener: TcpListener, port: Published) {
+        self.serve(listener, Kind::Published(Arc::new(port))).await
+    }
+
     /// After a stop: waits (up to `grace`) until every client task has
     /// ended and recorded its close event.
     pub async fn drain(&self, grace: Duration) {
@@ -225,10 +238,11 @@ impl<G: Gate> Proxy<G> {
             // Accepting before taking a slot lets a client over the cap be
             // told so, instead of waiting unseen in the listen queue.
             let Ok(permit) = self.slots.clone().try_acquire_owned() else {
-                self.over_cap(client, kind);
+                self.over_cap(client, kind.clone());
                 continue;
             };
             let proxy = self.clone();
+            let kind = kind.clone();
             tokio::spawn(async move {
                 let _permit = permit;
                 let conn = Conn::new();
@@ -246,6 +260,8 @@ impl<G: Gate> Proxy<G> {
         let _ = match kind {
             Kind::Http => self.http_client(client, conn).await,
             Kind::Socks => self.socks_client(client, conn).await,
+            Kind::HostPort(port) => self.host_port_client(client, port, conn).await,
+            Kind::Published(port) => self.published_client(client, &port, conn).await,
         };
     }
 
@@ -315,6 +331,8 @@ impl<G: Gate> Proxy<G> {
                     .await?;
                 Ok(())
             }
+            // No protocol of cordon's to answer in: the connection closes.
+            Kind::HostPort(_) | Kind::Published(_) => Ok(()),
         }
     }
 
@@ -330,10 +348,15 @@ impl<G: Gate> Proxy<G> {
 }
 
 /// The protocol a listener speaks.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(super) enum Kind {
     Http,
     Socks,
+    /// A host port's listener inside the sandbox: raw TCP to the host's
+    /// 127.0.0.1 at this port.
+    HostPort(u16),
+    /// A published port's listener on the host: raw TCP to the sandbox.
+    Published(Arc<Published>),
 }
 
 #[cfg(test)]

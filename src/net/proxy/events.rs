@@ -29,6 +29,14 @@ impl Conn {
         }
     }
 
+    /// Arms `close`, recorded (with the bytes and duration) when the
+    /// connection closes.
+    pub(super) fn arm(&self, close: Event) {
+        if let Ok(mut open) = self.open.lock() {
+            *open = Some((close, Instant::now()));
+        }
+    }
+
     /// Records the close event of the connection, if it was opened (once).
     pub(super) fn closed(&self, audit: &Auditor) {
         let Some((mut event, since)) = self.open.lock().ok().and_then(|mut o| o.take()) else {
@@ -134,8 +142,6 @@ impl<G: Gate> Proxy<G> {
         let mut close = event.clone();
         close.event = audit::Kind::Close;
         self.audit.record(event);
-        if let Ok(mut open) = conn.open.lock() {
-            *open = Some((close, Instant::now()));
-        }
+        conn.arm(close);
     }
 }

@@ -7,6 +7,7 @@
 //! [`framing`] checks), `socks` the SOCKS5 handshake; `connect` resolves,
 //! checks and connects to a destination; `tunnel` relays an opened tunnel
 //! (or hands it to [`inspect`]); `events` records each decision and close;
+//! `ports` serves the host ports and the published ports;
 //! `request_body` scans a forwarded plain-HTTP request's body.
 
 mod accept;
@@ -15,6 +16,7 @@ mod events;
 pub mod framing;
 mod http;
 pub mod inspect;
+mod ports;
 mod request_body;
 mod socks;
 mod tunnel;
@@ -22,6 +24,7 @@ mod tunnel;
 use std::net::IpAddr;
 
 pub use accept::{Admissions, Proxy, ProxyLimits, OVER_CAP};
+pub use ports::{Published, SocketMaker};
 
 /// Where a client asked to go, after the policy normalised it.
 #[derive(Debug, Clone, PartialEq, Eq)]

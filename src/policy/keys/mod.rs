@@ -38,8 +38,8 @@ pub use credentials::{CLEAR_ENV, DENY_ENV, INJECT, KEEP_ENV};
 pub use files::{ALLOW_READ, ALLOW_WRITE, DENY_READ, DENY_WRITE, PROTECT};
 pub use limits::{MAX_MEMORY, MAX_PROCS, MAX_TMP, TIMEOUT};
 pub use network::{
-    HTTP_RULES, INSPECT, LOCAL_PORTS, MAX_CONNECTIONS, NET_ALLOW, NET_DENY, NO_INSPECT, PORTS,
-    PRESETS, UNIX_SOCKETS, UPSTREAM_CA,
+    HOST_PORTS, HTTP_RULES, INSPECT, LOCAL_PORTS, MAX_CONNECTIONS, NET_ALLOW, NET_DENY, NO_INSPECT,
+    PORTS, PRESETS, PUBLISH, UNIX_SOCKETS, UPSTREAM_CA,
 };
 pub use sandbox::ALLOW_DEGRADED;
 
@@ -118,6 +118,10 @@ pub enum Door {
     ReAllowed,
     /// The sandbox's own loopback ports.
     LocalPorts,
+    /// The host ports forwarded into the sandbox.
+    HostPorts,
+    /// The sandbox's servers published on the host.
+    Publish,
     /// The host UNIX sockets reachable inside.
     UnixSockets,
     /// The presets named.
@@ -411,6 +415,8 @@ pub static KEYS: &[&dyn Declared] = &[
     &MAX_MEMORY,
     &TIMEOUT,
     &LOCAL_PORTS,
+    &HOST_PORTS,
+    &PUBLISH,
     &UNIX_SOCKETS,
     &DENY_ENV,
     &KEEP_ENV,

@@ -1,10 +1,11 @@
-//! `[network]`: the proxy's rules, local ports, host sockets, inspection.
+//! `[network]`: the proxy's rules, local ports, host ports, published
+//! ports, host sockets, inspection.
 
 use std::path::PathBuf;
 
 use super::readers::{
-    count, each, extend, host_match, host_rule, last, list, many, number, one, path, port,
-    ports_added,
+    count, each, extend, host_match, host_rule, inside_port, last, list, many, number, one, path,
+    port, ports_added,
 };
 use serde_json::json;
 
@@ -15,30 +16,121 @@ use crate::policy::load::values::{
     check_connections, check_port, dedup_ports, join_ports, one_file,
 };
 use crate::policy::pattern::PathPattern;
+use crate::policy::ports::{check_inside_port, repeated, Publish};
 use crate::policy::presets::{self, Expanded};
+use crate::policy::Sourced;
 
-/// `network.local_ports`: array of TCP ports (1 to 65535) that programs
-/// inside may bind and connect to on the sandbox's own loopback. Widens.
+/// `network.local_ports`: array of TCP ports (1 to 65535). When set, the
+/// only ports programs inside may bind and connect to on the sandbox's own
+/// loopback, besides cordon's own listeners and the host ports; unset (the
+/// default), any port: nothing outside the sandbox reaches its loopback.
+/// Replaces the value in force; narrows unless it adds a port to it.
 pub static LOCAL_PORTS: Key<Vec<u16>> = Key {
     about: About {
         section: "network",
         name: "local_ports",
         flag: Some(Flag {
-            name: "allow-local-port",
+            name: "local-ports",
             value_name: "PORT",
-            help: "TCP port programs inside may bind and connect to on the sandbox's own lo (repeatable)",
-            takes: Takes::Many(FlagType::Port),
+            help: "Let programs inside bind and connect to only these TCP ports on the sandbox's own lo (comma-separated, repeatable) [default: any port: nothing outside reaches it]",
+            takes: Takes::CommaList(FlagType::Port),
         }),
-        examples: ["[]", "[3000]"],
+        examples: ["[3000]", "[3000, 8080]"],
     },
     read: Read {
-        file: |f, n| f.integers(n, check_port),
-        strings: |raw, ctx| each(raw, ctx, port),
+        file: |f, n| f.integers(n, check_port).map(dedup_ports),
+        strings: |raw, ctx| each(raw, ctx, port).map(dedup_ports),
     },
-    merge: Merge::Append(|p, v, s| extend(&mut p.network.local_ports, v, s)),
-    widens: Widens::AnyEntry(Vec::is_empty),
+    merge: Merge::Replace {
+        get: |p| p.network.local_ports.as_ref(),
+        set: |p, v| p.network.local_ports = Some(v),
+    },
+    widens: Widens::NewEntries {
+        added: |new, in_force| ports_added(new, in_force),
+        what: "local ports",
+    },
     show: |v| join_ports(v),
     explain: Explain::Door(Door::LocalPorts),
+};
+
+/// `network.host_ports`: array of TCP ports (1 to 65535, not cordon's own
+/// 3128 and 1080, each once). Inside, cordon listens on 127.0.0.1 and ::1
+/// at each and forwards every connection to the host's 127.0.0.1 at the
+/// same port, as the proxy does for `host.cordon.internal:PORT` (which
+/// each also allows). Widens.
+pub static HOST_PORTS: Key<Vec<u16>> = Key {
+    about: About {
+        section: "network",
+        name: "host_ports",
+        flag: Some(Flag {
+            name: "host-port",
+            value_name: "PORT",
+            help: "Make the sandbox's own 127.0.0.1:PORT and [::1]:PORT reach the host's 127.0.0.1:PORT, through cordon and its audit like host.cordon.internal:PORT (repeatable)",
+            takes: Takes::Many(FlagType::Port),
+        }),
+        examples: ["[]", "[5432]"],
+    },
+    read: Read {
+        file: |f, n| {
+            let span = n.span().clone();
+            let ports = f.integers(n, check_inside_port)?;
+            repeated(&ports, |p| *p).map_err(|m| f.invalid(&span, m))?;
+            Ok(ports)
+        },
+        strings: |raw, ctx| {
+            let ports = each(raw, ctx, inside_port)?;
+            repeated(&ports, |p| *p)?;
+            Ok(ports)
+        },
+    },
+    merge: Merge::Append(|p, v, s| {
+        for port in v {
+            if !p.network.host_ports.iter().any(|h| h.value == port) {
+                p.network.host_ports.push(Sourced::new(port, s.clone()));
+            }
+            let rule = HostRule::host_internal(port);
+            if !p.network.hosts.allow.iter().any(|r| r.value == rule) {
+                p.network.hosts.allow.push(Sourced::new(rule, s.clone()));
+            }
+        }
+    }),
+    widens: Widens::AnyEntry(Vec::is_empty),
+    show: |v| join_ports(v),
+    explain: Explain::Door(Door::HostPorts),
+};
+
+/// `network.publish`: array of strings `PORT` or `PORT:HOSTPORT`. The
+/// supervisor listens on the host's 127.0.0.1:HOSTPORT (the same port when
+/// one is given) and relays each connection to the sandbox's own
+/// 127.0.0.1:PORT. Widens.
+pub static PUBLISH: Key<Vec<Publish>> = Key {
+    about: About {
+        section: "network",
+        name: "publish",
+        flag: many(
+            "publish",
+            "PORT[:HOSTPORT]",
+            "Make a server listening inside on 127.0.0.1:PORT reachable from the host's 127.0.0.1:HOSTPORT (default: the same port), and nothing else from outside (repeatable)",
+        ),
+        examples: ["[]", "[\"8080:18080\"]"],
+    },
+    read: Read {
+        file: |f, n| {
+            let span = n.span().clone();
+            let published = f.strings(n, Publish::parse)?;
+            repeated(&published, |p| p.host).map_err(|m| f.invalid(&span, format!("host {m}")))?;
+            Ok(published)
+        },
+        strings: |raw, ctx| {
+            let published = each(raw, ctx, |r, _| Publish::parse(r))?;
+            repeated(&published, |p| p.host).map_err(|m| format!("host {m}"))?;
+            Ok(published)
+        },
+    },
+    merge: Merge::Append(|p, v, s| extend(&mut p.network.publish, v, s)),
+    widens: Widens::AnyEntry(Vec::is_empty),
+    show: |v| list(v),
+    explain: Explain::Door(Door::Publish),
 };
 
 /// `network.allow_unix_sockets`: array of paths of host UNIX sockets

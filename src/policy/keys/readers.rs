@@ -69,6 +69,11 @@ pub(super) fn port(raw: &str, _: &PathContext<'_>) -> Result<u16, String> {
     check_port(n)
 }
 
+/// A port the sandbox has on its loopback for the user (not cordon's own).
+pub(super) fn inside_port(raw: &str, ctx: &PathContext<'_>) -> Result<u16, String> {
+    port(raw, ctx).and_then(|p| crate::policy::ports::check_inside_port(p.into()))
+}
+
 pub(super) fn number(raw: &str) -> Result<u64, String> {
     raw.trim()
         .parse()

@@ -34,7 +34,9 @@
 //! timeout    = "2h"                   # or a number of seconds
 //!
 //! [network]
-//! local_ports = [3000, 8080]          # bind/connect on the sandbox's own lo
+//! local_ports = [3000, 8080]          # only these on the sandbox's own lo (default: any)
+//! host_ports = [5432]                 # 127.0.0.1:5432 inside reaches the host's (widening)
+//! publish = ["8080", "3000:13000"]    # the host's 127.0.0.1:13000 reaches 3000 inside (widening)
 //! allow_unix_sockets = ["/run/user/1000/gnupg/S.gpg-agent"]  # host sockets
 //! presets = ["npm", "github"]         # what these tools need (`cordon presets`)
 //! allow = ["api.github.com", "*.npmjs.org", "example.com:8443",

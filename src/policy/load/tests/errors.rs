@@ -19,7 +19,7 @@ fn unknown_keys() {
     );
     assert_eq!(
         fx.project_error("[network]\n\"local ports\" = [1]\n"),
-        "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, presets, allow, deny, ports, max_connections, inspect, no_inspect, upstream_ca, rules)"
+        "2:1: network.\"local ports\": unknown key (expected one of local_ports, host_ports, publish, allow_unix_sockets, presets, allow, deny, ports, max_connections, inspect, no_inspect, upstream_ca, rules)"
     );
     assert_eq!(
         fx.project_error("[sandbox.x]\n"),
@@ -133,6 +133,38 @@ fn bad_values() {
     assert_eq!(
         fx.project_error("[network]\nlocal_ports = [80, 70000]\n"),
         "2:20: network.local_ports[1]: 70000 is not a TCP port (expected 1 to 65535)"
+    );
+    assert_eq!(
+        fx.project_error("[network]\nhost_ports = [0]\n"),
+        "2:15: network.host_ports[0]: 0 is not a TCP port (expected 1 to 65535)"
+    );
+    assert_eq!(
+        fx.project_error("[network]\nhost_ports = [5432, 70000]\n"),
+        "2:21: network.host_ports[1]: 70000 is not a TCP port (expected 1 to 65535)"
+    );
+    assert_eq!(
+        fx.project_error("[network]\nhost_ports = [3128]\n"),
+        "2:15: network.host_ports[0]: 3128 is cordon's HTTP proxy inside the sandbox; pick another port"
+    );
+    assert_eq!(
+        fx.project_error("[network]\nhost_ports = [5432, 6379, 5432]\n"),
+        "2:14: network.host_ports: port 5432 is given twice"
+    );
+    assert_eq!(
+        fx.project_error("[network]\npublish = [\"8080:0\"]\n"),
+        "2:12: network.publish[0]: \"8080:0\": 0 is not a TCP port (expected 1 to 65535)"
+    );
+    assert_eq!(
+        fx.project_error("[network]\npublish = [\"1080\"]\n"),
+        "2:12: network.publish[0]: \"1080\": 1080 is cordon's SOCKS5 proxy inside the sandbox, which is not published"
+    );
+    assert_eq!(
+        fx.project_error("[network]\npublish = [\"8080\", \"9090:8080\"]\n"),
+        "2:11: network.publish: host port 8080 is given twice"
+    );
+    assert_eq!(
+        fx.project_error("[network]\npublish = [8080]\n"),
+        "2:12: network.publish[0]: expected a string, found an integer"
     );
     assert_eq!(
         fx.project_error("[sandbox]\nallow_degraded = [\"landlok\"]\n"),

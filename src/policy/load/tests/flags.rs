@@ -52,8 +52,8 @@ fn flags_resolve_and_validate() {
         "--max-procs: must be at least 1"
     );
     assert_eq!(
-        bad(given(&[("--allow-local-port", &["0"])])),
-        "--allow-local-port: 0 is not a TCP port (expected 1 to 65535)"
+        bad(given(&[("--local-ports", &["0"])])),
+        "--local-ports: 0 is not a TCP port (expected 1 to 65535)"
     );
     assert_eq!(
         bad(given(&[("--allow-degraded", &["all"])])),

@@ -243,7 +243,8 @@ fn builtin_defaults() {
     assert_eq!(p.limits.max_procs, Sourced::new(MAX_PROCS, Source::Builtin));
     assert_eq!(p.limits.max_tmp, Sourced::new(MAX_TMP, Source::Builtin));
     assert!(p.limits.max_memory.is_none() && p.limits.timeout.is_none());
-    assert!(p.network.local_ports.is_empty() && p.allow_degraded.is_empty());
+    assert!(p.network.local_ports.is_none() && p.allow_degraded.is_empty());
+    assert!(p.network.host_ports.is_empty() && p.network.publish.is_empty());
 }
 
 /// Built-in entries under each of the caller's homes.
@@ -387,7 +388,7 @@ fn layers_apply_in_order() {
         ("--deny-read", &["/etc/shadow"]),
         ("--max-procs", &["100"]),
         ("--max-tmp", &["256M"]),
-        ("--allow-local-port", &["8080"]),
+        ("--local-ports", &["8080"]),
         ("--allow-degraded", &["seccomp"]),
     ]);
     let mut req = fx.req(flags);
@@ -435,12 +436,10 @@ fn layers_apply_in_order() {
         p.limits.timeout,
         Some(Sourced::new(Duration::from_secs(7200), pr.clone()))
     );
+    // A restriction: the flag's replaces the file's.
     assert_eq!(
         p.network.local_ports,
-        vec![
-            Sourced::new(3000, pf.clone()),
-            Sourced::new(8080, flag("--allow-local-port"))
-        ]
+        Some(Sourced::new(vec![8080], flag("--local-ports")))
     );
     assert_eq!(
         p.allow_degraded,

@@ -10,7 +10,8 @@ fn untrusted_project_may_narrow() {
         "[files]\nallow_write = []\ndeny_read = [\"./.env\"]\ndeny_write = [\"./vendor\"]\n\
          protect = [\".github/workflows\"]\n\
          [limits]\nmax_procs = 4096\nmax_tmp = \"512M\"\nmax_memory = \"8G\"\ntimeout = \"1h\"\n\
-         [network]\nlocal_ports = []\n[sandbox]\nallow_degraded = []\n",
+         [network]\nlocal_ports = []\nhost_ports = []\npublish = []\n\
+         [sandbox]\nallow_degraded = []\n",
     );
     let p = fx.load().unwrap();
     let src = Source::Project(fx.project_file());
@@ -38,7 +39,8 @@ fn untrusted_project_may_not_widen() {
     let cases = [
         ("[files]\nallow_write = [\"/\"]\n", "2:1: files.allow_write: "),
         ("[files]\nallow_read = [\"~/.ssh\"]\n", "2:1: files.allow_read: "),
-        ("[network]\nlocal_ports = [22]\n", "2:1: network.local_ports: "),
+        ("[network]\nhost_ports = [22]\n", "2:1: network.host_ports: "),
+        ("[network]\npublish = [\"8080\"]\n", "2:1: network.publish: "),
         ("[sandbox]\nallow_degraded = [\"seccomp\"]\n", "2:1: sandbox.allow_degraded: "),
         (
             "[limits]\nmax_procs = 4097\n",
@@ -147,7 +149,7 @@ fn user_config_and_policy_files_are_trusted() {
     let p = load(&req).unwrap();
     assert_eq!(p.limits.max_procs.value, 99999);
     assert!(p.degraded_ok(Layer::Landlock));
-    assert_eq!(values(&p.network.local_ports), vec![80]);
+    assert_eq!(p.network.local_ports.map(|l| l.value), Some(vec![80]));
 }
 
 #[test]
