@@ -35,6 +35,22 @@ impl MountOps for Recorder {
             .push(format!("bind {} {}", source.display(), target.display()));
         Ok(())
     }
+    fn mount_overlay(
+        &mut self,
+        target: &Path,
+        lower: &Path,
+        upper: &Path,
+        work: &Path,
+    ) -> io::Result<()> {
+        self.ops.push(format!(
+            "overlay {} {} {} {}",
+            target.display(),
+            lower.display(),
+            upper.display(),
+            work.display()
+        ));
+        Ok(())
+    }
     fn set_attrs(&mut self, target: &Path, attrs: u64, recursive: bool) -> io::Result<()> {
         self.ops
             .push(format!("attrs {} {attrs:#x} {recursive}", target.display()));

@@ -693,6 +693,9 @@ mod tests {
         fn bind(&mut self, _: &Path, _: &Path) -> std::io::Result<()> {
             self.note("mount")
         }
+        fn mount_overlay(&mut self, _: &Path, _: &Path, _: &Path, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
         fn set_attrs(&mut self, _: &Path, _: u64, _: bool) -> std::io::Result<()> {
             self.note("mount")
         }

@@ -11,6 +11,7 @@
 //! [`landlock`]; process hardening is [`init`] and [`seccomp`], its kernel
 //! calls and their order [`kernel`]; limits are [`limits`].
 
+pub mod caches;
 pub mod channel;
 pub mod create_gate;
 pub mod files;
@@ -291,9 +292,13 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let (host, mut view, limits) = plan_view_and_limits(policy, &sandbox_id, &run_name)?;
     let HostSide {
         credentials,
-        env: (env, path_var, withheld),
+        env: (mut env, path_var, withheld),
         unix_sockets,
     } = host;
+    for warning in &view.caches.warnings {
+        eprintln!("cordon: WARNING: {warning}");
+    }
+    point_at_caches(&mut env, &view.caches)?;
     view.trust_bundle = credentials.as_ref().map(|c| c.bind());
     let limits = match limits {
         Ok(plan) => plan,
@@ -425,7 +430,12 @@ fn audit_view(policy: &Policy) -> Result<Policy, SandboxError> {
             state: state.to_path_buf(),
         });
     }
-    let hidden = std::iter::once(state.to_path_buf()).chain(policy.audit.log.value.clone());
+    // The caches' private layers, too: written only through the overlays
+    // (no sandbox may plant a layer another project's runs would mount).
+    let layers = policy.files.cache_layers.parent();
+    let hidden = std::iter::once(state.to_path_buf())
+        .chain(policy.audit.log.value.clone())
+        .chain(layers.map(PathBuf::from));
     for path in hidden {
         let rule = || Sourced::new(PathPattern::Exact(path.clone()), Source::Builtin);
         view.files.deny_read.push(rule());
@@ -571,6 +581,22 @@ fn command_env(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| SandboxError::Nul("the environment"))?;
     Ok((env, path_var, withheld))
+}
+
+/// Sets each cache's variables in the command's environment `env` to
+/// where the cache is inside, in place of any the caller had.
+fn point_at_caches(env: &mut Vec<CString>, caches: &caches::Caches) -> Result<(), SandboxError> {
+    for cache in &caches.mounts {
+        for var in &cache.env {
+            let mut prefix = var.as_bytes().to_vec();
+            prefix.push(b'=');
+            env.retain(|entry| !entry.as_bytes().starts_with(&prefix));
+            let mut entry = prefix;
+            entry.extend_from_slice(cache.inside.as_os_str().as_bytes());
+            env.push(CString::new(entry).map_err(|_| SandboxError::Nul("a cache's path"))?);
+        }
+    }
+    Ok(())
 }
 
 /// A random id for this sandbox (cgroup name, audit events).
