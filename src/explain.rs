@@ -552,6 +552,8 @@ impl CacheView {
     fn note(&self) -> String {
         let at = if self.inside == self.path {
             "writable; the host's directory never changes".to_string()
+        } else if self.env.is_none() {
+            "missing on the host, and no variable points the tool elsewhere: `cordon run` refuses it".to_string()
         } else {
             format!("missing on the host: at {} inside", self.inside)
         };

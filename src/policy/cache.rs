@@ -208,9 +208,10 @@ fn problem(policy: &Policy, cache: &Sourced<Cache>, before: &[Sourced<Cache>]) -
             rule.value, rule.source
         ));
     }
-    if let Some(other) = before.iter().find(|o| {
-        o.value.path != *given && any(&|p| overlap(p, &o.value.path))
-    }) {
+    if let Some(other) = before
+        .iter()
+        .find(|o| o.value.path != *given && any(&|p| overlap(p, &o.value.path)))
+    {
         return Some(format!(
             "overlaps the cache {} (from {}): name caches that do not hold one another",
             other.value.path.display(),
@@ -250,7 +251,11 @@ mod tests {
         let b = c.layer_dir(root, Path::new("/p/b"));
         assert_ne!(a, b);
         assert!(a.starts_with(root), "{a:?}");
-        assert!(a.file_name().unwrap().to_string_lossy().starts_with("_npm-"));
+        assert!(a
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("_npm-"));
         let other = Cache::parse_flag("/nonexistent/y/.npm", &ctx()).unwrap();
         assert_ne!(other.layer_dir(root, Path::new("/p/a")), a);
         assert!(c.stand_in().starts_with(STAND_IN_DIR));

@@ -101,27 +101,30 @@ pub fn plan(
             known.env.extend(cache.env.iter().cloned());
             continue;
         }
-        if lower.is_none() && cache.env.is_none() {
-            return Err(refuse(
-                "does not exist on the host, and cordon makes nothing there; create it (mkdir -p), or name a variable that points the tool at the cache ({ path = ..., env = \"VAR\" } in a policy file, --cache PATH=VAR)".into(),
-            ));
-        }
         if let Some(real) = &lower {
-            if let Some(w) = writable.iter().find(|w| real.starts_with(w) || w.starts_with(real)) {
+            if let Some(w) = writable
+                .iter()
+                .find(|w| real.starts_with(w) || w.starts_with(real))
+            {
                 return Err(refuse(format!(
                     "overlaps the writable path {}",
                     printable(w)
                 )));
             }
             if let Some(h) = hidden.iter().find(|h| real.starts_with(h)) {
-                return Err(refuse(format!("lies under the unreadable path {}", printable(h))));
+                return Err(refuse(format!(
+                    "lies under the unreadable path {}",
+                    printable(h)
+                )));
             }
         }
         let dir = cache.layer_dir(&policy.files.cache_layers, project);
         let (upper, warning) = keep_layer(&dir, lower.as_deref(), &mut caches.locks)
             .map_err(|e| refuse(format!("its private layer {}: {e}", printable(&dir))))?;
         if let Some(warning) = warning {
-            caches.warnings.push(format!("cache {}: {warning}", printable(&cache.path)));
+            caches
+                .warnings
+                .push(format!("cache {}: {warning}", printable(&cache.path)));
         }
         caches.mounts.push(CacheMount {
             inside,
@@ -133,10 +136,24 @@ pub fn plan(
     Ok(caches)
 }
 
-/// Makes the private layers' directory (its parents too, mode 0700) when
-/// the policy names a cache, before the view is planned: the sandbox
-/// must find it hidden from its first run on.
-pub fn make_root(policy: &Policy) -> Result<(), FilesError> {
+/// Before the view is planned: refuses a cache whose host directory is
+/// missing when no variable can point the tool elsewhere (nothing is made
+/// on the host for it), then makes the private layers' directory (its
+/// parents too, mode 0700) when the policy names a cache, so that the
+/// sandbox finds it hidden from its first run on.
+pub fn prepare(policy: &Policy) -> Result<(), FilesError> {
+    for entry in &policy.files.caches {
+        let cache = &entry.value;
+        // Another entry for the same directory may name the variable.
+        let named = |c: &crate::policy::cache::Cache| c.path == cache.path && c.env.is_some();
+        if !cache.path.exists() && !policy.files.caches.iter().any(|e| named(&e.value)) {
+            return Err(FilesError::Cache {
+                path: cache.path.clone(),
+                from: entry.source.to_string(),
+                why: "does not exist on the host, and cordon makes nothing there; create it (mkdir -p), or name a variable that points the tool at the cache ({ path = ..., env = \"VAR\" } in a policy file, --cache PATH=VAR)".into(),
+            });
+        }
+    }
     let root = &policy.files.cache_layers;
     if policy.files.caches.is_empty() || root.is_dir() {
         return Ok(());
@@ -167,8 +184,7 @@ fn keep_layer(
     builder.recursive(true).mode(0o700);
     builder.create(dir)?;
     let meta = dir.symlink_metadata()?;
-    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o022 != 0
-    {
+    if !meta.is_dir() || meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o022 != 0 {
         return Err(io::Error::other(
             "is not a directory of yours that only you may write",
         ));
@@ -207,4 +223,3 @@ fn keep_layer(
     locks.push(held);
     Ok((Upper::Kept { upper, work }, None))
 }
-

@@ -117,6 +117,9 @@ pub struct FileView {
     /// The caches: host directories seen writable, their writes kept in
     /// private layers (see [`super::caches`]).
     pub caches: super::caches::Caches,
+    /// Directories of cordon's own that the repositories' walks pass by
+    /// (the caches' private layers).
+    pub apart: Vec<PathBuf>,
 }
 
 /// Where the new root is assembled, inside the staging tmpfs.
@@ -300,7 +303,7 @@ impl FileView {
         };
         // Made before the deny list is read, so that it is hidden in this
         // run too (see `super::caches`).
-        super::caches::make_root(policy)?;
+        super::caches::prepare(policy)?;
         let project = canonical(&policy.project.value, "project")?;
         view.writable.push(project.clone());
         for rule in &policy.files.allow_write {
@@ -433,7 +436,12 @@ impl FileView {
             .iter()
             .map(|n| n.split_once('/').map_or(*n, |(dir, _)| dir))
             .collect();
-        let scan = repos::scan(&view.writable, &wanted)?;
+        // The caches' private layers: the sandbox cannot write them but
+        // through its overlays, nor the host's tools read them.
+        view.apart = std::fs::canonicalize(&policy.files.cache_layers)
+            .into_iter()
+            .collect();
+        let scan = repos::scan(&view.writable, &wanted, &view.apart)?;
         // Names tools look for from any depth: those there now are kept.
         for found in &scan.named {
             let name = found
@@ -701,7 +709,7 @@ impl FileView {
     /// After the run: neutralises what the sandbox left in the writable
     /// areas that would run code on the host (see [`repos::sweep`]).
     pub fn sweep(&self, since: std::time::SystemTime) -> repos::Swept {
-        repos::sweep(&self.writable, &self.repos_at_start, since)
+        repos::sweep(&self.writable, &self.repos_at_start, since, &self.apart)
     }
 
     /// Whether a re-allowed path lies beneath the hidden directory `host`.
@@ -1474,7 +1482,13 @@ impl MountOps for KernelMounts {
         options.extend_from_slice(b"userxattr");
         let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
         let options = std::ffi::OsStr::from_bytes(&options);
-        mount(Some("overlay"), target, Some("overlay"), flags, Some(options))?;
+        mount(
+            Some("overlay"),
+            target,
+            Some("overlay"),
+            flags,
+            Some(options),
+        )?;
         Ok(())
     }
 

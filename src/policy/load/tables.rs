@@ -155,7 +155,10 @@ pub fn caches(field: &Field<'_>, node: Node<'_>) -> Result<Vec<Cache>, LoadError
     let Some(items) = node.elements() else {
         return Err(field.invalid(
             node.span(),
-            format!("expected an array of paths or tables, found {}", node.kind()),
+            format!(
+                "expected an array of paths or tables, found {}",
+                node.kind()
+            ),
         ));
     };
     let mut out = Vec::with_capacity(items.len());
@@ -181,7 +184,11 @@ pub fn caches(field: &Field<'_>, node: Node<'_>) -> Result<Vec<Cache>, LoadError
                 ))
             }
         };
-        cache.at = Some(position(doc.file, doc.text, at.as_ref().map_or(0, |s| s.start)));
+        cache.at = Some(position(
+            doc.file,
+            doc.text,
+            at.as_ref().map_or(0, |s| s.start),
+        ));
         out.push(cache);
     }
     Ok(out)
@@ -205,6 +212,7 @@ fn cache_table(table: Table<'_>) -> Result<Cache, LoadError> {
         }
         Ok(true)
     })?;
-    let (raw, at) = path.ok_or_else(|| Table::missing(doc, span, name, "path (the host directory)"))?;
+    let (raw, at) =
+        path.ok_or_else(|| Table::missing(doc, span, name, "path (the host directory)"))?;
     Cache::new(&raw, env, ctx).map_err(|m| doc.invalid(&at, &format!("{name}.path"), m))
 }
