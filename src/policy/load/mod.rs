@@ -26,6 +26,8 @@
 //! deny_read   = ["~/work/secrets", "./.env", "./**/*.pem"]
 //! deny_write  = ["./vendor"]
 //! protect     = [".github/workflows/"] # kept read-only in the project and each git repo
+//! cache       = ["~/.cargo/registry",  # writable into a private layer per project; the
+//!                { path = "~/.npm", env = "npm_config_cache" }]  # host's dir never changes
 //!
 //! [limits]
 //! max_procs  = 2048
