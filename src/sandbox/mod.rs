@@ -344,6 +344,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     // From here on, every early return drops the sandbox, which kills and
     // reaps init (see `supervisor`).
     let sandbox = supervisor::spawn(&mut plan, policy)?;
+    if !view.caches.mounts.is_empty() && !files::mount_view_on(plan.namespaces) {
+        eprintln!("cordon: WARNING: without the mount view (namespaces layer) no cache is mounted: each stays the host's directory, read-only, and a missing one is not there");
+    }
     // cordon: credentials door. Before init builds its view (it waits for
     // Go): the bundle must be written by then.
     let inspector = credentials
