@@ -95,7 +95,7 @@ pub static CACHE: Key<Vec<Cache>> = Key {
             "PATH[=VAR]",
             "Let the sandbox write the host directory PATH (a tool's cache: ~/.npm, ~/.cache/pip) into a private layer cordon keeps per project; the host's directory never changes. =VAR also sets the variable VAR to where the cache is inside (repeatable)",
         ),
-        examples: ["[]", "[{ path = \"/var/cache/npm\", env = \"npm_config_cache\" }]"],
+        examples: ["[]", "[\"/var/cache/npm\"]"],
     },
     read: Read {
         file: crate::policy::load::tables::caches,
