@@ -440,3 +440,38 @@ fn npm_cache_add_writes_the_private_layer_not_the_hosts_cache() {
         );
     });
 }
+
+#[test]
+fn a_layer_on_a_file_system_without_user_xattrs_refuses_the_run() {
+    if !is_root() {
+        eprintln!("skipped: mounting a ramfs needs root");
+        return;
+    }
+    let fx = Fixture::new(Mode::Root);
+    let cache = host_cache(&fx, ".npm");
+    let before = snapshot(&cache);
+    let ram = fx.outside.join("ram");
+    std::fs::create_dir(&ram).unwrap();
+    // ramfs keeps no user extended attributes; mounted in a mount
+    // namespace of the run's own, so nothing is left mounted.
+    let inner = run_in(&fx)
+        .env("XDG_CACHE_HOME", ram.as_os_str())
+        .flag("--cache", "~/.npm")
+        .command(&["sh", "-c", "touch marker"]);
+    let mut outer = std::process::Command::new("unshare");
+    outer
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t ramfs ram \"$0\" && exec \"$@\"")
+        .arg(&ram)
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .env_clear()
+        .envs(inner.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(&fx.project);
+    let out = outer.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(stderr.contains("extended attributes"), "{stderr}");
+    assert!(!fx.project.join("marker").exists(), "it ran");
+    assert_eq!(snapshot(&cache), before, "the host's cache changed");
+}

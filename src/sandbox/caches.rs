@@ -117,6 +117,19 @@ pub fn plan(
                     printable(h)
                 )));
             }
+            // The loader checked the paths as named; links may join them.
+            let layers = std::fs::canonicalize(&policy.files.cache_layers)
+                .unwrap_or_else(|_| policy.files.cache_layers.clone());
+            let others = caches.mounts.iter().map(|m| m.inside.clone());
+            if let Some(other) = others
+                .chain([layers])
+                .find(|o| real.starts_with(o) || o.starts_with(real))
+            {
+                return Err(refuse(format!(
+                    "is, holds or lies in {} (another cache, or cordon's private layers)",
+                    printable(other)
+                )));
+            }
         }
         let dir = cache.layer_dir(&policy.files.cache_layers, project);
         let (upper, warning) = keep_layer(&dir, lower.as_deref(), &mut caches.locks)

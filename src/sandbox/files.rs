@@ -49,7 +49,7 @@ pub enum FilesError {
     },
     #[error("refusing to make {} writable: it holds {}, where the sandbox could leave a program or a startup file that runs later on the host (outside any repository cordon could check). Choose a --project or --allow-write path below it, such as a project directory", crate::escape::printable(root), crate::escape::printable(place))]
     StartupPlace { root: PathBuf, place: PathBuf },
-    #[error("cache {} (from {}) {}", crate::escape::printable(path), from, why)]
+    #[error("cache {} (from {}): {}", crate::escape::printable(path), from, why)]
     Cache {
         path: PathBuf,
         from: String,
