@@ -55,6 +55,12 @@ pub enum FilesError {
         from: String,
         why: String,
     },
+    #[error(
+        "cannot mount the cache {}: {}",
+        crate::escape::printable(path),
+        source
+    )]
+    CacheMount { path: PathBuf, source: io::Error },
     #[error(transparent)]
     Repos(#[from] repos::ReposError),
     #[error("a built-in protected name pattern: {0}")]
@@ -80,6 +86,20 @@ pub enum FilesError {
         path: PathBuf,
         source: io::Error,
     },
+}
+
+impl FilesError {
+    /// How to fix it, where the namespaces layer's own advice (about
+    /// creating user namespaces) would mislead.
+    pub fn fix(&self) -> Option<String> {
+        match self {
+            FilesError::CacheMount { .. } => Some(
+                "a cache is an overlay mounted in the sandbox's user namespace: it needs Linux 5.11 or later with overlayfs (CONFIG_OVERLAY_FS), and a host directory overlayfs takes as a lower layer; or remove the cache entry (`cordon explain` shows where it came from)"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// What an unreadable path is, which decides how it is hidden.
@@ -924,7 +944,10 @@ impl FileView {
         else {
             return Ok(());
         };
-        let step = "mount the cache (overlayfs in the user namespace, Linux 5.11 or later)";
+        let failed = |source| FilesError::CacheMount {
+            path: inside.to_path_buf(),
+            source,
+        };
         let memory = Path::new(CACHE_MEMORY).join(i.to_string());
         let (upper, work) = match &cache.upper {
             Upper::Kept { upper, work } => (under(OLD_ROOT, upper), under(OLD_ROOT, work)),
@@ -943,11 +966,10 @@ impl FileView {
         match &cache.lower {
             Some(lower) => ops
                 .mount_overlay(target, &under(OLD_ROOT, lower), &upper, &work)
-                .map_err(fail(step, inside))?,
-            None => ops.bind(&upper, target).map_err(fail(step, inside))?,
+                .map_err(failed)?,
+            None => ops.bind(&upper, target).map_err(failed)?,
         }
-        ops.set_attrs(target, NOSUID | NODEV, false)
-            .map_err(fail(step, inside))
+        ops.set_attrs(target, NOSUID | NODEV, false).map_err(failed)
     }
 
     /// A minimal `/dev`: a few nodes bound from the host, a private devpts

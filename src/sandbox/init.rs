@@ -60,12 +60,15 @@ struct Prepared {
 struct Failure {
     layer: Layer,
     what: String,
+    /// How to fix it, when the layer's own advice would mislead.
+    fix: Option<String>,
 }
 
 fn fail(layer: Layer, what: impl std::fmt::Display) -> Failure {
     Failure {
         layer,
         what: what.to_string(),
+        fix: None,
     }
 }
 
@@ -83,6 +86,7 @@ pub fn run(plan: &InitPlan<'_>, channel: Channel) -> ! {
                 &Message::Failed {
                     layer: f.layer,
                     what: f.what,
+                    fix: f.fix,
                 },
                 &[],
             );
@@ -147,9 +151,10 @@ fn setup(
             .collect::<std::io::Result<_>>()
             .map_err(|e| fail(Layer::Namespaces, format!("proxy listeners on lo: {e}")))?;
         if mounted {
-            plan.view
-                .apply(k.mounts())
-                .map_err(|e| fail(Layer::Namespaces, e))?;
+            plan.view.apply(k.mounts()).map_err(|e| Failure {
+                fix: e.fix(),
+                ..fail(Layer::Namespaces, &e)
+            })?;
         }
         // A cgroup namespace rooted at the sandbox's own cgroup, if any.
         let _ = k.unshare_cgroup();
