@@ -244,6 +244,45 @@ mod tests {
     }
 
     #[test]
+    fn a_file_gives_paths_tables_or_arrays_of_tables_each_with_its_line() {
+        use crate::policy::load::{load, tests::Fx};
+        let fx = Fx::new();
+        fx.write_user(
+            "[files]\ncache = [\"/var/cache/a\",\n  { path = \"/var/cache/b\", env = \"B_CACHE\" }]\n",
+        );
+        let policy = load(&fx.req(Vec::new())).unwrap();
+        let got: Vec<(PathBuf, Option<String>, usize)> = policy
+            .files
+            .caches
+            .iter()
+            .map(|c| {
+                let line = c.value.at.as_ref().map_or(0, |at| at.line);
+                (c.value.path.clone(), c.value.env.clone(), line)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("/var/cache/a".into(), None, 2),
+                ("/var/cache/b".into(), Some("B_CACHE".into()), 3),
+            ]
+        );
+        fx.write_user("[[files.cache]]\npath = \"/var/cache/c\"\nenv = \"C\"\n");
+        let policy = load(&fx.req(Vec::new())).unwrap();
+        let cache = &policy.files.caches[0].value;
+        assert_eq!(
+            (cache.path.as_path(), cache.env.as_deref()),
+            (Path::new("/var/cache/c"), Some("C"))
+        );
+        fx.write_user("[[files.cache]]\npath = \"/var/cache/c\"\nsize = 3\n");
+        let err = load(&fx.req(Vec::new())).unwrap_err().to_string();
+        assert!(
+            err.contains(":3:") && err.contains("files.cache[0].size"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn layers_are_per_project_and_per_path() {
         let c = Cache::parse_flag("/nonexistent/x/.npm", &ctx()).unwrap();
         let root = Path::new("/c");
