@@ -8,8 +8,9 @@ use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand}
 use crate::escape::{json_printable, printable, printable_lines};
 use crate::policy::keys::{self, Flag, FlagType, Takes};
 use crate::policy::load::{self, EnvFacts, FlagValue, LoadRequest};
-use crate::policy::{trust, Policy};
-use crate::{doctor, explain, probe, sandbox};
+use crate::policy::pattern::PathContext;
+use crate::policy::{presets, trust, Policy};
+use crate::{doctor, explain, manual, probe, sandbox};
 
 /// Run a command inside a boundary the Linux kernel enforces.
 ///
@@ -35,18 +36,47 @@ pub enum Command {
     /// up (nothing ran), 124 when --timeout ended it, 127/126 when CMD was
     /// not found / not executable.
     Run(RunArgs),
+    /// Run CMD with network requests no rule names allowed and recorded, then print the
+    /// policy that lets the same run pass without learn mode.
+    ///
+    /// For commands you trust only: whatever CMD asks for is let through. Deny rules, the
+    /// address guard (loopback, private, metadata and other special ranges, the host's own
+    /// addresses) and the files, credentials and process doors apply as in `cordon run`, and
+    /// no secret is injected. The learned policy goes to stderr after the run, or to
+    /// --output FILE; replay it with `cordon run --policy FILE -- CMD`. Exits with CMD's status.
+    Learn(LearnArgs),
     /// Print the effective policy, door by door, with the source of each line.
     Explain(ExplainArgs),
     /// Show what this kernel can enforce; exits non-zero if `cordon run` would refuse.
     Doctor(DoctorArgs),
     /// Approve a project's cordon.toml so it may widen the sandbox (records its sha256).
     Trust(TrustArgs),
+    /// List the presets (--preset NAME): the hosts each package manager or service needs, and the caches its tools keep.
+    ///
+    /// A preset is a policy fragment shipped in cordon, in the format of a
+    /// policy file. `--preset NAME` (repeatable) or `[network] presets =
+    /// ["NAME"]` adds its lines to the layer that names it; `cordon explain`
+    /// shows each line's source as `preset NAME (...)`. An untrusted project
+    /// cordon.toml may not name a preset that allows hosts. The caches are
+    /// listed for reference: the sandbox does not get them yet.
+    Presets(PresetsArgs),
     /// Show the audit log (every decision of every door), filtered; or check every line's MAC.
     Log(LogArgs),
     /// Prove the boundary from inside: build the sandbox `run` would build with the same
     /// options, attack it with a battery of probes (files, network, credentials, process),
     /// print a table; exits 1 if any door is open.
     Probe(ProbeArgs),
+    /// Print a completion script for SHELL to stdout.
+    ///
+    /// bash: `cordon completions bash > ~/.local/share/bash-completion/completions/cordon`;
+    /// zsh: `cordon completions zsh > DIR/_cordon` for a DIR on $fpath;
+    /// fish: `cordon completions fish > ~/.config/fish/completions/cordon.fish`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout, or write one page per command into a directory.
+    ///
+    /// `cordon man | man -l -` reads it; `cordon man --dir ~/.local/share/man/man1`
+    /// installs cordon.1, cordon-run.1, ... for `man cordon-run`.
+    Man(ManArgs),
     /// The inside half of `cordon probe` (runs in the sandbox).
     #[command(hide = true)]
     ProbeInside {
@@ -180,6 +210,30 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct LearnArgs {
+    /// Write the learned policy to FILE (which must not exist yet) instead of stderr.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write cordon.1 and one page per command (cordon-run.1, ...) into DIR, an existing
+    /// directory, instead of printing cordon.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct ExplainArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
@@ -231,6 +285,16 @@ pub struct ProbeArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
     /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PresetsArgs {
+    /// Show only this preset, as its file (TOML: its description, its policy, and comments on what it leaves out).
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+    /// Print JSON instead of text: an array of presets, or with NAME one preset and its file.
     #[arg(long)]
     pub json: bool,
 }
@@ -340,12 +404,117 @@ fn log_command(args: LogArgs) -> Result<i32, Failure> {
     Ok(0)
 }
 
+/// `cordon learn`: the run, then the policy it needed.
+fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
+    // Refused before anything runs: a learned policy never overwrites a file.
+    if let Some(out) = &args.output {
+        if out.symlink_metadata().is_ok() {
+            return Err(Failure {
+                message: format!(
+                    "{}: already exists; cordon learn writes only a new file (choose another name, or remove it)",
+                    printable(out.display().to_string())
+                ),
+                code: 2,
+            });
+        }
+    }
+    let filters = sandbox::seccomp::Compiling::start();
+    let (mut policy, cwd) = load_policy(&args.run.policy)?;
+    eprintln!("cordon learn: hosts no rule names are let through and recorded: run only a command you trust. Deny rules, the address guard (loopback, private and metadata ranges, this host's addresses) and the files, credentials and process doors apply as in `cordon run`.");
+    if !policy.inspection.inject.is_empty() {
+        eprintln!(
+            "cordon learn: no secret is injected in learn mode: the {} [[credentials.inject]] entries are left out of this run",
+            policy.inspection.inject.len()
+        );
+        policy.inspection.inject.clear();
+    }
+    let command = args
+        .run
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let learned = std::sync::Arc::new(crate::net::learn::Learned::default());
+    let code = sandbox::run(sandbox::RunRequest {
+        policy: &policy,
+        command: args.run.command,
+        cwd,
+        quiet: args.run.quiet,
+        filters,
+        learn: Some(std::sync::Arc::clone(&learned)),
+    })?;
+    let text = crate::policy::learned::render(
+        &command,
+        &learned.seen(),
+        &policy.network.hosts.ports.value,
+    );
+    match &args.output {
+        Some(out) => {
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(out)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+            if let Err(e) = written {
+                // The run is over; its policy is not lost.
+                eprint!("{}", printable_lines(&text));
+                return Err(Failure {
+                    message: format!(
+                        "cannot write the learned policy to {}: {e} (it is printed above)",
+                        printable(out.display().to_string())
+                    ),
+                    code: sandbox::EXIT_SETUP_FAILED,
+                });
+            }
+            eprintln!(
+                "cordon learn: the policy this run needed is in {}; review it, then: cordon run --policy {} -- ...",
+                printable(out.display().to_string()),
+                printable(out.display().to_string())
+            );
+        }
+        None => eprint!("{}", printable_lines(&text)),
+    }
+    Ok(code)
+}
+
 /// A failure with its own exit code (usage errors are 2, as clap's).
 fn failed<E: std::fmt::Display>(code: i32) -> impl Fn(E) -> Failure {
     move |e| Failure {
         message: e.to_string(),
         code,
     }
+}
+
+/// `cordon presets [NAME] [--json]`.
+fn presets_command(args: PresetsArgs) -> Result<i32, Failure> {
+    let env = EnvFacts::from_process()?;
+    let ctx = PathContext {
+        home: &env.home,
+        base: None,
+    };
+    let all = presets::all(&ctx)?;
+    let Some(name) = args.name else {
+        if args.json {
+            let list: Vec<_> = all.iter().map(|p| presets::render_json(p, false)).collect();
+            println!("{}", json_printable(&serde_json::to_string_pretty(&list)?));
+        } else {
+            print!("{}", printable_lines(&presets::render_text(&all)));
+        }
+        return Ok(0);
+    };
+    let shipped = presets::find(&name).map_err(failed(2))?;
+    let preset = all
+        .iter()
+        .find(|p| std::ptr::eq(p.shipped, shipped))
+        .ok_or_else(|| failed(2)(format!("preset {name:?} did not load")))?;
+    if args.json {
+        let one = presets::render_json(preset, true);
+        println!("{}", json_printable(&serde_json::to_string_pretty(&one)?));
+    } else {
+        print!("{}", printable_lines(shipped.text));
+    }
+    Ok(0)
 }
 
 /// Runs the parsed command line; returns the process exit code.
@@ -361,9 +530,11 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
                 cwd,
                 quiet: args.quiet,
                 filters,
+                learn: None,
             };
             Ok(sandbox::run(req)?)
         }
+        Command::Learn(args) => learn_command(args),
         Command::Explain(args) => {
             let (policy, _) = load_policy(&args.policy)?;
             if args.json {
@@ -431,6 +602,21 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::ProbeInside { spec } => Ok(probe::inside::run(&spec)),
         Command::ProbeCanary { tag: _ } => Ok(probe::host::canary_main()),
         Command::Log(args) => log_command(args),
+        Command::Presets(args) => presets_command(args),
+        Command::Completions(args) => {
+            manual::completions(args.shell, &mut std::io::stdout().lock())?;
+            Ok(0)
+        }
+        Command::Man(ManArgs { dir: None }) => {
+            manual::man_page(&mut std::io::stdout().lock())?;
+            Ok(0)
+        }
+        Command::Man(ManArgs { dir: Some(dir) }) => {
+            for page in manual::man_pages(&dir)? {
+                println!("{}", printable(page.display().to_string()));
+            }
+            Ok(0)
+        }
         Command::Trust(args) => {
             let env = EnvFacts::from_process()?;
             let dir = load::user_config_dir(&env);

@@ -56,6 +56,7 @@ pub fn render_text(policy: &Policy) -> String {
         "loopback, private, metadata, ...",
         "refused unless a rule names the address",
     );
+    text.door(Door::Presets);
     text.door(Door::HostAllow);
     text.door(Door::HostDeny);
     text.door(Door::Inspect);
@@ -215,9 +216,23 @@ impl Text<'_> {
                     );
                 }
             }
+            Door::Presets => {
+                for p in &view.network.presets {
+                    self.row(
+                        format!("preset {}", p.name),
+                        format!("{}; its lines below name it", p.about),
+                        p.from.clone(),
+                    );
+                }
+            }
             Door::HostAllow => {
                 self.group("allowed hosts (deny beats allow)");
-                self.when_empty(&view.network.allow, &format!("none: {}", how_to_add(about)));
+                let presets = keys::PRESETS.about.flag_or_key();
+                let none = format!(
+                    "none: {}, or {presets} NAME for what a tool needs (`cordon presets`)",
+                    how_to_add(about)
+                );
+                self.when_empty(&view.network.allow, &none);
                 self.lines
                     .extend(view.network.allow.iter().map(RuleView::line));
             }
@@ -587,12 +602,23 @@ struct NetworkView {
     /// The host's own loopback ports opened with `host.cordon.internal:PORT`.
     host_internal: Vec<HostInternalView>,
     local_ports: Vec<PortView>,
+    /// The presets named; each of their lines names its preset as its source.
+    presets: Vec<PresetView>,
     /// The settings of one row each (ports that allow rules without
     /// `:PORT` admit, proxy connections served at once, ...), by name.
     #[serde(flatten)]
     settings: Settings,
     /// Host UNIX sockets programs inside may connect to.
     unix_sockets: Vec<UnixSocketView>,
+}
+
+/// One preset named by `--preset` or `[network] presets`.
+#[derive(Serialize)]
+struct PresetView {
+    name: String,
+    about: String,
+    source: Source,
+    from: String,
 }
 
 /// One `--allow-unix-socket` path.
@@ -915,6 +941,17 @@ impl View {
                 .iter()
                 .map(|p| PortView {
                     port: p.value,
+                    source: p.source.clone(),
+                    from: p.source.to_string(),
+                })
+                .collect(),
+            presets: policy
+                .network
+                .presets
+                .iter()
+                .map(|p| PresetView {
+                    name: p.value.name.clone(),
+                    about: p.value.about.clone(),
                     source: p.source.clone(),
                     from: p.source.to_string(),
                 })

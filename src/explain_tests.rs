@@ -341,3 +341,54 @@ fn project_file_lines_name_the_file() {
     line_with(&text, &[".github/workflows", &source]);
     line_with(&text, &["timeout", "2h", &source]);
 }
+
+#[test]
+fn each_line_of_a_preset_names_the_preset_and_what_named_it() {
+    let fx = Fx::new();
+    let none = render_text(&policy(&fx, Vec::new()));
+    line_with(
+        &none,
+        &["none: add --allow-domain HOST", "or --preset NAME"],
+    );
+    let p = policy(&fx, given(&[("--preset", &["go"])]));
+    let text = render_text(&p);
+    line_with(
+        &text,
+        &["preset go", "the Go module mirror", "flag --preset"],
+    );
+    for host in ["proxy.golang.org", "sum.golang.org"] {
+        line_with(&text, &[host, "ports 80, 443", "preset go (flag --preset)"]);
+    }
+    let json = render_json(&p);
+    let source = serde_json::json!({
+        "kind": "preset",
+        "detail": { "name": "go", "from": { "kind": "flag", "detail": "--preset" } },
+    });
+    let allow = json["network"]["allow"].as_array().unwrap();
+    let rules: Vec<(&str, &serde_json::Value, &str)> = allow
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap(),
+                &r["source"],
+                r["from"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        vec![
+            ("proxy.golang.org", &source, "preset go (flag --preset)"),
+            ("sum.golang.org", &source, "preset go (flag --preset)"),
+        ]
+    );
+    assert_eq!(
+        json["network"]["presets"],
+        serde_json::json!([{
+            "name": "go",
+            "about": "go: the Go module mirror (proxy.golang.org) and checksum database (sum.golang.org)",
+            "source": { "kind": "flag", "detail": "--preset" },
+            "from": "flag --preset",
+        }])
+    );
+}

@@ -14,6 +14,7 @@ pub mod doctor;
 pub mod escape;
 pub mod explain;
 pub mod log;
+pub mod manual;
 pub mod net;
 pub mod policy;
 pub mod probe;

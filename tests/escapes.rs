@@ -651,3 +651,91 @@ fn the_reviews_second_round_of_persistence_escapes_is_closed() {
         );
     });
 }
+
+#[test]
+fn git_config_inside_changes_the_projects_settings_but_nothing_that_runs_code() {
+    each_fixture(|mode, fx| {
+        git_project(fx);
+        fx.host_git(&fx.project, &["config", "core.pager", "less"]);
+        let config = fx.project.join(".git/config");
+        let before = std::fs::read(&config).unwrap();
+        let log = fx.outside.join("audit.jsonl");
+        let script = attempts_script(&[
+            ("user.name", "git config user.name 'Inside Name'"),
+            ("user.email", "git config user.email in@side.example"),
+            ("branch", "git config branch.main.rebase true"),
+            ("remote", "git remote add origin https://git.example/r.git"),
+            ("fsmonitor", "git config core.fsmonitor ./evil"),
+            ("hooksPath", "git config core.hooksPath ./hooks"),
+            ("include", "git config include.path ../evil.cfg"),
+            ("alias", "git config alias.st '!sh -c pwned'"),
+            ("ext-url", "git config remote.x.url 'ext::sh -c pwned'"),
+            ("unset", "git config --unset core.pager"),
+            ("mv-over", "printf '[core]\\n\\tfsmonitor = ./evil\\n' > c.new && mv c.new .git/config"),
+            ("exchange", "python3 -c \"import os; open('x','w').close(); os.rename('x', '.git/config')\" && false"),
+        ]);
+        let out = fx.audited(&log).sh(&format!(
+            "{script}git config --get user.name | sed 's/^/seen: /'"
+        ));
+        let mut open = open_lines(&out);
+        open.sort();
+        assert_eq!(
+            open,
+            vec![
+                "branch: OPEN",
+                "remote: OPEN",
+                "user.email: OPEN",
+                "user.name: OPEN"
+            ],
+            "{mode:?}: {out:#?}"
+        );
+        // Inside sees its own change at once (the same file, written in place).
+        assert_eq!(line(&out, "seen"), "Inside Name", "{mode:?}: {out:#?}");
+        // On the host: the settings changed, nothing that runs code did.
+        let get = |key: &str| {
+            let out = fx
+                .host_cmd("git")
+                .args(["config", "--get", key])
+                .current_dir(&fx.project)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        assert_eq!(get("user.name"), "Inside Name", "{mode:?}");
+        assert_eq!(
+            get("remote.origin.url"),
+            "https://git.example/r.git",
+            "{mode:?}"
+        );
+        for key in [
+            "core.fsmonitor",
+            "core.hookspath",
+            "include.path",
+            "alias.st",
+            "remote.x.url",
+        ] {
+            assert_eq!(get(key), "", "{mode:?}: {key} reached the host");
+        }
+        assert_eq!(get("core.pager"), "less", "{mode:?}");
+        let after = std::fs::read_to_string(&config).unwrap();
+        assert_ne!(after.as_bytes(), &before[..], "{mode:?}");
+        // No lock file or other trace is left behind.
+        assert!(!fx.project.join(".git/config.lock").exists(), "{mode:?}");
+        // Each refusal is recorded with the key that would have changed.
+        let audit = std::fs::read_to_string(&log).unwrap();
+        for key in [
+            "core.fsmonitor",
+            "core.hookspath",
+            "include.path",
+            "alias.st",
+            "remote.x.url",
+            "core.pager",
+        ] {
+            assert!(
+                audit.contains(key),
+                "{mode:?}: {key} not in the audit log: {audit}"
+            );
+        }
+        let _ = std::fs::remove_file(fx.project.join("c.new"));
+    });
+}

@@ -1504,6 +1504,93 @@ fn an_allowed_name_does_not_open_loopback() {
 }
 
 // ---------------------------------------------------------------------------
+// Presets: one flag opens the hosts a tool needs. In namespaces the test
+// makes, where the preset's registry is a name for the namespace's own
+// loopback, so the proxy's connection cannot leave the machine.
+
+/// The npm preset's registry, and a registry no preset names.
+const PRESET_HOSTS: &str =
+    "127.0.0.1 registry.npmjs.org\n127.0.0.1 unlisted-registry.cordon-test.example\n";
+
+#[test]
+fn a_preset_lets_curl_reach_its_hosts_through_the_proxy() {
+    if !have_curl() {
+        return;
+    }
+    each_mode(|mode| {
+        let Some(net) = TestNet::new(PRESET_HOSTS) else {
+            return;
+        };
+        let fx = Fixture::new(mode);
+        let up = Upstream::start_in("registry", Some(&net));
+        let p = up.port;
+        // The names are not in NO_PROXY: the environment alone sends curl
+        // through the proxy, as it sends npm.
+        let script = format!(
+            "c() {{ label=$1; shift; echo \"$label: $(curl -sS --max-time 30 -w ' %{{http_code}}' \"$@\" 2>&1)\"; }}\n\
+             c plain http://registry.npmjs.org:{p}/left-pad\n\
+             c tunnel -p http://registry.npmjs.org:{p}/left-pad\n\
+             c unlisted -o /dev/null http://unlisted-registry.cordon-test.example:{p}/left-pad\n"
+        );
+        // The preset's rules have no port: --ports gives them the
+        // upstream's. The name resolves to loopback, which only a rule
+        // naming the address lets through.
+        let sandbox = |preset: bool| {
+            let sb = fx
+                .sandbox()
+                .flag("--ports", p.to_string())
+                .flag("--allow-domain", format!("127.0.0.1:{p}"));
+            if preset {
+                sb.flag("--preset", "npm")
+            } else {
+                sb
+            }
+        };
+        let out = net.run(&sandbox(true), &["sh", "-c", &script]);
+        out.ok();
+        for label in ["plain", "tunnel"] {
+            assert_eq!(
+                line(&out, label),
+                format!("{} 200", up.body),
+                "{mode:?} {label}: {out:#?}"
+            );
+        }
+        assert_eq!(line(&out, "unlisted"), " 403", "{mode:?}: {out:#?}");
+
+        // Without the preset, the proxy refuses the registry and says how
+        // to allow it, the preset included.
+        let refused = net.run(
+            &sandbox(false),
+            &[
+                "curl",
+                "-sS",
+                "--max-time",
+                "30",
+                &format!("http://registry.npmjs.org:{p}/left-pad"),
+            ],
+        );
+        for needle in [
+            "blocked registry.npmjs.org",
+            "no allow rule names this host",
+            "--allow-domain registry.npmjs.org",
+            "--preset npm",
+        ] {
+            assert!(
+                refused.stdout.contains(needle),
+                "{mode:?}: the refusal does not say {needle:?}: {refused:#?}"
+            );
+        }
+        let paths: Vec<String> = up
+            .finish()
+            .iter()
+            .flat_map(|c| request_lines(c))
+            .map(|l| l.split(' ').nth(1).unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(paths, ["/left-pad", "/left-pad"], "{mode:?}");
+    });
+}
+
+// ---------------------------------------------------------------------------
 // Many tunnels at once.
 
 #[test]

@@ -1,7 +1,9 @@
 //! The network door. [`proxy`] is the HTTP and SOCKS5 proxy that asks the
 //! host rules ([`crate::policy::host`]) before every connection; [`serve`]
 //! runs the proxy for one sandbox; [`inside`] is what the sandbox sees
-//! (ports, environment); [`gate`] decides each connection the proxy makes.
+//! (ports, environment); [`gate`] decides each connection the proxy makes,
+//! and [`learn`] is `cordon learn`'s gate, which lets through and writes
+//! down what no rule names.
 
 /// `AsyncWrite` for a stream wrapper whose reads are its own business and
 /// whose writes go straight to its `inner` stream.
@@ -34,6 +36,7 @@ macro_rules! writes_through_to_inner {
 mod counted;
 pub mod gate;
 pub mod inside;
+pub mod learn;
 pub mod proxy;
 pub mod serve;
 mod splice;

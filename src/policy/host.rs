@@ -875,7 +875,12 @@ impl HostPolicy {
                 } else {
                     target.with_port(port)
                 };
-                how_to_allow(&rule)
+                let presets = if reason == DenyReason::NotAllowed && in_ports {
+                    preset_hint(target)
+                } else {
+                    String::new()
+                };
+                format!("{}{presets}", how_to_allow(&rule))
             }
         }
     }
@@ -887,6 +892,21 @@ fn is_localhost(target: &Target) -> bool {
         Target::Name(n) => n == "localhost" || is_subdomain(n, "localhost"),
         Target::Ip(ip) => ip.is_loopback(),
     }
+}
+
+/// "; or the presets that allow it ...", or nothing when no preset does.
+fn preset_hint(target: &Target) -> String {
+    let names = super::presets::allowing(target);
+    let Some(first) = names.first() else {
+        return String::new();
+    };
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    format!(
+        "; or use the preset{} that allow{} it with the other hosts its tools need: --preset {first}, or [network] presets = [{}] (`cordon presets` lists them)",
+        if names.len() == 1 { "" } else { "s" },
+        if names.len() == 1 { "s" } else { "" },
+        quoted.join(", ")
+    )
 }
 
 /// "allow it with `cordon run --allow-domain RULE ...`, or in cordon.toml: ..."

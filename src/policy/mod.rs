@@ -13,8 +13,10 @@ pub mod env;
 pub mod host;
 pub mod inspection;
 pub mod keys;
+pub mod learned;
 pub mod load;
 pub mod pattern;
+pub mod presets;
 pub mod trust;
 
 use std::fmt;
@@ -41,6 +43,13 @@ pub enum Source {
     PolicyFile(PathBuf),
     /// A command-line flag, e.g. `--allow-write`.
     Flag(String),
+    /// A preset ([`presets`]), named by another source (a flag, a file).
+    Preset {
+        /// The preset's name.
+        name: String,
+        /// What named it.
+        from: Box<Source>,
+    },
 }
 
 impl fmt::Display for Source {
@@ -51,6 +60,7 @@ impl fmt::Display for Source {
             Source::Project(p) => write!(f, "project {}", p.display()),
             Source::PolicyFile(p) => write!(f, "policy {}", p.display()),
             Source::Flag(flag) => write!(f, "flag {flag}"),
+            Source::Preset { name, from } => write!(f, "preset {name} ({from})"),
         }
     }
 }
@@ -177,6 +187,9 @@ pub struct NetworkPolicy {
     pub unix_sockets: Vec<Sourced<PathPattern>>,
     /// Connections the proxy serves at once; more are refused and reported.
     pub max_connections: Sourced<u64>,
+    /// The presets named (`--preset`, `[network] presets`), each from what
+    /// named it; their lines are in the other fields, from [`Source::Preset`].
+    pub presets: Vec<Sourced<presets::Named>>,
 }
 
 impl Default for NetworkPolicy {
@@ -187,6 +200,7 @@ impl Default for NetworkPolicy {
             hosts: HostPolicy::default(),
             unix_sockets: Vec::new(),
             max_connections: Sourced::new(defaults::MAX_CONNECTIONS, Source::Builtin),
+            presets: Vec::new(),
         }
     }
 }

@@ -586,6 +586,7 @@ fn run_capturing_stdout(
         cwd,
         quiet: true,
         filters: sandbox::seccomp::Compiling::start(),
+        learn: None,
     });
     let restored = nix::unistd::dup2(saved.as_fd().as_raw_fd(), 1);
     let code = result?;

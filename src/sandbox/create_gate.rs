@@ -37,8 +37,9 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{openat, readlinkat, AtFlags, OFlag, RenameFlags};
 use nix::sys::stat::{Mode, SFlag};
 
+use crate::sandbox::config_gate;
 use crate::sandbox::seccomp::{Creating, Notification};
-use crate::sandbox::unix_gate::{errno, Caller, Errno, Refusal, Reporter};
+use crate::sandbox::unix_gate::{errno, Caller, Errno, FileRules, Refusal, Reporter};
 use crate::sys;
 
 /// Symlinks an `open` follows before it gives up, as the kernel does.
@@ -185,9 +186,10 @@ pub(crate) fn serve(
     caller: &Caller,
     call: &Notification,
     kind: Creating,
-    guard: &Guard,
+    files: &FileRules,
     report: &Reporter,
 ) -> Result<Reply, Errno> {
+    let guard = &files.guard;
     let a = call.args;
     let dirfd = |i: usize| a[i] as i32;
     match kind {
@@ -325,6 +327,23 @@ pub(crate) fn serve(
             let source = existing_place(caller, old_dir, &caller.read_path(old)?)?;
             let place = new_place(caller, new_dir, &caller.read_path(new)?)?;
             admit(&place, Make::Other, guard, report)?;
+            // `git config`'s rename of config.lock over a repository's
+            // config, which the view keeps read-only.
+            if let Some(config) = files.git_configs.find(&place.path) {
+                if flags.contains(RenameFlags::RENAME_NOREPLACE) {
+                    return Err(libc::EEXIST);
+                }
+                if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+                    report(Refusal::Create {
+                        path: &place.path,
+                        why: "git config: a repository's config can be replaced, not exchanged",
+                    });
+                    return Err(libc::EPERM);
+                }
+                let replaced =
+                    config_gate::replace(config, &place.path, &source.dir, &source.name, report)?;
+                return Ok(Reply::Value(replaced));
+            }
             if flags.contains(RenameFlags::RENAME_EXCHANGE) {
                 // Both names are new ones after an exchange.
                 admit(&source, Make::Other, guard, report)?;

@@ -128,6 +128,10 @@ pub struct FileView {
     /// Protected paths that do not exist: the file creation gate refuses
     /// to make them.
     pub guard: Guard,
+    /// The configs of the repositories in the writable areas when the run
+    /// started (read-only in the view): `git config` inside may change
+    /// their settings that cannot run code (see `config_gate`).
+    pub git_configs: Vec<PathBuf>,
     /// The repositories in the writable areas when the run started; any
     /// other found afterwards was made by the sandbox.
     pub repos_at_start: repos::Scan,
@@ -559,6 +563,11 @@ impl FileView {
             !view.writable.contains(p) && !read_only.contains(p) && !hidden.holds(p)
         });
         guarded.retain(|p| view.is_writable(p) && !hidden.holds(p));
+        view.git_configs = git_dirs
+            .iter()
+            .map(|d| d.join("config"))
+            .filter(|c| read_only.contains(c))
+            .collect();
         view.read_only = read_only.into_iter().collect();
         view.pinned = pins.into_iter().collect();
         let pattern_dirs = work_trees.into_iter().filter(|w| view.is_writable(w));

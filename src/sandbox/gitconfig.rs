@@ -1283,6 +1283,55 @@ pub fn neutralise(text: &str, file: &Path) -> Result<(String, Vec<Removed>), Git
     Ok((kept, removed))
 }
 
+/// Why a new text for the config of a repository that was there before
+/// the run may not replace it.
+#[derive(Debug)]
+pub enum UpdateRefused {
+    /// The old or the new text is not a config git reads safely.
+    Unreadable(GitConfigError),
+    /// These keys, which could make git run a program or read a file
+    /// elsewhere, would be added, removed, changed or reordered.
+    Keys(Vec<String>),
+}
+
+/// For a repository that was there before the run: whether `new` may
+/// replace `old` (both read from `file`, which names them in errors). It
+/// may when every entry off the allowlist of [`neutralise`] (the keys that
+/// could run code) is in `new` exactly as in `old`, value and order
+/// included: only user, branch, remote URL and the like may change.
+pub fn check_update(old: &[u8], new: &[u8], file: &Path) -> Result<(), UpdateRefused> {
+    let locked = |text: &[u8]| -> Result<Vec<(String, Option<String>)>, UpdateRefused> {
+        Ok(parse(text, file)
+            .map_err(UpdateRefused::Unreadable)?
+            .into_iter()
+            .filter(|e| !is_kept(&e.key, e.value.as_deref()))
+            .map(|e| (e.key, e.value))
+            .collect())
+    };
+    let (before, after) = (locked(old)?, locked(new)?);
+    if before == after {
+        return Ok(());
+    }
+    // What differs, each key once; entries only moved name every locked key.
+    let mut unmatched = after.clone();
+    let mut keys: Vec<String> = Vec::new();
+    for entry in &before {
+        match unmatched.iter().position(|e| e == entry) {
+            Some(i) => {
+                unmatched.swap_remove(i);
+            }
+            None => keys.push(entry.0.clone()),
+        }
+    }
+    keys.extend(unmatched.into_iter().map(|e| e.0));
+    if keys.is_empty() {
+        keys = after.into_iter().map(|e| e.0).collect();
+    }
+    keys.sort();
+    keys.dedup();
+    Err(UpdateRefused::Keys(keys))
+}
+
 // ---------------------------------------------------------------------------
 // The parser (git's config.c: git_parse_source, get_base_var, get_value,
 // parse_value)

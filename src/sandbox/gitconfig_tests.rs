@@ -1301,3 +1301,72 @@ fn environment_config_git_refuses_is_refused() {
         assert!(environment_entries_in(&env).is_err(), "{vars:?}");
     }
 }
+
+#[test]
+fn an_update_may_change_only_what_cannot_run_code() {
+    let file = Path::new("config");
+    let old = b"[core]\n\tbare = false\n\tfsmonitor = hook\n[user]\n\tname = a\n";
+    let ok: &[&[u8]] = &[
+        b"[core]\n\tbare = false\n\tfsmonitor = hook\n[user]\n\tname = b\n\temail = e@x\n",
+        b"[core]\n\tbare = false\n\tfsmonitor = hook\n",
+        b"[core]\n\tbare = false\n# a comment\n\tfsmonitor = \"hook\"\n[remote \"o\"]\n\turl = https://h/r\n",
+        b"[CORE]\n\tBare = false\n\tFSMONITOR = hook\n",
+    ];
+    for new in ok {
+        assert!(
+            check_update(old, new, file).is_ok(),
+            "{}",
+            String::from_utf8_lossy(new)
+        );
+    }
+    let refused: &[(&[u8], &[&str])] = &[
+        (
+            b"[core]\n\tbare = false\n\tfsmonitor = evil\n",
+            &["core.fsmonitor"],
+        ),
+        (b"[core]\n\tbare = false\n", &["core.fsmonitor"]),
+        (
+            b"[core]\n\tbare = false\n\tfsmonitor = hook\n\tfsmonitor = two\n",
+            &["core.fsmonitor"],
+        ),
+        (
+            b"[core]\n\tbare = false\n\tfsmonitor = hook\n\tpager = x\n",
+            &["core.pager"],
+        ),
+        (
+            b"[core]\n\tbare = false\n\tfsmonitor = hook\n[remote \"o\"]\n\turl = ext::x\n",
+            &["remote.o.url"],
+        ),
+        (
+            b"[core]\n\tbare = false\n\tfsmonitor = hook\n[core \"x\"]\n\tsshCommand = y\n",
+            &["core.x.sshcommand"],
+        ),
+        (
+            b"[core]\n\tbare = false\n\tfsmonitor = ho\\\nok\n\tpager = x\n",
+            &["core.pager"],
+        ),
+    ];
+    for (new, keys) in refused {
+        match check_update(old, new, file) {
+            Err(UpdateRefused::Keys(got)) => {
+                assert_eq!(got, *keys, "{}", String::from_utf8_lossy(new))
+            }
+            other => panic!("{}: {other:?}", String::from_utf8_lossy(new)),
+        }
+    }
+    // Entries that could run code, only moved: every one is named.
+    let two = b"[core]\n\tpager = p\n\tfsmonitor = hook\n";
+    let moved = b"[core]\n\tfsmonitor = hook\n\tpager = p\n";
+    match check_update(two, moved, file) {
+        Err(UpdateRefused::Keys(got)) => assert_eq!(got, ["core.fsmonitor", "core.pager"]),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        check_update(old, b"[core\n", file),
+        Err(UpdateRefused::Unreadable(_))
+    ));
+    assert!(matches!(
+        check_update(b"\0", b"[user]\nname = a\n", file),
+        Err(UpdateRefused::Unreadable(_))
+    ));
+}

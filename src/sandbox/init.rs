@@ -25,7 +25,8 @@ use super::{weaken, FORWARDED_SIGNALS};
 use crate::escape::printable;
 use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::policy::Layer;
-use crate::sandbox::unix_gate::{Refusal, Reporter, SocketId, UnixGate};
+use crate::sandbox::config_gate::ConfigFiles;
+use crate::sandbox::unix_gate::{FileRules, Refusal, Reporter, SocketId, UnixGate};
 use crate::sys::{self, Forked};
 
 /// Everything init needs, prepared by the supervisor before the clone.
@@ -54,6 +55,8 @@ struct Prepared {
     filter: Filter,
     /// With the gate: the sock_diag socket it asks about sockets.
     diag: Option<OwnedFd>,
+    /// The repositories' configs `git config` inside may update.
+    git_configs: ConfigFiles,
 }
 
 /// A setup failure, attributed to the layer it belongs to.
@@ -135,6 +138,7 @@ fn setup(
         _ => std::process::exit(125),
     }
     let mut listeners: Vec<OwnedFd> = Vec::new();
+    let mut git_configs = ConfigFiles::default();
     let mounted = super::files::mount_view_on(plan.namespaces);
 
     if plan.namespaces {
@@ -151,6 +155,8 @@ fn setup(
             .collect::<std::io::Result<_>>()
             .map_err(|e| fail(Layer::Namespaces, format!("proxy listeners on lo: {e}")))?;
         if mounted {
+            // Before the view binds them read-only.
+            git_configs = k.open_git_configs(&plan.view.git_configs);
             plan.view.apply(k.mounts()).map_err(|e| Failure {
                 fix: e.fix(),
                 ..fail(Layer::Namespaces, &e)
@@ -268,6 +274,7 @@ fn setup(
         pty_slave: slave,
         filter,
         diag,
+        git_configs,
     })
 }
 
@@ -333,6 +340,7 @@ fn supervise(
         pty_slave,
         filter,
         diag,
+        git_configs,
     } = prepared;
     let pty_slave = pty_slave.as_deref();
     // The command's parent is the thread that starts it, and the kernel
@@ -357,13 +365,22 @@ fn supervise(
                 .unwrap_or_else(|_| Err(cannot_start(&"its thread failed"))),
             Err(e) => Err(cannot_start(e)),
         };
-        let code = serve(k, plan, started, filter, diag, &sfd, channel);
+        let gate = GateParts { diag, git_configs };
+        let code = serve(k, plan, started, filter, gate, &sfd, channel);
         finished.store(true, Ordering::SeqCst);
         if let Ok(starter) = &starter {
             starter.thread().unpark();
         }
         code
     })
+}
+
+/// What the gate is started with, besides the plan.
+struct GateParts {
+    /// The sock_diag socket it asks about sockets (none: no gate).
+    diag: Option<OwnedFd>,
+    /// The repositories' configs `git config` inside may update.
+    git_configs: ConfigFiles,
 }
 
 /// The rest of init's life once the command was started (or not): init's
@@ -373,7 +390,7 @@ fn serve(
     plan: &InitPlan<'_>,
     started: Result<(Pid, Option<OwnedFd>), NotStarted>,
     filter: Filter,
-    diag: Option<OwnedFd>,
+    gate: GateParts,
     sfd: &SignalFd,
     channel: Arc<Channel>,
 ) -> i32 {
@@ -394,7 +411,7 @@ fn serve(
             return 125;
         }
     }
-    if let (Some(listener), Some(diag)) = (listener, diag) {
+    if let (Some(listener), Some(diag)) = (listener, gate.diag) {
         let report: Reporter = Box::new(move |refusal| {
             let msg = match refusal {
                 Refusal::Socket(path) => Message::SocketRefused {
@@ -412,7 +429,11 @@ fn serve(
         // The command may be running already: its gated calls wait in the
         // listener's queue until the gate's threads take them.
         let allowed = plan.unix_sockets.clone();
-        if let Err(e) = UnixGate::start(listener, diag, allowed, plan.view.guard.clone(), report) {
+        let files = FileRules {
+            guard: plan.view.guard.clone(),
+            git_configs: gate.git_configs,
+        };
+        if let Err(e) = UnixGate::start(listener, diag, allowed, files, report) {
             // Killed: it may have started, but no gated call of its was answered.
             eprintln!("cordon: cannot start the UNIX socket gate: {e}");
             kill_and_reap(child);
@@ -745,6 +766,10 @@ mod tests {
         fn listen_loopback(&mut self, _: u16) -> std::io::Result<OwnedFd> {
             self.fd("listen")
         }
+        fn open_git_configs(&mut self, _: &[PathBuf]) -> ConfigFiles {
+            self.calls.push("open git configs");
+            ConfigFiles::default()
+        }
         fn mounts(&mut self) -> &mut dyn MountOps {
             self
         }
@@ -921,6 +946,9 @@ mod tests {
         // descriptors are closed.
         assert!(at("close fds") < at("landlock ruleset"), "{steps:?}");
         assert!(at("landlock ruleset") < at("mount view"), "{steps:?}");
+        // Once the view binds them read-only, they cannot be opened for
+        // `git config`'s updates.
+        assert!(at("open git configs") < at("mount view"), "{steps:?}");
         // Init's filter closes netlink: the gate's socket is opened first.
         assert!(at("sock_diag") < at("seccomp"), "{steps:?}");
         // /proc/1/environ is wiped, and init made undumpable, before the

@@ -32,6 +32,7 @@ use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
+use super::config_gate::ConfigFiles;
 use super::files::{FileView, KernelMounts, MountOps};
 use super::landlock::{self, LandlockError};
 use super::limits::{LimitPlan, LimitsError};
@@ -52,6 +53,9 @@ pub trait InitKernel {
     /// A TCP listener on `127.0.0.1:port` (the proxy's, on the sandbox's
     /// loopback).
     fn listen_loopback(&mut self, port: u16) -> io::Result<OwnedFd>;
+    /// The repositories' configs that `git config` inside may update,
+    /// opened for writing before the view binds them read-only.
+    fn open_git_configs(&mut self, paths: &[PathBuf]) -> ConfigFiles;
     /// The mount operations the file view is built with.
     fn mounts(&mut self) -> &mut dyn MountOps;
     /// A cgroup namespace rooted at init's cgroup.
@@ -137,6 +141,10 @@ impl InitKernel for Linux {
 
     fn listen_loopback(&mut self, port: u16) -> io::Result<OwnedFd> {
         std::net::TcpListener::bind(("127.0.0.1", port)).map(OwnedFd::from)
+    }
+
+    fn open_git_configs(&mut self, paths: &[PathBuf]) -> ConfigFiles {
+        ConfigFiles::open(paths)
     }
 
     fn mounts(&mut self) -> &mut dyn MountOps {

@@ -13,6 +13,7 @@
 
 pub mod caches;
 pub mod channel;
+pub mod config_gate;
 pub mod create_gate;
 pub mod files;
 pub mod gitconfig;
@@ -124,6 +125,9 @@ pub struct RunRequest<'a> {
     pub quiet: bool,
     /// The seccomp filters, compiling since before the policy loaded.
     pub filters: seccomp::Compiling,
+    /// `cordon learn`: the proxy lets through what no rule names, and
+    /// writes down every destination here.
+    pub learn: Option<std::sync::Arc<crate::net::learn::Learned>>,
 }
 
 /// Removes the run's cgroup, on every exit path.
@@ -367,6 +371,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         &run_name,
         &req.command[0],
         inspector,
+        req.learn.clone(),
     )?;
     record_withheld(&auditor, withheld);
     let relay = handover
@@ -455,6 +460,7 @@ fn start_proxy(
     run_name: &str,
     argv0: &OsString,
     inspector: Option<std::sync::Arc<crate::net::proxy::inspect::Inspector>>,
+    learn: Option<std::sync::Arc<crate::net::learn::Learned>>,
 ) -> Result<(Auditor, Option<crate::net::serve::ProxyHandle>), SandboxError> {
     let log: Option<AuditLog> = log
         .map(|log| AuditKey::load_or_create(&policy.audit.key).map(|key| log.keyed(key)))
@@ -465,7 +471,6 @@ fn start_proxy(
         return Ok((auditor, None));
     }
     let hosts = policy.network.hosts.clone();
-    let make_gate = move || crate::net::gate::PolicyGate::new(hosts);
     let limits = crate::net::proxy::ProxyLimits::for_sandbox(
         &policy.network.max_connections,
         policy.limits.max_memory.as_ref(),
@@ -479,8 +484,18 @@ fn start_proxy(
                 .map_err(io_err("starting the proxy"))?;
         return Ok((auditor, Some(proxy)));
     }
-    let proxy = crate::net::serve::spawn(listeners, make_gate, limits, auditor.clone(), inspector)
-        .map_err(io_err("starting the proxy"))?;
+    let audit = auditor.clone();
+    let proxy = match learn {
+        Some(learned) => {
+            let gate = move || crate::net::learn::LearningGate::new(hosts, learned);
+            crate::net::serve::spawn(listeners, gate, limits, audit, inspector)
+        }
+        None => {
+            let gate = move || crate::net::gate::PolicyGate::new(hosts);
+            crate::net::serve::spawn(listeners, gate, limits, audit, inspector)
+        }
+    }
+    .map_err(io_err("starting the proxy"))?;
     Ok((auditor, Some(proxy)))
 }
 

@@ -34,6 +34,7 @@ use nix::sys::stat::{fstat, Mode, SFlag};
 use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
 
+use crate::sandbox::config_gate::ConfigFiles;
 use crate::sandbox::create_gate::{self, Guard, Reply};
 use crate::sandbox::seccomp::{self, Gated, Notification};
 use crate::sys;
@@ -84,11 +85,20 @@ pub struct UnixGate {
     /// sock_diag, opened before init's own filter forbids netlink sockets.
     diag: Mutex<OwnedFd>,
     allowed: Vec<SocketId>,
-    /// The names the file creation gate refuses.
-    guard: Guard,
+    /// What the file creation gate refuses, and the configs it may update.
+    files: FileRules,
     report: Reporter,
     idle: AtomicUsize,
     workers: AtomicUsize,
+}
+
+/// The file creation gate's share of the gate.
+#[derive(Debug, Default)]
+pub struct FileRules {
+    /// The names it refuses to make.
+    pub guard: Guard,
+    /// The repositories' configs a rename may update (see `config_gate`).
+    pub git_configs: ConfigFiles,
 }
 
 /// What the gate refused, for the audit log.
@@ -135,7 +145,7 @@ impl UnixGate {
         listener: OwnedFd,
         diag: OwnedFd,
         allowed: Vec<SocketId>,
-        guard: Guard,
+        files: FileRules,
         report: Reporter,
     ) -> io::Result<()> {
         // Older kernels lack it; the gate works the same, a little slower.
@@ -144,7 +154,7 @@ impl UnixGate {
             listener,
             diag: Mutex::new(diag),
             allowed,
-            guard,
+            files,
             report,
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(0),
@@ -206,7 +216,7 @@ impl UnixGate {
                 }
                 Gated::Create(kind) => {
                     let reply = Caller::attach(&self.listener, &call).and_then(|caller| {
-                        create_gate::serve(&caller, &call, kind, &self.guard, &self.report)
+                        create_gate::serve(&caller, &call, kind, &self.files, &self.report)
                     });
                     match reply {
                         Ok(Reply::Value(v)) => seccomp::answer(&self.listener, call.id, Ok(v)),
@@ -261,7 +271,13 @@ impl UnixGate {
                 if family == libc::AF_UNIX && addr.len() > 2 && addr[2] != 0 {
                     let path = &addr[2..];
                     let path = &path[..path.iter().position(|b| *b == 0).unwrap_or(path.len())];
-                    return create_gate::bind_unix(&caller, &sock, path, &self.guard, &self.report);
+                    return create_gate::bind_unix(
+                        &caller,
+                        &sock,
+                        path,
+                        &self.files.guard,
+                        &self.report,
+                    );
                 }
                 sys::bind_raw(sock.as_fd(), &addr).map_err(errno)?;
                 Ok(0)
@@ -834,7 +850,7 @@ mod tests {
             listener: hung_up_listener(),
             diag: Mutex::new(UnixGate::open_diag().unwrap()),
             allowed: Vec::new(),
-            guard: Guard::default(),
+            files: FileRules::default(),
             report: Box::new(|_| {}),
             idle: AtomicUsize::new(0),
             workers: AtomicUsize::new(1),

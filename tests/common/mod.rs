@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod framing;
+pub mod standins;
 pub mod tls;
 
 use std::ffi::OsString;
@@ -384,7 +385,7 @@ impl Sandbox {
         }
         c.arg(&self.bin);
         c.arg(&self.subcommand);
-        if self.pass_project && (self.subcommand == "run" || self.subcommand == "explain") {
+        if self.pass_project && ["run", "explain", "learn"].contains(&self.subcommand.as_str()) {
             if let Some(p) = &self.project {
                 c.arg("--project").arg(p);
             }

@@ -39,7 +39,7 @@ pub use files::{ALLOW_READ, ALLOW_WRITE, CACHE, DENY_READ, DENY_WRITE, PROTECT};
 pub use limits::{MAX_MEMORY, MAX_PROCS, MAX_TMP, TIMEOUT};
 pub use network::{
     HTTP_RULES, INSPECT, LOCAL_PORTS, MAX_CONNECTIONS, NET_ALLOW, NET_DENY, NO_INSPECT, PORTS,
-    UNIX_SOCKETS, UPSTREAM_CA,
+    PRESETS, UNIX_SOCKETS, UPSTREAM_CA,
 };
 pub use sandbox::ALLOW_DEGRADED;
 
@@ -122,6 +122,8 @@ pub enum Door {
     LocalPorts,
     /// The host UNIX sockets reachable inside.
     UnixSockets,
+    /// The presets named.
+    Presets,
     /// The proxy's allow rules.
     HostAllow,
     /// The proxy's deny rules.
@@ -286,6 +288,10 @@ pub enum Widens<V: 'static> {
         /// What the value in force does when on, for the message.
         what: &'static str,
     },
+    /// The value stands for other settings (presets): it widens when one
+    /// of them would; the function says why (a detail ending in "; "), or
+    /// `None` when none would.
+    Contents(fn(&V, &Policy) -> Option<String>),
 }
 
 /// The kind of a [`Widens`], without its functions.
@@ -303,6 +309,8 @@ pub enum WidensKind {
     NewEntries,
     /// [`Widens::TurnsOff`].
     TurnsOff,
+    /// [`Widens::Contents`].
+    Contents,
 }
 
 impl<V> Widens<V> {
@@ -315,6 +323,7 @@ impl<V> Widens<V> {
             Widens::Raise { .. } => WidensKind::Raise,
             Widens::NewEntries { .. } => WidensKind::NewEntries,
             Widens::TurnsOff { .. } => WidensKind::TurnsOff,
+            Widens::Contents(_) => WidensKind::Contents,
         }
     }
 }
@@ -376,6 +385,7 @@ pub static KEYS: &[&dyn Declared] = &[
     &DENY_ENV,
     &KEEP_ENV,
     &CLEAR_ENV,
+    &PRESETS,
     &NET_ALLOW,
     &NET_DENY,
     &PORTS,

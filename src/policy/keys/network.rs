@@ -15,6 +15,7 @@ use crate::policy::load::values::{
     check_connections, check_port, dedup_ports, join_ports, one_file,
 };
 use crate::policy::pattern::PathPattern;
+use crate::policy::presets::{self, Expanded};
 
 /// `network.local_ports`: array of TCP ports (1 to 65535) that programs
 /// inside may bind and connect to on the sandbox's own loopback. Widens.
@@ -58,6 +59,30 @@ pub static UNIX_SOCKETS: Key<Vec<PathPattern>> = Key {
     widens: Widens::AnyEntry(Vec::is_empty),
     show: |v| list(v),
     explain: Explain::Door(Door::UnixSockets),
+};
+
+/// `network.presets`: array of preset names (see [`crate::policy::presets`]):
+/// each preset's lines, applied where this key stands, each from the preset
+/// and this layer. Widens when a preset's lines would.
+pub static PRESETS: Key<Vec<Expanded>> = Key {
+    about: About {
+        section: "network",
+        name: "presets",
+        flag: many(
+            "preset",
+            "NAME",
+            "Allow what a package manager or service needs (repeatable): npm (yarn, pnpm), pypi (pip, uv, poetry), crates (cargo), go, maven, gradle, rubygems, github, gitlab, docker-hub, anthropic-api, openai-api; `cordon presets` shows each one's hosts",
+        ),
+        examples: ["[]", "[\"npm\"]"],
+    },
+    read: Read {
+        file: |f, n| f.strings(n, |raw| presets::expand(raw, f.ctx)),
+        strings: |raw, ctx| raw.iter().map(|r| presets::expand(r, ctx)).collect(),
+    },
+    merge: Merge::Append(presets::apply),
+    widens: Widens::Contents(|v, in_force| presets::widening(v, in_force)),
+    show: |v| v.iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
+    explain: Explain::Door(Door::Presets),
 };
 
 /// `network.allow`: array of host patterns (see [`crate::policy::host`]:

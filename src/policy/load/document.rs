@@ -343,6 +343,17 @@ pub fn dotted(keys: &[&str]) -> String {
 
 /// Parses and checks one policy file.
 pub fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fragment, LoadError> {
+    parse_policy(file, bytes, ctx, &[])
+}
+
+/// Parses and checks the policy in a file whose top-level tables `other`
+/// are not policy (a preset's description): those are left to the caller.
+pub fn parse_policy(
+    file: &Path,
+    bytes: &[u8],
+    ctx: &PathContext<'_>,
+    other: &[&str],
+) -> Result<Fragment, LoadError> {
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => {
@@ -364,6 +375,9 @@ pub fn parse_file(file: &Path, bytes: &[u8], ctx: &PathContext<'_>) -> Result<Fr
     };
     let mut fragment = Fragment::default();
     for (section, node) in root.entries().unwrap_or_default() {
+        if other.contains(&section.name) {
+            continue;
+        }
         let name = dotted(&[section.name]);
         if !SECTIONS.contains(&section.name) {
             return Err(doc.invalid(

@@ -38,6 +38,7 @@
 //! [network]
 //! local_ports = [3000, 8080]          # bind/connect on the sandbox's own lo
 //! allow_unix_sockets = ["/run/user/1000/gnupg/S.gpg-agent"]  # host sockets
+//! presets = ["npm", "github"]         # what these tools need (`cordon presets`)
 //! allow = ["api.github.com", "*.npmjs.org", "example.com:8443",
 //!          "host.cordon.internal:5432", "203.0.113.7", "10.1.0.0/16:5432"]
 //! deny  = ["upload.example.com"]      # deny beats allow

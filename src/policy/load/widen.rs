@@ -38,6 +38,7 @@ pub fn detail<V>(key: &Key<V>, value: &V, in_force: &Policy) -> Option<String> {
         Widens::Never => return None,
         Widens::AnyValue => return Some(String::new()),
         Widens::AnyEntry(is_empty) => return (!is_empty(value)).then(String::new),
+        Widens::Contents(widens) => return widens(value, in_force),
         Widens::Raise { .. } | Widens::NewEntries { .. } | Widens::TurnsOff { .. } => {
             match &key.merge {
                 // None in force: nothing to exceed.
@@ -76,6 +77,6 @@ pub fn detail<V>(key: &Key<V>, value: &V, in_force: &Policy) -> Option<String> {
         Widens::TurnsOff { is_on, what } => (is_on(&old.value) && !is_on(value))
             .then(|| format!("the {} in force {what}; ", old.source)),
         // Answered above.
-        Widens::Never | Widens::AnyValue | Widens::AnyEntry(_) => None,
+        Widens::Never | Widens::AnyValue | Widens::AnyEntry(_) | Widens::Contents(_) => None,
     }
 }

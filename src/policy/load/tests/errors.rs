@@ -19,7 +19,7 @@ fn unknown_keys() {
     );
     assert_eq!(
         fx.project_error("[network]\n\"local ports\" = [1]\n"),
-        "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, allow, deny, ports, max_connections, inspect, no_inspect, upstream_ca, rules)"
+        "2:1: network.\"local ports\": unknown key (expected one of local_ports, allow_unix_sockets, presets, allow, deny, ports, max_connections, inspect, no_inspect, upstream_ca, rules)"
     );
     assert_eq!(
         fx.project_error("[sandbox.x]\n"),

@@ -62,7 +62,8 @@ fn an_untrusted_project_cannot_widen_through_any_declared_key() {
             WidensKind::AnyEntry
             | WidensKind::Raise
             | WidensKind::NewEntries
-            | WidensKind::TurnsOff => {
+            | WidensKind::TurnsOff
+            | WidensKind::Contents => {
                 assert!(narrowed.is_ok(), "{name}: {narrow} is refused");
                 assert!(widened.is_err(), "{name}: {wide} is let through");
             }

@@ -163,3 +163,37 @@ fn untrusted_message_quotes_odd_paths() {
     assert!(err.contains(&format!("`cordon trust {quoted}`")), "{err}");
     assert!(matches!(load(&req), Err(LoadError::Untrusted { .. })));
 }
+
+#[test]
+fn an_untrusted_project_may_not_name_a_preset_that_widens_until_trusted() {
+    let fx = Fx::new();
+    let text = "[network]\ndeny = [\"upload.example\"]\npresets = [\n  \"crates\"]\n";
+    let got = fx.project_error(text);
+    let want = "3:1: network.presets: preset crates sets network.allow, which widens the sandbox; the project's cordon.toml is not trusted, so it may only narrow the sandbox; ";
+    assert!(got.starts_with(want), "\n got {got}\nwant {want}");
+    // Named by a flag, it needs no trust.
+    fx.write_project("[network]\ndeny = [\"upload.example\"]\n");
+    load(&fx.req(given(&[("--preset", &["crates"])]))).unwrap();
+
+    let file = fx.write_project(text);
+    trust::trust(&fx.config, &file).unwrap();
+    let p = fx.load().unwrap();
+    let from = Source::Preset {
+        name: "crates".into(),
+        from: Box::new(Source::Project(file.clone())),
+    };
+    assert_eq!(
+        rule_texts(&p.network.hosts.allow),
+        vec![
+            ("index.crates.io".to_string(), from.clone()),
+            ("static.crates.io".to_string(), from),
+        ]
+    );
+    let named: Vec<(&str, &Source)> = p
+        .network
+        .presets
+        .iter()
+        .map(|n| (n.value.name.as_str(), &n.source))
+        .collect();
+    assert_eq!(named, vec![("crates", &Source::Project(file))]);
+}

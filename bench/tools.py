@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Real tools, bare against inside cordon, in one run: `npm install` and
+`pip install` of the same packages from local stand-ins of their
+registries, and a `git clone` of a mid-sized repository from a local git
+HTTP server (tests/py/standins.py, on 127.0.0.1; cordon reaches them
+through its proxy as host.cordon.internal:PORT). Rounds are interleaved,
+each in a fresh directory, with nothing cached between rounds.
+
+Also measures `cordon run -- /bin/true` against bare /bin/true in the same
+rounds, so each tool's overhead can be read net of start-up: the target is
+inside <= bare + start-up + 10% of bare.
+
+usage: bench/tools.py [--rounds N] [--packages N] [--files N] [--cordon PATH]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STANDINS = os.path.join(HERE, "..", "tests", "py", "standins.py")
+
+
+def timed(argv, cwd, env=None):
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr.decode()}")
+    return elapsed
+
+
+def make_repo(path, files):
+    """A repository of `files` text files over 50 commits, by fast-import."""
+    subprocess.run(["git", "init", "-q", "--bare", path], check=True)
+    lines = []
+    per_commit = max(1, files // 50)
+    mark = 0
+    for c in range(50):
+        lines.append("commit refs/heads/main")
+        lines.append(f"committer bench <b@e> {1700000000 + c} +0000")
+        msg = f"commit {c}"
+        lines.append(f"data {len(msg)}")
+        lines.append(msg)
+        for f in range(per_commit):
+            mark += 1
+            body = (f"file {c}-{f}\n" + "".join(f"line {i} of {c}/{f} {mark * 7919 % 104729}\n"
+                                              for i in range(40)))
+            lines.append(f"M 644 inline d{c % 20}/f{c}-{f}.txt")
+            lines.append(f"data {len(body.encode())}")
+            lines.append(body)
+    data = ("\n".join(lines) + "\n").encode()
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=path, input=data, check=True)
+    subprocess.run(["git", "symbolic-ref", "HEAD", "refs/heads/main"], cwd=path, check=True)
+    subprocess.run(["git", "gc", "-q"], cwd=path, check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--packages", type=int, default=40)
+    ap.add_argument("--files", type=int, default=5000)
+    ap.add_argument("--cordon", default=os.path.join(HERE, "..", "target", "release", "cordon"))
+    args = ap.parse_args()
+    cordon = os.path.abspath(args.cordon)
+    work = tempfile.mkdtemp(prefix="cordon-bench-tools-")
+    server = subprocess.Popen([sys.executable, STANDINS, os.path.join(work, "standins"),
+                               "--packages", str(args.packages)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        ports = json.loads(server.stdout.readline())
+        make_repo(os.path.join(work, "standins", "git", "mid.git"), args.files)
+        size = sum(os.path.getsize(os.path.join(d, f))
+                   for d, _, fs in os.walk(os.path.join(work, "standins", "git", "mid.git"))
+                   for f in fs)
+        print(f"{args.packages} chained packages per install; git repository of "
+              f"{args.files} files, {size / 1e6:.1f} MB packed; {args.rounds} interleaved rounds")
+
+        def local(kind):
+            return f"http://127.0.0.1:{ports[kind]}"
+
+        def via_cordon(kind):
+            return f"http://host.cordon.internal:{ports[kind]}"
+
+        def in_cordon(kind, argv):
+            return [cordon, "run", "--quiet", "--audit", "none",
+                    "--allow-domain", f"host.cordon.internal:{ports[kind]}", "--"] + argv
+
+        def npm(url, cache):
+            return ["npm", "install", "--no-audit", "--no-fund", "--cache", cache,
+                    "--registry", url + "/", "cordon-fixture-0"]
+
+        def pip(url, target):
+            return [sys.executable, "-m", "pip", "install", "-q", "--no-cache-dir",
+                    "--disable-pip-version-check", "--target", target,
+                    "--index-url", url + "/simple/", "--trusted-host",
+                    url.split("//")[1].split(":")[0], "cordon-fixture-0"]
+
+        cases = {
+            "start-up (/bin/true)": (lambda d: ["/bin/true"],
+                                     lambda d: [cordon, "run", "--quiet", "--audit", "none",
+                                                "--", "/bin/true"]),
+            "npm install": (lambda d: npm(local("npm"), os.path.join(d, ".cache")),
+                            lambda d: in_cordon("npm", npm(via_cordon("npm"), "/tmp/npm-cache"))),
+            "pip install": (lambda d: pip(local("pypi"), os.path.join(d, "t")),
+                            lambda d: in_cordon("pypi", pip(via_cordon("pypi"), "t"))),
+            "git clone": (lambda d: ["git", "clone", "-q", local("git") + "/mid.git", "c"],
+                          lambda d: in_cordon("git", ["git", "clone", "-q",
+                                                      via_cordon("git") + "/mid.git", "c"])),
+        }
+        times = {name: {"bare": [], "cordon": []} for name in cases}
+        for r in range(args.rounds):
+            for name, (bare, inside) in cases.items():
+                for how, make in (("bare", bare), ("cordon", inside)):
+                    d = os.path.join(work, f"p-{r}-{how}-{name.split()[0]}")
+                    os.makedirs(d)
+                    with open(os.path.join(d, "package.json"), "w") as f:
+                        f.write('{"name": "bench", "version": "1.0.0"}\n')
+                    times[name][how].append(timed(make(d), d))
+                    shutil.rmtree(d)
+        med = {n: {h: statistics.median(v) for h, v in t.items()} for n, t in times.items()}
+        startup = med["start-up (/bin/true)"]["cordon"] - med["start-up (/bin/true)"]["bare"]
+        print(f"\n{'case':<22}{'bare':>10}{'cordon':>10}{'ratio':>8}{'net of start-up':>18}")
+        for name, m in med.items():
+            net = (m["cordon"] - startup) / m["bare"] if name != "start-up (/bin/true)" else float("nan")
+            net_text = f"{net:.3f}x" if net == net else "-"
+            print(f"{name:<22}{m['bare'] * 1000:>8.1f}ms{m['cordon'] * 1000:>8.1f}ms"
+                  f"{m['cordon'] / m['bare']:>7.2f}x{net_text:>18}")
+        print(f"\nstart-up added by cordon: {startup * 1000:.1f} ms (median); "
+              "net of start-up = (cordon - start-up) / bare; the target is <= 1.10x")
+    finally:
+        server.kill()
+        server.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

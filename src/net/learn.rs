@@ -1,0 +1,150 @@
+//! `cordon learn`'s gate: the policy's own answers, except that a
+//! destination no rule names is let through and written down.
+//!
+//! Only "no rule names it" turns into an allow (no allow rule for a name,
+//! none for an IP literal, or one for the host but not this port). Deny
+//! rules, `host.cordon.internal` without a rule, and the address guard
+//! (loopback, private, metadata and other special ranges, the host's own
+//! addresses) refuse as they do in every run, and the refusal is written
+//! down too, so the learned policy can say what it could not allow.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::gate::PolicyGate;
+use super::proxy::{Allowed, Denial, Destination, Gate};
+use crate::policy::host::{normalize, DenyReason, HostPolicy, Target, Verdict};
+use crate::policy::learned::Seen;
+
+/// The rule a learned destination is allowed by, as the audit log shows it.
+pub const LEARN_RULE: &str = "learn mode: no rule names it";
+/// Where that rule comes from.
+pub const LEARN_SOURCE: &str = "cordon learn";
+
+/// Every destination a learning run asked for, shared between its gate
+/// and the run that prints the policy afterwards.
+#[derive(Debug, Default)]
+pub struct Learned {
+    seen: Mutex<BTreeMap<(String, u16), Record>>,
+}
+
+/// What one destination came to.
+#[derive(Debug, Default)]
+struct Record {
+    decisions: u64,
+    /// Refused before resolving (a deny rule, the host's loopback).
+    refused: Option<String>,
+    /// An address it resolved to was refused ...
+    address_refused: Option<String>,
+    /// ... and none was accepted.
+    address_accepted: bool,
+    /// The rule in force that allowed it, if one did.
+    allowed_by: Option<String>,
+}
+
+impl Learned {
+    fn note(&self, target: &Target, port: u16, update: impl FnOnce(&mut Record)) {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        update(seen.entry((target.to_string(), port)).or_default());
+    }
+
+    /// Every destination, in the order of host and port.
+    pub fn seen(&self) -> Vec<Seen> {
+        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.iter()
+            .map(|((host, port), r)| Seen {
+                host: host.clone(),
+                port: *port,
+                connections: r.decisions,
+                refused: r
+                    .refused
+                    .clone()
+                    .or_else(|| r.address_refused.clone().filter(|_| !r.address_accepted)),
+                allowed_by: r.allowed_by.clone(),
+            })
+            .collect()
+    }
+}
+
+/// A [`PolicyGate`] that learns (see the module's docs).
+pub struct LearningGate {
+    inner: PolicyGate,
+    policy: HostPolicy,
+    learned: Arc<Learned>,
+}
+
+impl LearningGate {
+    /// Learns into `learned`, on top of `policy`.
+    pub fn new(policy: HostPolicy, learned: Arc<Learned>) -> LearningGate {
+        LearningGate {
+            inner: PolicyGate::new(policy.clone()),
+            policy,
+            learned,
+        }
+    }
+}
+
+impl Gate for LearningGate {
+    fn check_destination(&self, host: &str, port: u16) -> Result<Allowed, Denial> {
+        let Ok(target) = normalize(host) else {
+            return self.inner.check_destination(host, port);
+        };
+        let decided = self.inner.check_destination(host, port);
+        let learnable = decided.is_err()
+            && matches!(
+                self.policy.decide(&target, port),
+                Verdict::Deny {
+                    reason: DenyReason::NotAllowed | DenyReason::IpLiteral | DenyReason::Port,
+                    ..
+                }
+            );
+        let answer = match (&target, learnable) {
+            (_, false) => decided,
+            (Target::Name(name), true) => Ok(learned(Destination::Name(name.clone()))),
+            // The proxy checks the addresses a name resolves to, but takes
+            // an IP literal as vetted by its rule: no rule did here, so
+            // the address guard is asked now.
+            (Target::Ip(ip), true) => self
+                .inner
+                .check_address(host, *ip, port)
+                .map(|()| learned(Destination::Ip(*ip))),
+        };
+        self.learned.note(&target, port, |r| {
+            r.decisions += 1;
+            match &answer {
+                Ok(_) if learnable => {}
+                Ok(allowed) => {
+                    r.allowed_by = Some(format!("{} from {}", allowed.rule, allowed.source))
+                }
+                Err(denial) => r.refused = Some(denial.reason.clone()),
+            }
+        });
+        answer
+    }
+
+    fn check_address(&self, host: &str, addr: IpAddr, port: u16) -> Result<(), Denial> {
+        let checked = self.inner.check_address(host, addr, port);
+        if let Ok(target) = normalize(host) {
+            self.learned.note(&target, port, |r| match &checked {
+                Ok(()) => r.address_accepted = true,
+                Err(denial) => {
+                    r.address_refused = Some(format!("resolved to {addr}: {}", denial.reason))
+                }
+            });
+        }
+        checked
+    }
+}
+
+fn learned(dest: Destination) -> Allowed {
+    Allowed {
+        dest,
+        rule: LEARN_RULE.to_string(),
+        source: LEARN_SOURCE.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[path = "learn_tests.rs"]
+mod tests;

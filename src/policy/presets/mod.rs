@@ -1,0 +1,380 @@
+//! Presets: what a package manager or a service needs, by one name
+//! (`--preset npm`, `[network] presets = ["npm"]`).
+//!
+//! A preset is a policy fragment shipped in the binary (the `*.toml` files
+//! beside this module): the format of a policy file, plus a `[preset]`
+//! table that describes it ([`About`]: its name, a line about it, the
+//! tools it serves, the caches those tools keep). Its policy is read by the
+//! same reader and key declarations as any policy file
+//! ([`crate::policy::load::document`], [`crate::policy::keys`]), so every
+//! key works in a preset. Its lines take effect in the layer that names
+//! it, each from a [`Source::Preset`] that names the preset and that
+//! layer; an untrusted project file may not name a preset that widens the
+//! sandbox (the trust rule sees the preset's own lines).
+//!
+//! The caches are documentation for now (`cordon presets` prints them):
+//! no key gives the sandbox a cache of its own yet.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::host::{parse_rule, Target};
+use super::load::document::{parse_policy, position};
+use super::load::layer::Fragment;
+use super::load::widen::first_widening;
+use super::load::LoadError;
+use super::pattern::PathContext;
+use super::{Policy, Source, Sourced};
+
+/// The table of a preset file that describes it; the rest is policy.
+pub const HEADER: &str = "preset";
+
+/// A preset file shipped in the binary.
+pub struct Shipped {
+    /// Its name: the file's stem, and its `[preset] name`.
+    pub name: &'static str,
+    /// The file's text.
+    pub text: &'static str,
+}
+
+/// The shipped presets, each `NAME.toml` beside this module.
+macro_rules! shipped {
+    ($($name:literal),+ $(,)?) => {
+        &[$(Shipped { name: $name, text: include_str!(concat!($name, ".toml")) }),+]
+    };
+}
+
+/// Every shipped preset, in the order `cordon presets` lists them.
+pub static SHIPPED: &[Shipped] = shipped![
+    "npm",
+    "pypi",
+    "crates",
+    "go",
+    "maven",
+    "gradle",
+    "rubygems",
+    "github",
+    "gitlab",
+    "docker-hub",
+    "anthropic-api",
+    "openai-api",
+];
+
+/// What a preset's `[preset]` table says about it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct About {
+    /// Its name, as `--preset` takes it.
+    pub name: String,
+    /// One line about what it lets through.
+    pub about: String,
+    /// The tools it serves.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// The caches those tools keep.
+    #[serde(default)]
+    pub caches: Vec<Cache>,
+}
+
+/// A cache a preset's tool keeps, and how the tool is pointed elsewhere.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cache {
+    /// The tool that keeps it.
+    pub tool: String,
+    /// Its default place (`~/` is the home).
+    pub path: String,
+    /// The variable that moves it, when one moves only it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// Anything else worth knowing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A preset file as the description reader sees it: the `[preset]` table,
+/// and the policy as written (the policy reader reads it again, by key).
+#[derive(Deserialize)]
+struct File {
+    preset: About,
+    #[serde(flatten)]
+    policy: toml::Table,
+}
+
+/// A shipped preset, read.
+pub struct Preset {
+    /// Its file.
+    pub shipped: &'static Shipped,
+    /// What its `[preset]` table says.
+    pub about: About,
+    /// Its policy as written (sections of keys), for listings.
+    pub policy: toml::Table,
+}
+
+impl Preset {
+    /// Reads `shipped`'s description; its policy is read by [`Preset::expand`].
+    pub fn read(shipped: &'static Shipped) -> Result<Preset, LoadError> {
+        let file = path(shipped.name);
+        let text = shipped.text;
+        let parsed: File = toml::from_str(text).map_err(|e| LoadError::Syntax {
+            at: position(&file, text, e.span().map_or(0, |s| s.start)),
+            message: e.message().trim().replace('\n', ": "),
+        })?;
+        let invalid = |key: &str, message: String| LoadError::Invalid {
+            at: position(&file, text, 0),
+            key: key.to_string(),
+            message,
+        };
+        if parsed.preset.name != shipped.name {
+            return Err(invalid(
+                "preset.name",
+                format!(
+                    "is {:?}, but the preset is {:?}",
+                    parsed.preset.name, shipped.name
+                ),
+            ));
+        }
+        let names_presets = parsed
+            .policy
+            .get("network")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|n| n.contains_key(PRESETS_KEY));
+        if names_presets {
+            return Err(invalid(
+                &format!("network.{PRESETS_KEY}"),
+                "a preset may not name presets".to_string(),
+            ));
+        }
+        Ok(Preset {
+            shipped,
+            about: parsed.preset,
+            policy: parsed.policy,
+        })
+    }
+
+    /// Its policy, read by the policy file reader (paths against `ctx`).
+    pub fn expand(&self, ctx: &PathContext<'_>) -> Result<Fragment, LoadError> {
+        parse_policy(
+            &path(self.shipped.name),
+            self.shipped.text.as_bytes(),
+            ctx,
+            &[HEADER],
+        )
+    }
+
+    /// The hosts its `[network] allow` names, as written.
+    pub fn hosts(&self) -> Vec<&str> {
+        self.policy
+            .get("network")
+            .and_then(|n| n.get("allow"))
+            .and_then(toml::Value::as_array)
+            .map(|a| a.iter().filter_map(toml::Value::as_str).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The key in `[network]` that names presets (see
+/// [`crate::policy::keys::PRESETS`]).
+const PRESETS_KEY: &str = "presets";
+
+/// How errors in a shipped preset name it.
+fn path(name: &str) -> PathBuf {
+    PathBuf::from(format!("(preset {name})"))
+}
+
+/// The names of the shipped presets, comma-separated.
+pub fn names() -> String {
+    SHIPPED
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The shipped preset called `name`; an unknown name's error lists the
+/// known ones.
+pub fn find(name: &str) -> Result<&'static Shipped, String> {
+    SHIPPED.iter().find(|s| s.name == name).ok_or_else(|| {
+        format!(
+            "unknown preset {name:?}; the presets are {} (`cordon presets` shows what each allows)",
+            names()
+        )
+    })
+}
+
+/// A preset named by a layer, with its policy read, not yet applied.
+pub struct Expanded {
+    /// Its name.
+    pub name: &'static str,
+    /// Its description's line.
+    about: String,
+    fragment: Fragment,
+}
+
+/// A preset in force: what `cordon explain` says of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Named {
+    /// Its name.
+    pub name: String,
+    /// Its description's line.
+    pub about: String,
+}
+
+/// Reads the preset `name` names, its paths against `ctx`.
+pub fn expand(name: &str, ctx: &PathContext<'_>) -> Result<Expanded, String> {
+    let shipped = find(name)?;
+    let read = |ctx| {
+        let preset = Preset::read(shipped)?;
+        let fragment = preset.expand(ctx)?;
+        Ok::<_, LoadError>(Expanded {
+            name: shipped.name,
+            about: preset.about.about,
+            fragment,
+        })
+    };
+    read(ctx).map_err(|e| e.to_string())
+}
+
+/// Why the presets `expanded` would widen `in_force` (the first line of
+/// the first that would, by the trust rule), or `None` when none would.
+pub fn widening(expanded: &[Expanded], in_force: &Policy) -> Option<String> {
+    expanded.iter().find_map(|e| {
+        let first = first_widening(&e.fragment, in_force)?;
+        let why = first.detail.trim_end_matches("; ");
+        Some(if why.is_empty() {
+            format!(
+                "preset {} sets {}, which widens the sandbox; ",
+                e.name, first.key
+            )
+        } else {
+            format!("preset {} sets {}: {why}; ", e.name, first.key)
+        })
+    })
+}
+
+/// Applies the presets `expanded` on top of `policy`, in order: each is
+/// recorded as named by `source`, and each of its lines comes from
+/// [`Source::Preset`] with that name and `source`.
+pub fn apply(policy: &mut Policy, expanded: Vec<Expanded>, source: &Source) {
+    for e in expanded {
+        let named = Named {
+            name: e.name.to_string(),
+            about: e.about,
+        };
+        policy
+            .network
+            .presets
+            .push(Sourced::new(named, source.clone()));
+        let from = Source::Preset {
+            name: e.name.to_string(),
+            from: Box::new(source.clone()),
+        };
+        e.fragment.apply(policy, &from);
+    }
+}
+
+/// The shipped presets with an allow rule for the host `target` (whatever
+/// the port), in listing order: what a refusal may suggest. A preset that
+/// does not read is left out (the listing and the tests report it).
+pub fn allowing(target: &Target) -> Vec<&'static str> {
+    SHIPPED
+        .iter()
+        .filter(|s| {
+            Preset::read(s).is_ok_and(|p| {
+                p.hosts()
+                    .iter()
+                    .any(|h| parse_rule(h).is_ok_and(|r| r.matches_host(target)))
+            })
+        })
+        .map(|s| s.name)
+        .collect()
+}
+
+/// Every shipped preset, read and checked (its policy expanded against
+/// `ctx`): a listing fails whole rather than show a preset that would not
+/// load.
+pub fn all(ctx: &PathContext<'_>) -> Result<Vec<Preset>, LoadError> {
+    SHIPPED
+        .iter()
+        .map(|s| {
+            let preset = Preset::read(s)?;
+            preset.expand(ctx)?;
+            Ok(preset)
+        })
+        .collect()
+}
+
+/// The presets as `cordon presets` prints them: each one's name and line,
+/// then its tools, hosts, other settings and caches.
+pub fn render_text(presets: &[Preset]) -> String {
+    let mut out = String::new();
+    for p in presets {
+        let about = &p.about;
+        out.push_str(&format!("{}: {}\n", about.name, about.about));
+        if !about.tools.is_empty() {
+            out.push_str(&format!("  tools  {}\n", about.tools.join(", ")));
+        }
+        for (section, keys) in &p.policy {
+            let Some(keys) = keys.as_table() else {
+                continue;
+            };
+            for (key, value) in keys {
+                let label = if (section.as_str(), key.as_str()) == ("network", "allow") {
+                    "hosts".to_string()
+                } else {
+                    format!("{section}.{key}")
+                };
+                out.push_str(&format!("  {label}  {}\n", shown(value)));
+            }
+        }
+        for c in &about.caches {
+            let mut line = format!("  cache  {}: {}", c.tool, c.path);
+            let extra: Vec<String> = c
+                .env
+                .iter()
+                .map(|e| format!("${e}"))
+                .chain(c.note.iter().cloned())
+                .collect();
+            if !extra.is_empty() {
+                line.push_str(&format!(" ({})", extra.join("; ")));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.push_str("Use one with --preset NAME or [network] presets = [\"NAME\"]; `cordon presets NAME` shows its file.\n");
+    out
+}
+
+/// A value of a preset's policy as the listing shows it: strings bare,
+/// arrays comma-separated.
+fn shown(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Array(items) => items.iter().map(shown).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// One preset as `cordon presets --json` gives it: its description, the
+/// hosts it allows, its policy as written (as JSON), and, when `with_text`,
+/// its file.
+pub fn render_json(preset: &Preset, with_text: bool) -> serde_json::Value {
+    let mut value = serde_json::json!({
+        "name": preset.about.name,
+        "about": preset.about.about,
+        "tools": preset.about.tools,
+        "hosts": preset.hosts(),
+        "caches": preset.about.caches,
+        "policy": preset.policy,
+    });
+    if with_text {
+        value["toml"] = preset.shipped.text.into();
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,182 @@
+//! `git config` inside, on a repository that was there before the run.
+//!
+//! A repository's config can make git run programs on the host
+//! (`core.hooksPath`, `core.fsmonitor`, includes, ...), so the view binds
+//! it read-only. But `git config user.name x` writes `config.lock` and
+//! renames it over `config`, and a rename onto a mount point fails
+//! (`EBUSY`): without this, no setting could change inside. Renames go
+//! through the file creation gate (see `create_gate`), which hands one
+//! whose target is such a config here. The new text replaces the old one
+//! only when every entry that could run code is in it exactly as before
+//! (see [`gitconfig::check_update`]); then it is written in place, through
+//! a descriptor init opened before it built the view (the file stays the
+//! same inode, so the bind over it shows the new text), and the lock file
+//! is removed, as the rename would have. Anything else is refused
+//! (`EPERM`) and reported with the keys that would have changed.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use nix::fcntl::{openat, OFlag};
+use nix::sys::stat::Mode;
+
+use super::gitconfig::{self, UpdateRefused};
+use super::unix_gate::{Errno, Refusal, Reporter};
+use crate::sys;
+
+/// The most a config may hold, old or new: git's own configs are a few
+/// hundred bytes; a larger one is not read into the gate.
+const MAX_CONFIG: u64 = 1 << 20;
+
+/// The configs of the repositories that were there before the run, each
+/// with a descriptor open for writing from before the view was built.
+#[derive(Debug, Default)]
+pub struct ConfigFiles {
+    /// Each held while a rename over it is decided and written, so two
+    /// at once cannot interleave their texts.
+    files: Vec<(PathBuf, Mutex<std::fs::File>)>,
+}
+
+impl ConfigFiles {
+    /// Opens each of `paths` (regular files with one name only, no final
+    /// symlink) for writing; one that cannot be opened so is left out, and
+    /// a rename over it is made as the kernel would (and fails: the view
+    /// binds it read-only).
+    pub fn open(paths: &[PathBuf]) -> ConfigFiles {
+        let files = paths
+            .iter()
+            .filter_map(|path| {
+                let fd = nix::fcntl::open(
+                    path,
+                    OFlag::O_RDWR | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok()?;
+                let file = std::fs::File::from(sys::own_fd(fd));
+                // git never links a config; one with another name could be
+                // a file some other tool reads.
+                let regular = file.metadata().is_ok_and(|m| m.is_file() && m.nlink() == 1);
+                regular.then(|| (path.clone(), Mutex::new(file)))
+            })
+            .collect();
+        ConfigFiles { files }
+    }
+
+    /// The config at `path` as the sandbox sees it, if it is one of them.
+    pub fn find(&self, path: &Path) -> Option<&Mutex<std::fs::File>> {
+        self.files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, file)| file)
+    }
+}
+
+/// A rename of `source_name` in `source_dir` over `config` (the
+/// repository config at `path`): the new text replaces the old in place
+/// if it may (see the module's docs), and the source is removed.
+pub(crate) fn replace(
+    config: &Mutex<std::fs::File>,
+    path: &Path,
+    source_dir: &OwnedFd,
+    source_name: &OsStr,
+    report: &Reporter,
+) -> Result<i64, Errno> {
+    let refuse = |why: &str| {
+        report(Refusal::Create { path, why });
+        Err(libc::EPERM)
+    };
+    // A panic elsewhere with the lock held left the file as it was.
+    let config = config
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let new = match read_source(source_dir, source_name) {
+        Ok(text) => text,
+        Err(why) => return refuse(&why),
+    };
+    let old = match read_at_start(&config) {
+        Some(text) => text,
+        None => return refuse("git config: the repository's config could not be read whole, so no change to it could be checked"),
+    };
+    match gitconfig::check_update(&old, &new, path) {
+        Ok(()) => {}
+        Err(UpdateRefused::Unreadable(e)) => {
+            return refuse(&format!(
+                "git config: the new text is not a config git reads safely ({e})"
+            ))
+        }
+        Err(UpdateRefused::Keys(keys)) => {
+            return refuse(&format!(
+                "git config: {} could make git run a program outside the sandbox; inside, only user, branch, remote URL and similar settings may change",
+                keys.join(", ")
+            ))
+        }
+    }
+    // Longer text first, then the length: a reader never sees the file
+    // shorter than both texts' common part.
+    config
+        .write_all_at(&new, 0)
+        .and_then(|()| config.set_len(new.len() as u64))
+        .map_err(super::unix_gate::errno)?;
+    // The rename would have taken the source away.
+    let _ = nix::unistd::unlinkat(
+        Some(source_dir.as_raw_fd()),
+        source_name,
+        nix::unistd::UnlinkatFlags::NoRemoveDir,
+    );
+    Ok(0)
+}
+
+/// The whole of `config`, read from its start whatever its offset (the
+/// descriptor is shared by the gate's threads); `None` if it could not be
+/// read or is over [`MAX_CONFIG`] bytes.
+fn read_at_start(config: &std::fs::File) -> Option<Vec<u8>> {
+    let mut text = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = config.read_at(&mut chunk, text.len() as u64).ok()?;
+        if n == 0 {
+            return Some(text);
+        }
+        text.extend_from_slice(&chunk[..n]);
+        if text.len() as u64 > MAX_CONFIG {
+            return None;
+        }
+    }
+}
+
+/// The text of the rename's source: a regular file (not followed if a
+/// link), at most [`MAX_CONFIG`] bytes.
+fn read_source(dir: &OwnedFd, name: &OsStr) -> Result<Vec<u8>, String> {
+    let fd = openat(
+        Some(dir.as_raw_fd()),
+        name,
+        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("git config: the new text could not be opened ({e})"))?;
+    let file = std::fs::File::from(sys::own_fd(fd));
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("git config: the new text could not be read ({e})"))?;
+    if !meta.is_file() {
+        return Err("git config: only a regular file may replace a repository's config".into());
+    }
+    let mut text = Vec::new();
+    file.take(MAX_CONFIG + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| format!("git config: the new text could not be read ({e})"))?;
+    if text.len() as u64 > MAX_CONFIG {
+        return Err(format!(
+            "git config: the new text is over {MAX_CONFIG} bytes"
+        ));
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+#[path = "config_gate_tests.rs"]
+mod tests;
