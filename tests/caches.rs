@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use common::standins::StandIns;
 use common::*;
 
 /// Everything about a tree but access times: each entry's kind, mode,
@@ -474,4 +475,57 @@ fn a_layer_on_a_file_system_without_user_xattrs_refuses_the_run() {
     assert!(stderr.contains("extended attributes"), "{stderr}");
     assert!(!fx.project.join("marker").exists(), "it ran");
     assert_eq!(snapshot(&cache), before, "the host's cache changed");
+}
+
+#[test]
+fn npm_install_fills_the_layer_and_the_next_install_runs_offline_from_it() {
+    each_fixture(|mode, fx| {
+        let cache = host_cache(fx, ".npm");
+        let before = snapshot(&cache);
+        std::fs::write(
+            fx.project.join("package.json"),
+            "{\"name\": \"app\", \"version\": \"1.0.0\"}\n",
+        )
+        .unwrap();
+        chown_tree(&fx.project, mode);
+        let registry = StandIns::start(&fx.dir.path().join("standins"), 2);
+        let npm = |extra: &[&str]| {
+            let mut args = vec!["npm", "install", "--no-audit", "--no-fund"];
+            args.extend_from_slice(extra);
+            let url = registry.url("npm");
+            args.extend(["--registry", &url, "cordon-fixture-0"]);
+            run_in(fx)
+                .env("npm_config_update_notifier", "false")
+                .flag("--allow-domain", registry.allow("npm"))
+                .flag("--cache", "~/.npm=npm_config_cache")
+                .run(&args)
+        };
+        let module = fx.project.join("node_modules/cordon-fixture-1/index.js");
+        npm(&[]).ok();
+        assert!(module.is_file(), "{mode:?}");
+        let served = registry.served("npm");
+        assert!(
+            served.contains("GET /cordon-fixture-1/-/cordon-fixture-1-1.0.0.tgz"),
+            "{mode:?}: {served}"
+        );
+        assert_eq!(
+            snapshot(&cache),
+            before,
+            "{mode:?}: the host's cache changed"
+        );
+
+        // Installed again from nothing, offline: every tarball and
+        // document comes from the layer the first run filled.
+        std::fs::remove_dir_all(fx.project.join("node_modules")).unwrap();
+        std::fs::remove_file(fx.project.join("package-lock.json")).unwrap();
+        let out = npm(&["--offline"]);
+        out.ok();
+        assert!(module.is_file(), "{mode:?}: {out:#?}");
+        assert_eq!(registry.served("npm"), served, "{mode:?}: went online");
+        assert_eq!(
+            snapshot(&cache),
+            before,
+            "{mode:?}: the host's cache changed"
+        );
+    });
 }
