@@ -529,3 +529,38 @@ fn npm_install_fills_the_layer_and_the_next_install_runs_offline_from_it() {
         );
     });
 }
+
+#[test]
+fn pip_install_works_with_its_cache_beside_cordons_own_layers() {
+    each_fixture(|mode, fx| {
+        // ~/.cache/pip lies beside ~/.cache/cordon, where the layers are.
+        let cache = host_cache(fx, ".cache/pip");
+        let before = snapshot(&cache);
+        let index = StandIns::start(&fx.dir.path().join("standins"), 2);
+        let out = run_in(fx)
+            .flag("--allow-domain", index.allow("pypi"))
+            .flag("--cache", "~/.cache/pip=PIP_CACHE_DIR")
+            .sh(&format!(
+                "{PY} -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check \
+                 --index-url {url}/simple/ --trusted-host host.cordon.internal cordon-fixture-0 \
+                 && .venv/bin/python -c 'import cordon_fixture_1; print(cordon_fixture_1.VALUE)' \
+                 && .venv/bin/pip cache dir && touch \"$(.venv/bin/pip cache dir)/pip-was-here\"",
+                url = index.url("pypi")
+            ));
+        out.ok();
+        let dir = cache.display();
+        assert_eq!(out.stdout, format!("1\n{dir}\n"), "{mode:?}: {out:#?}");
+        assert_eq!(
+            snapshot(&cache),
+            before,
+            "{mode:?}: the host's cache changed"
+        );
+        let out = run_in(fx)
+            .flag("--cache", "~/.cache/pip=PIP_CACHE_DIR")
+            .sh("ls ~/.cache/pip");
+        assert_eq!(
+            out.stdout, "c.txt\nd.txt\npip-was-here\nsub\n",
+            "{mode:?}: {out:#?}"
+        );
+    });
+}
