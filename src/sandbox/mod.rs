@@ -7,8 +7,8 @@
 //! ```
 //!
 //! The supervisor's hold on init (start, wait, the one kill path) is
-//! `supervisor`. The files door is [`files`] (mount view) and
-//! [`landlock`]; process hardening is [`init`] and [`seccomp`], its kernel
+//! `supervisor`. The files door is [`files`] (mount view, with the
+//! tools' caches of [`caches`]) and [`landlock`]; process hardening is [`init`] and [`seccomp`], its kernel
 //! calls and their order [`kernel`]; limits are [`limits`].
 
 pub mod caches;
