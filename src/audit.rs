@@ -47,6 +47,7 @@ use nix::sys::stat::Mode;
 use serde::{Deserialize, Serialize};
 use zeroize::Zeroizing;
 
+use crate::policy::keys::shell_word;
 use crate::sys;
 
 pub use crate::escape::printable;
@@ -66,6 +67,16 @@ pub enum Door {
 }
 
 impl Door {
+    /// Its name, as the log and `cordon log --door` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Door::Network => "network",
+            Door::Files => "files",
+            Door::Credentials => "credentials",
+            Door::Process => "process",
+        }
+    }
+
     /// What one blocked event of this door is called in the exit summary
     /// (singular, plural).
     fn noun(self) -> (&'static str, &'static str) {
@@ -146,6 +157,10 @@ pub struct Event {
     /// Why, in words, when the rule alone does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// For refusals: what would allow it (the flag and the TOML line), or
+    /// why nothing does; the exit summary says it beside the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
     /// For network events: how the client asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proto: Option<Proto>,
@@ -178,14 +193,7 @@ impl Event {
     /// the run's sandbox id and command, the writer fills in `prev`.
     pub fn new(door: Door, event: Kind, verdict: Verdict, subject: impl Into<String>) -> Event {
         let mut subject: String = subject.into();
-        if subject.len() > MAX_SUBJECT {
-            let mut end = MAX_SUBJECT;
-            while !subject.is_char_boundary(end) {
-                end -= 1;
-            }
-            subject.truncate(end);
-            subject.push('…');
-        }
+        cut(&mut subject, MAX_SUBJECT);
         Event {
             time: rfc3339_now(),
             sandbox: String::new(),
@@ -198,6 +206,7 @@ impl Event {
             rule: None,
             source: None,
             reason: None,
+            fix: None,
             proto: None,
             bytes_up: None,
             bytes_down: None,
@@ -206,6 +215,19 @@ impl Event {
             prev: String::new(),
             mac: String::new(),
         }
+    }
+}
+
+/// Cuts `text` to at most `max` bytes (at a character boundary), marked
+/// with `…` when cut.
+fn cut(text: &mut String, max: usize) {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
     }
 }
 
@@ -1402,13 +1424,46 @@ fn log_dir(path: &Path) -> &Path {
     }
 }
 
-/// What a run blocked, for the line printed at exit.
+/// Why a subject was refused and what would allow it, as the exit
+/// summary says it: taken from the decision's event (its `reason` and
+/// `fix`), never re-read from a message.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Why {
+    /// Why it was refused.
+    pub reason: Option<String>,
+    /// What would allow it, or why nothing does.
+    pub fix: Option<String>,
+}
+
+impl Why {
+    /// The reason and fix `event` carries.
+    pub fn of(event: &Event) -> Why {
+        Why {
+            reason: event.reason.clone(),
+            fix: event.fix.clone(),
+        }
+    }
+}
+
+/// One blocked subject of the summary.
+#[derive(Debug, Clone)]
+struct Blocked {
+    subject: String,
+    count: u64,
+    /// The reason and fix of its first refusal.
+    why: Why,
+}
+
+/// What a run blocked, for the lines printed at exit.
 #[derive(Debug, Default, Clone)]
 pub struct Summary {
     /// Per door: blocked events by subject, in order of first appearance.
-    blocked: Vec<(Door, Vec<(String, u64)>)>,
+    blocked: Vec<(Door, Vec<Blocked>)>,
     /// Index of (door, subject) in `blocked`.
     index: HashMap<(Door, String), (usize, usize)>,
+    /// The run's sandbox id, for the `cordon log` line that shows the
+    /// subjects left out ("" when unknown).
+    sandbox: String,
 }
 
 /// Events of one kind about one subject (per door and verdict) logged one
@@ -1418,16 +1473,21 @@ const LOGGED_REPEATS: u64 = 20;
 
 /// Distinct subjects remembered per door; more are counted under "others".
 const MAX_SUBJECTS: usize = 1000;
-/// Subjects named in the exit line, per door.
-const SHOWN_SUBJECTS: usize = 5;
+/// The subject the blocked events past [`MAX_SUBJECTS`] are counted under.
+const OTHERS: &str = "others";
+/// Subjects named in the exit summary, per door.
+const SHOWN_SUBJECTS: usize = 8;
+/// Longest reason (and fix) the summary keeps of a subject, in bytes.
+const MAX_SAID: usize = 1024;
 
 impl Summary {
-    /// Counts one blocked `subject` of `door`; returns how many of it (or
-    /// of "others", past the subjects remembered) were counted so far.
-    pub fn count(&mut self, door: Door, subject: &str) -> u64 {
+    /// Counts one blocked `subject` of `door`, refused for `why` (the
+    /// first refusal of a subject gives its reason); returns how many of
+    /// it (or of "others", past the subjects remembered) were counted so far.
+    pub fn count(&mut self, door: Door, subject: &str, why: Why) -> u64 {
         if let Some(&(d, s)) = self.index.get(&(door, subject.to_string())) {
-            self.blocked[d].1[s].1 += 1;
-            return self.blocked[d].1[s].1;
+            self.blocked[d].1[s].count += 1;
+            return self.blocked[d].1[s].count;
         }
         let d = match self.blocked.iter().position(|(x, _)| *x == door) {
             Some(d) => d,
@@ -1437,16 +1497,27 @@ impl Summary {
             }
         };
         let subjects = &mut self.blocked[d].1;
-        let subject = if subjects.len() >= MAX_SUBJECTS {
-            "others"
+        // The others share no one reason.
+        let (subject, why) = if subjects.len() >= MAX_SUBJECTS {
+            (OTHERS, Why::default())
         } else {
-            subject
+            (subject, why)
         };
-        if let Some(s) = subjects.iter().position(|(x, _)| x == subject) {
-            subjects[s].1 += 1;
-            return subjects[s].1;
+        if let Some(s) = subjects.iter().position(|x| x.subject == subject) {
+            subjects[s].count += 1;
+            return subjects[s].count;
         }
-        subjects.push((subject.to_string(), 1));
+        // What the summary keeps per subject is bounded too (a reason may
+        // name a long path).
+        let mut why = why;
+        for said in [&mut why.reason, &mut why.fix].into_iter().flatten() {
+            cut(said, MAX_SAID);
+        }
+        subjects.push(Blocked {
+            subject: subject.to_string(),
+            count: 1,
+            why,
+        });
         self.index
             .insert((door, subject.to_string()), (d, subjects.len() - 1));
         1
@@ -1457,7 +1528,7 @@ impl Summary {
         self.blocked
             .iter()
             .filter(|(d, _)| *d == door)
-            .flat_map(|(_, s)| s.iter().map(|(_, n)| n))
+            .flat_map(|(_, s)| s.iter().map(|b| b.count))
             .sum()
     }
 
@@ -1466,47 +1537,82 @@ impl Summary {
         self.blocked.is_empty()
     }
 
-    /// The exit line, e.g. `cordon: blocked 3 network connections
-    /// (evil.example:443 ×2, 10.0.0.1:80); audit log: PATH`; `None` when
-    /// nothing was blocked.
-    pub fn line(&self, log: Option<&Path>) -> Option<String> {
+    /// What is printed at exit, `None` when nothing was blocked: per door
+    /// a header, then one line per subject (most frequent first, at most
+    /// [`SHOWN_SUBJECTS`], then how to list the rest) with its reason and
+    /// what would allow it, and last the audit log:
+    ///
+    /// ```text
+    /// cordon: blocked 3 network connections:
+    ///   evil.example:443 ×2: no allow rule names this host; allow with --allow-domain evil.example (or [network] allow = ["evil.example"])
+    ///   10.0.0.1:80: IP addresses are refused unless ...; allow with ...
+    /// cordon: audit log: PATH
+    /// ```
+    ///
+    /// Every subject, reason and fix passes through [`printable`].
+    pub fn text(&self, log: Option<&Path>) -> Option<String> {
         if self.is_empty() {
             return None;
         }
         let mut doors = self.blocked.clone();
         doors.sort_by_key(|(d, _)| *d);
-        let parts: Vec<String> = doors
-            .into_iter()
-            .map(|(door, mut subjects)| {
-                let total: u64 = subjects.iter().map(|(_, n)| n).sum();
-                let (one, many) = door.noun();
-                // Most frequent first; ties keep the order of first appearance.
-                subjects.sort_by_key(|s| std::cmp::Reverse(s.1));
-                let mut shown: Vec<String> = subjects
-                    .iter()
-                    .take(SHOWN_SUBJECTS)
-                    .map(|(s, n)| {
-                        let s = printable(s);
-                        if *n > 1 {
-                            format!("{s} ×{n}")
-                        } else {
-                            s
-                        }
-                    })
-                    .collect();
-                if subjects.len() > SHOWN_SUBJECTS {
-                    shown.push(format!("{} more", subjects.len() - SHOWN_SUBJECTS));
-                }
-                let noun = if total == 1 { one } else { many };
-                format!("{total} {noun} ({})", shown.join(", "))
-            })
-            .collect();
-        let log = match log {
-            Some(p) => format!("audit log: {}", printable(p)),
-            None => "no audit log (--audit none)".to_string(),
-        };
-        Some(format!("cordon: blocked {}; {log}", parts.join(", ")))
+        let mut out = String::new();
+        for (door, mut subjects) in doors {
+            let total: u64 = subjects.iter().map(|b| b.count).sum();
+            let (one, many) = door.noun();
+            let noun = if total == 1 { one } else { many };
+            out.push_str(&format!("cordon: blocked {total} {noun}:\n"));
+            // Most frequent first; ties keep the order of first appearance.
+            subjects.sort_by_key(|b| std::cmp::Reverse(b.count));
+            for b in subjects.iter().take(SHOWN_SUBJECTS) {
+                out.push_str(&format!("  {}\n", subject_line(b)));
+            }
+            if subjects.len() > SHOWN_SUBJECTS {
+                let more = subjects.len() - SHOWN_SUBJECTS;
+                out.push_str(&format!("  {more} more ({})\n", self.listing(door, log)));
+            }
+        }
+        match log {
+            Some(p) => out.push_str(&format!("cordon: audit log: {}", printable(p))),
+            None => out.push_str("cordon: no audit log (--audit none)"),
+        }
+        Some(out)
     }
+
+    /// How to list every refusal of `door` in this run (the log named:
+    /// the one `cordon log` reads by default may be another).
+    fn listing(&self, door: Door, log: Option<&Path>) -> String {
+        let Some(log) = log else {
+            return "not logged: --audit none".to_string();
+        };
+        let mut command = format!("cordon log --file {}", shell_word(&printable(log)));
+        if !self.sandbox.is_empty() {
+            command.push_str(&format!(
+                " --sandbox {}",
+                shell_word(&printable(&self.sandbox))
+            ));
+        }
+        command.push_str(&format!(" --door {} --denied", door.name()));
+        command
+    }
+}
+
+/// `subject ×N: reason; fix`, each part made printable.
+fn subject_line(b: &Blocked) -> String {
+    let mut line = printable(&b.subject);
+    if b.count > 1 {
+        line.push_str(&format!(" ×{}", b.count));
+    }
+    let said: Vec<String> = [&b.why.reason, &b.why.fix]
+        .into_iter()
+        .flatten()
+        .map(printable)
+        .collect();
+    if !said.is_empty() {
+        line.push_str(": ");
+        line.push_str(&said.join("; "));
+    }
+    line
 }
 
 /// What a flood of one kind of event is counted under: door, kind,
@@ -1711,7 +1817,7 @@ impl Auditor {
     /// summary still counts every refusal).
     pub fn record(&self, event: Event) {
         if event.verdict == Verdict::Deny && event.event == Kind::Decision {
-            self.count_blocked(event.door, &event.subject);
+            self.count_blocked(event.door, &event.subject, Why::of(&event));
         }
         if matches!(event.event, Kind::Decision | Kind::Close) {
             let (seen, subject) = self
@@ -1775,13 +1881,14 @@ impl Auditor {
         }
     }
 
-    /// Counts a blocked attempt for the summary without logging it (for
-    /// floods, which one [`Kind::Limit`] event stands for).
-    pub fn count_blocked(&self, door: Door, subject: &str) -> u64 {
+    /// Counts a blocked attempt, refused for `why`, for the summary
+    /// without logging it (for floods, which one [`Kind::Limit`] event
+    /// stands for).
+    pub fn count_blocked(&self, door: Door, subject: &str, why: Why) -> u64 {
         self.inner
             .summary
             .lock()
-            .map(|mut s| s.count(door, subject))
+            .map(|mut s| s.count(door, subject, why))
             .unwrap_or(0)
     }
 
@@ -1797,11 +1904,14 @@ impl Auditor {
         if let Some(w) = writer {
             let _ = w.join();
         }
-        self.inner
+        let mut summary = self
+            .inner
             .summary
             .lock()
             .map(|s| s.clone())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        summary.sandbox.clone_from(&self.inner.sandbox);
+        summary
     }
 }
 

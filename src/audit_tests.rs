@@ -353,7 +353,14 @@ fn auditor_writes_in_order_and_summarises() {
         auditor.record(event(&format!("h{}.example:443", i % 3), Verdict::Deny));
     }
     auditor.record(event("ok.example:443", Verdict::Allow));
-    auditor.count_blocked(Door::Network, "(over the connection cap)");
+    auditor.count_blocked(
+        Door::Network,
+        "(over the connection cap)",
+        Why {
+            reason: Some("the proxy serves at most 2 connections at once".into()),
+            fix: None,
+        },
+    );
     let summary = auditor.finish();
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(verify(&text, &key_in(dir.path())), Ok(51));
@@ -363,12 +370,12 @@ fn auditor_writes_in_order_and_summarises() {
     assert_eq!(first["subject"], "h0.example:443");
     assert_eq!(summary.blocked(Door::Network), 51);
     assert_eq!(
-            summary.line(Some(&path)).unwrap(),
-            format!(
-                "cordon: blocked 51 network connections (h0.example:443 ×17, h1.example:443 ×17, h2.example:443 ×16, (over the connection cap)); audit log: {}",
-                path.display()
-            )
-        );
+        summary.text(Some(&path)).unwrap(),
+        format!(
+            "cordon: blocked 51 network connections:\n  h0.example:443 ×17\n  h1.example:443 ×17\n  h2.example:443 ×16\n  (over the connection cap): the proxy serves at most 2 connections at once\ncordon: audit log: {}",
+            path.display()
+        )
+    );
     // After finish, events are dropped, not written.
     auditor.record(event("late.example:443", Verdict::Deny));
     assert_eq!(
@@ -602,24 +609,101 @@ fn the_log_record_catches_an_emptied_replaced_or_cut_log() {
     ));
 }
 
+/// A reason and fix, as a decision's event carries them.
+fn why(reason: &str, fix: &str) -> Why {
+    Why {
+        reason: Some(reason.into()),
+        fix: Some(fix.into()),
+    }
+}
+
 #[test]
 fn summary_lines() {
     let mut s = Summary::default();
-    assert_eq!(s.line(None), None);
-    s.count(Door::Network, "evil.example:443");
-    assert_eq!(
-        s.line(None).unwrap(),
-        "cordon: blocked 1 network connection (evil.example:443); no audit log (--audit none)"
+    assert_eq!(s.text(None), None);
+    s.count(
+        Door::Network,
+        "evil.example:443",
+        why(
+            "no allow rule names this host",
+            "allow with --allow-domain evil.example",
+        ),
     );
-    for i in 0..7 {
-        s.count(Door::Network, &format!("h{i}:80"));
-    }
-    s.count(Door::Network, "h3:80");
-    let line = s.line(Some(Path::new("/l"))).unwrap();
     assert_eq!(
-            line,
-            "cordon: blocked 9 network connections (h3:80 ×2, evil.example:443, h0:80, h1:80, h2:80, 3 more); audit log: /l"
-        );
+        s.text(None).unwrap(),
+        "cordon: blocked 1 network connection:\n  evil.example:443: no allow rule names this host; allow with --allow-domain evil.example\ncordon: no audit log (--audit none)"
+    );
+    for i in 0..9 {
+        s.count(Door::Network, &format!("h{i}:80"), Why::default());
+    }
+    // Counted again with another reason: the first one stays.
+    s.count(Door::Network, "h3:80", why("later", "later"));
+    s.count(
+        Door::Files,
+        "/p/.envrc",
+        Why {
+            reason: Some("protected".into()),
+            fix: None,
+        },
+    );
+    s.sandbox = "cordon-1-ab".into();
+    assert_eq!(
+        s.text(Some(Path::new("/l"))).unwrap(),
+        "cordon: blocked 11 network connections:
+  h3:80 ×2
+  evil.example:443: no allow rule names this host; allow with --allow-domain evil.example
+  h0:80
+  h1:80
+  h2:80
+  h4:80
+  h5:80
+  h6:80
+  2 more (cordon log --file /l --sandbox cordon-1-ab --door network --denied)
+cordon: blocked 1 file access:
+  /p/.envrc: protected
+cordon: audit log: /l"
+    );
+    // Without a log, the rest are nowhere to list.
+    assert!(s
+        .text(None)
+        .unwrap()
+        .contains("  2 more (not logged: --audit none)\n"));
+}
+
+#[test]
+fn summary_lines_are_printable() {
+    let mut s = Summary::default();
+    s.count(
+        Door::Network,
+        "/tmp/\x1b[2Jsock",
+        why("a \x07reason", "allow \x1b]0;x"),
+    );
+    let text = s.text(None).unwrap();
+    assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+    assert_eq!(text.lines().count(), 3, "{text}");
+}
+
+#[test]
+fn a_long_reason_is_cut_in_the_summary() {
+    let mut s = Summary::default();
+    let long = "é".repeat(2000);
+    s.count(Door::Files, "/p/x", why(&long, &long));
+    let text = s.text(None).unwrap();
+    let line = text.lines().nth(1).unwrap();
+    assert!(line.len() < 2 * MAX_SAID + 100, "{}", line.len());
+    assert_eq!(line.matches('…').count(), 2, "{line}");
+}
+
+#[test]
+fn the_others_past_the_remembered_subjects_have_no_reason() {
+    let mut s = Summary::default();
+    for i in 0..MAX_SUBJECTS + 3 {
+        s.count(Door::Process, &format!("s{i}"), why("r", "f"));
+    }
+    s.count(Door::Process, "s0", Why::default());
+    let text = s.text(None).unwrap();
+    assert!(text.contains("\n  s0 ×2: r; f\n"), "{text}");
+    assert!(text.contains("\n  others ×3\n"), "{text}");
 }
 
 #[test]

@@ -444,9 +444,14 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
         filters,
         learn: Some(std::sync::Arc::clone(&learned)),
     })?;
+    let writes = learned.writes();
     let text = crate::policy::learned::render(
         &command,
         &learned.seen(),
+        &crate::policy::learned::RefusedWrites {
+            paths: &writes,
+            home: policy.homes.first().map(PathBuf::as_path),
+        },
         &policy.network.hosts.ports.value,
     );
     match &args.output {

@@ -145,6 +145,9 @@ pub fn render(event: &Event) -> String {
         if let Some(reason) = &event.reason {
             line.push_str(&format!("; {reason}"));
         }
+        if let Some(fix) = &event.fix {
+            line.push_str(&format!("; {fix}"));
+        }
     }
     // Everything in an event may come from the sandbox (a socket path, a
     // host name): printed escaped, so it cannot drive the terminal.
@@ -325,6 +328,7 @@ mod tests {
         );
         e.rule = Some("default: nothing is allowed".into());
         e.reason = Some("no allow rule names this host".into());
+        e.fix = Some("allow with --allow-domain a.example".into());
         let line = render(&e);
         assert!(
             line.starts_with("2026-11-30 06:00:00.000  cordon-1-abc"),
@@ -332,6 +336,10 @@ mod tests {
         );
         assert!(
             line.contains("DENY") && line.contains("rule: default: nothing is allowed"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("; no allow rule names this host; allow with --allow-domain a.example"),
             "{line}"
         );
     }

@@ -220,18 +220,38 @@ fn allowed_and_denied_connections_are_logged_and_summarised() {
             "{mode:?}: {out:#?}"
         );
 
-        // One summary line, most frequent first, naming the log.
+        // One summary, most frequent first, each subject with its
+        // reason, naming the log.
         let summary: Vec<&str> = out
             .stderr
             .lines()
-            .filter(|l| l.starts_with("cordon: blocked"))
+            .skip_while(|l| !l.starts_with("cordon: blocked"))
+            .collect();
+        let subjects: Vec<&str> = summary
+            .iter()
+            .filter_map(|l| l.strip_prefix("  ")?.split(": ").next())
             .collect();
         assert_eq!(
-            summary,
-            vec![format!(
-                "cordon: blocked 4 network connections (unlisted.example:80 ×2, denied.example:80, denied.example:443); audit log: {}",
-                log.display()
-            )],
+            summary[0], "cordon: blocked 4 network connections:",
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(
+            subjects,
+            [
+                "unlisted.example:80 ×2",
+                "denied.example:80",
+                "denied.example:443"
+            ],
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            summary[2]
+                .contains("a deny rule matches (rule: denied.example from flag --deny-domain)"),
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(
+            summary.last().copied().unwrap_or_default(),
+            format!("cordon: audit log: {}", log.display()),
             "{mode:?}: {out:#?}"
         );
 
@@ -357,8 +377,9 @@ fn quiet_silences_the_summary_and_runs_append_to_one_chain() {
         // Control: the same run without --quiet prints it.
         let out = run(["denied", "nope.example", "80"], false);
         assert!(
-            out.stderr
-                .contains("cordon: blocked 1 network connection (nope.example:80); audit log: "),
+            out.stderr.contains(
+                "cordon: blocked 1 network connection:\n  nope.example:80: no allow rule names this host; "
+            ) && out.stderr.contains("\ncordon: audit log: "),
             "{mode:?}: {out:#?}"
         );
 
@@ -411,7 +432,7 @@ fn default_log_location_fail_closed_and_read_only_inside() {
         assert_eq!(std::fs::metadata(&log).unwrap().uid(), mode.uid());
         assert!(
             out.stderr
-                .contains(&format!("; audit log: {}", log.display())),
+                .contains(&format!("\ncordon: audit log: {}", log.display())),
             "{mode:?}: {out:#?}"
         );
 
@@ -503,7 +524,7 @@ fn connection_cap_refuses_with_503_and_is_reported_once() {
         assert_eq!(warnings, 1, "{mode:?}: {out:#?}");
         assert!(
             out.stderr
-                .contains("cordon: blocked 2 network connections ((over the connection cap) ×2)"),
+                .contains("cordon: blocked 2 network connections:\n  (over the connection cap) ×2: the proxy's cap of connections at once was reached (2, flag --max-connections); close idle connections, or raise the cap: --max-connections N (or [network] max_connections = N)\n"),
             "{mode:?}: {out:#?}"
         );
         let events = chained_events(&log, &key_of(fx));
@@ -815,8 +836,9 @@ fn seccomp_refusals_are_logged() {
         // In the order the command met them: each is recorded before the
         // call returns.
         assert!(
-            out.stderr
-                .contains("blocked 2 process operations (unshare, keyctl)"),
+            out.stderr.contains(
+                "blocked 2 process operations:\n  unshare: refused with EPERM (`cordon explain` lists them); nothing allows it: the list is built in\n  keyctl: "
+            ),
             "{mode:?}: {out:#?}"
         );
         let order: Vec<&str> = events

@@ -773,6 +773,20 @@ fn curl_and_python_see_only_the_placeholder() {
         let other_part = out.stdout.split("== other").nth(1).unwrap_or_default();
         assert!(other_part.contains("403"), "{mode:?}: {out:#?}");
         assert!(other_part.contains("TEST_TOKEN"), "{mode:?}: {out:#?}");
+        // The exit summary says why, and that nothing allows it (never a
+        // flag that would let the placeholder go there).
+        let summary: Vec<&str> = out
+            .stderr
+            .lines()
+            .skip_while(|l| *l != "cordon: blocked 1 credential access:")
+            .collect();
+        let subject = format!("  127.0.0.1:{}: attempted exfiltration: the placeholder of TEST_TOKEN was sent to a host it may not go to", other.port);
+        assert!(
+            summary.get(1).is_some_and(|l| l.starts_with(&subject)
+                && l.contains("; nothing allows it: the real value of TEST_TOKEN is only sent to the hosts its [[credentials.inject]] entry names (")
+                && !l.contains("--allow")),
+            "{mode:?}: {out:#?}"
+        );
         // The environment holds the placeholder only.
         let environ = out.stdout.split("== environ").nth(1).unwrap_or_default();
         assert_eq!(environ.trim(), "0", "{mode:?}: {out:#?}");
@@ -903,6 +917,20 @@ fn rules_bad_certificates_and_opaque_tunnels() {
         );
         assert!(
             part(&out, "get-other").contains("GET"),
+            "{mode:?}: {out:#?}"
+        );
+        // The exit summary says why, and the rule that would allow it.
+        let rules_line = format!(
+            "  127.0.0.1:{} ×3: method or path outside the HTTP rules for this host; allow it with a [[network.rules]] entry for 127.0.0.1 with this method and path, in a trusted policy file (or widen an existing one)",
+            up.port
+        );
+        assert!(
+            out.stderr.lines().any(|l| l == rules_line),
+            "{mode:?}: {out:#?}"
+        );
+        // A path no rule can judge: no rule would allow it.
+        assert!(
+            part(&out, "dotdot").contains("\nnothing allows it: no rule can judge the request as sent; send the path without dot segments or encoded separators"),
             "{mode:?}: {out:#?}"
         );
         // The upstream saw the allowed request only.

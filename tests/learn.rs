@@ -112,13 +112,72 @@ fn learn_mode_still_refuses_deny_rules_and_guarded_addresses_and_says_so() {
         assert!(text.contains("reached no host"), "{mode:?}: {text}");
         let port = registry.port("npm");
         for refused in [
-            format!("#   localhost:{port}: resolved to 127.0.0.1: the address is"),
-            format!("#   127.0.0.1:{port}: the address is"),
+            format!("#   localhost:{port}: localhost resolved to 127.0.0.1, a loopback address"),
+            format!("#   127.0.0.1:{port}: 127.0.0.1 is a loopback address"),
             format!("#   denied.localhost:{port}: a deny rule matches"),
         ] {
             assert!(text.contains(&refused), "{mode:?}: {refused}: {text}");
         }
         let policy: toml::Value = toml::from_str(&text).unwrap();
         assert!(policy.get("network").is_none(), "{mode:?}: {text}");
+    });
+}
+
+#[test]
+fn refused_writes_are_named_with_their_fix_and_learned_below_the_home() {
+    each_fixture(|mode, fx| {
+        std::fs::create_dir_all(fx.home.join(".cache")).unwrap();
+        std::fs::create_dir_all(fx.project.join("vendor")).unwrap();
+        chown_tree(&fx.home, mode);
+        chown_tree(&fx.project, mode);
+        let cache = fx.home.join(".cache");
+        let script = "mkdir -p ~/.cache/tool && echo x > ~/.cache/tool/f && echo 'wrote: yes'; \
+                      touch vendor/v 2>/dev/null; touch ~/.toolrc 2>/dev/null; true";
+        let run = fx.sandbox().flag("--deny-write", "./vendor").sh(script);
+        assert_ne!(line(&run, "wrote"), "yes", "{mode:?}: {run:#?}");
+        for expected in [
+            format!("  {}/tool: read-only in the sandbox", cache.display()),
+            format!("--allow-write {}", cache.display()),
+            format!(
+                "  {}/vendor/v: kept read-only inside a writable area",
+                fx.project.display()
+            ),
+            format!("  {}/.toolrc: read-only in the sandbox", fx.home.display()),
+        ] {
+            assert!(
+                run.stderr.contains(&expected),
+                "{mode:?}: {expected}: {run:#?}"
+            );
+        }
+        // Learned: the directory below the home, not the home, not the
+        // path kept read-only in the project.
+        let learned = fx.outside.join("learned.toml");
+        let out = fx
+            .sandbox()
+            .subcommand("learn")
+            .flag("--output", learned.as_os_str())
+            .flag("--deny-write", "./vendor")
+            .sh(script);
+        assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
+        let text = std::fs::read_to_string(&learned).unwrap();
+        let policy: toml::Value = toml::from_str(&text).unwrap();
+        let allow: Vec<&str> = policy["files"]["allow_write"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(allow, [cache.to_str().unwrap()], "{mode:?}: {text}");
+        assert!(
+            text.contains(&format!("#   {}:", fx.home.display())),
+            "{mode:?}: {text}"
+        );
+        // Replayed, the write works.
+        let replay = fx
+            .sandbox()
+            .flag("--policy", learned.as_os_str())
+            .sh(script);
+        assert_eq!(line(&replay, "wrote"), "yes", "{mode:?}: {replay:#?}");
+        assert!(cache.join("tool/f").is_file());
     });
 }

@@ -27,6 +27,9 @@ pub const LEARN_SOURCE: &str = "cordon learn";
 #[derive(Debug, Default)]
 pub struct Learned {
     seen: Mutex<BTreeMap<(String, u16), Record>>,
+    /// Names the kernel refused to make outside the writable areas, with
+    /// how often each was tried.
+    writes: Mutex<BTreeMap<std::path::PathBuf, u64>>,
 }
 
 /// What one destination came to.
@@ -47,6 +50,18 @@ impl Learned {
     fn note(&self, target: &Target, port: u16, update: impl FnOnce(&mut Record)) {
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         update(seen.entry((target.to_string(), port)).or_default());
+    }
+
+    /// The kernel refused to make `path` (outside the writable areas).
+    pub fn note_write(&self, path: &str) {
+        let mut writes = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        *writes.entry(path.into()).or_default() += 1;
+    }
+
+    /// Every refused write, in path order, with how often it was tried.
+    pub fn writes(&self) -> Vec<(std::path::PathBuf, u64)> {
+        let writes = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
+        writes.iter().map(|(p, n)| (p.clone(), *n)).collect()
     }
 
     /// Every destination, in the order of host and port.
@@ -107,7 +122,7 @@ impl Gate for LearningGate {
             // the address guard is asked now.
             (Target::Ip(ip), true) => self
                 .inner
-                .check_address(host, *ip, port)
+                .check_literal(*ip, port)
                 .map(|()| learned(Destination::Ip(*ip))),
         };
         self.learned.note(&target, port, |r| {
@@ -128,9 +143,7 @@ impl Gate for LearningGate {
         if let Ok(target) = normalize(host) {
             self.learned.note(&target, port, |r| match &checked {
                 Ok(()) => r.address_accepted = true,
-                Err(denial) => {
-                    r.address_refused = Some(format!("resolved to {addr}: {}", denial.reason))
-                }
+                Err(denial) => r.address_refused = Some(denial.reason.clone()),
             });
         }
         checked

@@ -80,7 +80,7 @@ fn deny_rules_the_hosts_loopback_and_the_address_guard_still_refuse() {
     assert!(seen(&all, "127.0.0.1", 80).refused.is_some());
     let refused = seen(&all, "inside.example", 443).refused.clone().unwrap();
     assert!(
-        refused.starts_with("resolved to 169.254.169.254"),
+        refused.starts_with("inside.example resolved to 169.254.169.254"),
         "{refused}"
     );
     // One address accepted: the host was reached after all.

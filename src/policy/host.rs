@@ -37,7 +37,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde::{Serialize, Serializer};
 
-use crate::policy::{Source, Sourced};
+use crate::policy::{keys, Source, Sourced};
 
 /// The special host that stands for the host's own loopback (`127.0.0.1`).
 pub const HOST_INTERNAL: &str = "host.cordon.internal";
@@ -799,6 +799,11 @@ impl HostPolicy {
         {
             return Ok(());
         }
+        // A special range first: it says more (a loopback address is
+        // also one of the host's own).
+        if let Some(class) = classify(addr) {
+            return Err(DenyReason::Address(class));
+        }
         let own = |ip: IpAddr| host_addrs.contains(&ip);
         if own(addr) {
             return Err(DenyReason::Address(AddressClass::HostOwn));
@@ -808,10 +813,7 @@ impl HostPolicy {
                 return Err(DenyReason::Address(AddressClass::HostOwn));
             }
         }
-        match classify(addr) {
-            Some(class) => Err(DenyReason::Address(class)),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// Whether a rule allows [`HOST_INTERNAL`] on `port` (and no deny rule refuses it).
@@ -833,55 +835,80 @@ impl HostPolicy {
         out
     }
 
-    /// What a user would add to allow `target` on `port` after a refusal for
-    /// `reason`: the flag and the TOML line. For [`DenyReason::Address`],
-    /// pass the refused address as the target.
-    pub fn denial_hint(&self, target: &Target, port: u16, reason: DenyReason) -> String {
+    /// What would allow `target` on `port` after a refusal for `reason`,
+    /// or why nothing does: the flag and the TOML line, as the key
+    /// declarations name them. For [`DenyReason::Address`], pass the
+    /// refused address as the target. The 403 body and the exit summary
+    /// both say it.
+    pub fn denial_fix(&self, target: &Target, port: u16, reason: DenyReason) -> String {
         let in_ports = self.ports.value.contains(&port);
         let loopback_hint = || {
-            let rule = format!("{HOST_INTERNAL}:{port}");
             format!(
-                "to reach a service on the host's own loopback, use {HOST_INTERNAL} instead of localhost: {}",
-                how_to_allow(&rule)
+                "to reach a service on the host's own loopback, name {HOST_INTERNAL} in place of localhost: allow with {}",
+                allow_with(&format!("{HOST_INTERNAL}:{port}"))
             )
         };
         match reason {
             DenyReason::DeniedByRule => {
-                "a deny rule refuses it, and deny beats allow: remove that rule (`cordon explain` lists the rules and where each comes from)".to_string()
+                "deny beats allow: nothing allows it while that deny rule is in force (`cordon explain` lists the rules and where each comes from)".to_string()
             }
-            DenyReason::HostInternal => how_to_allow(&format!("{HOST_INTERNAL}:{port}")),
+            DenyReason::HostInternal => {
+                format!("allow with {}", allow_with(&format!("{HOST_INTERNAL}:{port}")))
+            }
             DenyReason::Address(AddressClass::Loopback) => loopback_hint(),
             _ if is_localhost(target) => loopback_hint(),
-            DenyReason::Port if !in_ports => format!(
-                "{}; or add {port} to the ports that rules without a port allow: [network] ports = [{}]",
-                how_to_allow(&target.with_port(port)),
-                self.ports
+            DenyReason::Port if !in_ports => {
+                let ports: Vec<u16> = self
+                    .ports
                     .value
                     .iter()
-                    .chain(std::iter::once(&port))
-                    .map(u16::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            DenyReason::Port
-            | DenyReason::NotAllowed
-            | DenyReason::IpLiteral
-            | DenyReason::Address(_) => {
-                let rule = if in_ports {
-                    match target {
-                        Target::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
-                        other => other.to_string(),
-                    }
-                } else {
-                    target.with_port(port)
+                    .copied()
+                    .chain(std::iter::once(port))
+                    .collect();
+                let joined = |sep: &str| {
+                    ports
+                        .iter()
+                        .map(u16::to_string)
+                        .collect::<Vec<_>>()
+                        .join(sep)
                 };
+                format!(
+                    "allow with {}; or let rules without a port allow it too: {}",
+                    allow_with(&target.with_port(port)),
+                    keys::PORTS
+                        .about
+                        .set_with(&joined(","), &format!("[{}]", joined(", ")))
+                )
+            }
+            DenyReason::Address(_) => format!(
+                "only a rule naming the address or a range holding it allows it: {}",
+                allow_with(&self.rule_for(target, port))
+            ),
+            DenyReason::Port | DenyReason::NotAllowed | DenyReason::IpLiteral => {
+                // A preset's rules admit the default ports only.
                 let presets = if reason == DenyReason::NotAllowed && in_ports {
                     preset_hint(target)
                 } else {
                     String::new()
                 };
-                format!("{}{presets}", how_to_allow(&rule))
+                format!(
+                    "allow with {}{presets}",
+                    allow_with(&self.rule_for(target, port))
+                )
             }
+        }
+    }
+
+    /// The allow rule that admits `target` on `port`: without a port
+    /// when `ports` has it.
+    fn rule_for(&self, target: &Target, port: u16) -> String {
+        if self.ports.value.contains(&port) {
+            match target {
+                Target::Ip(IpAddr::V6(ip)) => format!("[{ip}]"),
+                other => other.to_string(),
+            }
+        } else {
+            target.with_port(port)
         }
     }
 }
@@ -894,39 +921,26 @@ fn is_localhost(target: &Target) -> bool {
     }
 }
 
-/// "; or the presets that allow it ...", or nothing when no preset does.
+/// "; or use the preset ...", or nothing when no preset allows `target`.
 fn preset_hint(target: &Target) -> String {
     let names = super::presets::allowing(target);
     let Some(first) = names.first() else {
         return String::new();
     };
-    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let many = names.len() > 1;
+    let listed: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
     format!(
-        "; or use the preset{} that allow{} it with the other hosts its tools need: --preset {first}, or [network] presets = [{}] (`cordon presets` lists them)",
-        if names.len() == 1 { "" } else { "s" },
-        if names.len() == 1 { "s" } else { "" },
-        quoted.join(", ")
+        "; or use the preset{} that allow{} it with the other hosts its tools need: {} (`cordon presets` lists them{})",
+        if many { "s" } else { "" },
+        if many { "" } else { "s" },
+        keys::PRESETS.about.add_with(first),
+        if many { format!("; all: {}", listed.join(", ")) } else { String::new() }
     )
 }
 
-/// "allow it with `cordon run --allow-domain RULE ...`, or in cordon.toml: ..."
-fn how_to_allow(rule: &str) -> String {
-    format!(
-        "allow it with `cordon run --allow-domain {} ...`, or in cordon.toml (then `cordon trust`) or your config: [network] allow = [\"{rule}\"]",
-        shell_word(rule)
-    )
-}
-
-/// Quotes a rule for a POSIX shell when it has glob characters.
-fn shell_word(rule: &str) -> String {
-    if rule
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || ".-:_/".contains(c))
-    {
-        rule.to_string()
-    } else {
-        format!("'{rule}'")
-    }
+/// `--allow-domain RULE (or [network] allow = ["RULE"])`.
+fn allow_with(rule: &str) -> String {
+    keys::NET_ALLOW.about.add_with(rule)
 }
 
 // ---------------------------------------------------------------------------
@@ -1039,6 +1053,25 @@ const V6_RANGES: &[(Ipv6Net, AddressClass)] = &[
         AddressClass::Multicast,
     ),
 ];
+
+/// The refused range `addr` is in (the first of the tables that holds
+/// it, or the embedding prefix of a NAT64, 6to4 or Teredo form), as the
+/// reason of a refusal names it; `None` for an ordinary address.
+pub fn refused_range(addr: IpAddr) -> Option<IpNet> {
+    classify(addr)?;
+    match addr {
+        IpAddr::V4(ip) => V4_RANGES
+            .iter()
+            .find(|(net, _)| net.contains(&ip))
+            .map(|(net, _)| IpNet::V4(*net)),
+        IpAddr::V6(ip) => V6_RANGES
+            .iter()
+            .map(|(net, _)| net)
+            .chain([&NAT64_WELL_KNOWN, &SIX_TO_FOUR, &TEREDO])
+            .find(|net| net.contains(&ip))
+            .map(|net| IpNet::V6(*net)),
+    }
+}
 
 /// The class of a special-purpose address, or `None` for an ordinary
 /// (globally routed) one.

@@ -614,6 +614,31 @@ fn ordinary_addresses_pass() {
     ] {
         assert_eq!(refused(&p, addr), None, "{addr}");
         assert_eq!(classify(ip(addr)), None, "{addr}");
+        assert_eq!(refused_range(ip(addr)), None, "{addr}");
+    }
+}
+
+#[test]
+fn a_refused_address_names_its_range() {
+    for (addr, range) in [
+        ("10.0.0.5", "10.0.0.0/8"),
+        ("127.0.0.1", "127.0.0.0/8"),
+        ("169.254.169.254", "169.254.169.254/32"),
+        ("169.254.1.1", "169.254.0.0/16"),
+        ("192.168.1.1", "192.168.0.0/16"),
+        ("::1", "::1/128"),
+        ("fd00::1", "fc00::/7"),
+        ("::ffff:10.0.0.1", "::ffff:0.0.0.0/96"),
+        ("64:ff9b::a00:1", "64:ff9b::/96"),
+        ("2002:a00:1::", "2002::/16"),
+    ] {
+        assert_eq!(
+            refused_range(ip(addr)).map(|r| r.to_string()).as_deref(),
+            Some(range),
+            "{addr}"
+        );
+        // The range holds the address.
+        assert!(refused_range(ip(addr)).unwrap().contains(&ip(addr)));
     }
 }
 
@@ -728,34 +753,39 @@ fn embedded_forms() {
 #[test]
 fn hints_name_the_flag_and_the_toml_line() {
     let p = HostPolicy::default();
-    let h = p.denial_hint(&name("example.com"), 443, DenyReason::NotAllowed);
-    assert!(
-        h.contains("cordon run --allow-domain example.com ..."),
-        "{h}"
+    let h = p.denial_fix(&name("example.com"), 443, DenyReason::NotAllowed);
+    assert_eq!(
+        h,
+        r#"allow with --allow-domain example.com (or [network] allow = ["example.com"])"#
     );
-    assert!(h.contains(r#"[network] allow = ["example.com"]"#), "{h}");
 
-    let h = p.denial_hint(&name("example.com"), 8443, DenyReason::NotAllowed);
-    assert!(h.contains("--allow-domain example.com:8443 ..."), "{h}");
+    let h = p.denial_fix(&name("example.com"), 8443, DenyReason::NotAllowed);
+    assert!(h.contains("--allow-domain example.com:8443 (or"), "{h}");
     assert!(h.contains(r#"allow = ["example.com:8443"]"#), "{h}");
 
-    let h = p.denial_hint(&name("example.com"), 22, DenyReason::Port);
-    assert!(h.contains("--allow-domain example.com:22"), "{h}");
-    assert!(h.contains("[network] ports = [80, 443, 22]"), "{h}");
+    let h = p.denial_fix(&name("example.com"), 22, DenyReason::Port);
+    assert_eq!(
+        h,
+        r#"allow with --allow-domain example.com:22 (or [network] allow = ["example.com:22"]); or let rules without a port allow it too: --ports 80,443,22 (or [network] ports = [80, 443, 22])"#
+    );
 
-    let h = p.denial_hint(&Target::Ip(ip("2001:db8::1")), 8080, DenyReason::IpLiteral);
-    assert!(h.contains("--allow-domain '[2001:db8::1]:8080' ..."), "{h}");
+    let h = p.denial_fix(&Target::Ip(ip("2001:db8::1")), 8080, DenyReason::IpLiteral);
+    assert!(h.contains("--allow-domain '[2001:db8::1]:8080' (or"), "{h}");
     assert!(h.contains(r#"allow = ["[2001:db8::1]:8080"]"#), "{h}");
-    let h = p.denial_hint(&Target::Ip(ip("2606:4700::1")), 443, DenyReason::IpLiteral);
-    assert!(h.contains("--allow-domain '[2606:4700::1]' ..."), "{h}");
+    let h = p.denial_fix(&Target::Ip(ip("2606:4700::1")), 443, DenyReason::IpLiteral);
+    assert!(h.contains("--allow-domain '[2606:4700::1]' (or"), "{h}");
     assert_eq!(rule("[2606:4700::1]").to_string(), "2606:4700::1");
 
-    let h = p.denial_hint(
+    // A resolved address: only a rule naming it (or its range) helps.
+    let h = p.denial_fix(
         &Target::Ip(ip("10.0.0.5")),
         443,
         DenyReason::Address(AddressClass::Private),
     );
-    assert!(h.contains("--allow-domain 10.0.0.5 ..."), "{h}");
+    assert_eq!(
+        h,
+        r#"only a rule naming the address or a range holding it allows it: --allow-domain 10.0.0.5 (or [network] allow = ["10.0.0.5"])"#
+    );
 
     for (target, reason) in [
         (name("localhost"), DenyReason::NotAllowed),
@@ -766,16 +796,16 @@ fn hints_name_the_flag_and_the_toml_line() {
         ),
         (name(HOST_INTERNAL), DenyReason::HostInternal),
     ] {
-        let h = p.denial_hint(&target, 5432, reason);
+        let h = p.denial_fix(&target, 5432, reason);
         assert!(
-            h.contains("--allow-domain host.cordon.internal:5432 ...")
+            h.contains("--allow-domain host.cordon.internal:5432 (or")
                 && h.contains(r#"allow = ["host.cordon.internal:5432"]"#),
             "{target}: {h}"
         );
     }
 
-    let h = p.denial_hint(&name("a.com"), 443, DenyReason::DeniedByRule);
-    assert!(h.contains("deny beats allow"), "{h}");
+    let h = p.denial_fix(&name("a.com"), 443, DenyReason::DeniedByRule);
+    assert!(h.starts_with("deny beats allow: nothing allows it"), "{h}");
 
     // Every hinted rule parses back.
     for port in [80, 443, 8443] {
@@ -784,7 +814,7 @@ fn hints_name_the_flag_and_the_toml_line() {
             Target::Ip(ip("1.2.3.4")),
             Target::Ip(ip("2606:4700::1")),
         ] {
-            let h = p.denial_hint(&t, port, DenyReason::NotAllowed);
+            let h = p.denial_fix(&t, port, DenyReason::NotAllowed);
             let start = h.find("allow = [\"").unwrap() + 10;
             let end = start + h[start..].find('"').unwrap();
             let r = rule(&h[start..end]);

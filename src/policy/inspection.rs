@@ -269,6 +269,9 @@ pub struct RuleDenial {
     pub source: String,
     /// Why, in a few words.
     pub reason: String,
+    /// When no rule could admit the request as it was sent (its method
+    /// or path cannot be judged): how to send it so that one can.
+    pub unjudgeable: Option<&'static str>,
 }
 
 impl InspectionPolicy {
@@ -331,14 +334,20 @@ impl InspectionPolicy {
     pub fn check_request(&self, target: &Target, port: u16, method: &str, path: &str) -> Verdict {
         self.judge(target, port, |rules| {
             let denial = |reason: &str| RuleDenial::of(rules, reason);
+            let unjudgeable = |reason: &str, how: &'static str| RuleDenial {
+                unjudgeable: Some(how),
+                ..denial(reason)
+            };
             if method.bytes().any(|b| b.is_ascii_lowercase()) {
-                return Err(denial(
+                return Err(unjudgeable(
                     "the method is not upper case: methods are case-sensitive, and a server could still read it as the upper-case one",
+                    "send the method in upper case",
                 ));
             }
             let Some(path) = normalize_path(path) else {
-                return Err(denial(
+                return Err(unjudgeable(
                     "the path has dot segments or encoded separators the rules cannot judge",
+                    "send the path without dot segments or encoded separators",
                 ));
             };
             if rules.iter().any(|r| r.value.admits(method, &path)) {
@@ -399,6 +408,7 @@ impl RuleDenial {
                 .map(|r| r.source.to_string())
                 .unwrap_or_default(),
             reason: reason.to_string(),
+            unjudgeable: None,
         }
     }
 }

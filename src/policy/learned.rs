@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// Siblings under one parent it takes to write `*.parent` instead.
 const SIBLINGS_FOR_A_PATTERN: usize = 3;
@@ -65,7 +66,12 @@ pub struct Seen {
 
 /// The learned policy's text: `command` names what ran, `default_ports`
 /// the ports a rule without `:PORT` admits.
-pub fn render(command: &str, seen: &[Seen], default_ports: &[u16]) -> String {
+pub fn render(
+    command: &str,
+    seen: &[Seen],
+    writes: &RefusedWrites<'_>,
+    default_ports: &[u16],
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -113,7 +119,67 @@ pub fn render(command: &str, seen: &[Seen], default_ports: &[u16]) -> String {
             let _ = writeln!(out, "#   {}", comment(&what));
         }
     }
+    render_writes(&mut out, writes);
     out
+}
+
+/// The names a learning run was refused to make outside the writable
+/// areas, and the home directory, below which their directories may be
+/// suggested as writable.
+pub struct RefusedWrites<'a> {
+    /// Each refused name, with how often it was tried.
+    pub paths: &'a [(PathBuf, u64)],
+    /// The caller's home.
+    pub home: Option<&'a Path>,
+}
+
+/// `[files] allow_write` for the directories the refused names were to be
+/// made in: those below the home only (a tool's cache or state); the
+/// home itself, `/` and system directories are listed as comments, for
+/// the user to decide.
+fn render_writes(out: &mut String, writes: &RefusedWrites<'_>) {
+    let mut dirs: BTreeMap<&Path, Vec<(&Path, u64)>> = BTreeMap::new();
+    for (path, n) in writes.paths {
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        dirs.entry(dir).or_default().push((path, *n));
+    }
+    let suggestable = |dir: &Path| writes.home.is_some_and(|h| dir.starts_with(h) && dir != h);
+    let note = |names: &[(&Path, u64)]| {
+        let total: u64 = names.iter().map(|(_, n)| n).sum();
+        let shown: Vec<String> = names
+            .iter()
+            .take(3)
+            .map(|(p, _)| {
+                p.file_name()
+                    .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
+            })
+            .collect();
+        let more = if names.len() > 3 { ", ..." } else { "" };
+        format!(
+            "{total} write{} refused ({}{more})",
+            if total == 1 { "" } else { "s" },
+            shown.join(", ")
+        )
+    };
+    let (suggested, left): (Vec<_>, Vec<_>) = dirs.iter().partition(|(d, _)| suggestable(d));
+    if !suggested.is_empty() {
+        let _ = writeln!(out, "\n[files]\nallow_write = [");
+        for (dir, names) in &suggested {
+            let rule = format!("{},", quoted(&dir.to_string_lossy()));
+            let _ = writeln!(out, "    {rule:<40} # {}", comment(&note(names)));
+        }
+        let _ = writeln!(out, "]");
+    }
+    if !left.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n# Writes refused where no directory is suggested (the home itself, /, system directories): write in the project or /tmp, or allow a directory of your choosing:"
+        );
+        for (dir, names) in left {
+            let line = format!("{}: {}", dir.display(), note(names));
+            let _ = writeln!(out, "#   {}", comment(&line));
+        }
+    }
 }
 
 /// One line of the allow list.

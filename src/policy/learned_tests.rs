@@ -1,5 +1,14 @@
 use super::*;
 
+/// [`super::render`] of a run that was refused no write.
+fn render(command: &str, seen: &[Seen], default_ports: &[u16]) -> String {
+    let none = RefusedWrites {
+        paths: &[],
+        home: None,
+    };
+    super::render(command, seen, &none, default_ports)
+}
+
 fn seen(host: &str, port: u16, connections: u64) -> Seen {
     Seen {
         host: host.to_string(),
@@ -181,4 +190,39 @@ fn presets_that_cover_reached_hosts_are_suggested_as_comments() {
     // Nothing is suggested when no preset covers what was reached.
     let none = render("x", &[seen("example.com", 443, 1)], &[80, 443]);
     assert!(!none.contains("presets ="), "{none}");
+}
+
+#[test]
+fn refused_writes_below_the_home_are_suggested_others_only_listed() {
+    let home = Path::new("/home/u");
+    let paths = [
+        (PathBuf::from("/home/u/.cache/tool/a"), 2),
+        (PathBuf::from("/home/u/.cache/tool/b"), 1),
+        (PathBuf::from("/home/u/.toolrc"), 1),
+        (PathBuf::from("/usr/lib/x/y"), 1),
+        (PathBuf::from("/home/u/.cache/we\nird"), 1),
+    ];
+    let writes = RefusedWrites {
+        paths: &paths,
+        home: Some(home),
+    };
+    let text = super::render("x", &[], &writes, &[80, 443]);
+    let doc: toml::Value = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let allow: Vec<&str> = doc["files"]["allow_write"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(allow, ["/home/u/.cache", "/home/u/.cache/tool"], "{text}");
+    assert!(text.contains("3 writes refused (a, b)"), "{text}");
+    assert!(
+        text.contains("#   /home/u: 1 write refused (.toolrc)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("#   /usr/lib/x: 1 write refused (y)"),
+        "{text}"
+    );
+    assert!(!text.contains("we\nird"), "a name broke a comment: {text}");
 }

@@ -52,10 +52,20 @@ pub enum Message {
     SyscallRefused { syscall: String },
     /// Init → supervisor, while the command runs: the file creation gate
     /// refused a protected name (the path inside, and why).
-    CreateRefused { path: String, why: String },
+    CreateRefused {
+        path: String,
+        why: crate::sandbox::create_gate::Forbidden,
+    },
     /// Init → supervisor, while the command runs: a mode with a
     /// set-user-ID or set-group-ID bit was refused (the call's name).
     PrivilegeModeRefused { syscall: String },
+    /// Init → supervisor, while the command runs: the kernel refused to
+    /// make a name (see `unix_gate::Refusal::Write`).
+    WriteRefused {
+        path: String,
+        in_writable_area: bool,
+        read_only: bool,
+    },
 }
 
 /// One end of the channel.

@@ -24,6 +24,7 @@ use std::sync::Mutex;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::Mode;
 
+use super::create_gate::Forbidden;
 use super::gitconfig::{self, UpdateRefused};
 use super::unix_gate::{Errno, Refusal, Reporter};
 use crate::sys;
@@ -86,7 +87,10 @@ pub(crate) fn replace(
     report: &Reporter,
 ) -> Result<i64, Errno> {
     let refuse = |why: &str| {
-        report(Refusal::Create { path, why });
+        report(Refusal::Create {
+            path,
+            why: Forbidden::GitConfig(why.to_string()),
+        });
         Err(libc::EPERM)
     };
     // A panic elsewhere with the lock held left the file as it was.

@@ -25,7 +25,7 @@ fn setup(old: &str, new: &[u8]) -> Setup {
     let kept = Arc::clone(&refusals);
     let report: Reporter = Box::new(move |r| {
         if let Refusal::Create { why, .. } = r {
-            kept.lock().unwrap().push(why.to_string());
+            kept.lock().unwrap().push(why.reason());
         }
     });
     Setup {

@@ -37,6 +37,8 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::{openat, readlinkat, AtFlags, OFlag, RenameFlags};
 use nix::sys::stat::{Mode, SFlag};
 
+use serde::{Deserialize, Serialize};
+
 use crate::sandbox::config_gate;
 use crate::sandbox::seccomp::{Creating, Notification};
 use crate::sandbox::unix_gate::{errno, Caller, Errno, FileRules, Refusal, Reporter};
@@ -122,6 +124,11 @@ impl Guard {
             .collect();
         self.roots = writable.to_vec();
         self
+    }
+
+    /// Whether `path` lies in one of the writable areas.
+    pub fn in_writable_area(&self, path: &Path) -> bool {
+        self.roots.iter().any(|root| path.starts_with(root))
     }
 
     /// Whether nothing is guarded.
@@ -229,7 +236,7 @@ pub(crate) fn serve(
                 place.name.as_os_str(),
                 Mode::from_bits_truncate(mode as u32),
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
         Creating::Mknod { at } => {
@@ -252,7 +259,7 @@ pub(crate) fn serve(
                 Mode::from_bits_truncate(mode & !libc::S_IFMT),
                 dev,
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
         Creating::Symlink { at } => {
@@ -269,7 +276,7 @@ pub(crate) fn serve(
                 Some(place.dir.as_raw_fd()),
                 place.name.as_os_str(),
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
         Creating::Link { at } => {
@@ -309,7 +316,7 @@ pub(crate) fn serve(
                 place.name.as_os_str(),
                 follow,
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
         Creating::Rename { at, flags } => {
@@ -336,7 +343,10 @@ pub(crate) fn serve(
                 if flags.contains(RenameFlags::RENAME_EXCHANGE) {
                     report(Refusal::Create {
                         path: &place.path,
-                        why: "git config: a repository's config can be replaced, not exchanged",
+                        why: Forbidden::GitConfig(
+                            "git config: a repository's config can be replaced, not exchanged"
+                                .into(),
+                        ),
                     });
                     return Err(libc::EPERM);
                 }
@@ -355,7 +365,7 @@ pub(crate) fn serve(
                 place.name.as_os_str(),
                 flags,
             )
-            .map_err(|e| e as Errno)?;
+            .map_err(|e| refused_write(e, &place, guard, report))?;
             Ok(Reply::Value(0))
         }
     }
@@ -443,28 +453,83 @@ fn open(
                     })?;
                 place = place_from(caller, Some(&place.dir), target.as_bytes())?;
             }
-            Err(e) => return Err(e as Errno),
+            Err(e) => return Err(refused_write(e, &place, guard, report)),
         }
     }
     Err(libc::ELOOP)
+}
+
+/// The errno of a creating call the gate made and the kernel refused; a
+/// write the view or Landlock refused (`EROFS`, `EACCES`) is reported
+/// first, so the exit summary can say why and what would allow it. Not
+/// in a `__pycache__` directory: interpreters try one on every import
+/// from a read-only tree and go on without it.
+fn refused_write(e: nix::errno::Errno, place: &Place, guard: &Guard, report: &Reporter) -> Errno {
+    let bytecode = place.path.parent().and_then(Path::file_name) == Some(OsStr::new("__pycache__"));
+    if matches!(e, nix::errno::Errno::EROFS | nix::errno::Errno::EACCES) && !bytecode {
+        report(Refusal::Write {
+            path: &place.path,
+            in_writable_area: guard.in_writable_area(&place.path),
+            read_only: e == nix::errno::Errno::EROFS,
+        });
+    }
+    e as Errno
+}
+
+/// Why the gate refused to make a name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Forbidden {
+    /// A protected name (the guarded path it is, is beneath, or is on
+    /// the way to).
+    Protected(PathBuf),
+    /// A hook in a git dir.
+    Hook,
+    /// A change to a repository's config that `git config` inside may not
+    /// make (see `config_gate`): what it would have changed, in words.
+    GitConfig(String),
+}
+
+impl Forbidden {
+    /// Why, in words.
+    pub fn reason(&self) -> String {
+        match self {
+            Forbidden::Protected(hit) => format!(
+                "protected: {} runs code later outside the sandbox",
+                hit.display()
+            ),
+            Forbidden::Hook => "a git hook: git would run it outside the sandbox".into(),
+            Forbidden::GitConfig(what) => what.clone(),
+        }
+    }
+
+    /// What would allow it: nothing does, inside the sandbox.
+    pub fn fix(&self) -> String {
+        match self {
+            Forbidden::Protected(_) => format!(
+                "nothing allows it inside the sandbox: the built-in protected names cannot be lifted ({} only adds names); make it outside the sandbox if you mean to",
+                crate::policy::keys::PROTECT.about.dotted()
+            ),
+            Forbidden::Hook => {
+                "nothing allows it inside the sandbox: install hooks outside it, where you can read them first".into()
+            }
+            Forbidden::GitConfig(_) => {
+                "nothing allows it inside the sandbox: make that change to the config outside it, where you can read it first".into()
+            }
+        }
+    }
 }
 
 /// Refuses (`EPERM`, reported) what the guard or git's hook rule forbids
 /// making at `place`.
 fn admit(place: &Place, make: Make, guard: &Guard, report: &Reporter) -> Result<(), Errno> {
     let why = match guard.forbids(&place.path, make) {
-        Some(hit) => format!(
-            "protected: {} runs code later outside the sandbox",
-            hit.display()
-        ),
-        None if make == Make::Other && is_hook(place) => {
-            "a git hook: git would run it outside the sandbox".into()
-        }
+        Some(hit) => Forbidden::Protected(hit),
+        None if make == Make::Other && is_hook(place) => Forbidden::Hook,
         None => return Ok(()),
     };
     report(Refusal::Create {
         path: &place.path,
-        why: &why,
+        why,
     });
     Err(libc::EPERM)
 }

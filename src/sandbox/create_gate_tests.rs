@@ -121,3 +121,28 @@ fn the_directories_on_the_way_are_those_between_the_root_and_the_path() {
     assert_eq!(bytes(&guard.on_the_way), bytes(&expected));
     assert!(expected.len() > 5);
 }
+
+#[test]
+fn a_refused_name_says_why_and_that_nothing_allows_it_inside() {
+    let protected = Forbidden::Protected(PathBuf::from("/p/.envrc"));
+    assert_eq!(
+        protected.reason(),
+        "protected: /p/.envrc runs code later outside the sandbox"
+    );
+    assert_eq!(
+        protected.fix(),
+        "nothing allows it inside the sandbox: the built-in protected names cannot be lifted (files.protect only adds names); make it outside the sandbox if you mean to"
+    );
+    assert_eq!(
+        Forbidden::Hook.reason(),
+        "a git hook: git would run it outside the sandbox"
+    );
+    assert!(Forbidden::Hook
+        .fix()
+        .starts_with("nothing allows it inside the sandbox"));
+    // Both cross the channel from init as they are.
+    for why in [protected, Forbidden::Hook] {
+        let json = serde_json::to_string(&why).unwrap();
+        assert_eq!(serde_json::from_str::<Forbidden>(&json).unwrap(), why);
+    }
+}

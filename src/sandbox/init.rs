@@ -420,9 +420,18 @@ fn serve(
                 Refusal::Syscall(syscall) => Message::SyscallRefused { syscall },
                 Refusal::Create { path, why } => Message::CreateRefused {
                     path: path.to_string_lossy().into_owned(),
-                    why: why.to_string(),
+                    why,
                 },
                 Refusal::PrivilegeMode(syscall) => Message::PrivilegeModeRefused { syscall },
+                Refusal::Write {
+                    path,
+                    in_writable_area,
+                    read_only,
+                } => Message::WriteRefused {
+                    path: path.to_string_lossy().into_owned(),
+                    in_writable_area,
+                    read_only,
+                },
             };
             let _ = channel.send(&msg, &[]);
         });

@@ -377,7 +377,11 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let relay = handover
         .pty_master
         .map(|master| tty::Relay::new(master, caller_tty));
-    let code = sandbox.wait(relay, deadline, &auditor);
+    let recorder = supervisor::Recorder {
+        auditor: &auditor,
+        learned: req.learn.as_deref(),
+    };
+    let code = sandbox.wait(relay, deadline, recorder);
     // Every tunnel ends with the sandbox; their close events go to the
     // log before it is closed. The proxy winds down while the cgroup is
     // removed and the writable areas are swept.
@@ -399,8 +403,8 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         eprintln!("cordon: ERROR: after the run: {line}");
     }
     if !req.quiet {
-        if let Some(line) = summary.line(auditor.path()) {
-            eprintln!("{line}");
+        if let Some(text) = summary.text(auditor.path()) {
+            eprintln!("{text}");
         }
     }
     if !swept.failures.is_empty() {

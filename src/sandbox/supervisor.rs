@@ -11,7 +11,7 @@
 use std::io;
 use std::os::fd::AsFd;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -25,6 +25,7 @@ use super::files::{self, FileView};
 use super::init::{self, InitPlan};
 use super::landlock;
 use super::limits::LimitPlan;
+use super::unix_gate;
 use super::{
     io_err, namespaces_error, support, tty, warn_degraded, weaken, SandboxError, EXIT_TIMEOUT,
     FORWARDED_SIGNALS,
@@ -214,7 +215,8 @@ impl Sandbox {
                     | Message::SocketRefused { .. }
                     | Message::SyscallRefused { .. }
                     | Message::CreateRefused { .. }
-                    | Message::PrivilegeModeRefused { .. },
+                    | Message::PrivilegeModeRefused { .. }
+                    | Message::WriteRefused { .. },
                     _,
                 )) => {}
                 Err(e) => {
@@ -235,9 +237,9 @@ impl Sandbox {
         mut self,
         mut relay: Option<tty::Relay>,
         deadline: Option<(Instant, Duration)>,
-        auditor: &Auditor,
+        recorder: Recorder<'_>,
     ) -> i32 {
-        let mut reports = Some(auditor);
+        let mut reports = Some(recorder);
         loop {
             let timeout = match deadline {
                 Some((at, limit)) => {
@@ -282,8 +284,8 @@ impl Sandbox {
                 .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
                 .collect();
             drop(fds);
-            if let (Some(auditor), Some(true)) = (reports, ready.get(reports_at)) {
-                if !record_report(&self.channel, auditor) {
+            if let (Some(recorder), Some(true)) = (reports, ready.get(reports_at)) {
+                if !record_report(&self.channel, recorder) {
                     reports = None;
                 }
             }
@@ -336,8 +338,8 @@ impl Sandbox {
                 r.drain();
             }
             // Init is gone, so the channel ends after what it still holds.
-            if let Some(auditor) = reports {
-                while record_report(&self.channel, auditor) {}
+            if let Some(recorder) = reports {
+                while record_report(&self.channel, recorder) {}
             }
             return code;
         }
@@ -365,15 +367,27 @@ fn write_id_maps(pid: Pid) -> io::Result<()> {
     Ok(())
 }
 
+/// Where init's reports go while the command runs.
+#[derive(Clone, Copy)]
+pub(super) struct Recorder<'a> {
+    /// Every report, as an audit event.
+    pub auditor: &'a Auditor,
+    /// `cordon learn`: the writes the kernel refused, for the learned policy.
+    pub learned: Option<&'a crate::net::learn::Learned>,
+}
+
 /// Records one report from init; false once init has closed the channel.
-fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
+fn record_report(channel: &Channel, recorder: Recorder<'_>) -> bool {
+    let auditor = recorder.auditor;
     match channel.recv() {
         Ok((Message::SocketRefused { path }, _)) => {
+            let fix = socket_fix(&path);
             let mut event = builtin_denial(
                 audit::Door::Network,
                 path,
                 "host UNIX sockets are unreachable",
-                "not a socket bound inside the sandbox; allow one with --allow-unix-socket PATH",
+                "a host socket, not one bound inside the sandbox",
+                fix,
             );
             event.proto = Some(audit::Proto::Unix);
             auditor.record(event);
@@ -384,7 +398,29 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
                 audit::Door::Files,
                 path,
                 "names that run code later outside the sandbox cannot be created",
-                &why,
+                &why.reason(),
+                why.fix(),
+            ));
+            true
+        }
+        Ok((
+            Message::WriteRefused {
+                path,
+                in_writable_area,
+                read_only,
+            },
+            _,
+        )) => {
+            let (reason, fix) = write_refusal(&path, in_writable_area, read_only);
+            if let (Some(learned), false) = (recorder.learned, in_writable_area) {
+                learned.note_write(&path);
+            }
+            auditor.record(builtin_denial(
+                audit::Door::Files,
+                path,
+                "writes only in the writable areas",
+                &reason,
+                fix,
             ));
             true
         }
@@ -394,6 +430,7 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
                 syscall,
                 "no set-user-ID or set-group-ID bits on files the sandbox writes",
                 "refused with EPERM: a file left on the host with them would run with its owner's privileges",
+                "nothing allows it: files the sandbox writes never carry those bits".into(),
             ));
             true
         }
@@ -403,6 +440,7 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
                 syscall,
                 "seccomp: system calls no sandboxed program needs",
                 "refused with EPERM (`cordon explain` lists them)",
+                "nothing allows it: the list is built in".into(),
             ));
             true
         }
@@ -411,24 +449,110 @@ fn record_report(channel: &Channel, auditor: &Auditor) -> bool {
     }
 }
 
+/// What would let the sandbox reach the host socket at `path`, and what
+/// that gives away when it is a container engine's.
+fn socket_fix(path: &str) -> String {
+    let allow = format!(
+        "allow with {}",
+        crate::policy::keys::UNIX_SOCKETS.about.add_with(path)
+    );
+    match unix_gate::root_equivalent(std::path::Path::new(path)) {
+        Some(danger) => format!("{danger}; only if you mean that, {allow}"),
+        None => allow,
+    }
+}
+
 /// A denial init reported, by one of cordon's built-in rules: the events
-/// of the reports differ only in door, subject, rule and reason.
+/// of the reports differ only in door, subject, rule, reason and fix.
+/// Why the kernel refused to make `path`, and what would allow it.
+fn write_refusal(path: &str, in_writable_area: bool, read_only: bool) -> (String, String) {
+    if in_writable_area {
+        return (
+            "kept read-only inside a writable area (a protected name, a --deny-write path, or a directory cordon keeps in place)".into(),
+            "nothing allows it inside the sandbox but removing the --deny-write rule that covers it, if one does (`cordon explain` lists them)".into(),
+        );
+    }
+    let reason = if read_only {
+        "read-only in the sandbox: outside the writable areas (the project, /tmp, --allow-write and cache paths)"
+    } else {
+        "permission denied: outside the writable areas, or the file's own permissions"
+    };
+    let dir = Path::new(path).parent().unwrap_or(Path::new("/"));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let fix = if dir == Path::new("/") || home.as_deref() == Some(dir) {
+        format!(
+            "write in the project or /tmp instead: {} writable would open everything in it; a directory under it can be allowed with {}",
+            dir.display(),
+            crate::policy::keys::ALLOW_WRITE.about.add_with("DIR")
+        )
+    } else {
+        format!(
+            "allow with {}; a tool's cache: --cache {} keeps the host's copy unchanged",
+            crate::policy::keys::ALLOW_WRITE
+                .about
+                .add_with(&dir.display().to_string()),
+            dir.display()
+        )
+    };
+    (reason.into(), fix)
+}
+
 fn builtin_denial(
     door: audit::Door,
     subject: impl Into<String>,
     rule: &str,
     reason: &str,
+    fix: String,
 ) -> audit::Event {
     let mut event = audit::Event::new(door, audit::Kind::Decision, audit::Verdict::Deny, subject);
     event.rule = Some(rule.into());
     event.source = Some(Source::Builtin.to_string());
     event.reason = Some(reason.into());
+    event.fix = Some(fix);
     event
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_write_says_what_would_allow_it_and_never_the_home_or_the_root() {
+        let (why, fix) = write_refusal("/home/u/.cache/tool", false, true);
+        assert!(why.starts_with("read-only in the sandbox"), "{why}");
+        assert!(fix.starts_with("allow with --allow-write /home/u/.cache (or [files] allow_write = [\"/home/u/.cache\"])"), "{fix}");
+        let (why, _) = write_refusal("/home/u/.cache/tool", false, false);
+        assert!(why.starts_with("permission denied"), "{why}");
+        let (_, fix) = write_refusal("/x", false, true);
+        assert!(
+            fix.starts_with("write in the project or /tmp instead"),
+            "{fix}"
+        );
+        let (why, fix) = write_refusal("/p/vendor/x", true, true);
+        assert!(
+            why.starts_with("kept read-only inside a writable area"),
+            "{why}"
+        );
+        assert!(fix.starts_with("nothing allows it"), "{fix}");
+    }
+
+    #[test]
+    fn a_host_socket_refusal_names_the_flag_and_what_an_engine_socket_gives() {
+        assert_eq!(
+            socket_fix("/run/user/1000/gnupg/S.gpg-agent"),
+            r#"allow with --allow-unix-socket /run/user/1000/gnupg/S.gpg-agent (or [network] allow_unix_sockets = ["/run/user/1000/gnupg/S.gpg-agent"])"#
+        );
+        assert_eq!(
+            socket_fix("/var/run/docker.sock"),
+            r#"Docker's socket: whoever reaches it can start a privileged container, i.e. is root on the host; only if you mean that, allow with --allow-unix-socket /var/run/docker.sock (or [network] allow_unix_sockets = ["/var/run/docker.sock"])"#
+        );
+        // A path a shell would split is quoted in the flag, and is a
+        // valid TOML string.
+        assert_eq!(
+            socket_fix("/tmp/a b\"c.sock"),
+            r#"allow with --allow-unix-socket '/tmp/a b"c.sock' (or [network] allow_unix_sockets = ['/tmp/a b"c.sock'])"#
+        );
+    }
 
     #[test]
     fn init_dropped_before_it_exited_is_killed_and_reaped() {

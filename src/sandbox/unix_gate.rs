@@ -111,10 +111,18 @@ pub enum Refusal<'a> {
     /// it) and why.
     Create {
         path: &'a std::path::Path,
-        why: &'a str,
+        why: crate::sandbox::create_gate::Forbidden,
     },
     /// A mode with a set-user-ID or set-group-ID bit (the call's name).
     PrivilegeMode(String),
+    /// A name the kernel refused to make where the command asked (the
+    /// path inside): `read_only` for `EROFS` (else `EACCES`), and whether
+    /// it is in a writable area (then a path kept read-only there).
+    Write {
+        path: &'a std::path::Path,
+        in_writable_area: bool,
+        read_only: bool,
+    },
 }
 
 /// Told of every refusal.

@@ -16,7 +16,7 @@ use super::http::{read_head, respond};
 use super::inspect::Inspector;
 use super::socks::{socks_handshake, socks_reply, SOCKS_GENERAL_FAILURE};
 use super::Gate;
-use crate::audit::{self, Auditor, Door, Event, Verdict};
+use crate::audit::{self, Auditor, Door, Event, Verdict, Why};
 
 /// Bounds that keep a misbehaving client to the cost of its own socket.
 #[derive(Debug, Clone)]
@@ -251,9 +251,21 @@ impl<G: Gate> Proxy<G> {
 
     /// Refuses a client over the cap (reporting the first time).
     fn over_cap(self: &Arc<Self>, client: TcpStream, kind: Kind) {
-        self.audit.count_blocked(Door::Network, OVER_CAP);
         let cap = self.limits.max_connections;
         let source = &self.limits.max_connections_source;
+        let raise = crate::policy::keys::MAX_CONNECTIONS
+            .about
+            .set_with("N", "N");
+        self.audit.count_blocked(
+            Door::Network,
+            OVER_CAP,
+            Why {
+                reason: Some(format!(
+                    "the proxy's cap of connections at once was reached ({cap}, {source})"
+                )),
+                fix: Some(format!("close idle connections, or raise the cap: {raise}")),
+            },
+        );
         if !self.cap_reported.swap(true, Ordering::Relaxed) {
             eprintln!(
                 "cordon: WARNING: the proxy reached its cap of {cap} connections at once ({}); further connections are refused (HTTP 503, SOCKS5 reply 1) until one closes; raise it with --max-connections N or [network] max_connections = N",

@@ -29,6 +29,7 @@ impl Gate for LoopbackGate {
                 rule: "default".into(),
                 source: "built-in".into(),
                 reason: "not loopback".into(),
+                fix: None,
                 message: format!("cordon: blocked {host}\n"),
             }),
         }
@@ -224,9 +225,9 @@ async fn over_the_cap_refused_with_503_and_reported_once() {
     let summary = p.audit.finish();
     assert_eq!(summary.blocked(Door::Network), 2, "{summary:?}");
     assert!(summary
-        .line(None)
+        .text(None)
         .unwrap()
-        .contains("(over the connection cap) ×2"));
+        .contains("\n  (over the connection cap) ×2: the proxy's cap of connections at once was reached (2, flag --max-connections); close idle connections, or raise the cap: --max-connections N (or [network] max_connections = N)\n"));
 }
 
 #[tokio::test]

@@ -84,6 +84,7 @@ impl<G: Gate> Proxy<G> {
         event.rule = Some(d.rule.clone());
         event.source = Some(d.source.clone());
         event.reason = Some(d.reason.clone());
+        event.fix.clone_from(&d.fix);
         event.proto = Some(proto);
         self.audit.record(event);
     }

@@ -42,6 +42,10 @@ use super::{Allowed, Denial, Gate, Proxy};
 use crate::audit::Proto;
 use crate::net::Counted;
 
+/// What a request whose Host header does not match its target can do.
+const HOST_HEADER_FIX: &str =
+    "nothing allows it: send one Host header, naming the request's target";
+
 /// The client's connection as hyper reads it.
 type ClientIo = HeadGuard<Lingering>;
 
@@ -211,7 +215,10 @@ impl<G: Gate> Proxy<G> {
                 rule: "the Host header must match the request target".into(),
                 source: "built-in".into(),
                 reason: "Host header mismatch".into(),
-                message: "cordon: the Host header does not match the request target\n".into(),
+                fix: Some(HOST_HEADER_FIX.into()),
+                message: format!(
+                    "cordon: the Host header does not match the request target\n{HOST_HEADER_FIX}\n"
+                ),
             };
             self.denied(proto, &host, port, None, &denial);
             return Err(text(StatusCode::BAD_REQUEST, denial.message));

@@ -41,8 +41,11 @@ pub struct Denial {
     pub rule: String,
     /// Where that rule came from (`built-in`, a file, a flag).
     pub source: String,
-    /// Why, in a few words (for the audit log).
+    /// Why, in a few words (for the audit log and the exit summary).
     pub reason: String,
+    /// What would allow it, or why nothing does (for the audit log and
+    /// the exit summary); the message ends with it.
+    pub fix: Option<String>,
     /// What was blocked and how to allow it; becomes the 403 body.
     pub message: String,
 }

@@ -188,6 +188,39 @@ impl About {
     pub fn flag_or_key(&self) -> String {
         self.flag.as_ref().map_or_else(|| self.dotted(), Flag::long)
     }
+
+    /// How a user gives this key a value, as a refusal's fix names it:
+    /// the flag with `flag_value` (quoted for a shell when it needs it),
+    /// then the TOML line `[section] name = toml_value`; the TOML line
+    /// alone for a key without a flag. E.g. `--allow-domain example.com
+    /// (or [network] allow = ["example.com"])`.
+    pub fn set_with(&self, flag_value: &str, toml_value: &str) -> String {
+        let toml = format!("[{}] {} = {toml_value}", self.section, self.name);
+        match &self.flag {
+            Some(flag) => format!("{} {} (or {toml})", flag.long(), shell_word(flag_value)),
+            None => toml,
+        }
+    }
+
+    /// [`About::set_with`] for a key whose value is a list: the flag with
+    /// `value`, or the TOML list holding it as a string.
+    pub fn add_with(&self, value: &str) -> String {
+        self.set_with(value, &format!("[{}]", toml::Value::from(value)))
+    }
+}
+
+/// `word` as one word for a POSIX shell: as is when it has only
+/// characters no shell reads specially, else in single quotes.
+pub fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-:_/,=+@%".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// A command-line flag that sets a key.

@@ -226,11 +226,11 @@ fn a_refusal_names_the_presets_that_allow_the_host() {
     let hint = |host: &str, port: u16| {
         p.network
             .hosts
-            .denial_hint(&normalize(host).unwrap(), port, DenyReason::NotAllowed)
+            .denial_fix(&normalize(host).unwrap(), port, DenyReason::NotAllowed)
     };
     let npm = hint("Registry.NPMJS.org.", 443);
     assert!(
-        npm.ends_with("; or use the preset that allows it with the other hosts its tools need: --preset npm, or [network] presets = [\"npm\"] (`cordon presets` lists them)"),
+        npm.ends_with("; or use the preset that allows it with the other hosts its tools need: --preset npm (or [network] presets = [\"npm\"]) (`cordon presets` lists them)"),
         "{npm}"
     );
     assert!(!hint("example.com", 443).contains("preset"));

@@ -118,20 +118,37 @@ struct Refusal {
     rule: String,
     source: String,
     reason: String,
+    /// What would allow it, or why nothing does (the exit summary's).
+    fix: Option<String>,
     message: String,
 }
 
 impl Refusal {
-    /// A network-door refusal by a host's HTTP rules, with its message.
-    fn by_rules(d: crate::policy::inspection::RuleDenial, message: String) -> Refusal {
+    /// A network-door refusal by a host's HTTP rules: its message is
+    /// `what` was blocked, the reason, the rules, then `fix`.
+    fn by_rules(d: crate::policy::inspection::RuleDenial, what: &str, fix: String) -> Refusal {
+        let rules = d.rules.join("; ");
         Refusal {
             door: Door::Network,
-            rule: d.rules.join("; "),
+            message: format!(
+                "cordon: blocked {what}: {} (rules: {rules} from {})\n{fix}\n",
+                d.reason, d.source
+            ),
+            rule: rules,
             source: d.source,
             reason: d.reason,
-            message,
+            fix: Some(fix),
         }
     }
+}
+
+/// How a host's HTTP rules are widened, as the key declares them.
+fn widen_rules(target: &Target, how: &str) -> String {
+    let key = &crate::policy::keys::HTTP_RULES.about;
+    format!(
+        "allow it with a [[{}.{}]] entry for {target} {how}, in a trusted policy file (or widen an existing one)",
+        key.section, key.name
+    )
 }
 
 impl Inspector {
@@ -298,13 +315,15 @@ impl Inspector {
             .check_request(target, port, method, path)
             .err()?;
         let shown = target.with_port(port);
-        let message = format!(
-            "cordon: blocked {method} {scheme}://{shown}{path}: {} (rules: {} from {})\nTo allow it, add a [[network.rules]] entry for {target} with this method and path in a trusted policy file (or widen an existing one).\n",
-            d.reason,
-            d.rules.join("; "),
-            d.source
-        );
-        Some(Refusal::by_rules(d, message))
+        let fix = match d.unjudgeable {
+            Some(how) => format!("nothing allows it: no rule can judge the request as sent; {how}"),
+            None => widen_rules(target, "with this method and path"),
+        };
+        Some(Refusal::by_rules(
+            d,
+            &format!("{method} {scheme}://{shown}{path}"),
+            fix,
+        ))
     }
 
     fn upgrade_refusal(
@@ -319,12 +338,18 @@ impl Inspector {
             .check_upgrade(target, port, method, path)
             .err()?;
         let shown = target.with_port(port);
-        let message = format!(
-            "cordon: blocked an upgrade (WebSocket) of {method} https://{shown}{path}: once upgraded, the stream is no longer HTTP requests the [[network.rules]] for {target} can check (rules: {} from {}).\nTo allow it, add a [[network.rules]] entry for {target} whose methods name {method} and whose paths name {path} exactly (no wildcard), in a trusted policy file.\n",
-            d.rules.join("; "),
-            d.source
-        );
-        Some(Refusal::by_rules(d, message))
+        Some(Refusal::by_rules(
+            d,
+            &format!("an upgrade (WebSocket) of {method} https://{shown}{path}"),
+            // No path in the fix: the event holds it, and events never
+            // hold a path (the message names it, in what was blocked).
+            widen_rules(
+                target,
+                &format!(
+                    "whose methods name {method} and whose paths name this one exactly (no wildcard)"
+                ),
+            ),
+        ))
     }
 
     fn exfiltration_refusal(
@@ -335,20 +360,33 @@ impl Inspector {
         why: &str,
     ) -> Refusal {
         let shown = target.with_port(port);
+        let hosts = self
+            .secrets
+            .iter()
+            .find(|s| s.name == ex.name)
+            .map(|s| {
+                s.hosts
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        let inject = &crate::policy::keys::INJECT.about;
+        let fix = format!(
+            "nothing allows it: the real value of {} is only sent to the hosts its [[{}.{}]] entry names ({hosts}), and its placeholder nowhere else",
+            ex.name, inject.section, inject.name
+        );
         Refusal {
             door: Door::Credentials,
             rule: format!("[[credentials.inject]] {}", ex.name),
             source: ex.source.clone(),
             reason: format!("attempted exfiltration: the placeholder of {} was sent to a host it may not go to ({why})", ex.name),
             message: format!(
-                "cordon: blocked a request to {shown}: it carries the placeholder of {} ({why}); the real value is only sent to the hosts its [[credentials.inject]] entry names ({})\n",
+                "cordon: blocked a request to {shown}: it carries the placeholder of {} ({why})\n{fix}\n",
                 ex.name,
-                self.secrets
-                    .iter()
-                    .find(|s| s.name == ex.name)
-                    .map(|s| s.hosts.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
-                    .unwrap_or_default()
             ),
+            fix: Some(fix),
         }
     }
 
@@ -405,6 +443,7 @@ impl Inspector {
         event.rule = Some(r.rule.clone());
         event.source = Some(r.source.clone());
         event.reason = Some(r.reason.clone());
+        event.fix.clone_from(&r.fix);
         event.proto = Some(proto);
         audit.record(event);
     }

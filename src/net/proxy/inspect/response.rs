@@ -54,6 +54,7 @@ impl Session {
                 rule: "responses to requests that carry a real value must be maskable".into(),
                 source: "built-in".into(),
                 reason: format!("compressed response ({how}) from an inspected host"),
+                fix: Some("nothing allows it: a response to a request that carried a real value must be maskable, hence uncompressed".into()),
                 message: format!(
                     "cordon: refused the response of {}: it is compressed ({how}), so a real credential echoed in it could not be masked, although cordon asked for an uncompressed one\n",
                     self.target.with_port(self.tunnel.port)

@@ -131,6 +131,7 @@ impl Session {
             rule: "inside inspected tunnels only WebSocket upgrades are relayed".into(),
             source: "built-in".into(),
             reason: why.to_string(),
+            fix: Some("nothing allows it: inside inspected tunnels only WebSocket upgrades are relayed".into()),
             message: format!(
                 "cordon: blocked an upgrade inside the tunnel to {}: {why}; only WebSocket (RFC 6455: Upgrade: websocket, a Sec-WebSocket-Key, Sec-WebSocket-Version: 13) is relayed, since after the switch no other protocol can be checked\n",
                 self.target.with_port(self.tunnel.port)
@@ -176,6 +177,7 @@ impl Session {
             rule: "the Host header must match the CONNECT host".into(),
             source: "built-in".into(),
             reason: "Host header mismatch".into(),
+            fix: Some("nothing allows it: a request inside a tunnel names the tunnel's host in its Host header".into()),
             message: format!(
                 "cordon: blocked a request inside the tunnel to {}: its Host ({}) names another host\n",
                 self.target.with_port(port),

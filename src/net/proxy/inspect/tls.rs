@@ -97,15 +97,22 @@ impl Inspector {
         };
         if first != Some(0x16) {
             if first.is_some() {
+                let fix = format!(
+                    "use https, or keep the host out of inspection: {}",
+                    crate::policy::keys::NO_INSPECT
+                        .about
+                        .add_with(&target.to_string())
+                );
                 let r = Refusal {
                     door: Door::Network,
                     rule: "inspected hosts are reached over TLS".into(),
                     source: "built-in".into(),
                     reason: "the tunnel does not carry TLS".into(),
                     message: format!(
-                        "cordon: refused a tunnel to {}: the host is inspected, so only TLS (https) may go through it; use https, or keep the host out of inspection with [network] no_inspect\n",
+                        "cordon: refused a tunnel to {}: the host is inspected, so only TLS (https) may go through it\n{fix}\n",
                         target.with_port(tunnel.port)
                     ),
+                    fix: Some(fix),
                 };
                 self.record_refusal(&audit, &target, tunnel.port, tunnel.proto, &r);
                 let head = format!(
@@ -141,6 +148,9 @@ impl Inspector {
                     rule: "the TLS SNI must match the CONNECT host".into(),
                     source: "built-in".into(),
                     reason: "SNI mismatch".into(),
+                    fix: Some(
+                        "nothing allows it: the TLS server name must be the CONNECT host".into(),
+                    ),
                     message: String::new(),
                 };
                 self.record_refusal(&audit, &target, tunnel.port, tunnel.proto, &r);
@@ -212,16 +222,24 @@ impl Inspector {
                 // A failed verification is a refusal, never a pass-through:
                 // the client gets a 502 it can read (over HTTP/1.1 when it
                 // offered that), and the log says why.
+                let fix = format!(
+                    "trust the upstream's CA: {}; or keep the host out of inspection: {}",
+                    crate::policy::keys::UPSTREAM_CA.about.add_with("FILE"),
+                    crate::policy::keys::NO_INSPECT
+                        .about
+                        .add_with(&target.to_string())
+                );
                 let r = Refusal {
                     door: Door::Network,
                     rule: "upstream certificates must verify".into(),
                     source: "built-in".into(),
                     reason: format!("upstream TLS failed: {why}"),
                     message: format!(
-                        "cordon: refused {}: the upstream's TLS could not be verified ({why}); cordon trusts the system roots{}. Add a private CA with --upstream-ca FILE, or keep this host out of inspection with [network] no_inspect.\n",
+                        "cordon: refused {}: the upstream's TLS could not be verified ({why}); cordon trusts the system roots{}\n{fix}\n",
                         target.with_port(tunnel.port),
                         if self.policy.upstream_ca.is_empty() { "" } else { " and the --upstream-ca files" }
                     ),
+                    fix: Some(fix),
                 };
                 self.record_refusal(&audit, &target, tunnel.port, tunnel.proto, &r);
                 refuse_over_tls(

@@ -190,6 +190,10 @@ pub(super) fn upgraded_refusal(target: &Target, port: u16, why: &str) -> Refusal
         rule: "a WebSocket cordon scans or masks carries frames it can read".into(),
         source: "built-in".into(),
         reason: why.to_string(),
+        fix: Some(
+            "nothing allows it: a WebSocket on an inspected host must send frames cordon can read (uncompressed, and whole messages down from a host that receives a real value)"
+                .into(),
+        ),
         message: format!(
             "cordon: closed a WebSocket from {}: {why}; cordon reads every frame it scans (the client's, on a host a placeholder may not go to) or masks (the upstream's, on a host that receives a real value), so only uncompressed frames pass, and down from a host that receives a value only whole messages, so that no value gets past the scan or the mask\n",
             target.with_port(port)
