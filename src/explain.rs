@@ -38,6 +38,7 @@ pub fn render_text(policy: &Policy) -> String {
 
     text.heading("files");
     text.door(Door::Writable);
+    text.door(Door::Caches);
     text.group("readable");
     text.entries(&view.files.readable);
     text.door(Door::Unreadable);
@@ -165,6 +166,14 @@ impl Text<'_> {
                 self.group("unreadable (credential stores: see below)");
                 self.when_empty(&view.files.unreadable, "nothing else");
                 self.entries(&view.files.unreadable);
+            }
+            Door::Caches => {
+                if !view.files.caches.is_empty() {
+                    self.group("caches (the sandbox writes a private layer of this project's)");
+                }
+                for cache in &view.files.caches {
+                    self.row(cache.path.clone(), cache.note(), cache.from.clone());
+                }
             }
             Door::ReadOnly => {
                 self.group("read-only inside writable areas");
@@ -551,9 +560,66 @@ struct FilesView {
     read_only: Vec<Entry>,
     /// Protected names, relative to the project and each git repository.
     protected: Vec<Entry>,
+    /// Caches: host directories written into private layers.
+    caches: Vec<CacheView>,
     /// The section's one-row keys.
     #[serde(flatten)]
     settings: Settings,
+}
+
+/// A cache as `explain` shows it.
+#[derive(Serialize)]
+struct CacheView {
+    /// The host directory.
+    path: String,
+    /// Where the sandbox sees it (the host path, or a stand-in in the
+    /// private /tmp when the host directory is missing).
+    inside: String,
+    /// The variable set to `inside`, if any.
+    env: Option<String>,
+    /// The private layer's directory.
+    layer: String,
+    source: Source,
+    from: String,
+}
+
+impl CacheView {
+    fn of(policy: &Policy, cache: &Sourced<crate::policy::cache::Cache>) -> CacheView {
+        let c = &cache.value;
+        let inside = if c.path.is_dir() {
+            c.path.clone()
+        } else {
+            c.stand_in()
+        };
+        CacheView {
+            path: c.path.display().to_string(),
+            inside: inside.display().to_string(),
+            env: c.env.clone(),
+            layer: c
+                .layer_dir(&policy.files.cache_layers, &policy.project.value)
+                .display()
+                .to_string(),
+            source: cache.source.clone(),
+            from: cache.source.to_string(),
+        }
+    }
+
+    /// The note of its row.
+    fn note(&self) -> String {
+        let at = if self.inside == self.path {
+            "writable; the host's directory never changes".to_string()
+        } else if self.env.is_none() {
+            "missing on the host, and no variable points the tool elsewhere: `cordon run` refuses it".to_string()
+        } else {
+            format!("missing on the host: at {} inside", self.inside)
+        };
+        let var = self
+            .env
+            .as_ref()
+            .map(|v| format!(", {v}={}", self.inside))
+            .unwrap_or_default();
+        format!("{at}{var}; writes kept in {}", self.layer)
+    }
 }
 
 #[derive(Serialize)]
@@ -1066,6 +1132,11 @@ impl View {
                 unreadable,
                 read_only,
                 protected,
+                caches: files
+                    .caches
+                    .iter()
+                    .map(|c| CacheView::of(policy, c))
+                    .collect(),
                 settings: settings(policy, "files"),
             },
             network,

@@ -7,6 +7,7 @@
 //! Each setting of the file format and the command line is declared once, in
 //! [`keys`]: its names, its readers, how layers merge it and what widens it.
 
+pub mod cache;
 pub mod defaults;
 pub mod env;
 pub mod host;
@@ -141,6 +142,12 @@ pub struct FilesPolicy {
     /// Names, relative to the project and to every git repository under it,
     /// that stay read-only and cannot be created (code that runs later).
     pub protected: Vec<Sourced<String>>,
+    /// Host directories the sandbox sees writable, their writes kept in a
+    /// private layer per project (see [`cache`]).
+    pub caches: Vec<Sourced<cache::Cache>>,
+    /// Where the private layers are kept: `$XDG_CACHE_HOME/cordon/caches`
+    /// (no policy moves it).
+    pub cache_layers: PathBuf,
 }
 
 /// Resource limits.

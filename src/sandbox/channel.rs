@@ -33,7 +33,12 @@ pub enum Message {
     /// running without it.
     Degraded { layer: Layer, what: String },
     /// Init → supervisor: a layer failed; nothing of the command ran.
-    Failed { layer: Layer, what: String },
+    /// `fix`: how to fix it, where the layer's own advice would mislead.
+    Failed {
+        layer: Layer,
+        what: String,
+        fix: Option<String>,
+    },
     /// Init → supervisor: every layer is in place; the command starts now.
     /// Carries the proxy's listening sockets (HTTP, then SOCKS5), created
     /// inside the sandbox's network namespace, then the host ports'
@@ -171,6 +176,7 @@ mod tests {
         let long = Message::Failed {
             layer: Layer::Landlock,
             what: "x".repeat(40_000),
+            fix: None,
         };
         a.send(&Message::Go, &[]).unwrap();
         a.send(&long, &[]).unwrap();

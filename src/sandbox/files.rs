@@ -49,6 +49,18 @@ pub enum FilesError {
     },
     #[error("refusing to make {} writable: it holds {}, where the sandbox could leave a program or a startup file that runs later on the host (outside any repository cordon could check). Choose a --project or --allow-write path below it, such as a project directory", crate::escape::printable(root), crate::escape::printable(place))]
     StartupPlace { root: PathBuf, place: PathBuf },
+    #[error("cache {} (from {}): {}", crate::escape::printable(path), from, why)]
+    Cache {
+        path: PathBuf,
+        from: String,
+        why: String,
+    },
+    #[error(
+        "cannot mount the cache {}: {}",
+        crate::escape::printable(path),
+        source
+    )]
+    CacheMount { path: PathBuf, source: io::Error },
     #[error(transparent)]
     Repos(#[from] repos::ReposError),
     #[error("a built-in protected name pattern: {0}")]
@@ -74,6 +86,20 @@ pub enum FilesError {
         path: PathBuf,
         source: io::Error,
     },
+}
+
+impl FilesError {
+    /// How to fix it, where the namespaces layer's own advice (about
+    /// creating user namespaces) would mislead.
+    pub fn fix(&self) -> Option<String> {
+        match self {
+            FilesError::CacheMount { .. } => Some(
+                "a cache is an overlay mounted in the sandbox's user namespace: it needs Linux 5.11 or later with overlayfs (CONFIG_OVERLAY_FS), and a host directory overlayfs takes as a lower layer; or remove the cache entry (`cordon explain` shows where it came from)"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// What an unreadable path is, which decides how it is hidden.
@@ -112,6 +138,12 @@ pub struct FileView {
     /// The credentials door's CA bundle: (host file, path inside), bound
     /// read-only over the distribution's bundle when TLS inspection is on.
     pub trust_bundle: Option<(PathBuf, PathBuf)>,
+    /// The caches: host directories seen writable, their writes kept in
+    /// private layers (see [`super::caches`]).
+    pub caches: super::caches::Caches,
+    /// Directories of cordon's own that the repositories' walks pass by
+    /// (the caches' private layers).
+    pub apart: Vec<PathBuf>,
 }
 
 /// Where the new root is assembled, inside the staging tmpfs.
@@ -127,6 +159,9 @@ const EMPTY_FILE: &str = "/hide-file/empty";
 /// An empty tmpfs with mode 000, read-only, bound over unreadable
 /// directories (but those a re-allowed path lies beneath).
 const EMPTY_DIR: &str = "/hide-dir";
+/// Where the layers of caches kept in memory are mounted, in the staging
+/// tmpfs (out of the sandbox's view).
+const CACHE_MEMORY: &str = "/cache-layers";
 /// Options of the tmpfs of a hidden directory.
 const HIDDEN_DIR_OPTIONS: &str = "size=4096,nr_inodes=64";
 
@@ -212,6 +247,16 @@ pub trait MountOps {
     fn mount_devpts(&mut self, target: &Path) -> io::Result<()>;
     /// Binds `source` (recursively) onto `target`.
     fn bind(&mut self, source: &Path, target: &Path) -> io::Result<()>;
+    /// Mounts an overlay on `target`: `lower` read-only beneath, writes
+    /// to `upper` (`work` is overlayfs's own), user extended attributes
+    /// for its bookkeeping (the user namespace's only kind).
+    fn mount_overlay(
+        &mut self,
+        target: &Path,
+        lower: &Path,
+        upper: &Path,
+        work: &Path,
+    ) -> io::Result<()>;
     /// Sets `sys::attr` bits on the mount at `target`.
     fn set_attrs(&mut self, target: &Path, attrs: u64, recursive: bool) -> io::Result<()>;
     /// `pivot_root(new_root, put_old)` then `chdir("/")`.
@@ -265,6 +310,7 @@ struct Marks {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Step {
     Writable,
+    Cache,
     Pin,
     HideDir,
     HideFile,
@@ -279,6 +325,9 @@ impl FileView {
             tmp_size: policy.limits.max_tmp.value,
             ..FileView::default()
         };
+        // Made before the deny list is read, so that it is hidden in this
+        // run too (see `super::caches`).
+        super::caches::prepare(policy)?;
         let project = canonical(&policy.project.value, "project")?;
         view.writable.push(project.clone());
         for rule in &policy.files.allow_write {
@@ -411,7 +460,12 @@ impl FileView {
             .iter()
             .map(|n| n.split_once('/').map_or(*n, |(dir, _)| dir))
             .collect();
-        let scan = repos::scan(&view.writable, &wanted)?;
+        // The caches' private layers: the sandbox cannot write them but
+        // through its overlays, nor the host's tools read them.
+        view.apart = std::fs::canonicalize(&policy.files.cache_layers)
+            .into_iter()
+            .collect();
+        let scan = repos::scan(&view.writable, &wanted, &view.apart)?;
         // Names tools look for from any depth: those there now are kept.
         for found in &scan.named {
             let name = found
@@ -520,6 +574,8 @@ impl FileView {
         view.guard = Guard::new(guarded, &view.writable)
             .with_patterns(pattern_dirs, patterns)
             .anywhere(PROTECTED_ANYWHERE, &view.writable);
+        let hidden: Vec<PathBuf> = view.hidden.iter().map(|(p, _)| p.clone()).collect();
+        view.caches = super::caches::plan(policy, &view.writable, &hidden)?;
         Ok(view)
     }
 
@@ -682,7 +738,7 @@ impl FileView {
     /// After the run: neutralises what the sandbox left in the writable
     /// areas that would run code on the host (see [`repos::sweep`]).
     pub fn sweep(&self, since: std::time::SystemTime) -> repos::Swept {
-        repos::sweep(&self.writable, &self.repos_at_start, since)
+        repos::sweep(&self.writable, &self.repos_at_start, since, &self.apart)
     }
 
     /// Whether a re-allowed path lies beneath the hidden directory `host`.
@@ -739,6 +795,12 @@ impl FileView {
                 .map(|p| (depth(p), Step::Writable, p.as_path())),
         );
         steps.extend(
+            self.caches
+                .mounts
+                .iter()
+                .map(|c| (depth(&c.inside), Step::Cache, c.inside.as_path())),
+        );
+        steps.extend(
             self.pinned
                 .iter()
                 .map(|p| (depth(p), Step::Pin, p.as_path())),
@@ -776,7 +838,7 @@ impl FileView {
                 continue;
             }
             let is_dir = match step {
-                Step::HideDir => true,
+                Step::HideDir | Step::Cache => true,
                 Step::HideFile => false,
                 _ => ops.is_dir(&source),
             };
@@ -797,6 +859,7 @@ impl FileView {
                     ops.set_attrs(&target, NOSUID | NODEV, true)
                         .map_err(fail("bind writable", host))?;
                 }
+                Step::Cache => self.mount_cache(ops, host, &target)?,
                 Step::Pin => ops.bind(&target, &target).map_err(fail("pin", host))?,
                 // A tmpfs of its own where a path is mounted beneath,
                 // whose mount point is made there (read-only once it is,
@@ -867,6 +930,55 @@ impl FileView {
         }
         ops.enter_root(new_root)
             .map_err(fail("enter new root", new_root))
+    }
+
+    /// Mounts the cache seen at `inside` on `target`: an overlay of the
+    /// host directory and its private layer, or (the host directory
+    /// missing) the private layer alone; the layer is the kept one, or a
+    /// tmpfs of this run's.
+    fn mount_cache(
+        &self,
+        ops: &mut dyn MountOps,
+        inside: &Path,
+        target: &Path,
+    ) -> Result<(), FilesError> {
+        use super::caches::Upper;
+        use crate::sys::attr::{NODEV, NOSUID};
+        let Some((i, cache)) = self
+            .caches
+            .mounts
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.inside == inside)
+        else {
+            return Ok(());
+        };
+        let failed = |source| FilesError::CacheMount {
+            path: inside.to_path_buf(),
+            source,
+        };
+        let memory = Path::new(CACHE_MEMORY).join(i.to_string());
+        let (upper, work) = match &cache.upper {
+            Upper::Kept { upper, work } => (under(OLD_ROOT, upper), under(OLD_ROOT, work)),
+            Upper::Memory => {
+                ops.mkdir_all(&memory).map_err(fail("mkdir", &memory))?;
+                let size = format!("mode=0700,size={}", self.tmp_size);
+                ops.mount_tmpfs(&memory, &size)
+                    .map_err(fail("tmpfs of a cache's layer", &memory))?;
+                let (upper, work) = (memory.join("upper"), memory.join("work"));
+                for dir in [&upper, &work] {
+                    ops.mkdir_all(dir).map_err(fail("mkdir", dir))?;
+                }
+                (upper, work)
+            }
+        };
+        match &cache.lower {
+            Some(lower) => ops
+                .mount_overlay(target, &under(OLD_ROOT, lower), &upper, &work)
+                .map_err(failed)?,
+            None => ops.bind(&upper, target).map_err(failed)?,
+        }
+        ops.set_attrs(target, NOSUID | NODEV, false).map_err(failed)
     }
 
     /// A minimal `/dev`: a few nodes bound from the host, a private devpts
@@ -1312,6 +1424,21 @@ fn read_by_git(path: PathBuf, is_dir: bool) -> gitconfig::CodePath {
     }
 }
 
+/// `dir`'s bytes with overlayfs's separators escaped (`,` between
+/// options, `:` between lower layers, and `\\` itself), as its option
+/// parser reads them back.
+fn overlay_escaped(dir: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    for &b in dir.as_os_str().as_bytes() {
+        if matches!(b, b',' | b':' | b'\\') {
+            out.push(b'\\');
+        }
+        out.push(b);
+    }
+    out
+}
+
 /// [`MountOps`] on the real kernel, for the sandbox's own mount namespace.
 pub struct KernelMounts;
 
@@ -1364,6 +1491,35 @@ impl MountOps for KernelMounts {
         use nix::mount::{mount, MsFlags};
         let flags = MsFlags::MS_BIND | MsFlags::MS_REC;
         mount(Some(source), target, None::<&str>, flags, None::<&str>)?;
+        Ok(())
+    }
+
+    fn mount_overlay(
+        &mut self,
+        target: &Path,
+        lower: &Path,
+        upper: &Path,
+        work: &Path,
+    ) -> io::Result<()> {
+        use nix::mount::{mount, MsFlags};
+        use std::os::unix::ffi::OsStrExt;
+        let mut options = Vec::new();
+        for (name, dir) in [("lowerdir", lower), ("upperdir", upper), ("workdir", work)] {
+            options.extend_from_slice(name.as_bytes());
+            options.push(b'=');
+            options.extend(overlay_escaped(dir));
+            options.push(b',');
+        }
+        options.extend_from_slice(b"userxattr");
+        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        let options = std::ffi::OsStr::from_bytes(&options);
+        mount(
+            Some("overlay"),
+            target,
+            Some("overlay"),
+            flags,
+            Some(options),
+        )?;
         Ok(())
     }
 

@@ -6,6 +6,8 @@ use super::*;
 struct Recorder {
     ops: Vec<String>,
     missing: Vec<PathBuf>,
+    /// Overlays fail to mount, as without overlayfs in user namespaces.
+    overlay_fails: bool,
 }
 
 impl MountOps for Recorder {
@@ -33,6 +35,25 @@ impl MountOps for Recorder {
     fn bind(&mut self, source: &Path, target: &Path) -> io::Result<()> {
         self.ops
             .push(format!("bind {} {}", source.display(), target.display()));
+        Ok(())
+    }
+    fn mount_overlay(
+        &mut self,
+        target: &Path,
+        lower: &Path,
+        upper: &Path,
+        work: &Path,
+    ) -> io::Result<()> {
+        if self.overlay_fails {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        self.ops.push(format!(
+            "overlay {} {} {} {}",
+            target.display(),
+            lower.display(),
+            upper.display(),
+            work.display()
+        ));
         Ok(())
     }
     fn set_attrs(&mut self, target: &Path, attrs: u64, recursive: bool) -> io::Result<()> {
@@ -698,4 +719,112 @@ fn resolve_a_random_forest(mut seed: u64) {
         });
         assert_eq!(resolved.real(&path), expected, "{path:?}");
     }
+}
+
+/// A view with three caches: a kept layer over `/home/u/.npm` (a denied
+/// file in it), a layer in memory over `/home/u/.cargo/registry`, and a
+/// missing host directory's stand-in.
+fn view_with_caches() -> FileView {
+    use crate::sandbox::caches::{CacheMount, Caches, Upper};
+    let kept = |name: &str| Upper::Kept {
+        upper: PathBuf::from(format!("/home/u/.cache/cordon/caches/p/{name}/upper")),
+        work: PathBuf::from(format!("/home/u/.cache/cordon/caches/p/{name}/work")),
+    };
+    FileView {
+        hidden: vec![("/home/u/.npm/secret.txt".into(), Kind::File)],
+        caches: Caches {
+            mounts: vec![
+                CacheMount {
+                    inside: "/home/u/.npm".into(),
+                    lower: Some("/home/u/.npm".into()),
+                    upper: kept("npm"),
+                    env: Vec::new(),
+                },
+                CacheMount {
+                    inside: "/home/u/.cargo/registry".into(),
+                    lower: Some("/home/u/.cargo/registry".into()),
+                    upper: Upper::Memory,
+                    env: Vec::new(),
+                },
+                CacheMount {
+                    inside: "/tmp/cordon-caches/yarn".into(),
+                    lower: None,
+                    upper: kept("yarn"),
+                    env: vec!["YARN_CACHE_FOLDER".into()],
+                },
+            ],
+            ..Caches::default()
+        },
+        ..sample_view()
+    }
+}
+
+#[test]
+fn caches_are_overlays_with_denied_paths_hidden_on_top() {
+    let view = view_with_caches();
+    let mut rec = Recorder {
+        missing: vec![
+            "/newroot/tmp/p".into(),
+            "/newroot/tmp/cordon-caches/yarn".into(),
+        ],
+        ..Recorder::default()
+    };
+    view.apply(&mut rec).unwrap();
+    let ops = &rec.ops;
+    let layer = "/oldroot/home/u/.cache/cordon/caches/p/npm";
+    let npm = index_of(
+        ops,
+        &format!("overlay /newroot/home/u/.npm /oldroot/home/u/.npm {layer}/upper {layer}/work"),
+    );
+    // nosuid, nodev on the overlay itself, then the denied file on top.
+    let attrs = index_of(ops, "attrs /newroot/home/u/.npm 0x6 false");
+    let hidden = index_of(ops, "bind /hide-file/empty /newroot/home/u/.npm/secret.txt");
+    assert!(index_of(ops, "attrs /newroot 0x7 true") < npm, "{ops:#?}");
+    assert!(npm < attrs && attrs < hidden, "{ops:#?}");
+    // The layer in memory: a tmpfs of its own out of the sandbox's view.
+    let tmpfs = index_of(ops, "tmpfs /cache-layers/1 mode=0700,size=1024");
+    let registry = index_of(
+        ops,
+        "overlay /newroot/home/u/.cargo/registry /oldroot/home/u/.cargo/registry /cache-layers/1/upper /cache-layers/1/work",
+    );
+    assert!(tmpfs < registry, "{ops:#?}");
+    // The missing directory: nothing on the host, the layer alone in /tmp.
+    let stand_in = index_of(ops, "mkdir /newroot/tmp/cordon-caches/yarn");
+    let bound = index_of(
+        ops,
+        "bind /oldroot/home/u/.cache/cordon/caches/p/yarn/upper /newroot/tmp/cordon-caches/yarn",
+    );
+    assert!(index_of(ops, "tmpfs /newroot/tmp mode=1777,size=1024") < stand_in);
+    assert!(stand_in < bound, "{ops:#?}");
+    assert!(
+        !ops.iter().any(|o| o.starts_with("mkdir /newroot/home")),
+        "{ops:#?}"
+    );
+}
+
+#[test]
+fn a_cache_that_cannot_be_mounted_fails_the_view() {
+    let view = view_with_caches();
+    let mut rec = Recorder {
+        missing: vec!["/newroot/tmp/p".into()],
+        overlay_fails: true,
+        ..Recorder::default()
+    };
+    let err = view.apply(&mut rec).unwrap_err();
+    assert!(err.to_string().contains("cache /home/u/.npm"), "{err}");
+    // The fix named is overlayfs's, not the user namespaces' advice.
+    assert!(err.fix().is_some_and(|f| f.contains("overlayfs")), "{err}");
+    // Never bound writable instead.
+    assert!(
+        !rec.ops
+            .iter()
+            .any(|o| o.contains("bind /oldroot/home/u/.npm")),
+        "{:#?}",
+        rec.ops
+    );
+    assert!(
+        !rec.ops.iter().any(|o| o.starts_with("enter")),
+        "{:#?}",
+        rec.ops
+    );
 }

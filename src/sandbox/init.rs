@@ -74,12 +74,15 @@ struct Prepared {
 struct Failure {
     layer: Layer,
     what: String,
+    /// How to fix it, when the layer's own advice would mislead.
+    fix: Option<String>,
 }
 
 fn fail(layer: Layer, what: impl std::fmt::Display) -> Failure {
     Failure {
         layer,
         what: what.to_string(),
+        fix: None,
     }
 }
 
@@ -97,6 +100,7 @@ pub fn run(plan: &InitPlan<'_>, channel: Channel) -> ! {
                 &Message::Failed {
                     layer: f.layer,
                     what: f.what,
+                    fix: f.fix,
                 },
                 &[],
             );
@@ -179,9 +183,10 @@ fn setup(
         if mounted {
             // Before the view binds them read-only.
             git_configs = k.open_git_configs(&plan.view.git_configs);
-            plan.view
-                .apply(k.mounts())
-                .map_err(|e| fail(Layer::Namespaces, e))?;
+            plan.view.apply(k.mounts()).map_err(|e| Failure {
+                fix: e.fix(),
+                ..fail(Layer::Namespaces, &e)
+            })?;
         }
         // A cgroup namespace rooted at the sandbox's own cgroup, if any.
         let _ = k.unshare_cgroup();
@@ -849,6 +854,9 @@ mod tests {
             self.note("mount")
         }
         fn bind(&mut self, _: &Path, _: &Path) -> std::io::Result<()> {
+            self.note("mount")
+        }
+        fn mount_overlay(&mut self, _: &Path, _: &Path, _: &Path, _: &Path) -> std::io::Result<()> {
             self.note("mount")
         }
         fn set_attrs(&mut self, _: &Path, _: u64, _: bool) -> std::io::Result<()> {

@@ -131,7 +131,13 @@ pub fn add_host_rules(
     let read = AccessFs::from_read(abi);
     let write = AccessFs::from_write(abi);
     let hidden = denied_paths(view, mounted);
-    let fresh: BTreeSet<PathBuf> = FRESH_MOUNTS.iter().map(PathBuf::from).collect();
+    // The caches' overlays are file systems init mounts afresh too: the
+    // host's inodes beneath them are out of the sandbox's sight.
+    let fresh: BTreeSet<PathBuf> = FRESH_MOUNTS
+        .iter()
+        .map(PathBuf::from)
+        .chain(cache_mounts(view, mounted).cloned())
+        .collect();
     grant_read(&mut rules, Path::new("/"), &hidden, &fresh, read)?;
     // Islands: readable paths beneath a hidden directory.
     for island in view.reallowed.iter().chain(&view.writable) {
@@ -172,6 +178,10 @@ pub fn restrict(
     }
     for path in SHARED_WRITABLE {
         add(&mut ruleset, Path::new(path), write)?;
+    }
+    // Each cache, as init mounted it: writes reach its private layer only.
+    for path in cache_mounts(view, mounted) {
+        add(&mut ruleset, path, read | write)?;
     }
     let dev_write = AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev;
     for path in DEV_WRITABLE {
@@ -217,6 +227,16 @@ fn denied_paths(view: &FileView, mounted: bool) -> BTreeSet<PathBuf> {
         .filter(|p| !(mounted && writable(p)))
         .cloned()
         .collect()
+}
+
+/// Where the caches are mounted inside; none without the mount view (the
+/// host directory then stays the host's, read-only).
+fn cache_mounts(view: &FileView, mounted: bool) -> impl Iterator<Item = &PathBuf> {
+    view.caches
+        .mounts
+        .iter()
+        .filter(move |_| mounted)
+        .map(|c| &c.inside)
 }
 
 /// Where rules go: the crate's ruleset in init, the handed-over descriptor

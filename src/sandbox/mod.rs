@@ -7,10 +7,11 @@
 //! ```
 //!
 //! The supervisor's hold on init (start, wait, the one kill path) is
-//! `supervisor`. The files door is [`files`] (mount view) and
-//! [`landlock`]; process hardening is [`init`] and [`seccomp`], its kernel
+//! `supervisor`. The files door is [`files`] (mount view, with the
+//! tools' caches of [`caches`]) and [`landlock`]; process hardening is [`init`] and [`seccomp`], its kernel
 //! calls and their order [`kernel`]; limits are [`limits`].
 
+pub mod caches;
 pub mod channel;
 pub mod config_gate;
 pub mod create_gate;
@@ -304,9 +305,13 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let (host, mut view, limits) = plan_view_and_limits(policy, &sandbox_id, &run_name)?;
     let HostSide {
         credentials,
-        env: (env, path_var, withheld),
+        env: (mut env, path_var, withheld),
         unix_sockets,
     } = host;
+    for warning in &view.caches.warnings {
+        eprintln!("cordon: WARNING: {warning}");
+    }
+    point_at_caches(&mut env, &view.caches)?;
     view.trust_bundle = credentials.as_ref().map(|c| c.bind());
     let limits = match limits {
         Ok(plan) => plan,
@@ -361,6 +366,9 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         return Err(SandboxError::Ports(
             "--host-port and --publish need the sandbox's own network namespace, which could not be made".into(),
         ));
+    }
+    if !view.caches.mounts.is_empty() && !files::mount_view_on(plan.namespaces) {
+        eprintln!("cordon: WARNING: without the mount view (namespaces layer) no cache is mounted: each stays the host's directory, read-only, and a missing one is not there");
     }
     // cordon: credentials door. Before init builds its view (it waits for
     // Go): the bundle must be written by then.
@@ -460,7 +468,12 @@ fn audit_view(policy: &Policy) -> Result<Policy, SandboxError> {
             state: state.to_path_buf(),
         });
     }
-    let hidden = std::iter::once(state.to_path_buf()).chain(policy.audit.log.value.clone());
+    // The caches' private layers, too: written only through the overlays
+    // (no sandbox may plant a layer another project's runs would mount).
+    let layers = policy.files.cache_layers.parent();
+    let hidden = std::iter::once(state.to_path_buf())
+        .chain(policy.audit.log.value.clone())
+        .chain(layers.map(PathBuf::from));
     for path in hidden {
         let rule = || Sourced::new(PathPattern::Exact(path.clone()), Source::Builtin);
         view.files.deny_read.push(rule());
@@ -622,6 +635,22 @@ fn command_env(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| SandboxError::Nul("the environment"))?;
     Ok((env, path_var, withheld))
+}
+
+/// Sets each cache's variables in the command's environment `env` to
+/// where the cache is inside, in place of any the caller had.
+fn point_at_caches(env: &mut Vec<CString>, caches: &caches::Caches) -> Result<(), SandboxError> {
+    for cache in &caches.mounts {
+        for var in &cache.env {
+            let mut prefix = var.as_bytes().to_vec();
+            prefix.push(b'=');
+            env.retain(|entry| !entry.as_bytes().starts_with(&prefix));
+            let mut entry = prefix;
+            entry.extend_from_slice(cache.inside.as_os_str().as_bytes());
+            env.push(CString::new(entry).map_err(|_| SandboxError::Nul("a cache's path"))?);
+        }
+    }
+    Ok(())
 }
 
 /// A random id for this sandbox (cgroup name, audit events).

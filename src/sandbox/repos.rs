@@ -87,11 +87,14 @@ impl Swept {
 
 /// Walks `roots` (canonical directories) for git repositories, without
 /// following symlinked directories, and notes every entry named in
-/// `wanted`.
-pub fn scan(roots: &[PathBuf], wanted: &[&str]) -> Result<Scan, ReposError> {
+/// `wanted`. Directories in `apart` (canonical: cordon's own, which the
+/// sandbox can write only through its overlays, and the host's tools
+/// never read) are not walked.
+pub fn scan(roots: &[PathBuf], wanted: &[&str], apart: &[PathBuf]) -> Result<Scan, ReposError> {
     let mut scan = Scan::default();
     walk(
         roots,
+        apart,
         Unreadable::Fail,
         &mut Vec::new(),
         &mut Vec::new(),
@@ -147,6 +150,7 @@ enum Unreadable {
 /// checked.
 fn walk(
     roots: &[PathBuf],
+    apart: &[PathBuf],
     unreadable: Unreadable,
     errors: &mut Vec<ReposError>,
     repaired: &mut Vec<PathBuf>,
@@ -210,7 +214,10 @@ fn walk(
                 let (entry, kind) = entry;
                 let name = entry.file_name();
                 if kind.is_dir() {
-                    stack.push(dir.join(&name));
+                    let path = dir.join(&name);
+                    if !apart.contains(&path) {
+                        stack.push(path);
+                    }
                     names.dirs.push(name);
                 } else if kind.is_symlink() {
                     names.links.push(name);
@@ -409,7 +416,8 @@ fn looked_for(dir: &Path) -> Names {
 /// now, so nothing changes under the sweep; what it left is still
 /// hostile: every file is opened without following links or blocking,
 /// and moved only between descriptors of directories cordon opened.
-pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
+/// Directories in `apart` are not walked (see [`scan`]).
+pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime, apart: &[PathBuf]) -> Swept {
     let shown = |p: &Path| crate::escape::printable(p);
     let mut swept = Swept::default();
     let mut after = Scan::default();
@@ -420,6 +428,7 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
         .map_or(0, |d| d.as_secs() as i64);
     let walked = walk(
         roots,
+        apart,
         Unreadable::Repair,
         &mut errors,
         &mut repaired,

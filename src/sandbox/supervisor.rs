@@ -238,10 +238,10 @@ impl Sandbox {
                     return Ok((report, fds))
                 }
                 Ok((Message::Degraded { layer, what }, _)) => warn_degraded(layer, &what),
-                Ok((Message::Failed { layer, what }, _)) => {
+                Ok((Message::Failed { layer, what, fix }, _)) => {
                     return Err(SandboxError::Layer {
                         layer,
-                        fix: support::fix_for(layer),
+                        fix: fix.unwrap_or_else(|| support::fix_for(layer)),
                         what,
                     })
                 }

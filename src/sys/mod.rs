@@ -508,6 +508,36 @@ pub fn remove_file_capabilities(path: &Path) -> io::Result<()> {
     }
 }
 
+/// A user extended attribute cordon sets and removes again to learn
+/// whether a file system keeps such attributes.
+const XATTR_PROBE: &std::ffi::CStr = c"user.cordon.probe";
+
+/// Whether the file system of the directory `dir` keeps user extended
+/// attributes (which an overlay's upper layer needs for its whiteouts and
+/// opaque directories in a user namespace): sets one on `dir` and removes
+/// it again.
+pub fn keeps_user_xattrs(dir: &Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let value = b"1";
+    // SAFETY: both strings are NUL-terminated and `value` is valid for its
+    // length; all live across the call.
+    let set = unsafe {
+        libc::lsetxattr(
+            path.as_ptr(),
+            XATTR_PROBE.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    check(set.into())?;
+    // SAFETY: both strings are NUL-terminated and live across the call.
+    let removed = unsafe { libc::lremovexattr(path.as_ptr(), XATTR_PROBE.as_ptr()) };
+    check(removed.into()).map(drop)
+}
+
 /// Starts `program` with `argv` and `env` as a child of this thread, with
 /// no signal blocked and SIGPIPE at its default, and returns its pid; an
 /// exec failure comes back as its errno.

@@ -1,7 +1,8 @@
 //! `[files]`: what the sandbox may read and write.
 
-use super::readers::{extend, many, path_list, protect_name};
-use super::{About, Door, Explain, Key, Merge, Widens};
+use super::readers::{each, extend, many, path_list, protect_name};
+use super::{About, Door, Explain, Key, Merge, Read, Widens};
+use crate::policy::cache::Cache;
 use crate::policy::pattern::PathPattern;
 
 /// `files.allow_write`: array of paths. Extra writable paths, besides the
@@ -79,4 +80,34 @@ pub static PROTECT: Key<Vec<String>> = Key {
     widens: Widens::Never,
     show: |v| v.join(", "),
     explain: Explain::Door(Door::Protected),
+};
+
+/// `files.cache`: array of host directories (a path, or a table with
+/// `path` and `env`) the sandbox sees writable, with every write kept in a
+/// private layer per project and the host's directory left unchanged (see
+/// [`crate::policy::cache`]). Widens.
+pub static CACHE: Key<Vec<Cache>> = Key {
+    about: About {
+        section: "files",
+        name: "cache",
+        flag: many(
+            "cache",
+            "PATH[=VAR]",
+            "Let the sandbox write the host directory PATH (a tool's cache: ~/.npm, ~/.cache/pip) into a private layer cordon keeps per project; the host's directory never changes. =VAR also sets the variable VAR to where the cache is inside (repeatable)",
+        ),
+        examples: ["[]", "[\"/var/cache/npm\"]"],
+    },
+    read: Read {
+        file: crate::policy::load::tables::caches,
+        strings: |raw, ctx| each(raw, ctx, Cache::parse_flag),
+    },
+    merge: Merge::Append(|p, v, s| extend(&mut p.files.caches, v, s)),
+    widens: Widens::AnyEntry(Vec::is_empty),
+    show: |v| {
+        v.iter()
+            .map(|c| c.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    },
+    explain: Explain::Door(Door::Caches),
 };

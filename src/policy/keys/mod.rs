@@ -35,7 +35,7 @@ mod sandbox;
 
 pub use audit::AUDIT_FILE;
 pub use credentials::{CLEAR_ENV, DENY_ENV, INJECT, KEEP_ENV};
-pub use files::{ALLOW_READ, ALLOW_WRITE, DENY_READ, DENY_WRITE, PROTECT};
+pub use files::{ALLOW_READ, ALLOW_WRITE, CACHE, DENY_READ, DENY_WRITE, PROTECT};
 pub use limits::{MAX_MEMORY, MAX_PROCS, MAX_TMP, TIMEOUT};
 pub use network::{
     HOST_PORTS, HTTP_RULES, INSPECT, LOCAL_PORTS, MAX_CONNECTIONS, NET_ALLOW, NET_DENY, NO_INSPECT,
@@ -116,6 +116,8 @@ pub enum Door {
     Protected,
     /// The paths re-allowed for reading.
     ReAllowed,
+    /// The caches and their private layers.
+    Caches,
     /// The sandbox's own loopback ports.
     LocalPorts,
     /// The host ports forwarded into the sandbox.
@@ -410,6 +412,7 @@ pub static KEYS: &[&dyn Declared] = &[
     &DENY_READ,
     &DENY_WRITE,
     &PROTECT,
+    &CACHE,
     &MAX_PROCS,
     &MAX_TMP,
     &MAX_MEMORY,

@@ -51,7 +51,10 @@ pub fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
         }
     }
 
-    let mut files = FilesPolicy::default();
+    let mut files = FilesPolicy {
+        cache_layers: crate::policy::cache::layers_root(&resolve(&env.xdg_cache_home)),
+        ..FilesPolicy::default()
+    };
     for home in &homes {
         for entry in CREDENTIAL_DENY_LIST.iter().chain(CREDENTIAL_DENY_PATTERNS) {
             files

@@ -26,6 +26,8 @@
 //! deny_read   = ["~/work/secrets", "./.env", "./**/*.pem"]
 //! deny_write  = ["./vendor"]
 //! protect     = [".github/workflows/"] # kept read-only in the project and each git repo
+//! cache       = ["~/.cargo/registry",  # writable into a private layer per project; the
+//!                { path = "~/.npm", env = "npm_config_cache" }]  # host's dir never changes
 //!
 //! [limits]
 //! max_procs  = 2048
@@ -110,6 +112,9 @@ pub struct EnvFacts {
     /// `$XDG_STATE_HOME`, or `~/.local/state` when unset or not absolute
     /// (the default audit log lives there).
     pub xdg_state_home: PathBuf,
+    /// `$XDG_CACHE_HOME`, or `~/.cache` when unset or not absolute (the
+    /// caches' private layers live there).
+    pub xdg_cache_home: PathBuf,
 }
 
 impl EnvFacts {
@@ -137,11 +142,16 @@ impl EnvFacts {
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
             .unwrap_or_else(|| home.join(".local/state"));
+        let xdg_cache_home = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| home.join(".cache"));
         Ok(EnvFacts {
             home,
             passwd_home,
             xdg_config_home,
             xdg_state_home,
+            xdg_cache_home,
         })
     }
 }
@@ -338,6 +348,8 @@ pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
 
     // (5) flags.
     flags::apply_flags(&mut policy, &req.flags, &home, &req.cwd)?;
+    // Caches are checked against every layer's paths together.
+    super::cache::check(&policy)?;
     Ok(policy)
 }
 

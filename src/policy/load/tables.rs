@@ -1,9 +1,12 @@
 //! The keys whose values are arrays of tables: `[[network.rules]]` and
-//! `[[credentials.inject]]`.
+//! `[[credentials.inject]]`, and `files.cache` (paths or tables).
 
-use super::document::{dotted, each_string, table_string, Doc, Entries, Name, Node, Span};
+use super::document::{
+    dotted, each_string, position, table_string, Doc, Entries, Field, Name, Node, Scalar, Span,
+};
 use super::values::one_file;
 use super::LoadError;
+use crate::policy::cache::Cache;
 use crate::policy::inspection::{check_var_name, HostMatch, HttpRule, InjectSpec, SecretSource};
 use crate::policy::pattern::PathContext;
 
@@ -142,4 +145,74 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
     let hosts = hosts
         .ok_or_else(|| Table::missing(doc, span, name, "hosts (where the real value may go)"))?;
     Ok(InjectSpec { env, source, hosts })
+}
+
+/// `files.cache`: an array whose entries are each a path (`"~/.npm"`) or
+/// a table with `path` and an optional `env` (`{ path = "~/.npm", env =
+/// "npm_config_cache" }`, or `[[files.cache]]` tables).
+pub fn caches(field: &Field<'_>, node: Node<'_>) -> Result<Vec<Cache>, LoadError> {
+    let (doc, name) = (field.doc, field.name.as_str());
+    let Some(items) = node.elements() else {
+        return Err(field.invalid(
+            node.span(),
+            format!(
+                "expected an array of paths or tables, found {}",
+                node.kind()
+            ),
+        ));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let key = format!("{name}[{i}]");
+        let at = item.span().clone();
+        let mut cache = match (item.scalar(), item.entries()) {
+            (Scalar::String(raw), _) => {
+                Cache::new(raw, None, field.ctx).map_err(|m| doc.invalid(&at, &key, m))?
+            }
+            (_, Some(entries)) => cache_table(Table {
+                doc,
+                ctx: field.ctx,
+                name: &key,
+                span: &at,
+                entries,
+            })?,
+            (other, None) => {
+                return Err(doc.invalid(
+                    &at,
+                    &key,
+                    format!("expected a path or a table, found {}", other.kind()),
+                ))
+            }
+        };
+        cache.at = Some(position(
+            doc.file,
+            doc.text,
+            at.as_ref().map_or(0, |s| s.start),
+        ));
+        out.push(cache);
+    }
+    Ok(out)
+}
+
+/// One table of `files.cache`.
+fn cache_table(table: Table<'_>) -> Result<Cache, LoadError> {
+    let (doc, ctx, name, span) = (table.doc, table.ctx, table.name, table.span);
+    let mut path = None;
+    let mut env = None;
+    table.read("path, env", |key, field, node| {
+        let at = node.span().clone();
+        match key.name {
+            "path" => path = Some((table_string(doc, field, &node)?, at)),
+            "env" => {
+                let raw = table_string(doc, field, &node)?;
+                env =
+                    Some(check_var_name(&raw).map_err(|e| doc.invalid(&at, field, e.to_string()))?);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    let (raw, at) =
+        path.ok_or_else(|| Table::missing(doc, span, name, "path (the host directory)"))?;
+    Cache::new(&raw, env, ctx).map_err(|m| doc.invalid(&at, &format!("{name}.path"), m))
 }

@@ -75,6 +75,7 @@ impl Fx {
             passwd_home: None,
             xdg_config_home: self.home.join(".config"),
             xdg_state_home: self.home.join(".local/state"),
+            xdg_cache_home: self.home.join(".cache"),
         }
     }
 
@@ -199,6 +200,7 @@ fn config_dir() {
         passwd_home: None,
         xdg_config_home: "/x/conf".into(),
         xdg_state_home: "/x/state".into(),
+        xdg_cache_home: "/x/cache".into(),
     };
     assert_eq!(user_config_dir(&env), PathBuf::from("/x/conf/cordon"));
 }
