@@ -127,6 +127,19 @@ impl Names {
     fn has(&self, name: &str) -> bool {
         self.has_file(name) || self.has_dir(name) || self.has_link(name)
     }
+
+    /// Whether a directory holding these is a git dir to git (see
+    /// [`classify`]).
+    fn make_a_git_dir(&self) -> bool {
+        self.has("HEAD") && ((self.has("objects") && self.has("refs")) || self.has("commondir"))
+    }
+}
+
+/// Whether `dir` holds what git takes for a git dir (`HEAD`, with
+/// `objects` and `refs` or a `commondir`), rather than only being named by
+/// a `gitdir:` line or a `.git` link.
+pub fn is_git_dir(dir: &Path) -> bool {
+    looked_for(dir).make_a_git_dir()
 }
 
 /// How a walk meets a directory it cannot read.
@@ -286,8 +299,7 @@ fn out_of_reach(dir: &Path) -> bool {
 /// kind (or a `commondir`, whose objects and refs are elsewhere) makes a
 /// git dir here, which over-approximates git, the safe side.
 fn classify(dir: &Path, names: &Names, scan: &mut Scan) {
-    if names.has("HEAD") && ((names.has("objects") && names.has("refs")) || names.has("commondir"))
-    {
+    if names.make_a_git_dir() {
         add_git_dir(dir, scan);
     }
     let dot_git = dir.join(".git");
