@@ -1241,7 +1241,8 @@ fn is_plain_url(url: &str) -> bool {
     }
     if let Some((scheme, _)) = url.split_once("://") {
         if !scheme.contains(['/', ':']) {
-            return PLAIN_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str());
+            // As git compares them: `HTTPS://` runs `git-remote-HTTPS`.
+            return PLAIN_SCHEMES.contains(&scheme);
         }
     }
     // `transport::address` (before any `/`) runs git-remote-transport.

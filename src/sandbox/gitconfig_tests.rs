@@ -758,6 +758,8 @@ fn neutralise_removes_every_dangerous_kind() {
         ("branch \"main\"", "pushRemote = transport::x"),
         ("remote \"origin\"", "url = evil::h/x"),
         ("remote \"origin\"", "url = weird://h/x"),
+        ("remote \"origin\"", "url = HTTPS://h/x"),
+        ("submodule \"s\"", "url = File:///x"),
         ("remote \"origin\"", "url = --upload-pack=./x"),
         ("remote \"origin\"", "uploadpack = ./u"),
         ("remote \"origin\"", "vcs = x"),
