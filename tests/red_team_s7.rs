@@ -114,3 +114,34 @@ fn a_branchs_remote_is_held_to_the_urls_a_remote_may_have() {
         );
     });
 }
+
+#[test]
+fn learn_writes_its_output_where_the_path_led_when_it_started() {
+    each_fixture(|mode, fx| {
+        let dir = fx.project.join("learned");
+        std::fs::create_dir(&dir).unwrap();
+        chown_tree(&fx.project, mode);
+        let output = dir.join("policy.toml");
+        // The sandbox moves the directory away and leaves a link to one of
+        // its choosing (outside every writable area) in its place.
+        let out = fx
+            .sandbox()
+            .subcommand("learn")
+            .flag("--output", output.as_os_str())
+            .sh(&format!(
+                "mv {d} {d}.moved && ln -s {o} {d} && echo swapped: yes",
+                d = dir.display(),
+                o = fx.outside.display()
+            ));
+        assert_eq!(line(&out, "swapped"), "yes", "{mode:?}: {out:#?}");
+        assert!(
+            !fx.outside.join("policy.toml").exists(),
+            "{mode:?}: the learned policy followed the sandbox's link: {out:#?}"
+        );
+        let written = std::fs::read_to_string(fx.project.join("learned.moved/policy.toml"));
+        assert!(
+            written.is_ok_and(|t| t.contains("Learned by `cordon learn`")),
+            "{mode:?}: {out:#?}"
+        );
+    });
+}
