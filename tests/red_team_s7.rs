@@ -145,3 +145,25 @@ fn learn_writes_its_output_where_the_path_led_when_it_started() {
         );
     });
 }
+
+#[test]
+fn the_sweep_leaves_alone_a_directory_the_sandbox_could_not_write() {
+    each_fixture(|mode, fx| {
+        // Kept from being written; a `.git` file the sandbox leaves names it.
+        let kept = fx.project.join("kept");
+        std::fs::create_dir(&kept).unwrap();
+        std::fs::write(kept.join("config"), "[tool]\n\tmode = safe\n").unwrap();
+        chown_tree(&fx.project, mode);
+        let out = fx
+            .sandbox()
+            .flag("--deny-write", kept.as_os_str())
+            .sh("mkdir pointer && echo 'gitdir: ../kept' > pointer/.git && echo planted: yes");
+        assert_eq!(line(&out, "planted"), "yes", "{mode:?}: {out:#?}");
+        assert_eq!(
+            std::fs::read_to_string(kept.join("config")).unwrap(),
+            "[tool]\n\tmode = safe\n",
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(listing(&kept), vec!["config"], "{mode:?}: {out:#?}");
+    });
+}

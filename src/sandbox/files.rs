@@ -690,7 +690,7 @@ impl FileView {
     /// After the run: neutralises what the sandbox left in the writable
     /// areas that would run code on the host (see [`repos::sweep`]).
     pub fn sweep(&self, since: std::time::SystemTime) -> repos::Swept {
-        repos::sweep(&self.writable, &self.repos_at_start, since)
+        repos::sweep(&self.writable, &self.read_only, &self.repos_at_start, since)
     }
 
     /// Whether a re-allowed path lies beneath the hidden directory `host`.

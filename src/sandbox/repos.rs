@@ -421,7 +421,10 @@ fn looked_for(dir: &Path) -> Names {
 /// now, so nothing changes under the sweep; what it left is still
 /// hostile: every file is opened without following links or blocking,
 /// and moved only between descriptors of directories cordon opened.
-pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
+/// A new git dir at or beneath one of `read_only` (the paths the view kept
+/// read-only), and in no writable area beneath that, holds nothing the
+/// sandbox wrote and is left as it is.
+pub fn sweep(roots: &[PathBuf], read_only: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
     let shown = |p: &Path| crate::escape::printable(p);
     let mut swept = Swept::default();
     let mut after = Scan::default();
@@ -519,11 +522,18 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime) -> Swept {
         );
     }
     // Only git dirs inside the writable areas are the sandbox's to have
-    // made; a pointer it left to one elsewhere leads to the user's own.
+    // made; a pointer it left to one elsewhere leads to the user's own, as
+    // does one to a directory the sandbox could not write (a `gitdir:`
+    // line may name any: one under --deny-write, another tool's).
+    let unwritable = |g: &Path| {
+        read_only.iter().any(|r| {
+            g.starts_with(r) && !roots.iter().any(|w| w.starts_with(r) && g.starts_with(w))
+        })
+    };
     let new = after
         .git_dirs
         .difference(&before.git_dirs)
-        .filter(|g| inside(g));
+        .filter(|g| inside(g) && !unwritable(g));
     for git_dir in new {
         if let Err(e) = neutralise_git_dir(git_dir, roots, &mut swept) {
             swept.failures.push(format!(
