@@ -397,10 +397,23 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
     eprintln!("cordon learn: hosts no rule names are let through and recorded: run only a command you trust. Deny rules, the address guard (loopback, private and metadata ranges, this host's addresses) and the files, credentials and process doors apply as in `cordon run`.");
     if !policy.inspection.inject.is_empty() {
         eprintln!(
-            "cordon learn: no secret is injected in learn mode: the {} [[credentials.inject]] entries are left out of this run",
+            "cordon learn: no secret is injected in learn mode: the {} [[credentials.inject]] entries are left out of this run, and the variables they name unset",
             policy.inspection.inject.len()
         );
-        policy.inspection.inject.clear();
+        // Their variables hold the real secrets in cordon's environment;
+        // `cordon run` gives the command placeholders, and with nothing
+        // injected the filter would pass the real values: unset instead.
+        let names: Vec<String> = policy
+            .inspection
+            .inject
+            .drain(..)
+            .map(|spec| spec.value.env)
+            .collect();
+        crate::credentials::env::withhold(
+            &mut policy.env,
+            &names,
+            &crate::policy::Source::Flag("cordon learn".into()),
+        );
     }
     let command = args
         .run

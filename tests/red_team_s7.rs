@@ -167,3 +167,32 @@ fn the_sweep_leaves_alone_a_directory_the_sandbox_could_not_write() {
         assert_eq!(listing(&kept), vec!["config"], "{mode:?}: {out:#?}");
     });
 }
+
+#[test]
+fn learn_mode_hands_the_command_no_secret_an_inject_entry_keeps_outside() {
+    each_fixture(|mode, fx| {
+        // A name and a value no secret pattern knows: only the inject
+        // entry says it is one. `cordon run` gives a placeholder.
+        let secret = format!("{:0>32}", fx.token.to_ascii_lowercase());
+        let policy = fx.outside.join("inject.toml");
+        std::fs::write(
+            &policy,
+            "[[credentials.inject]]\nenv = \"ACME_ACCESS\"\nhosts = [\"api.example\"]\n",
+        )
+        .unwrap();
+        chown(&policy, mode);
+        for keep in [None, Some("ACME_*")] {
+            let mut sandbox = fx
+                .sandbox()
+                .subcommand("learn")
+                .flag("--policy", policy.as_os_str())
+                .env("ACME_ACCESS", &secret);
+            if let Some(keep) = keep {
+                sandbox = sandbox.flag("--keep-env", keep);
+            }
+            let out = sandbox.sh("echo \"seen: ${ACME_ACCESS:-unset}\"");
+            assert_eq!(line(&out, "seen"), "unset", "{mode:?} {keep:?}: {out:#?}");
+            assert!(!out.both().contains(&secret), "{mode:?} {keep:?}: {out:#?}");
+        }
+    });
+}
