@@ -407,26 +407,33 @@ fn log_command(args: LogArgs) -> Result<i32, Failure> {
 /// `cordon learn`: the run, then the policy it needed.
 fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
     // Refused before anything runs: a learned policy never overwrites a file.
-    if let Some(out) = &args.output {
-        if out.symlink_metadata().is_ok() {
-            return Err(Failure {
-                message: format!(
-                    "{}: already exists; cordon learn writes only a new file (choose another name, or remove it)",
-                    printable(out.display().to_string())
-                ),
-                code: 2,
-            });
-        }
-    }
+    let output = args
+        .output
+        .as_deref()
+        .map(LearnedOutput::open)
+        .transpose()?;
     let filters = sandbox::seccomp::Compiling::start();
     let (mut policy, cwd) = load_policy(&args.run.policy)?;
     eprintln!("cordon learn: hosts no rule names are let through and recorded: run only a command you trust. Deny rules, the address guard (loopback, private and metadata ranges, this host's addresses) and the files, credentials and process doors apply as in `cordon run`.");
     if !policy.inspection.inject.is_empty() {
         eprintln!(
-            "cordon learn: no secret is injected in learn mode: the {} [[credentials.inject]] entries are left out of this run",
+            "cordon learn: no secret is injected in learn mode: the {} [[credentials.inject]] entries are left out of this run, and the variables they name unset",
             policy.inspection.inject.len()
         );
-        policy.inspection.inject.clear();
+        // Their variables hold the real secrets in cordon's environment;
+        // `cordon run` gives the command placeholders, and with nothing
+        // injected the filter would pass the real values: unset instead.
+        let names: Vec<String> = policy
+            .inspection
+            .inject
+            .drain(..)
+            .map(|spec| spec.value.env)
+            .collect();
+        crate::credentials::env::withhold(
+            &mut policy.env,
+            &names,
+            &crate::policy::Source::Flag("cordon learn".into()),
+        );
     }
     let command = args
         .run
@@ -454,14 +461,10 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
         },
         &policy.network.hosts.ports.value,
     );
-    match &args.output {
-        Some(out) => {
-            let written = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(out)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
-            if let Err(e) = written {
+    match &output {
+        Some(output) => {
+            let out = &output.path;
+            if let Err(e) = output.write(&text) {
                 // The run is over; its policy is not lost.
                 eprint!("{}", printable_lines(&text));
                 return Err(Failure {
@@ -481,6 +484,70 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
         None => eprint!("{}", printable_lines(&text)),
     }
     Ok(code)
+}
+
+/// Where `cordon learn --output` writes: the directory the path names,
+/// opened before the run, and the file's name in it. The sandbox may
+/// replace a directory on the path with a link while it runs (the project
+/// is writable); the file still goes where the path led at the start.
+struct LearnedOutput {
+    dir: std::fs::File,
+    name: OsString,
+    /// The path as given, for messages.
+    path: PathBuf,
+}
+
+impl LearnedOutput {
+    /// Opens the directory of `out`; an `out` that exists already (even a
+    /// dangling link) or whose directory cannot be opened is refused.
+    fn open(out: &std::path::Path) -> Result<LearnedOutput, Failure> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let shown = || printable(out.display().to_string());
+        let refused = |why: String| Failure {
+            message: format!("{}: {why}", shown()),
+            code: 2,
+        };
+        let name = out
+            .file_name()
+            .ok_or_else(|| refused("names no file to write".into()))?;
+        let parent = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(parent)
+            .map_err(|e| refused(format!("cannot open its directory ({e})")))?;
+        let exists = nix::sys::stat::fstatat(
+            Some(std::os::fd::AsRawFd::as_raw_fd(&dir)),
+            name,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .is_ok();
+        if exists {
+            return Err(refused("already exists; cordon learn writes only a new file (choose another name, or remove it)".into()));
+        }
+        Ok(LearnedOutput {
+            dir,
+            name: name.to_os_string(),
+            path: out.to_path_buf(),
+        })
+    }
+
+    /// Writes `text` to a new file of that name in that directory, never
+    /// through a link.
+    fn write(&self, text: &str) -> std::io::Result<()> {
+        use nix::fcntl::OFlag;
+        let fd = nix::fcntl::openat(
+            Some(std::os::fd::AsRawFd::as_raw_fd(&self.dir)),
+            self.name.as_os_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::from_bits_truncate(0o666),
+        )?;
+        let mut file = std::fs::File::from(crate::sys::own_fd(fd));
+        std::io::Write::write_all(&mut file, text.as_bytes())
+    }
 }
 
 /// A failure with its own exit code (usage errors are 2, as clap's).

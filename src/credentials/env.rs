@@ -34,6 +34,23 @@ fn glob_set<'a>(patterns: impl Iterator<Item = &'a str>) -> GlobSet {
     builder.build().unwrap_or_else(|_| GlobSet::empty())
 }
 
+/// Makes `policy` unset each of `names` whatever else it says: a deny
+/// entry from `source` each, and no `keep_env` pattern that would keep
+/// one (keep beats deny). For variables that must not reach the command
+/// at all, such as an injected secret's when nothing is injected.
+pub fn withhold(policy: &mut EnvPolicy, names: &[String], source: &Source) {
+    let upper: Vec<String> = names.iter().map(|n| n.to_ascii_uppercase()).collect();
+    policy.keep.retain(|k| {
+        let kept = glob_set(std::iter::once(k.value.as_str()));
+        !upper.iter().any(|n| kept.is_match(n))
+    });
+    policy.deny.extend(
+        names
+            .iter()
+            .map(|n| crate::policy::Sourced::new(n.clone(), source.clone())),
+    );
+}
+
 /// Why a variable is removed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Removal {

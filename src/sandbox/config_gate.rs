@@ -119,10 +119,10 @@ pub(crate) fn replace(
             ))
         }
     }
-    // Longer text first, then the length: a reader never sees the file
-    // shorter than both texts' common part.
+    // One write, then the length: a reader never sees the new text
+    // followed by the rest of the old, which could read as other entries.
     config
-        .write_all_at(&new, 0)
+        .write_all_at(&first_write(&new, old.len()), 0)
         .and_then(|()| config.set_len(new.len() as u64))
         .map_err(super::unix_gate::errno)?;
     // The rename would have taken the source away.
@@ -132,6 +132,16 @@ pub(crate) fn replace(
         nix::unistd::UnlinkatFlags::NoRemoveDir,
     );
     Ok(0)
+}
+
+/// What is written over an `old_len`-byte config before its length is
+/// set: `new`, then as many newlines as cover the rest of the old text
+/// (blank lines, which git reads as nothing; at the end of a line a `\`
+/// continues, into one of them, a value that ended there anyway).
+fn first_write(new: &[u8], old_len: usize) -> Vec<u8> {
+    let mut bytes = new.to_vec();
+    bytes.resize(old_len.max(new.len()), b'\n');
+    bytes
 }
 
 /// The whole of `config`, read from its start whatever its offset (the

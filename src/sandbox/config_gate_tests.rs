@@ -169,3 +169,19 @@ fn only_regular_files_are_opened_for_updates() {
         assert!(configs.find(&other).is_none(), "{other:?}");
     }
 }
+
+#[test]
+fn a_reader_between_the_write_and_the_new_length_sees_the_new_entries_only() {
+    // Written alone over the old text, the new one would run on into the
+    // old one's tail: `[include]` then `path = ../x`.
+    let old = b"[submodule \"s\"]\n\tpath = ../x\n";
+    let new = b"#1234\n[include]\n\t".to_vec();
+    assert_eq!(&old[new.len()..new.len() + 4], b"path");
+    let mut seen = old.to_vec();
+    let written = first_write(&new, old.len());
+    seen[..written.len()].copy_from_slice(&written);
+    assert!(seen.starts_with(&new));
+    assert!(seen[new.len()..].iter().all(|&b| b == b'\n'), "{seen:?}");
+    // Longer than the old text: the new text alone.
+    assert_eq!(first_write(old, new.len()), old.to_vec());
+}

@@ -448,6 +448,9 @@ impl FileView {
                 }
             }
         }
+        // What the user keeps from being written: no config beneath is
+        // opened for `git config`'s updates, which bypass the view.
+        let denied_write: Vec<PathBuf> = marks.read_only.iter().cloned().collect();
         let names: Vec<&str> = policy
             .files
             .protected
@@ -563,10 +566,15 @@ impl FileView {
             !view.writable.contains(p) && !read_only.contains(p) && !hidden.holds(p)
         });
         guarded.retain(|p| view.is_writable(p) && !hidden.holds(p));
+        // Only a real git dir's config, read-only for no reason but that:
+        // a `gitdir:` line may name any directory, and the in-place write
+        // would reach a file named `config` there whatever reads it.
         view.git_configs = git_dirs
             .iter()
+            .filter(|d| repos::is_git_dir(d))
             .map(|d| d.join("config"))
             .filter(|c| read_only.contains(c))
+            .filter(|c| !denied_write.iter().any(|d| c.starts_with(d)))
             .collect();
         view.read_only = read_only.into_iter().collect();
         view.pinned = pins.into_iter().collect();
@@ -738,7 +746,13 @@ impl FileView {
     /// After the run: neutralises what the sandbox left in the writable
     /// areas that would run code on the host (see [`repos::sweep`]).
     pub fn sweep(&self, since: std::time::SystemTime) -> repos::Swept {
-        repos::sweep(&self.writable, &self.repos_at_start, since, &self.apart)
+        repos::sweep(
+            &self.writable,
+            &self.read_only,
+            &self.repos_at_start,
+            since,
+            &self.apart,
+        )
     }
 
     /// Whether a re-allowed path lies beneath the hidden directory `host`.

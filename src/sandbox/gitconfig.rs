@@ -680,7 +680,8 @@ enum Kind {
     BangCommand,
     /// A shell command unless the value is a boolean.
     CommandUnlessBool,
-    /// A remote URL: the `ext::` transport runs the rest as a command.
+    /// A remote URL (or a branch's remote, which may be one): the `ext::`
+    /// transport runs the rest as a command.
     Url,
     /// `url.<base>.insteadOf`: the base (the subsection) replaces URLs,
     /// so an `ext::` base is a command.
@@ -745,7 +746,8 @@ fn kind_of(key: &str) -> Option<Kind> {
         ("alias", _, _) => BangCommand,
         ("submodule", true, "update") => BangCommand,
         ("core", false, "fsmonitor") | ("pager", false, _) => CommandUnlessBool,
-        ("remote" | "submodule", true, "url" | "pushurl") => Url,
+        ("remote" | "submodule", true, "url" | "pushurl")
+        | ("branch", true, "remote" | "pushremote") => Url,
         ("url", true, "insteadof" | "pushinsteadof") => UrlRewrite,
         ("trace2", false, "eventtarget" | "normaltarget" | "perftarget") => Trace2,
         _ => return None,
@@ -1224,7 +1226,9 @@ fn is_kept(key: &str, value: Option<&str>) -> bool {
         return false;
     }
     match name {
-        "url" | "pushurl" => value.is_some_and(is_plain_url),
+        // A branch's remote may be a URL instead of a remote's name (git
+        // fetches from and pushes to it as it would a remote's URL).
+        "url" | "pushurl" | "remote" | "pushremote" => value.is_some_and(is_plain_url),
         _ => true,
     }
 }
@@ -1237,7 +1241,8 @@ fn is_plain_url(url: &str) -> bool {
     }
     if let Some((scheme, _)) = url.split_once("://") {
         if !scheme.contains(['/', ':']) {
-            return PLAIN_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str());
+            // As git compares them: `HTTPS://` runs `git-remote-HTTPS`.
+            return PLAIN_SCHEMES.contains(&scheme);
         }
     }
     // `transport::address` (before any `/`) runs git-remote-transport.

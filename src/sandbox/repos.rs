@@ -130,6 +130,19 @@ impl Names {
     fn has(&self, name: &str) -> bool {
         self.has_file(name) || self.has_dir(name) || self.has_link(name)
     }
+
+    /// Whether a directory holding these is a git dir to git (see
+    /// [`classify`]).
+    fn make_a_git_dir(&self) -> bool {
+        self.has("HEAD") && ((self.has("objects") && self.has("refs")) || self.has("commondir"))
+    }
+}
+
+/// Whether `dir` holds what git takes for a git dir (`HEAD`, with
+/// `objects` and `refs` or a `commondir`), rather than only being named by
+/// a `gitdir:` line or a `.git` link.
+pub fn is_git_dir(dir: &Path) -> bool {
+    looked_for(dir).make_a_git_dir()
 }
 
 /// How a walk meets a directory it cannot read.
@@ -293,8 +306,7 @@ fn out_of_reach(dir: &Path) -> bool {
 /// kind (or a `commondir`, whose objects and refs are elsewhere) makes a
 /// git dir here, which over-approximates git, the safe side.
 fn classify(dir: &Path, names: &Names, scan: &mut Scan) {
-    if names.has("HEAD") && ((names.has("objects") && names.has("refs")) || names.has("commondir"))
-    {
+    if names.make_a_git_dir() {
         add_git_dir(dir, scan);
     }
     let dot_git = dir.join(".git");
@@ -416,8 +428,17 @@ fn looked_for(dir: &Path) -> Names {
 /// now, so nothing changes under the sweep; what it left is still
 /// hostile: every file is opened without following links or blocking,
 /// and moved only between descriptors of directories cordon opened.
-/// Directories in `apart` are not walked (see [`scan`]).
-pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime, apart: &[PathBuf]) -> Swept {
+/// Directories in `apart` are not walked (see [`scan`]). A new git dir at
+/// or beneath one of `read_only` (the paths the view kept read-only), and
+/// in no writable area beneath that, holds nothing the sandbox wrote and
+/// is left as it is.
+pub fn sweep(
+    roots: &[PathBuf],
+    read_only: &[PathBuf],
+    before: &Scan,
+    since: SystemTime,
+    apart: &[PathBuf],
+) -> Swept {
     let shown = |p: &Path| crate::escape::printable(p);
     let mut swept = Swept::default();
     let mut after = Scan::default();
@@ -516,11 +537,18 @@ pub fn sweep(roots: &[PathBuf], before: &Scan, since: SystemTime, apart: &[PathB
         );
     }
     // Only git dirs inside the writable areas are the sandbox's to have
-    // made; a pointer it left to one elsewhere leads to the user's own.
+    // made; a pointer it left to one elsewhere leads to the user's own, as
+    // does one to a directory the sandbox could not write (a `gitdir:`
+    // line may name any: one under --deny-write, another tool's).
+    let unwritable = |g: &Path| {
+        read_only.iter().any(|r| {
+            g.starts_with(r) && !roots.iter().any(|w| w.starts_with(r) && g.starts_with(w))
+        })
+    };
     let new = after
         .git_dirs
         .difference(&before.git_dirs)
-        .filter(|g| inside(g));
+        .filter(|g| inside(g) && !unwritable(g));
     for git_dir in new {
         if let Err(e) = neutralise_git_dir(git_dir, roots, &mut swept) {
             swept.failures.push(format!(

@@ -82,7 +82,13 @@ fn sweep_moves_aside_hooks_and_dangerous_keys_of_a_new_repository_only() {
     git(&p.join("new"), &["config", "core.fsmonitor", "./evil"]);
     git(&p.join("new"), &["config", "user.name", "kept"]);
     std::fs::write(p.join("new/.git/hooks/post-checkout"), "#!/bin/sh\n").unwrap();
-    let swept = sweep(std::slice::from_ref(&p), &before, SystemTime::now(), &[]);
+    let swept = sweep(
+        std::slice::from_ref(&p),
+        &[],
+        &before,
+        SystemTime::now(),
+        &[],
+    );
     assert!(swept.failures.is_empty(), "{swept:#?}");
     assert_eq!(swept.neutralised.len(), 2, "{swept:#?}");
     assert!(!p.join("new/.git/hooks/post-checkout").exists());
@@ -108,12 +114,18 @@ fn sweep_strips_privilege_bits_of_files_changed_during_the_run() {
     std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o4755)).unwrap();
     let before = scan(std::slice::from_ref(&p), &[], &[]).unwrap();
     let started = SystemTime::now() + std::time::Duration::from_secs(5);
-    let swept = sweep(std::slice::from_ref(&p), &before, started, &[]);
+    let swept = sweep(std::slice::from_ref(&p), &[], &before, started, &[]);
     assert!(
         swept.neutralised.is_empty(),
         "older than the run: {swept:#?}"
     );
-    let swept = sweep(std::slice::from_ref(&p), &before, SystemTime::now(), &[]);
+    let swept = sweep(
+        std::slice::from_ref(&p),
+        &[],
+        &before,
+        SystemTime::now(),
+        &[],
+    );
     assert_eq!(swept.neutralised.len(), 1, "{swept:#?}");
     let mode = old.metadata().unwrap().mode();
     assert_eq!(mode & 0o7777, 0o755);
