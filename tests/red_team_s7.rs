@@ -69,6 +69,10 @@ fn a_branchs_remote_is_held_to_the_urls_a_remote_may_have() {
         )
         .unwrap();
         let branch = branch.trim();
+        fx.host_git(
+            &fx.project,
+            &["remote", "add", "origin", "https://git.example/r.git"],
+        );
         // `branch.<name>.remote` and `pushremote` may name a URL instead of
         // a remote: `git fetch` and `git push` there would run git's `ext`
         // helper (a shell command) or any git-remote-<x> program.
@@ -82,6 +86,8 @@ fn a_branchs_remote_is_held_to_the_urls_a_remote_may_have() {
                 &format!("git config branch.{branch}.pushremote 'transport::x'"),
             ),
             ("plain", &format!("git config branch.{branch}.pushremote origin")),
+            // A name no remote had at the start reads as a path.
+            ("unknown", &format!("git config branch.{branch}.remote elsewhere")),
             (
                 "created",
                 "git init -q made && git -C made config branch.main.pushremote 'ext::sh -c touch% pwned'",

@@ -39,7 +39,16 @@ const MAX_CONFIG: u64 = 1 << 20;
 pub struct ConfigFiles {
     /// Each held while a rename over it is decided and written, so two
     /// at once cannot interleave their texts.
-    files: Vec<(PathBuf, Mutex<std::fs::File>)>,
+    files: Vec<(PathBuf, Mutex<Config>)>,
+}
+
+/// One repository's config, open for writing, and what it named when the
+/// run started.
+#[derive(Debug)]
+pub struct Config {
+    file: std::fs::File,
+    /// Its remotes and submodules then, whose settings stay as they were.
+    existing: gitconfig::Existing,
 }
 
 impl ConfigFiles {
@@ -61,14 +70,18 @@ impl ConfigFiles {
                 // git never links a config; one with another name could be
                 // a file some other tool reads.
                 let regular = file.metadata().is_ok_and(|m| m.is_file() && m.nlink() == 1);
-                regular.then(|| (path.clone(), Mutex::new(file)))
+                if !regular {
+                    return None;
+                }
+                let existing = gitconfig::Existing::of(&read_at_start(&file).unwrap_or_default());
+                Some((path.clone(), Mutex::new(Config { file, existing })))
             })
             .collect();
         ConfigFiles { files }
     }
 
     /// The config at `path` as the sandbox sees it, if it is one of them.
-    pub fn find(&self, path: &Path) -> Option<&Mutex<std::fs::File>> {
+    pub fn find(&self, path: &Path) -> Option<&Mutex<Config>> {
         self.files
             .iter()
             .find(|(p, _)| p == path)
@@ -80,7 +93,7 @@ impl ConfigFiles {
 /// repository config at `path`): the new text replaces the old in place
 /// if it may (see the module's docs), and the source is removed.
 pub(crate) fn replace(
-    config: &Mutex<std::fs::File>,
+    config: &Mutex<Config>,
     path: &Path,
     source_dir: &OwnedFd,
     source_name: &OsStr,
@@ -101,11 +114,11 @@ pub(crate) fn replace(
         Ok(text) => text,
         Err(why) => return refuse(&why),
     };
-    let old = match read_at_start(&config) {
+    let old = match read_at_start(&config.file) {
         Some(text) => text,
         None => return refuse("git config: the repository's config could not be read whole, so no change to it could be checked"),
     };
-    match gitconfig::check_update(&old, &new, path) {
+    match gitconfig::check_update(&old, &new, path, &config.existing) {
         Ok(()) => {}
         Err(UpdateRefused::Unreadable(e)) => {
             return refuse(&format!(
@@ -114,7 +127,7 @@ pub(crate) fn replace(
         }
         Err(UpdateRefused::Keys(keys)) => {
             return refuse(&format!(
-                "git config: {} could make git run a program outside the sandbox; inside, only user, branch, remote URL and similar settings may change",
+                "git config: {} could make git run a program, or fetch or push elsewhere, outside the sandbox; inside, user and branch settings may change and remotes and submodules be added, but none that was there may change",
                 keys.join(", ")
             ))
         }
@@ -122,8 +135,9 @@ pub(crate) fn replace(
     // One write, then the length: a reader never sees the new text
     // followed by the rest of the old, which could read as other entries.
     config
+        .file
         .write_all_at(&first_write(&new, old.len()), 0)
-        .and_then(|()| config.set_len(new.len() as u64))
+        .and_then(|()| config.file.set_len(new.len() as u64))
         .map_err(super::unix_gate::errno)?;
     // The rename would have taken the source away.
     let _ = nix::unistd::unlinkat(

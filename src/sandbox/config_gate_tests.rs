@@ -63,7 +63,7 @@ impl Setup {
 
 #[test]
 fn a_change_of_settings_that_run_nothing_is_written_in_place_and_the_lock_removed() {
-    let new = OLD.replace("Old", "New") + "[branch \"main\"]\n\tremote = origin\n";
+    let new = OLD.replace("Old", "New") + "[branch \"main\"]\n\trebase = true\n";
     let s = setup(OLD, new.as_bytes());
     let inode = std::fs::metadata(s.dir.path().join("config"))
         .unwrap()

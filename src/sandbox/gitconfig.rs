@@ -16,6 +16,7 @@
 //! path is taken from), every reading is reported: more protected is the
 //! safe side.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -1303,17 +1304,40 @@ pub enum UpdateRefused {
 /// replace `old` (both read from `file`, which names them in errors). It
 /// may when every entry off the allowlist of [`neutralise`] (the keys that
 /// could run code) is in `new` exactly as in `old`, value and order
-/// included: only user, branch, remote URL and the like may change.
-pub fn check_update(old: &[u8], new: &[u8], file: &Path) -> Result<(), UpdateRefused> {
-    let locked = |text: &[u8]| -> Result<Vec<(String, Option<String>)>, UpdateRefused> {
-        Ok(parse(text, file)
-            .map_err(UpdateRefused::Unreadable)?
+/// included, and so is every entry [`settled`] holds to what it was: user,
+/// branch and other settings may change, and remotes and submodules may be
+/// added, but the user's own fetches and pushes keep going where they went.
+/// A value continued on the next line (`\` at its end) is refused: git never
+/// writes one, and another reader of `.git/config` may take the next line
+/// for an entry of its own.
+pub fn check_update(
+    old: &[u8],
+    new: &[u8],
+    file: &Path,
+    existing: &Existing,
+) -> Result<(), UpdateRefused> {
+    if let Some(line) = continued_line(new) {
+        return Err(UpdateRefused::Unreadable(GitConfigError::Syntax {
+            file: file.to_path_buf(),
+            line,
+            what: "a value continued on the next line (git never writes one)",
+        }));
+    }
+    let old_entries = parse(old, file).map_err(UpdateRefused::Unreadable)?;
+    let keep = |entries: Vec<Parsed>| -> Vec<(String, Option<String>)> {
+        entries
             .into_iter()
-            .filter(|e| !is_kept(&e.key, e.value.as_deref()))
+            .filter(|e| {
+                !is_kept(&e.key, e.value.as_deref())
+                    || settled(&e.key, e.value.as_deref(), existing)
+            })
             .map(|e| (e.key, e.value))
-            .collect())
+            .collect()
     };
-    let (before, after) = (locked(old)?, locked(new)?);
+    let locked = |text: &[u8]| -> Result<Vec<(String, Option<String>)>, UpdateRefused> {
+        Ok(keep(parse(text, file).map_err(UpdateRefused::Unreadable)?))
+    };
+    let (before, after) = (keep(old_entries), locked(new)?);
     if before == after {
         return Ok(());
     }
@@ -1335,6 +1359,60 @@ pub fn check_update(old: &[u8], new: &[u8], file: &Path) -> Result<(), UpdateRef
     keys.sort();
     keys.dedup();
     Err(UpdateRefused::Keys(keys))
+}
+
+/// The remotes and submodules a repository's config named when the run
+/// started (see [`settled`]).
+#[derive(Debug, Default)]
+pub struct Existing {
+    remotes: BTreeSet<String>,
+    submodules: BTreeSet<String>,
+}
+
+impl Existing {
+    /// Those `text` names (none if it does not parse: then no update of
+    /// it passes [`check_update`] either).
+    pub fn of(text: &[u8]) -> Existing {
+        let mut existing = Existing::default();
+        for entry in parse(text, Path::new("config")).unwrap_or_default() {
+            match split_key(&entry.key) {
+                ("remote", Some(name), _) => existing.remotes.insert(name.to_string()),
+                ("submodule", Some(name), _) => existing.submodules.insert(name.to_string()),
+                _ => false,
+            };
+        }
+        existing
+    }
+}
+
+/// Whether `key = value`, which a repository the sandbox made may keep,
+/// must stay as it was in a repository that was there before: an existing
+/// remote's or submodule's settings (where the user's next fetch, push or
+/// `submodule update` goes, what a push deletes); a branch's remote unless
+/// it names an existing remote (a URL or path there is fetched from as
+/// such); partial clone settings (git fetches from the promisor unasked).
+fn settled(key: &str, value: Option<&str>, existing: &Existing) -> bool {
+    match split_key(key) {
+        ("remote", Some(_), "promisor" | "partialclonefilter") => true,
+        ("remote", Some(name), _) => existing.remotes.contains(name),
+        ("submodule", Some(name), _) => existing.submodules.contains(name),
+        ("branch", Some(_), "remote" | "pushremote") => {
+            !value.is_some_and(|v| existing.remotes.contains(v))
+        }
+        ("extensions", None, "partialclone") => true,
+        _ => false,
+    }
+}
+
+/// The first line of `text` (from 1) that ends in an odd number of
+/// backslashes: a value git would continue on the next line.
+fn continued_line(text: &[u8]) -> Option<usize> {
+    text.split(|&b| b == b'\n')
+        .position(|line| {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            line.iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+        })
+        .map(|i| i + 1)
 }
 
 // ---------------------------------------------------------------------------

@@ -1,4 +1,10 @@
 use super::*;
+
+/// [`super::check_update`] of a config whose remotes and submodules at
+/// the run's start were those of `old`.
+fn check_update(old: &[u8], new: &[u8], file: &Path) -> Result<(), UpdateRefused> {
+    super::check_update(old, new, file, &Existing::of(old))
+}
 use std::process::Command;
 
 /// (key, value) pairs of a config text.
@@ -1348,10 +1354,6 @@ fn an_update_may_change_only_what_cannot_run_code() {
             b"[core]\n\tbare = false\n\tfsmonitor = hook\n[core \"x\"]\n\tsshCommand = y\n",
             &["core.x.sshcommand"],
         ),
-        (
-            b"[core]\n\tbare = false\n\tfsmonitor = ho\\\nok\n\tpager = x\n",
-            &["core.pager"],
-        ),
     ];
     for (new, keys) in refused {
         match check_update(old, new, file) {
@@ -1376,4 +1378,85 @@ fn an_update_may_change_only_what_cannot_run_code() {
         check_update(b"\0", b"[user]\nname = a\n", file),
         Err(UpdateRefused::Unreadable(_))
     ));
+}
+
+#[test]
+fn an_update_keeps_where_the_users_own_fetches_and_pushes_go() {
+    let file = Path::new("config");
+    let old = b"[remote \"origin\"]\n\turl = https://git.example/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[submodule \"lib\"]\n\turl = https://git.example/lib.git\n";
+    let with = |extra: &str| [&old[..], extra.as_bytes()].concat();
+    // Allowed: new remotes and submodules, tracking an existing remote.
+    for ok in [
+        "[remote \"upstream\"]\n\turl = https://git.example/up.git\n",
+        "[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n",
+        "[submodule \"new\"]\n\turl = https://git.example/new.git\n",
+        "[user]\n\tname = x\n",
+    ] {
+        assert!(check_update(old, &with(ok), file).is_ok(), "{ok}");
+    }
+    let refused = |new: &[u8], key: &str| match check_update(old, new, file) {
+        Err(UpdateRefused::Keys(keys)) => assert!(keys.iter().any(|k| k == key), "{keys:?}"),
+        other => panic!("{}: {other:?}", String::from_utf8_lossy(new)),
+    };
+    // An existing remote's URL, push refspec or mirror flag.
+    let moved = String::from_utf8_lossy(old).replace("git.example/r.git", "evil.example/r.git");
+    refused(moved.as_bytes(), "remote.origin.url");
+    refused(
+        &with("[remote \"origin\"]\n\tpush = :refs/heads/main\n"),
+        "remote.origin.push",
+    );
+    refused(
+        &with("[remote \"origin\"]\n\tmirror = true\n"),
+        "remote.origin.mirror",
+    );
+    // An existing submodule's URL.
+    let sub = String::from_utf8_lossy(old).replace("lib.git", "evil.git");
+    refused(sub.as_bytes(), "submodule.lib.url");
+    // A branch's remote that is a path or URL, or a remote added now.
+    refused(
+        &with("[branch \"main\"]\n\tremote = /home/u/secret-repo\n"),
+        "branch.main.remote",
+    );
+    refused(
+        &with("[remote \"new\"]\n\turl = https://x.example/n.git\n[branch \"main\"]\n\tpushremote = new\n"),
+        "branch.main.pushremote",
+    );
+    // Partial clone: lazy fetches from a promisor.
+    refused(
+        &with("[extensions]\n\tpartialclone = origin\n"),
+        "extensions.partialclone",
+    );
+    refused(
+        &with("[remote \"upstream\"]\n\turl = https://u.example/r\n\tpromisor = true\n"),
+        "remote.upstream.promisor",
+    );
+}
+
+#[test]
+fn an_update_with_a_value_continued_on_the_next_line_is_refused() {
+    let file = Path::new("config");
+    let old = b"[user]\n\tname = a\n";
+    let continued = b"[user]\n\tname = a\\\n[core]\n\tfsmonitor = x\n";
+    match check_update(old, continued, file) {
+        Err(UpdateRefused::Unreadable(GitConfigError::Syntax { line: 2, .. })) => {}
+        other => panic!("{other:?}"),
+    }
+    // An escaped backslash at the end is no continuation.
+    assert!(check_update(old, b"[user]\n\tname = a\\\\\r\n", file).is_ok());
+}
+
+#[test]
+fn a_remote_added_during_the_run_takes_its_settings_one_write_at_a_time() {
+    // `git remote add` writes the URL, then the fetch refspec: the second
+    // write's old text names the remote, the run's start did not.
+    let file = Path::new("config");
+    let start = b"[user]\n\tname = a\n";
+    let one = b"[user]\n\tname = a\n[remote \"o\"]\n\turl = https://h/r\n";
+    let two = b"[user]\n\tname = a\n[remote \"o\"]\n\turl = https://h/r\n\tfetch = +refs/heads/*:refs/remotes/o/*\n";
+    let existing = Existing::of(start);
+    assert!(super::check_update(start, one, file, &existing).is_ok());
+    assert!(super::check_update(one, two, file, &existing).is_ok());
+    // A remote there at the start stays as it was, whatever came between.
+    let at_start = Existing::of(one);
+    assert!(super::check_update(one, two, file, &at_start).is_err());
 }
