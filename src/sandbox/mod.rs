@@ -150,9 +150,19 @@ impl Drop for CgroupCleanup<'_> {
 
 fn warn_degraded(layer: Layer, what: &str) {
     eprintln!(
-        "cordon: WARNING: running WITHOUT the {layer} layer (--allow-degraded={layer}): {}",
-        printable(what)
+        "cordon: WARNING: running WITHOUT the {layer} layer (--allow-degraded={layer}): {}{}",
+        printable(what),
+        what_is_lost(layer)
     );
+}
+
+/// What running without `layer` gives up, beyond the layer itself, where
+/// a user would not guess it.
+fn what_is_lost(layer: Layer) -> &'static str {
+    match layer {
+        Layer::Namespaces => "; without the mount view nothing keeps the files that run code later (.git/hooks, .git/config, .envrc, dotfiles, agents' settings) read-only inside the writable areas, and Landlock alone cannot stop chmod, chown, utimes or extended attribute changes",
+        Layer::Landlock | Layer::Seccomp | Layer::Limits => "",
+    }
 }
 
 /// The host sockets `--allow-unix-socket` names, as the gate checks them.
