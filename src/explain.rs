@@ -579,6 +579,8 @@ struct CacheView {
     env: Option<String>,
     /// The private layer's directory.
     layer: String,
+    /// Left out when the host directory is missing (no variable).
+    optional: bool,
     source: Source,
     from: String,
 }
@@ -595,6 +597,7 @@ impl CacheView {
             path: c.path.display().to_string(),
             inside: inside.display().to_string(),
             env: c.env.clone(),
+            optional: c.optional,
             layer: c
                 .layer_dir(&policy.files.cache_layers, &policy.project.value)
                 .display()
@@ -608,6 +611,8 @@ impl CacheView {
     fn note(&self) -> String {
         let at = if self.inside == self.path {
             "writable; the host's directory never changes".to_string()
+        } else if self.env.is_none() && self.optional {
+            "missing on the host: left out (optional)".to_string()
         } else if self.env.is_none() {
             "missing on the host, and no variable points the tool elsewhere: `cordon run` refuses it".to_string()
         } else {

@@ -55,6 +55,28 @@ fn changes(before: &BTreeMap<PathBuf, String>, after: &BTreeMap<PathBuf, String>
 fn sandbox(fx: &Fixture) -> Sandbox {
     fx.sandbox()
         .env("XDG_STATE_HOME", fx.outside.join("state").as_os_str())
+        .env("XDG_CACHE_HOME", fx.outside.join("cache").as_os_str())
+}
+
+/// A tool's cache in the fixture's home, with a canary in it, owned by
+/// the mode's uid: what the host's own tool reads, which must not change.
+fn host_cache(fx: &Fixture, rel: &str) -> PathBuf {
+    let dir = fx.home.join(rel);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("canary"), fx.canary(rel)).unwrap();
+    chown_tree(&fx.home, fx.mode);
+    dir
+}
+
+/// The private layers cordon kept for the fixture's project: every file
+/// under them, as paths relative to the layers' directory.
+fn layer_files(fx: &Fixture) -> Vec<String> {
+    let root = fx.outside.join("cache/cordon/caches");
+    snapshot(&root)
+        .into_iter()
+        .filter(|(_, what)| !what.contains(" dir") && !what.contains("link "))
+        .map(|(p, _)| p.display().to_string())
+        .collect()
 }
 
 /// The project's `git status --porcelain` on the host.
@@ -79,16 +101,17 @@ fn npm_install_inside_writes_the_project_and_leaves_the_home_as_it_was() {
         fx.host_git(&fx.project, &["commit", "-q", "-m", "package.json"]);
         chown_tree(&fx.project, mode);
         let registry = StandIns::start(&fx.dir.path().join("standins"), 3);
+        host_cache(fx, ".npm");
         let home = snapshot(&fx.home);
+        // The preset's cache: npm's own ~/.npm, writable into a layer.
         let out = sandbox(fx)
+            .flag("--preset", "npm")
             .flag("--allow-domain", registry.allow("npm"))
             .run(&[
                 "npm",
                 "install",
                 "--no-audit",
                 "--no-fund",
-                "--cache",
-                "/tmp/npm-cache",
                 "--registry",
                 &registry.url("npm"),
                 "cordon-fixture-0",
@@ -110,6 +133,13 @@ fn npm_install_inside_writes_the_project_and_leaves_the_home_as_it_was() {
             " M package.json\n?? node_modules/\n?? package-lock.json\n",
             "{mode:?}"
         );
+        // npm kept what it fetched in the preset's layer, not in ~/.npm.
+        let kept = layer_files(fx);
+        assert!(
+            kept.iter()
+                .any(|p| p.contains("/upper/_cacache/content-v2/")),
+            "{mode:?}: {kept:?}"
+        );
         assert_eq!(
             changes(&home, &snapshot(&fx.home)),
             Vec::<String>::new(),
@@ -122,13 +152,17 @@ fn npm_install_inside_writes_the_project_and_leaves_the_home_as_it_was() {
 fn pip_install_inside_a_venv_in_the_project_leaves_the_home_as_it_was() {
     each_fixture(|mode, fx| {
         let index = StandIns::start(&fx.dir.path().join("standins"), 3);
+        // No ~/.cache/pip on this host: the preset's variable points pip
+        // at a stand-in, and nothing is made in the home.
         let home = snapshot(&fx.home);
         let out = sandbox(fx)
+            .flag("--preset", "pypi")
             .flag("--allow-domain", index.allow("pypi"))
             .sh(&format!(
                 "{PY} -m venv .venv && .venv/bin/pip install -q --disable-pip-version-check \
                  --index-url {url}/simple/ --trusted-host host.cordon.internal cordon-fixture-0 \
-                 && .venv/bin/python -c 'import cordon_fixture_0, cordon_fixture_2; print(\"imported:\", cordon_fixture_2.VALUE)'",
+                 && .venv/bin/python -c 'import cordon_fixture_0, cordon_fixture_2; print(\"imported:\", cordon_fixture_2.VALUE)' \
+                 && touch \"$(.venv/bin/pip cache dir)/cordon-marker\" && echo 'cache: writable'",
                 url = index.url("pypi")
             ));
         assert_eq!(out.code, 0, "{mode:?}: {out:#?}");
@@ -138,6 +172,15 @@ fn pip_install_inside_a_venv_in_the_project_leaves_the_home_as_it_was() {
                 .served("pypi")
                 .contains("GET /files/cordon_fixture_2-1.0.0-py3-none-any.whl"),
             "{mode:?}"
+        );
+        // pip's cache is the preset's layer (the stand-in answers with no
+        // caching headers, so pip keeps nothing of its own there).
+        assert_eq!(line(&out, "cache"), "writable", "{mode:?}: {out:#?}");
+        let kept = layer_files(fx);
+        assert!(
+            kept.iter()
+                .any(|p| p.contains("/pip-") && p.ends_with("cordon-marker")),
+            "{mode:?}: {kept:?}"
         );
         // The venv works on the host as well.
         let host = fx
@@ -177,6 +220,7 @@ fn cargo_fetch_inside_resolves_and_downloads_from_a_sparse_registry() {
          [dependencies]\ncordon-fixture-0 = { version = \"1\", registry = \"local\" }\n",
     )
     .unwrap();
+    host_cache(&fx, ".cargo/registry");
     let home = snapshot(&fx.home);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // rustc beside cargo, as rustup installs them.
@@ -186,10 +230,10 @@ fn cargo_fetch_inside_resolves_and_downloads_from_a_sparse_registry() {
         .unwrap_or_default();
     let rustup = std::env::var("RUSTUP_HOME").unwrap_or_else(|_| "/root/.rustup".into());
     let out = sandbox(&fx)
+        .flag("--preset", "crates")
         .flag("--allow-domain", registry.allow("cargo"))
         .env("RUSTUP_HOME", rustup)
         .env("PATH", format!("{}:{PATH}", bin.display()))
-        .env("CARGO_HOME", "/tmp/cargo-home")
         .env(
             "CARGO_REGISTRIES_LOCAL_INDEX",
             format!("sparse+{}/index/", registry.url("cargo")),
@@ -206,6 +250,13 @@ fn cargo_fetch_inside_resolves_and_downloads_from_a_sparse_registry() {
         assert!(registry.served("cargo").contains(&download), "{download}");
     }
     assert_eq!(changes(&home, &snapshot(&fx.home)), Vec::<String>::new());
+    // cargo kept the .crate files in the preset's layer of ~/.cargo/registry.
+    let kept = layer_files(&fx);
+    assert!(
+        kept.iter()
+            .any(|p| p.ends_with("cordon-fixture-2-1.0.0.crate")),
+        "{kept:?}"
+    );
 }
 
 #[test]

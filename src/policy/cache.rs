@@ -23,6 +23,10 @@ pub struct Cache {
     /// A variable set to where the cache is inside (`npm_config_cache`):
     /// the tool finds it there even when the host directory is missing.
     pub env: Option<String>,
+    /// Left out, rather than refused, when the host directory is missing
+    /// and no variable points the tool elsewhere (a preset's cache of a
+    /// tool this machine may not have).
+    pub optional: bool,
     /// Where a policy file gave it (none for a flag), for errors found
     /// once every layer is in.
     #[serde(skip)]
@@ -77,8 +81,15 @@ impl Cache {
         Ok(Cache {
             path,
             env,
+            optional: false,
             at: None,
         })
+    }
+
+    /// Whether the sandbox goes without it: optional, and missing on the
+    /// host with no variable to point the tool at a stand-in.
+    pub fn left_out(&self) -> bool {
+        self.optional && self.env.is_none() && !self.path.exists()
     }
 
     /// Its private layer's directory, for the project `project`
@@ -126,25 +137,34 @@ const REPLACED: &[&str] = &["/tmp", "/proc", "/dev"];
 /// path, cordon's layers' directory or another cache, nor lie under a
 /// denied path or a directory the sandbox replaces. An error names the
 /// file, line and key of the entry (or its flag).
-pub fn check(policy: &Policy) -> Result<(), LoadError> {
-    let caches = &policy.files.caches;
-    for (i, cache) in caches.iter().enumerate() {
-        if let Some(why) = problem(policy, cache, &caches[..i]) {
-            let shown = cache.value.path.display();
-            let message = format!("cache {shown}: {why}");
-            return Err(match &cache.value.at {
-                Some(at) => LoadError::Invalid {
-                    at: at.clone(),
-                    key: "files.cache".to_string(),
-                    message,
-                },
-                None => LoadError::Flag {
-                    flag: "--cache".to_string(),
-                    message,
-                },
-            });
+pub fn check(policy: &mut Policy) -> Result<(), LoadError> {
+    let caches = std::mem::take(&mut policy.files.caches);
+    let mut kept: Vec<Sourced<Cache>> = Vec::with_capacity(caches.len());
+    for cache in caches {
+        let Some(why) = problem(policy, &cache, &kept) else {
+            kept.push(cache);
+            continue;
+        };
+        // A preset's cache the policy cannot have (under a writable or
+        // denied path, say) is left out: the tool keeps what it had.
+        if cache.value.optional {
+            continue;
         }
+        let shown = cache.value.path.display();
+        let message = format!("cache {shown}: {why}");
+        return Err(match &cache.value.at {
+            Some(at) => LoadError::Invalid {
+                at: at.clone(),
+                key: "files.cache".to_string(),
+                message,
+            },
+            None => LoadError::Flag {
+                flag: "--cache".to_string(),
+                message,
+            },
+        });
     }
+    policy.files.caches = kept;
     Ok(())
 }
 

@@ -82,6 +82,9 @@ pub fn plan(
     let project = &policy.project.value;
     for entry in &policy.files.caches {
         let cache = &entry.value;
+        if cache.left_out() {
+            continue;
+        }
         let from = entry.source.to_string();
         let refuse = |why: String| FilesError::Cache {
             path: cache.path.clone(),
@@ -159,7 +162,10 @@ pub fn prepare(policy: &Policy) -> Result<(), FilesError> {
         let cache = &entry.value;
         // Another entry for the same directory may name the variable.
         let named = |c: &crate::policy::cache::Cache| c.path == cache.path && c.env.is_some();
-        if !cache.path.exists() && !policy.files.caches.iter().any(|e| named(&e.value)) {
+        if !cache.path.exists()
+            && !cache.optional
+            && !policy.files.caches.iter().any(|e| named(&e.value))
+        {
             return Err(FilesError::Cache {
                 path: cache.path.clone(),
                 from: entry.source.to_string(),

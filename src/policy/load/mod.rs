@@ -349,7 +349,7 @@ pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
     // (5) flags.
     flags::apply_flags(&mut policy, &req.flags, &home, &req.cwd)?;
     // Caches are checked against every layer's paths together.
-    super::cache::check(&policy)?;
+    super::cache::check(&mut policy)?;
     Ok(policy)
 }
 

@@ -199,7 +199,8 @@ fn cache_table(table: Table<'_>) -> Result<Cache, LoadError> {
     let (doc, ctx, name, span) = (table.doc, table.ctx, table.name, table.span);
     let mut path = None;
     let mut env = None;
-    table.read("path, env", |key, field, node| {
+    let mut optional = false;
+    table.read("path, env, optional", |key, field, node| {
         let at = node.span().clone();
         match key.name {
             "path" => path = Some((table_string(doc, field, &node)?, at)),
@@ -208,11 +209,24 @@ fn cache_table(table: Table<'_>) -> Result<Cache, LoadError> {
                 env =
                     Some(check_var_name(&raw).map_err(|e| doc.invalid(&at, field, e.to_string()))?);
             }
+            "optional" => match node.scalar() {
+                Scalar::Boolean(b) => optional = b,
+                other => {
+                    return Err(doc.invalid(
+                        &at,
+                        field,
+                        format!("expected true or false, found {}", other.kind()),
+                    ))
+                }
+            },
             _ => return Ok(false),
         }
         Ok(true)
     })?;
     let (raw, at) =
         path.ok_or_else(|| Table::missing(doc, span, name, "path (the host directory)"))?;
-    Cache::new(&raw, env, ctx).map_err(|m| doc.invalid(&at, &format!("{name}.path"), m))
+    let mut cache =
+        Cache::new(&raw, env, ctx).map_err(|m| doc.invalid(&at, &format!("{name}.path"), m))?;
+    cache.optional = optional;
+    Ok(cache)
 }

@@ -12,8 +12,11 @@
 //! layer; an untrusted project file may not name a preset that widens the
 //! sandbox (the trust rule sees the preset's own lines).
 //!
-//! The caches are documentation for now (`cordon presets` prints them):
-//! no key gives the sandbox a cache of its own yet.
+//! Its caches (`[preset] caches`) are given to the sandbox as
+//! `files.cache` entries from the same source: each tool's directory is
+//! writable into a private layer, the host's unchanged; one the machine
+//! lacks gets a stand-in where a variable can point the tool at it, and is
+//! left out where none can (the tool is then not used here).
 
 use std::path::PathBuf;
 
@@ -210,6 +213,8 @@ pub struct Expanded {
     /// Its description's line.
     about: String,
     fragment: Fragment,
+    /// Its tools' caches, as `files.cache` entries (optional ones).
+    caches: Vec<super::cache::Cache>,
 }
 
 /// A preset in force: what `cordon explain` says of it.
@@ -227,20 +232,40 @@ pub fn expand(name: &str, ctx: &PathContext<'_>) -> Result<Expanded, String> {
     let read = |ctx| {
         let preset = Preset::read(shipped)?;
         let fragment = preset.expand(ctx)?;
-        Ok::<_, LoadError>(Expanded {
-            name: shipped.name,
-            about: preset.about.about,
-            fragment,
-        })
+        Ok::<_, LoadError>((preset, fragment))
     };
-    read(ctx).map_err(|e| e.to_string())
+    let (preset, fragment) = read(ctx).map_err(|e| e.to_string())?;
+    let caches = preset
+        .about
+        .caches
+        .iter()
+        .map(|c| {
+            let mut cache = super::cache::Cache::new(&c.path, c.env.clone(), ctx)
+                .map_err(|e| format!("preset {name}: cache {}: {e}", c.path))?;
+            cache.optional = true;
+            Ok(cache)
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(Expanded {
+        name: shipped.name,
+        about: preset.about.about,
+        fragment,
+        caches,
+    })
 }
 
 /// Why the presets `expanded` would widen `in_force` (the first line of
 /// the first that would, by the trust rule), or `None` when none would.
 pub fn widening(expanded: &[Expanded], in_force: &Policy) -> Option<String> {
     expanded.iter().find_map(|e| {
-        let first = first_widening(&e.fragment, in_force)?;
+        let Some(first) = first_widening(&e.fragment, in_force) else {
+            return (!e.caches.is_empty()).then(|| {
+                format!(
+                    "preset {} sets files.cache, which widens the sandbox; ",
+                    e.name
+                )
+            });
+        };
         let why = first.detail.trim_end_matches("; ");
         Some(if why.is_empty() {
             format!(
@@ -271,6 +296,8 @@ pub fn apply(policy: &mut Policy, expanded: Vec<Expanded>, source: &Source) {
             from: Box::new(source.clone()),
         };
         e.fragment.apply(policy, &from);
+        let caches = e.caches.into_iter().map(|c| Sourced::new(c, from.clone()));
+        policy.files.caches.extend(caches);
     }
 }
 
