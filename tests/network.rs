@@ -478,19 +478,6 @@ fn each_mode_in_test_net(name: &str, test: impl Fn(Mode, &TestNet, &Fixture, Ups
     });
 }
 
-fn have_curl() -> bool {
-    let found = Command::new("curl")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        eprintln!("skipped: curl is not installed (.ci/run installs it)");
-    }
-    found
-}
-
 /// A network namespace and mount namespace the test makes (root only):
 /// only `lo`, up, and an /etc/hosts of the test's choosing, so the proxy
 /// resolves test names without DNS, and nothing the proxy might wrongly

@@ -11,23 +11,8 @@ use std::net::{TcpListener, ToSocketAddrs};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use common::*;
-
-/// Whether curl is here to run (`.ci/run` installs it).
-fn have_curl() -> bool {
-    let found = Command::new("curl")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        eprintln!("skipped: curl is not installed (.ci/run installs it)");
-    }
-    found
-}
 
 /// The exit summary's lines on stderr: from the first `cordon: blocked`
 /// through the line naming the audit log.

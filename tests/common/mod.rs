@@ -714,6 +714,20 @@ pub fn each_fixture(f: impl Fn(Mode, &Fixture)) {
     each_mode(|mode| f(mode, &Fixture::new(mode)));
 }
 
+/// Whether curl is here to run (`.ci/run` installs it); says so when not.
+pub fn have_curl() -> bool {
+    let found = Command::new("curl")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("skipped: curl is not installed (.ci/run installs it)");
+    }
+    found
+}
+
 /// A committed git repository in the fixture's project, owned by the mode's uid.
 pub fn git_project(fx: &Fixture) {
     std::fs::write(fx.project.join("file.txt"), "one\n").unwrap();
