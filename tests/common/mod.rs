@@ -369,12 +369,14 @@ impl Sandbox {
 
     /// The full command line, without the `-- CMD` part.
     pub fn command(&self, cmd: &[&str]) -> Command {
-        // The harness may run with SIGHUP ignored (under nohup, as CI may
-        // be), which exec passes on: cordon, and the command after it,
-        // would then rightly never see a SIGHUP a test sends. Every run
-        // starts with it at its default.
+        // The harness may run with signals ignored (SIGHUP under nohup;
+        // SIGINT and SIGQUIT when a non-interactive shell started it in
+        // the background, as CI may), which exec passes on: cordon, and
+        // the command after it, would then rightly never see a signal a
+        // test sends (a shell cannot even trap one ignored on entry).
+        // Every run starts with every signal at its default.
         let mut c = Command::new("/usr/bin/env");
-        c.arg("--default-signal=HUP");
+        c.arg("--default-signal");
         if self.mode.drops() {
             c.args([
                 "setpriv",
