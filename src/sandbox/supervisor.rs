@@ -589,6 +589,13 @@ fn write_refusal(path: &str, in_writable_area: bool, read_only: bool) -> (String
             dir.display(),
             crate::policy::keys::ALLOW_WRITE.about.add_with("DIR")
         )
+    } else if let Some((_, place)) = super::files::startup_place_in(dir) {
+        // What is left there runs later on the host: the sandbox must not
+        // talk the user into the flag that lets it.
+        format!(
+            "nothing allows it: {} is where a program or a startup file runs later on the host; write in the project or /tmp instead",
+            place.display()
+        )
     } else {
         format!(
             "allow with {}; a tool's cache: --cache {} keeps the host's copy unchanged",
