@@ -77,3 +77,33 @@ fn allow_write_on_a_directory_under_a_place_whose_files_run_later_is_refused() {
         }
     });
 }
+
+/// Without the sandbox's own network namespace (`--allow-degraded=namespaces`)
+/// the ports `--local-ports` names are the host's: Landlock's TCP rules know
+/// ports, not addresses, so the sandbox could connect to a host service on
+/// such a port (or any address on the network), and listen on every host
+/// interface. The run must be refused.
+#[test]
+fn local_ports_without_the_network_namespace_are_refused() {
+    each_fixture(|mode, fx| {
+        let host = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = host.local_addr().unwrap().port();
+        let script = format!(
+            "import socket\nc = socket.socket()\nc.settimeout(3)\ntry:\n    c.connect(('127.0.0.1', {port}))\n    print('host-service: OPEN')\nexcept OSError as e:\n    print('host-service: refused', e)\n"
+        );
+        let out = fx
+            .sandbox()
+            .env("CORDON_TEST_WEAKEN", "namespaces")
+            .flag("--allow-degraded", "namespaces")
+            .flag("--local-ports", port.to_string())
+            .py(&script);
+        assert_eq!(open_lines(&out), Vec::<&str>::new(), "{mode:?}: {out:#?}");
+        assert!(
+            !out.stdout.contains("host-service"),
+            "{mode:?}: the command ran: {out:#?}"
+        );
+        assert!(out.stderr.contains("--local-ports"), "{mode:?}: {out:#?}");
+        assert_ne!(out.code, 0, "{mode:?}: {out:#?}");
+        drop(host);
+    });
+}
