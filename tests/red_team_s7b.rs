@@ -52,6 +52,37 @@ fn a_refused_write_never_suggests_allowing_a_place_whose_files_run_later() {
     });
 }
 
+/// System directories whose files run later on the host, for every user.
+const SYSTEM_RUN_LATER: &[&str] = &["/etc/cron.d", "/etc/profile.d", "/usr/local/bin"];
+
+#[test]
+fn a_refused_write_never_suggests_allowing_a_system_directory() {
+    each_fixture(|mode, fx| {
+        let attempts: Vec<(&str, String)> = SYSTEM_RUN_LATER
+            .iter()
+            .filter(|d| std::path::Path::new(d).is_dir())
+            .map(|d| (*d, format!("echo x > '{d}/cordon-red-team-canary'")))
+            .collect();
+        let script = attempts_script(
+            &attempts
+                .iter()
+                .map(|(l, c)| (*l, c.as_str()))
+                .collect::<Vec<_>>(),
+        );
+        let out = fx.sandbox().sh(&script);
+        assert_eq!(open_lines(&out), Vec::<&str>::new(), "{mode:?}: {out:#?}");
+        assert!(out.stderr.contains("blocked"), "{mode:?}: {out:#?}");
+        for (dir, _) in &attempts {
+            let _ = std::fs::remove_file(format!("{dir}/cordon-red-team-canary"));
+            assert!(
+                !out.stderr.contains(&format!("--allow-write {dir}")),
+                "{mode:?}: the summary suggests writing {dir}: {}",
+                out.stderr
+            );
+        }
+    });
+}
+
 #[test]
 fn allow_write_on_a_directory_under_a_place_whose_files_run_later_is_refused() {
     each_fixture(|mode, fx| {
