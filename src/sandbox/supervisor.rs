@@ -616,7 +616,7 @@ fn write_refusal(
             crate::policy::keys::ALLOW_WRITE
                 .about
                 .add_with(&dir.display().to_string()),
-            dir.display()
+            crate::policy::keys::shell_word(&dir.display().to_string())
         )
     };
     (reason.into(), fix)
@@ -647,6 +647,8 @@ mod tests {
         let (why, fix) = write_refusal("/home/u/.cache/tool", false, true, home);
         assert!(why.starts_with("read-only in the sandbox"), "{why}");
         assert!(fix.starts_with("allow with --allow-write /home/u/.cache (or [files] allow_write = [\"/home/u/.cache\"])"), "{fix}");
+        let (_, fix) = write_refusal("/home/u/a b/c", false, true, home);
+        assert!(fix.contains("--cache '/home/u/a b'"), "{fix}");
         let (why, _) = write_refusal("/home/u/.cache/tool", false, false, home);
         assert!(why.starts_with("permission denied"), "{why}");
         let (_, fix) = write_refusal("/x", false, true, home);
