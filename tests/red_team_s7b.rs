@@ -138,3 +138,31 @@ fn local_ports_without_the_network_namespace_are_refused() {
         drop(host);
     });
 }
+
+/// A connect to a port where nothing listens inside is answered with the
+/// `--host-port` that would reach the host's: for Docker's API port the
+/// summary must say that it hands over the host, as it does for Docker's
+/// UNIX socket.
+#[test]
+fn a_refused_local_port_warns_before_suggesting_dockers_api_port() {
+    each_fixture(|mode, fx| {
+        let out = fx.sandbox().py(
+            "import socket\nfor p in (2375, 2376):\n    try:\n        socket.create_connection(('127.0.0.1', p), 2)\n        print(p, 'OPEN')\n    except OSError as e:\n        print(p, 'refused', e)\n",
+        );
+        assert!(!out.stdout.contains("OPEN"), "{mode:?}: {out:#?}");
+        for port in [2375, 2376] {
+            let hints: Vec<&str> = out
+                .stderr
+                .lines()
+                .filter(|l| l.contains(&format!("--host-port {port}")))
+                .collect();
+            assert!(!hints.is_empty(), "{mode:?}: no hint for {port}: {out:#?}");
+            for hint in hints {
+                assert!(
+                    hint.contains("root on the host"),
+                    "{mode:?}: --host-port {port} suggested bare: {hint}"
+                );
+            }
+        }
+    });
+}

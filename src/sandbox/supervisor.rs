@@ -553,14 +553,21 @@ fn local_port_reason(refusal: &LocalPortRefusal) -> (String, String) {
             format!("add {port} to {} (or [{}] {})", key.flag_or_key(), key.section, key.name),
         );
     }
+    let allow = format!(
+        "to reach the host's 127.0.0.1:{port}, allow with {}",
+        crate::policy::keys::HOST_PORTS
+            .about
+            .set_with(&port.to_string(), &format!("[{port}]"))
+    );
+    // As for a host socket: a sandbox that tries the port must not get the
+    // flag suggested bare when what listens there gives the host away.
+    let fix = match crate::policy::ports::root_equivalent_port(port) {
+        Some(danger) => format!("{danger}; only if you mean that, {allow}"),
+        None => allow,
+    };
     (
         format!("nothing listens on port {port} inside the sandbox, whose loopback is its own"),
-        format!(
-            "to reach the host's 127.0.0.1:{port}, allow with {}",
-            crate::policy::keys::HOST_PORTS
-                .about
-                .set_with(&port.to_string(), &format!("[{port}]"))
-        ),
+        fix,
     )
 }
 
