@@ -5,14 +5,14 @@ mod common;
 
 use common::*;
 
-/// Directories of the home whose every subdirectory runs what is left
-/// there on the host later: systemd's user units, autostart entries, the
+/// Directories of the home where what is left there runs later on the
+/// host: systemd's user units (at any depth), autostart entries, the
 /// programs on `PATH`.
 const RUN_LATER: &[&str] = &[
     ".config/systemd/user",
     ".config/systemd/user/default.target.wants",
-    ".config/autostart/sub",
-    ".local/bin/sub",
+    ".config/autostart",
+    ".local/bin",
 ];
 
 #[test]

@@ -644,17 +644,10 @@ pub const STARTUP_PLACES: &[&str] = &[
 ];
 
 /// Those of [`STARTUP_PLACES`] where a file left at any depth runs later
-/// too: systemd reads units from `user/` and its `*.wants/` directories,
-/// autostart and `PATH` directories are searched by tools that recurse or
-/// are configured with their subdirectories. A writable area may not lie
-/// inside one either.
-pub const STARTUP_TREES: &[&str] = &[
-    ".local/bin",
-    "bin",
-    ".cargo/bin",
-    ".config/systemd",
-    ".config/autostart",
-];
+/// too: systemd reads user units from `user/` and its `*.wants/` and
+/// `*.d/` directories. A writable area may not lie inside one either.
+/// (A `PATH` or autostart directory runs only what is directly in it.)
+pub const STARTUP_TREES: &[&str] = &[".config/systemd"];
 
 /// Whether `dir`, made writable, would let the sandbox leave what runs
 /// later on the host for the user whose home is `home`: it is or holds a

@@ -202,7 +202,7 @@ fn refused_writes_below_the_home_are_suggested_others_only_listed() {
         (PathBuf::from("/usr/lib/x/y"), 1),
         (PathBuf::from("/home/u/.cache/we\nird"), 1),
         (PathBuf::from("/home/u/.config/systemd/user/x.service"), 1),
-        (PathBuf::from("/home/u/.local/bin/sub/x"), 1),
+        (PathBuf::from("/home/u/.local/bin/x"), 1),
     ];
     let writes = RefusedWrites {
         paths: &paths,
