@@ -1,6 +1,8 @@
 //! Built-in defaults: the credential and system deny lists, the persistence
 //! paths, the limits.
 
+use std::path::{Path, PathBuf};
+
 /// Credential stores, relative to a home directory, unreadable by default.
 ///
 /// Each entry may be re-allowed with `--allow-read` or `files.allow_read`.
@@ -623,6 +625,53 @@ pub const GIT_DIR_PROTECTED: &[&str] = &["hooks/", "config", "commondir", "confi
 
 /// Inside a worktree's git dir (`.git/worktrees/<id>`): where it points.
 pub const WORKTREE_PROTECTED: &[&str] = &["commondir", "gitdir", "config.worktree"];
+
+/// Directories of the user's (relative to the home) where what is left
+/// runs later without being asked: the home's own dotfiles, the user's
+/// config and data trees (systemd user units, autostart entries, shell
+/// and editor startup files), and the programs on the usual `PATH`. A
+/// writable area may not hold one of them (see [`runs_later`]).
+pub const STARTUP_PLACES: &[&str] = &[
+    "",
+    ".config",
+    ".local",
+    ".local/bin",
+    ".local/share",
+    "bin",
+    ".cargo/bin",
+    ".config/systemd",
+    ".config/autostart",
+];
+
+/// Those of [`STARTUP_PLACES`] where a file left at any depth runs later
+/// too: systemd reads user units from `user/` and its `*.wants/` and
+/// `*.d/` directories. A writable area may not lie inside one either.
+/// (A `PATH` or autostart directory runs only what is directly in it.)
+pub const STARTUP_TREES: &[&str] = &[".config/systemd"];
+
+/// Whether `dir`, made writable, would let the sandbox leave what runs
+/// later on the host for the user whose home is `home`: it is or holds a
+/// [`STARTUP_PLACES`] entry, or lies inside a [`STARTUP_TREES`] one. The
+/// startup place it reaches, if so.
+pub fn runs_later(dir: &Path, home: &Path) -> Option<PathBuf> {
+    let place = |rel: &str| {
+        if rel.is_empty() {
+            home.to_path_buf()
+        } else {
+            home.join(rel)
+        }
+    };
+    STARTUP_PLACES
+        .iter()
+        .map(|rel| place(rel))
+        .find(|p| p.starts_with(dir))
+        .or_else(|| {
+            STARTUP_TREES
+                .iter()
+                .map(|rel| place(rel))
+                .find(|p| dir.starts_with(p))
+        })
+}
 
 /// The project's policy file name.
 pub const PROJECT_POLICY_FILE: &str = "cordon.toml";

@@ -143,7 +143,13 @@ fn render_writes(out: &mut String, writes: &RefusedWrites<'_>) {
         let dir = path.parent().unwrap_or(Path::new("/"));
         dirs.entry(dir).or_default().push((path, *n));
     }
-    let suggestable = |dir: &Path| writes.home.is_some_and(|h| dir.starts_with(h) && dir != h);
+    // Never a place whose files run later on the host: a hostile run
+    // would be asking for the rule that lets it leave a program there.
+    let suggestable = |dir: &Path| {
+        writes.home.is_some_and(|h| {
+            dir.starts_with(h) && dir != h && super::defaults::runs_later(dir, h).is_none()
+        })
+    };
     let note = |names: &[(&Path, u64)]| {
         let total: u64 = names.iter().map(|(_, n)| n).sum();
         let shown: Vec<String> = names
@@ -173,7 +179,7 @@ fn render_writes(out: &mut String, writes: &RefusedWrites<'_>) {
     if !left.is_empty() {
         let _ = writeln!(
             out,
-            "\n# Writes refused where no directory is suggested (the home itself, /, system directories): write in the project or /tmp, or allow a directory of your choosing:"
+            "\n# Writes refused where no directory is suggested (the home itself, places whose files run later, /, system directories): write in the project or /tmp, or allow a directory of your choosing:"
         );
         for (dir, names) in left {
             let line = format!("{}: {}", dir.display(), note(names));

@@ -201,6 +201,8 @@ fn refused_writes_below_the_home_are_suggested_others_only_listed() {
         (PathBuf::from("/home/u/.toolrc"), 1),
         (PathBuf::from("/usr/lib/x/y"), 1),
         (PathBuf::from("/home/u/.cache/we\nird"), 1),
+        (PathBuf::from("/home/u/.config/systemd/user/x.service"), 1),
+        (PathBuf::from("/home/u/.local/bin/x"), 1),
     ];
     let writes = RefusedWrites {
         paths: &paths,
@@ -225,4 +227,8 @@ fn refused_writes_below_the_home_are_suggested_others_only_listed() {
         "{text}"
     );
     assert!(!text.contains("we\nird"), "a name broke a comment: {text}");
+    assert!(
+        text.contains("#   /home/u/.config/systemd/user: 1 write refused (x.service)"),
+        "a place whose files run later is suggested: {text}"
+    );
 }

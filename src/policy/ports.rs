@@ -26,6 +26,20 @@ pub fn cordon_listener(port: u16) -> Option<&'static str> {
     }
 }
 
+/// TCP ports on the host's loopback whose service hands whoever reaches
+/// it the host: a container engine's API without TLS client certificates
+/// (Docker's registered ports), which starts privileged containers.
+const ROOT_EQUIVALENT_PORTS: &[(u16, &str)] = &[(2375, "Docker"), (2376, "Docker")];
+
+/// Why reaching the host's 127.0.0.1:`port` may hand the sandbox the host,
+/// if it commonly does.
+pub fn root_equivalent_port(port: u16) -> Option<String> {
+    let (_, engine) = ROOT_EQUIVALENT_PORTS.iter().find(|(p, _)| *p == port)?;
+    Some(format!(
+        "{port} is {engine}'s API port: whoever reaches it can start a privileged container, i.e. is root on the host"
+    ))
+}
+
 /// A port the sandbox may have on its own loopback for something of the
 /// user's (a host port forwarded in, a server published): not one cordon
 /// listens on.

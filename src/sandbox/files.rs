@@ -18,7 +18,7 @@ use super::create_gate::Guard;
 use super::gitconfig;
 use super::repos;
 use crate::policy::defaults::{
-    GIT_DIR_PROTECTED, PROTECTED_ANYWHERE, PROTECTED_NAME_PATTERNS, WORKTREE_PROTECTED,
+    runs_later, GIT_DIR_PROTECTED, PROTECTED_ANYWHERE, PROTECTED_NAME_PATTERNS, WORKTREE_PROTECTED,
 };
 use crate::policy::{PathPattern, Policy, Sourced};
 
@@ -47,7 +47,7 @@ pub enum FilesError {
         target: PathBuf,
         from: String,
     },
-    #[error("refusing to make {} writable: it holds {}, where the sandbox could leave a program or a startup file that runs later on the host (outside any repository cordon could check). Choose a --project or --allow-write path below it, such as a project directory", crate::escape::printable(root), crate::escape::printable(place))]
+    #[error("refusing to make {} writable: it is, holds or lies inside {}, where the sandbox could leave a program or a startup file that runs later on the host (outside any repository cordon could check). Choose a --project or --allow-write path that holds none, such as a project directory", crate::escape::printable(root), crate::escape::printable(place))]
     StartupPlace { root: PathBuf, place: PathBuf },
     #[error("cache {} (from {}): {}", crate::escape::printable(path), from, why)]
     Cache {
@@ -1334,25 +1334,10 @@ fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {
     })
 }
 
-/// Directories of the user's (relative to the home) where what is left
-/// runs later without being asked: the home's own dotfiles, the user's
-/// config and data trees (systemd user units, autostart entries, shell
-/// and editor startup files), and the programs on the usual `PATH`.
-const STARTUP_PLACES: &[&str] = &[
-    "",
-    ".config",
-    ".local",
-    ".local/bin",
-    ".local/share",
-    "bin",
-    ".cargo/bin",
-    ".config/systemd",
-    ".config/autostart",
-];
-
-/// A startup place ([`STARTUP_PLACES`], in the caller's homes) that the
-/// writable area `root` holds or is.
-fn startup_place_in(root: &Path) -> Option<(PathBuf, PathBuf)> {
+/// A startup place ([`runs_later`], in the caller's homes) that the
+/// writable area `root` holds, is, or lies inside of a place whose every
+/// subdirectory runs what is left there.
+pub(crate) fn startup_place_in(root: &Path) -> Option<(PathBuf, PathBuf)> {
     let homes = std::env::var_os("HOME")
         .map(PathBuf::from)
         .into_iter()
@@ -1364,15 +1349,8 @@ fn startup_place_in(root: &Path) -> Option<(PathBuf, PathBuf)> {
         )
         .filter_map(|h| std::fs::canonicalize(h).ok());
     for home in homes {
-        for rel in STARTUP_PLACES {
-            let place = if rel.is_empty() {
-                home.clone()
-            } else {
-                home.join(rel)
-            };
-            if place.starts_with(root) {
-                return Some((root.to_path_buf(), place));
-            }
+        if let Some(place) = runs_later(root, &home) {
+            return Some((root.to_path_buf(), place));
         }
     }
     None

@@ -377,6 +377,13 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             "--host-port and --publish need the sandbox's own network namespace, which could not be made".into(),
         ));
     }
+    // Without its own loopback the ports would be the host's, at every
+    // address: Landlock's TCP rules name ports, not addresses.
+    if !plan.namespaces && plan.local_ports.is_some() {
+        return Err(SandboxError::Ports(
+            "--local-ports (or [network] local_ports) names ports on the sandbox's own loopback, which needs its own network namespace, which could not be made: the ports would be the host's, connectable at any address and bound on every interface; leave it out (no TCP port is open then)".into(),
+        ));
+    }
     if !view.caches.mounts.is_empty() && !files::mount_view_on(plan.namespaces) {
         eprintln!("cordon: WARNING: without the mount view (namespaces layer) no cache is mounted: each stays the host's directory, read-only, and a missing one is not there");
     }

@@ -467,7 +467,8 @@ fn record_report(channel: &Channel, reports: &mut Reports<'_>) -> bool {
             },
             _,
         )) => {
-            let (reason, fix) = write_refusal(&path, in_writable_area, read_only);
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let (reason, fix) = write_refusal(&path, in_writable_area, read_only, home.as_deref());
             if let (Some(learned), false) = (reports.learned, in_writable_area) {
                 learned.note_write(&path);
             }
@@ -552,14 +553,21 @@ fn local_port_reason(refusal: &LocalPortRefusal) -> (String, String) {
             format!("add {port} to {} (or [{}] {})", key.flag_or_key(), key.section, key.name),
         );
     }
+    let allow = format!(
+        "to reach the host's 127.0.0.1:{port}, allow with {}",
+        crate::policy::keys::HOST_PORTS
+            .about
+            .set_with(&port.to_string(), &format!("[{port}]"))
+    );
+    // As for a host socket: a sandbox that tries the port must not get the
+    // flag suggested bare when what listens there gives the host away.
+    let fix = match crate::policy::ports::root_equivalent_port(port) {
+        Some(danger) => format!("{danger}; only if you mean that, {allow}"),
+        None => allow,
+    };
     (
         format!("nothing listens on port {port} inside the sandbox, whose loopback is its own"),
-        format!(
-            "to reach the host's 127.0.0.1:{port}, allow with {}",
-            crate::policy::keys::HOST_PORTS
-                .about
-                .set_with(&port.to_string(), &format!("[{port}]"))
-        ),
+        fix,
     )
 }
 
@@ -569,7 +577,15 @@ const MAX_HINTS: usize = 16;
 /// A denial init reported, by one of cordon's built-in rules: the events
 /// of the reports differ only in door, subject, rule, reason and fix.
 /// Why the kernel refused to make `path`, and what would allow it.
-fn write_refusal(path: &str, in_writable_area: bool, read_only: bool) -> (String, String) {
+/// `home`: the caller's, below which alone a directory is suggested (as
+/// learn mode does): elsewhere are system directories, where what is left
+/// may run later for every user.
+fn write_refusal(
+    path: &str,
+    in_writable_area: bool,
+    read_only: bool,
+    home: Option<&Path>,
+) -> (String, String) {
     if in_writable_area {
         return (
             "kept read-only inside a writable area (a protected name, a --deny-write path, or a directory cordon keeps in place)".into(),
@@ -582,10 +598,22 @@ fn write_refusal(path: &str, in_writable_area: bool, read_only: bool) -> (String
         "permission denied: outside the writable areas, or the file's own permissions"
     };
     let dir = Path::new(path).parent().unwrap_or(Path::new("/"));
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let fix = if dir == Path::new("/") || home.as_deref() == Some(dir) {
+    let fix = if dir == Path::new("/") || home == Some(dir) {
         format!(
             "write in the project or /tmp instead: {} writable would open everything in it; a directory under it can be allowed with {}",
+            dir.display(),
+            crate::policy::keys::ALLOW_WRITE.about.add_with("DIR")
+        )
+    } else if let Some((_, place)) = super::files::startup_place_in(dir) {
+        // What is left there runs later on the host: the sandbox must not
+        // talk the user into the flag that lets it.
+        format!(
+            "nothing allows it: {} is where a program or a startup file runs later on the host; write in the project or /tmp instead",
+            place.display()
+        )
+    } else if !home.is_some_and(|h| dir.starts_with(h)) {
+        format!(
+            "write in the project or /tmp instead: {} is outside the home, where what is left may run later on the host; if you mean to, allow a directory of your choosing with {}",
             dir.display(),
             crate::policy::keys::ALLOW_WRITE.about.add_with("DIR")
         )
@@ -595,7 +623,7 @@ fn write_refusal(path: &str, in_writable_area: bool, read_only: bool) -> (String
             crate::policy::keys::ALLOW_WRITE
                 .about
                 .add_with(&dir.display().to_string()),
-            dir.display()
+            crate::policy::keys::shell_word(&dir.display().to_string())
         )
     };
     (reason.into(), fix)
@@ -622,22 +650,33 @@ mod tests {
 
     #[test]
     fn a_refused_write_says_what_would_allow_it_and_never_the_home_or_the_root() {
-        let (why, fix) = write_refusal("/home/u/.cache/tool", false, true);
+        let home = Some(Path::new("/home/u"));
+        let (why, fix) = write_refusal("/home/u/.cache/tool", false, true, home);
         assert!(why.starts_with("read-only in the sandbox"), "{why}");
         assert!(fix.starts_with("allow with --allow-write /home/u/.cache (or [files] allow_write = [\"/home/u/.cache\"])"), "{fix}");
-        let (why, _) = write_refusal("/home/u/.cache/tool", false, false);
+        let (_, fix) = write_refusal("/home/u/a b/c", false, true, home);
+        assert!(fix.contains("--cache '/home/u/a b'"), "{fix}");
+        let (why, _) = write_refusal("/home/u/.cache/tool", false, false, home);
         assert!(why.starts_with("permission denied"), "{why}");
-        let (_, fix) = write_refusal("/x", false, true);
+        let (_, fix) = write_refusal("/x", false, true, home);
         assert!(
             fix.starts_with("write in the project or /tmp instead"),
             "{fix}"
         );
-        let (why, fix) = write_refusal("/p/vendor/x", true, true);
+        let (why, fix) = write_refusal("/p/vendor/x", true, true, home);
         assert!(
             why.starts_with("kept read-only inside a writable area"),
             "{why}"
         );
         assert!(fix.starts_with("nothing allows it"), "{fix}");
+        for system in ["/etc/cron.d/x", "/usr/local/bin/x"] {
+            let (_, fix) = write_refusal(system, false, true, home);
+            assert!(
+                fix.starts_with("write in the project or /tmp instead")
+                    && !fix.contains("--allow-write /"),
+                "{fix}"
+            );
+        }
     }
 
     #[test]
