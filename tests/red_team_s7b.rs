@@ -13,6 +13,10 @@ const RUN_LATER: &[&str] = &[
     ".config/systemd/user/default.target.wants",
     ".config/autostart",
     ".local/bin",
+    ".ssh/config.d",
+    ".config/nvim/lua",
+    ".config/git",
+    ".gnupg",
 ];
 
 #[test]

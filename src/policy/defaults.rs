@@ -643,11 +643,24 @@ pub const STARTUP_PLACES: &[&str] = &[
     ".config/autostart",
 ];
 
-/// Those of [`STARTUP_PLACES`] where a file left at any depth runs later
-/// too: systemd reads user units from `user/` and its `*.wants/` and
-/// `*.d/` directories. A writable area may not lie inside one either.
-/// (A `PATH` or autostart directory runs only what is directly in it.)
-pub const STARTUP_TREES: &[&str] = &[".config/systemd"];
+/// Places where a file left at any depth runs later too, or lets someone
+/// in: systemd reads user units from `user/` and its `*.wants/` and `*.d/`
+/// directories; ssh's config (`ProxyCommand`, `Match exec`), `rc` and
+/// `authorized_keys`; gpg's configs (they name programs); the session's
+/// environment; the shells' and editors' startup trees; git's user config.
+/// A writable area may not lie inside one either. (A `PATH` or autostart
+/// directory runs only what is directly in it.)
+pub const STARTUP_TREES: &[&str] = &[
+    ".config/systemd",
+    ".ssh",
+    ".gnupg",
+    ".config/environment.d",
+    ".config/fish",
+    ".config/nvim",
+    ".vim",
+    ".emacs.d",
+    ".config/git",
+];
 
 /// Whether `dir`, made writable, would let the sandbox leave what runs
 /// later on the host for the user whose home is `home`: it is or holds a
