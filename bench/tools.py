@@ -10,7 +10,13 @@ Also measures `cordon run -- /bin/true` against bare /bin/true in the same
 rounds, so each tool's overhead can be read net of start-up: the target is
 inside <= bare + start-up + 10% of bare.
 
-usage: bench/tools.py [--rounds N] [--packages N] [--files N] [--cordon PATH]
+--tls serves the stand-ins over HTTPS (a CA made for the run, trusted by
+each client bare and inside): the clients then reach them through CONNECT
+tunnels inside, as they reach the real registries, rather than through
+the plain-HTTP forwarding path, which opens an upstream connection per
+request.
+
+usage: bench/tools.py [--rounds N] [--packages N] [--files N] [--tls] [--cordon PATH]
 """
 import argparse
 import json
@@ -34,6 +40,23 @@ def timed(argv, cwd, env=None):
     if done.returncode != 0:
         sys.exit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr.decode()}")
     return elapsed
+
+
+def make_certificates(work):
+    """A CA (work/ca.pem) and a certificate it signs for 127.0.0.1 and
+    host.cordon.internal; returns the certificate's and key's paths."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=work, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.pem", "-days", "2", "-subj", "/CN=cordon bench CA")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "leaf.key",
+            "-out", "leaf.csr", "-subj", "/CN=127.0.0.1")
+    with open(os.path.join(work, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:host.cordon.internal\n")
+    openssl("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "leaf.pem", "-days", "2", "-extfile", "san.ext")
+    return os.path.join(work, "leaf.pem"), os.path.join(work, "leaf.key")
 
 
 def make_repo(path, files):
@@ -66,41 +89,56 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--packages", type=int, default=40)
     ap.add_argument("--files", type=int, default=5000)
+    ap.add_argument("--tls", action="store_true")
     ap.add_argument("--cordon", default=os.path.join(HERE, "..", "target", "release", "cordon"))
     args = ap.parse_args()
     cordon = os.path.abspath(args.cordon)
-    work = tempfile.mkdtemp(prefix="cordon-bench-tools-")
-    server = subprocess.Popen([sys.executable, STANDINS, os.path.join(work, "standins"),
-                               "--packages", str(args.packages)],
-                              stdout=subprocess.PIPE, text=True)
+    # Not under /tmp: the CA must be readable inside, where /tmp is private.
+    work = tempfile.mkdtemp(prefix="cordon-bench-tools-", dir="/var/tmp")
+    serve = [sys.executable, STANDINS, os.path.join(work, "standins"),
+             "--packages", str(args.packages)]
+    ca = os.path.join(work, "ca.pem")
+    scheme = "https" if args.tls else "http"
+    if args.tls:
+        serve += ["--tls", *make_certificates(work)]
+    server = subprocess.Popen(serve, stdout=subprocess.PIPE, text=True)
     try:
         ports = json.loads(server.stdout.readline())
         make_repo(os.path.join(work, "standins", "git", "mid.git"), args.files)
         size = sum(os.path.getsize(os.path.join(d, f))
                    for d, _, fs in os.walk(os.path.join(work, "standins", "git", "mid.git"))
                    for f in fs)
-        print(f"{args.packages} chained packages per install; git repository of "
+        print(f"{scheme.upper()} stand-ins; {args.packages} chained packages per install; git repository of "
               f"{args.files} files, {size / 1e6:.1f} MB packed; {args.rounds} interleaved rounds")
 
+        # Every variable a client here takes its roots from (this machine
+        # sets them all to the system bundle), set to the run's CA.
+        roots = ["NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE", "SSL_CERT_FILE",
+                 "PIP_CERT", "REQUESTS_CA_BUNDLE"]
+        trust = ["env", *[f"{v}={ca}" for v in roots]] if args.tls else []
+
         def local(kind):
-            return f"http://127.0.0.1:{ports[kind]}"
+            return f"{scheme}://127.0.0.1:{ports[kind]}"
 
         def via_cordon(kind):
-            return f"http://host.cordon.internal:{ports[kind]}"
+            return f"{scheme}://host.cordon.internal:{ports[kind]}"
 
         def in_cordon(kind, argv):
             return [cordon, "run", "--quiet", "--audit", "none",
                     "--allow-domain", f"host.cordon.internal:{ports[kind]}", "--"] + argv
 
         def npm(url, cache):
-            return ["npm", "install", "--no-audit", "--no-fund", "--cache", cache,
-                    "--registry", url + "/", "cordon-fixture-0"]
+            # npm's own cafile setting (this machine's npmrc names one) wins
+            # over NODE_EXTRA_CA_CERTS.
+            cafile = ["--cafile", ca] if args.tls else []
+            return trust + ["npm", "install", "--no-audit", "--no-fund", "--cache", cache,
+                            *cafile, "--registry", url + "/", "cordon-fixture-0"]
 
         def pip(url, target):
-            return [sys.executable, "-m", "pip", "install", "-q", "--no-cache-dir",
+            tls = [] if args.tls else ["--trusted-host", url.split("//")[1].split(":")[0]]
+            return trust + [sys.executable, "-m", "pip", "install", "-q", "--no-cache-dir",
                     "--disable-pip-version-check", "--target", target,
-                    "--index-url", url + "/simple/", "--trusted-host",
-                    url.split("//")[1].split(":")[0], "cordon-fixture-0"]
+                    "--index-url", url + "/simple/", *tls, "cordon-fixture-0"]
 
         cases = {
             "start-up (/bin/true)": (lambda d: ["/bin/true"],
@@ -110,9 +148,9 @@ def main():
                             lambda d: in_cordon("npm", npm(via_cordon("npm"), "/tmp/npm-cache"))),
             "pip install": (lambda d: pip(local("pypi"), os.path.join(d, "t")),
                             lambda d: in_cordon("pypi", pip(via_cordon("pypi"), "t"))),
-            "git clone": (lambda d: ["git", "clone", "-q", local("git") + "/mid.git", "c"],
-                          lambda d: in_cordon("git", ["git", "clone", "-q",
-                                                      via_cordon("git") + "/mid.git", "c"])),
+            "git clone": (lambda d: trust + ["git", "clone", "-q", local("git") + "/mid.git", "c"],
+                          lambda d: in_cordon("git", trust + ["git", "clone", "-q",
+                                                              via_cordon("git") + "/mid.git", "c"])),
         }
         times = {name: {"bare": [], "cordon": []} for name in cases}
         for r in range(args.rounds):

@@ -5,9 +5,10 @@
 #   cargo  a sparse cargo registry (config.json, index files, .crate files)
 #   git    git's smart HTTP protocol (git http-backend) over the repos in DIR/git
 # Every package is built here from nothing (no network). Usage:
-#   standins.py DIR [--packages N]
+#   standins.py DIR [--packages N] [--tls CERT KEY]
 # prints one JSON line {"npm": port, "pypi": port, "cargo": port, "git": port,
 # "packages": [names...]} once every server listens, then serves until killed.
+# --tls serves HTTPS with that certificate (PEM) and key instead of HTTP.
 # Each server appends the paths it served to DIR/<name>.log. URLs in the
 # responses use the Host the client asked for, so a client reaching the
 # stand-in as host.cordon.internal:PORT gets links it can follow.
@@ -146,7 +147,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def base(self):
-        return 'http://' + self.headers.get('Host', '127.0.0.1')
+        scheme = 'https://' if TLS else 'http://'
+        return scheme + self.headers.get('Host', '127.0.0.1')
 
     def note(self):
         with open(os.path.join(DIR, self.kind + '.log'), 'a') as log:
@@ -252,10 +254,19 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
+TLS = None
+if '--tls' in sys.argv:
+    import ssl
+    at = sys.argv.index('--tls')
+    TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    TLS.load_cert_chain(sys.argv[at + 1], sys.argv[at + 2])
+
 ports = {}
 for kind in ['npm', 'pypi', 'cargo', 'git']:
     handler = type(kind, (Handler,), {'kind': kind})
     server = Server(('127.0.0.1', 0), handler)
+    if TLS:
+        server.socket = TLS.wrap_socket(server.socket, server_side=True)
     ports[kind] = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
 os.makedirs(os.path.join(DIR, 'git'), exist_ok=True)
