@@ -388,3 +388,19 @@ fn a_bind_outside_narrowed_local_ports_names_the_flag() {
         assert_eq!(refused[0]["source"], "flag --local-ports");
     });
 }
+
+#[test]
+fn a_host_port_that_is_a_container_engines_api_is_warned_about() {
+    each_fixture(|mode, fx| {
+        // Nothing of the host's is reached: nothing connects inside.
+        let out = fx.sandbox().flag("--host-port", "2375").sh("true");
+        out.ok();
+        assert!(
+            out.stderr.contains("WARNING: the host's 127.0.0.1:2375 (flag --host-port) is reachable inside: 2375 is")
+                && out.stderr.contains("root on the host"),
+            "{mode:?}: {out:#?}"
+        );
+        let quiet = fx.sandbox().flag("--host-port", "5432").sh("true");
+        assert!(!quiet.stderr.contains("WARNING"), "{mode:?}: {quiet:#?}");
+    });
+}

@@ -165,6 +165,23 @@ fn what_is_lost(layer: Layer) -> &'static str {
     }
 }
 
+/// The host ports the sandbox's loopback forwards to, each with a warning
+/// when it is a container engine's API (root on the host), as for its
+/// socket.
+fn host_ports(policy: &Policy) -> Vec<u16> {
+    let ports = &policy.network.host_ports;
+    for port in ports {
+        if let Some(why) = crate::policy::ports::root_equivalent_port(port.value) {
+            eprintln!(
+                "cordon: WARNING: the host's 127.0.0.1:{} ({}) is reachable inside: {why}",
+                port.value,
+                printable(port.source.to_string())
+            );
+        }
+    }
+    ports.iter().map(|p| p.value).collect()
+}
+
 /// The host sockets `--allow-unix-socket` names, as the gate checks them.
 /// A named path that is missing or not a socket stops the run: the user
 /// asked for something that cannot be given.
@@ -361,7 +378,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         env,
         path_var,
         local_ports: ports::local_ports(&policy.network),
-        host_ports: policy.network.host_ports.iter().map(|p| p.value).collect(),
+        host_ports: host_ports(policy),
         publish: !policy.network.publish.is_empty(),
         pty: caller_tty.needs_pty(),
         namespaces: true,
