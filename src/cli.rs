@@ -452,6 +452,13 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
         learn: Some(std::sync::Arc::clone(&learned)),
     })?;
     let writes = learned.writes();
+    if learned.dropped() > 0 {
+        eprintln!(
+            "cordon learn: WARNING: the run named more than {} hosts or refused names; {} more were not recorded, so the learned policy is incomplete",
+            crate::net::learn::MAX_RECORDED,
+            learned.dropped()
+        );
+    }
     let text = crate::policy::learned::render(
         &command,
         &learned.seen(),

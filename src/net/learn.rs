@@ -30,7 +30,14 @@ pub struct Learned {
     /// Names the kernel refused to make outside the writable areas, with
     /// how often each was tried.
     writes: Mutex<BTreeMap<std::path::PathBuf, u64>>,
+    /// Destinations and names past [`MAX_RECORDED`] each, not recorded.
+    dropped: std::sync::atomic::AtomicU64,
 }
+
+/// Distinct destinations, and distinct refused names, a learning run
+/// records at most: a command naming ever new ones cannot grow the
+/// supervisor without bound (what is past it is counted, and said).
+pub const MAX_RECORDED: usize = 4096;
 
 /// What one destination came to.
 #[derive(Debug, Default)]
@@ -49,13 +56,34 @@ struct Record {
 impl Learned {
     fn note(&self, target: &Target, port: u16, update: impl FnOnce(&mut Record)) {
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        update(seen.entry((target.to_string(), port)).or_default());
+        let key = (target.to_string(), port);
+        if seen.len() >= MAX_RECORDED && !seen.contains_key(&key) {
+            self.drop_one();
+            return;
+        }
+        update(seen.entry(key).or_default());
+    }
+
+    fn drop_one(&self) {
+        self.dropped
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many destinations and refused names went unrecorded (past
+    /// [`MAX_RECORDED`]): the learned policy is then incomplete.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The kernel refused to make `path` (outside the writable areas).
     pub fn note_write(&self, path: &str) {
         let mut writes = self.writes.lock().unwrap_or_else(PoisonError::into_inner);
-        *writes.entry(path.into()).or_default() += 1;
+        let path = std::path::PathBuf::from(path);
+        if writes.len() >= MAX_RECORDED && !writes.contains_key(&path) {
+            self.drop_one();
+            return;
+        }
+        *writes.entry(path).or_default() += 1;
     }
 
     /// Every refused write, in path order, with how often it was tried.

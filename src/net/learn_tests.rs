@@ -88,3 +88,20 @@ fn deny_rules_the_hosts_loopback_and_the_address_guard_still_refuse() {
         .expect("a public address");
     assert_eq!(seen(&learned.seen(), "inside.example", 443).refused, None);
 }
+
+#[test]
+fn a_run_naming_ever_new_destinations_is_recorded_up_to_a_bound_and_counted() {
+    let (gate, learned) = gate();
+    for i in 0..MAX_RECORDED + 10 {
+        let _ = gate.check_destination(&format!("h{i}.example"), 443);
+    }
+    for i in 0..MAX_RECORDED + 5 {
+        learned.note_write(&format!("/home/u/.x/{i}"));
+    }
+    assert_eq!(learned.seen().len(), MAX_RECORDED);
+    assert_eq!(learned.writes().len(), MAX_RECORDED);
+    assert_eq!(learned.dropped(), 15);
+    // What was recorded already still counts.
+    gate.check_destination("h0.example", 443).expect("learned");
+    assert_eq!(learned.dropped(), 15);
+}
