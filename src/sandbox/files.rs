@@ -348,7 +348,11 @@ impl FileView {
         if let Some(root) = view.writable.iter().find(|p| p.parent().is_none()) {
             return Err(FilesError::WritableRoot(root.clone()));
         }
-        if let Some((root, place)) = view.writable.iter().find_map(|w| startup_place_in(w)) {
+        if let Some((root, place)) = view
+            .writable
+            .iter()
+            .find_map(|w| startup_place_in(w, &policy.homes))
+        {
             return Err(FilesError::StartupPlace { root, place });
         }
 
@@ -1334,26 +1338,14 @@ fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {
     })
 }
 
-/// A startup place ([`runs_later`], in the caller's homes) that the
-/// writable area `root` holds, is, or lies inside of a place whose every
-/// subdirectory runs what is left there.
-pub(crate) fn startup_place_in(root: &Path) -> Option<(PathBuf, PathBuf)> {
-    let homes = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(
-            nix::unistd::User::from_uid(nix::unistd::geteuid())
-                .ok()
-                .flatten()
-                .map(|u| u.dir),
-        )
-        .filter_map(|h| std::fs::canonicalize(h).ok());
-    for home in homes {
-        if let Some(place) = runs_later(root, &home) {
-            return Some((root.to_path_buf(), place));
-        }
-    }
-    None
+/// A startup place ([`runs_later`], in `homes`: the policy's, canonical)
+/// that the writable area `root` holds, is, or lies inside of a place
+/// whose every subdirectory runs what is left there.
+pub(crate) fn startup_place_in(root: &Path, homes: &[PathBuf]) -> Option<(PathBuf, PathBuf)> {
+    homes
+        .iter()
+        .find_map(|home| runs_later(root, home))
+        .map(|place| (root.to_path_buf(), place))
 }
 
 /// The protected name patterns, compiled.

@@ -440,6 +440,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     let recorder = supervisor::Recorder {
         auditor: &auditor,
         learned: req.learn.as_deref(),
+        homes: &policy.homes,
     };
     let code = sandbox.wait(relay, deadline, recorder);
     // Every tunnel ends with the sandbox; their close events go to the

@@ -280,8 +280,7 @@ impl Sandbox {
         recorder: Recorder<'_>,
     ) -> i32 {
         let mut reports = Some(Reports {
-            auditor: recorder.auditor,
-            learned: recorder.learned,
+            recorder,
             local_ports: self.local_ports.take(),
             hinted: Vec::new(),
         });
@@ -419,12 +418,14 @@ pub(super) struct Recorder<'a> {
     pub auditor: &'a Auditor,
     /// `cordon learn`: the writes the kernel refused, for the learned policy.
     pub learned: Option<&'a crate::net::learn::Learned>,
+    /// The caller's homes (the policy's): what a refused write's fix may
+    /// suggest depends on where it lies against them.
+    pub homes: &'a [PathBuf],
 }
 
 /// What recording init's reports keeps while the command runs.
 struct Reports<'a> {
-    auditor: &'a Auditor,
-    learned: Option<&'a crate::net::learn::Learned>,
+    recorder: Recorder<'a>,
     /// `network.local_ports` in force, as written, and its source.
     local_ports: Option<(String, String)>,
     /// The local ports (and whether for a bind) already explained on
@@ -434,7 +435,11 @@ struct Reports<'a> {
 
 /// Records one report from init; false once init has closed the channel.
 fn record_report(channel: &Channel, reports: &mut Reports<'_>) -> bool {
-    let auditor = reports.auditor;
+    let Recorder {
+        auditor,
+        learned,
+        homes,
+    } = reports.recorder;
     match channel.recv() {
         Ok((Message::SocketRefused { path }, _)) => {
             let fix = socket_fix(&path);
@@ -467,9 +472,8 @@ fn record_report(channel: &Channel, reports: &mut Reports<'_>) -> bool {
             },
             _,
         )) => {
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            let (reason, fix) = write_refusal(&path, in_writable_area, read_only, home.as_deref());
-            if let (Some(learned), false) = (reports.learned, in_writable_area) {
+            let (reason, fix) = write_refusal(&path, in_writable_area, read_only, homes);
+            if let (Some(learned), false) = (learned, in_writable_area) {
                 learned.note_write(&path);
             }
             auditor.record(builtin_denial(
@@ -584,8 +588,10 @@ fn write_refusal(
     path: &str,
     in_writable_area: bool,
     read_only: bool,
-    home: Option<&Path>,
+    homes: &[PathBuf],
 ) -> (String, String) {
+    // Below the caller's own home ($HOME) only is a directory suggested.
+    let home = homes.first().map(PathBuf::as_path);
     if in_writable_area {
         return (
             "kept read-only inside a writable area (a protected name, a --deny-write path, or a directory cordon keeps in place)".into(),
@@ -604,7 +610,7 @@ fn write_refusal(
             dir.display(),
             crate::policy::keys::ALLOW_WRITE.about.add_with("DIR")
         )
-    } else if let Some((_, place)) = super::files::startup_place_in(dir) {
+    } else if let Some((_, place)) = super::files::startup_place_in(dir, homes) {
         // What is left there runs later on the host: the sandbox must not
         // talk the user into the flag that lets it.
         format!(
@@ -650,7 +656,7 @@ mod tests {
 
     #[test]
     fn a_refused_write_says_what_would_allow_it_and_never_the_home_or_the_root() {
-        let home = Some(Path::new("/home/u"));
+        let home = &[PathBuf::from("/home/u")][..];
         let (why, fix) = write_refusal("/home/u/.cache/tool", false, true, home);
         assert!(why.starts_with("read-only in the sandbox"), "{why}");
         assert!(fix.starts_with("allow with --allow-write /home/u/.cache (or [files] allow_write = [\"/home/u/.cache\"])"), "{fix}");
