@@ -25,6 +25,11 @@ impl PolicyGate {
         }
     }
 
+    /// The host rules it answers from.
+    pub fn policy(&self) -> &HostPolicy {
+        &self.policy
+    }
+
     fn host_addrs(&self) -> &[IpAddr] {
         self.host_addrs.get_or_init(|| {
             nix::ifaddrs::getifaddrs()

@@ -113,7 +113,6 @@ impl Learned {
 /// A [`PolicyGate`] that learns (see the module's docs).
 pub struct LearningGate {
     inner: PolicyGate,
-    policy: HostPolicy,
     learned: Arc<Learned>,
 }
 
@@ -121,8 +120,7 @@ impl LearningGate {
     /// Learns into `learned`, on top of `policy`.
     pub fn new(policy: HostPolicy, learned: Arc<Learned>) -> LearningGate {
         LearningGate {
-            inner: PolicyGate::new(policy.clone()),
-            policy,
+            inner: PolicyGate::new(policy),
             learned,
         }
     }
@@ -136,7 +134,7 @@ impl Gate for LearningGate {
         let decided = self.inner.check_destination(host, port);
         let learnable = decided.is_err()
             && matches!(
-                self.policy.decide(&target, port),
+                self.inner.policy().decide(&target, port),
                 Verdict::Deny {
                     reason: DenyReason::NotAllowed | DenyReason::IpLiteral | DenyReason::Port,
                     ..
