@@ -936,7 +936,7 @@ fn preset_hint(target: &Target) -> String {
         return String::new();
     };
     let many = names.len() > 1;
-    let listed: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let listed: Vec<String> = names.iter().map(|n| keys::toml_string(n)).collect();
     format!(
         "; or use the preset{} that allow{} it with the other hosts its tools need: {} (`cordon presets` lists them{})",
         if many { "s" } else { "" },

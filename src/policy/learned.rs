@@ -89,7 +89,7 @@ pub fn render(
     } else {
         let _ = writeln!(out, "\n[network]\nallow = [");
         for line in allow_lines(&reached, default_ports) {
-            let rule = format!("{},", quoted(&line.rule));
+            let rule = format!("{},", super::keys::toml_string(&line.rule));
             let _ = writeln!(out, "    {rule:<40} # {}", comment(&line.note));
         }
         let _ = writeln!(out, "]");
@@ -100,7 +100,7 @@ pub fn render(
                 "\n# Presets that allow hosts this run reached, with the others their tools need (`cordon presets NAME` lists them):"
             );
             for (name, hosts) in covering {
-                let line = format!("presets = [{}]", quoted(name));
+                let line = format!("presets = [{}]", super::keys::toml_string(name));
                 let _ = writeln!(out, "#   {line:<36} # {}", comment(&hosts.join(", ")));
             }
         }
@@ -171,7 +171,7 @@ fn render_writes(out: &mut String, writes: &RefusedWrites<'_>) {
     if !suggested.is_empty() {
         let _ = writeln!(out, "\n[files]\nallow_write = [");
         for (dir, names) in &suggested {
-            let rule = format!("{},", quoted(&dir.to_string_lossy()));
+            let rule = format!("{},", super::keys::toml_string(&dir.to_string_lossy()));
             let _ = writeln!(out, "    {rule:<40} # {}", comment(&note(names)));
         }
         let _ = writeln!(out, "]");
@@ -311,11 +311,6 @@ fn comment(s: &str) -> String {
             }
         })
         .collect()
-}
-
-/// `s` as a TOML basic string.
-fn quoted(s: &str) -> String {
-    toml_edit::Value::from(s).to_string().trim().to_string()
 }
 
 #[cfg(test)]

@@ -209,8 +209,13 @@ impl About {
     /// [`About::set_with`] for a key whose value is a list: the flag with
     /// `value`, or the TOML list holding it as a string.
     pub fn add_with(&self, value: &str) -> String {
-        self.set_with(value, &format!("[{}]", toml::Value::from(value)))
+        self.set_with(value, &format!("[{}]", toml_string(value)))
     }
+}
+
+/// `value` as a TOML string, escaped so nothing in it ends the string.
+pub fn toml_string(value: &str) -> String {
+    toml::Value::from(value).to_string()
 }
 
 /// `word` as one word for a POSIX shell: as is when it has only
