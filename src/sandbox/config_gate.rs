@@ -15,7 +15,6 @@
 //! (`EPERM`) and reported with the keys that would have changed.
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -73,7 +72,8 @@ impl ConfigFiles {
                 if !regular {
                     return None;
                 }
-                let existing = gitconfig::Existing::of(&read_at_start(&file).unwrap_or_default());
+                let existing =
+                    gitconfig::Existing::of(&read_whole(&file).ok().flatten().unwrap_or_default());
                 Some((path.clone(), Mutex::new(Config { file, existing })))
             })
             .collect();
@@ -114,7 +114,7 @@ pub(crate) fn replace(
         Ok(text) => text,
         Err(why) => return refuse(&why),
     };
-    let old = match read_at_start(&config.file) {
+    let old = match read_whole(&config.file).ok().flatten() {
         Some(text) => text,
         None => return refuse("git config: the repository's config could not be read whole, so no change to it could be checked"),
     };
@@ -158,20 +158,20 @@ fn first_write(new: &[u8], old_len: usize) -> Vec<u8> {
     bytes
 }
 
-/// The whole of `config`, read from its start whatever its offset (the
-/// descriptor is shared by the gate's threads); `None` if it could not be
-/// read or is over [`MAX_CONFIG`] bytes.
-fn read_at_start(config: &std::fs::File) -> Option<Vec<u8>> {
+/// The whole of `file`, read from its start whatever its offset (a
+/// config's descriptor is shared by the gate's threads); `None` when it is
+/// over [`MAX_CONFIG`] bytes.
+fn read_whole(file: &std::fs::File) -> std::io::Result<Option<Vec<u8>>> {
     let mut text = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
-        let n = config.read_at(&mut chunk, text.len() as u64).ok()?;
+        let n = file.read_at(&mut chunk, text.len() as u64)?;
         if n == 0 {
-            return Some(text);
+            return Ok(Some(text));
         }
         text.extend_from_slice(&chunk[..n]);
         if text.len() as u64 > MAX_CONFIG {
-            return None;
+            return Ok(None);
         }
     }
 }
@@ -187,22 +187,14 @@ fn read_source(dir: &OwnedFd, name: &OsStr) -> Result<Vec<u8>, String> {
     )
     .map_err(|e| format!("git config: the new text could not be opened ({e})"))?;
     let file = std::fs::File::from(sys::own_fd(fd));
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("git config: the new text could not be read ({e})"))?;
-    if !meta.is_file() {
+    let unreadable =
+        |e: std::io::Error| format!("git config: the new text could not be read ({e})");
+    if !file.metadata().map_err(unreadable)?.is_file() {
         return Err("git config: only a regular file may replace a repository's config".into());
     }
-    let mut text = Vec::new();
-    file.take(MAX_CONFIG + 1)
-        .read_to_end(&mut text)
-        .map_err(|e| format!("git config: the new text could not be read ({e})"))?;
-    if text.len() as u64 > MAX_CONFIG {
-        return Err(format!(
-            "git config: the new text is over {MAX_CONFIG} bytes"
-        ));
-    }
-    Ok(text)
+    read_whole(&file)
+        .map_err(unreadable)?
+        .ok_or_else(|| format!("git config: the new text is over {MAX_CONFIG} bytes"))
 }
 
 #[cfg(test)]
