@@ -35,12 +35,7 @@ pub fn completions(shell: Shell, out: &mut dyn Write) -> Result<(), ManualError>
     // a closed pipe is an error, not a panic.
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "cordon", &mut script);
-    out.write_all(&script)
-        .and_then(|()| out.flush())
-        .map_err(|source| ManualError::Write {
-            what: "the completion script to stdout".to_string(),
-            source,
-        })
+    write_out(out, &script, "the completion script to stdout")
 }
 
 /// Writes cordon's man page (`cordon.1`) to `out`.
@@ -49,10 +44,15 @@ pub fn man_page(out: &mut dyn Write) -> Result<(), ManualError> {
         what: "the man page".to_string(),
         source,
     })?;
-    out.write_all(&page)
+    write_out(out, &page, "the man page to stdout")
+}
+
+/// Writes `bytes` whole to `out` and flushes it; `what` names it in the error.
+fn write_out(out: &mut dyn Write, bytes: &[u8], what: &str) -> Result<(), ManualError> {
+    out.write_all(bytes)
         .and_then(|()| out.flush())
         .map_err(|source| ManualError::Write {
-            what: "the man page to stdout".to_string(),
+            what: what.to_string(),
             source,
         })
 }
