@@ -464,7 +464,7 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
         &learned.seen(),
         &crate::policy::learned::RefusedWrites {
             paths: &writes,
-            home: policy.homes.first().map(PathBuf::as_path),
+            homes: &policy.homes,
         },
         &policy.network.hosts.ports.value,
     );

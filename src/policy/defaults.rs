@@ -686,6 +686,17 @@ pub fn runs_later(dir: &Path, home: &Path) -> Option<PathBuf> {
         })
 }
 
+/// Whether a write refused in `dir` may be answered with "allow `dir`
+/// writable": only below the caller's own home (the first of `homes`, the
+/// policy's), never the home itself nor a startup place of any of
+/// `homes`, since a hostile run would be asking for the rule that lets it
+/// leave a program where it runs later.
+pub fn suggestable_writable(dir: &Path, homes: &[PathBuf]) -> bool {
+    homes.first().is_some_and(|home| {
+        dir.starts_with(home) && dir != home && homes.iter().all(|h| runs_later(dir, h).is_none())
+    })
+}
+
 /// The project's policy file name.
 pub const PROJECT_POLICY_FILE: &str = "cordon.toml";
 

@@ -124,13 +124,13 @@ pub fn render(
 }
 
 /// The names a learning run was refused to make outside the writable
-/// areas, and the home directory, below which their directories may be
-/// suggested as writable.
+/// areas, and the caller's homes, against which their directories may be
+/// suggested as writable ([`super::defaults::suggestable_writable`]).
 pub struct RefusedWrites<'a> {
     /// Each refused name, with how often it was tried.
     pub paths: &'a [(PathBuf, u64)],
-    /// The caller's home.
-    pub home: Option<&'a Path>,
+    /// The caller's homes (the policy's).
+    pub homes: &'a [PathBuf],
 }
 
 /// `[files] allow_write` for the directories the refused names were to be
@@ -143,13 +143,7 @@ fn render_writes(out: &mut String, writes: &RefusedWrites<'_>) {
         let dir = path.parent().unwrap_or(Path::new("/"));
         dirs.entry(dir).or_default().push((path, *n));
     }
-    // Never a place whose files run later on the host: a hostile run
-    // would be asking for the rule that lets it leave a program there.
-    let suggestable = |dir: &Path| {
-        writes.home.is_some_and(|h| {
-            dir.starts_with(h) && dir != h && super::defaults::runs_later(dir, h).is_none()
-        })
-    };
+    let suggestable = |dir: &Path| super::defaults::suggestable_writable(dir, writes.homes);
     let note = |names: &[(&Path, u64)]| {
         let total: u64 = names.iter().map(|(_, n)| n).sum();
         let shown: Vec<String> = names

@@ -4,7 +4,7 @@ use super::*;
 fn render(command: &str, seen: &[Seen], default_ports: &[u16]) -> String {
     let none = RefusedWrites {
         paths: &[],
-        home: None,
+        homes: &[],
     };
     super::render(command, seen, &none, default_ports)
 }
@@ -206,7 +206,7 @@ fn refused_writes_below_the_home_are_suggested_others_only_listed() {
     ];
     let writes = RefusedWrites {
         paths: &paths,
-        home: Some(home),
+        homes: &[home.to_path_buf()],
     };
     let text = super::render("x", &[], &writes, &[80, 443]);
     let doc: toml::Value = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));

@@ -604,7 +604,15 @@ fn write_refusal(
         "permission denied: outside the writable areas, or the file's own permissions"
     };
     let dir = Path::new(path).parent().unwrap_or(Path::new("/"));
-    let fix = if dir == Path::new("/") || home == Some(dir) {
+    let fix = if crate::policy::defaults::suggestable_writable(dir, homes) {
+        format!(
+            "allow with {}; a tool's cache: --cache {} keeps the host's copy unchanged",
+            crate::policy::keys::ALLOW_WRITE
+                .about
+                .add_with(&dir.display().to_string()),
+            crate::policy::keys::shell_word(&dir.display().to_string())
+        )
+    } else if dir == Path::new("/") || home == Some(dir) {
         format!(
             "write in the project or /tmp instead: {} writable would open everything in it; a directory under it can be allowed with {}",
             dir.display(),
@@ -617,19 +625,11 @@ fn write_refusal(
             "nothing allows it: {} is where a program or a startup file runs later on the host; write in the project or /tmp instead",
             place.display()
         )
-    } else if !home.is_some_and(|h| dir.starts_with(h)) {
+    } else {
         format!(
             "write in the project or /tmp instead: {} is outside the home, where what is left may run later on the host; if you mean to, allow a directory of your choosing with {}",
             dir.display(),
             crate::policy::keys::ALLOW_WRITE.about.add_with("DIR")
-        )
-    } else {
-        format!(
-            "allow with {}; a tool's cache: --cache {} keeps the host's copy unchanged",
-            crate::policy::keys::ALLOW_WRITE
-                .about
-                .add_with(&dir.display().to_string()),
-            crate::policy::keys::shell_word(&dir.display().to_string())
         )
     };
     (reason.into(), fix)
