@@ -6,42 +6,10 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use common::standins::StandIns;
 use common::*;
-
-/// Everything about a tree but access times: each entry's kind, mode,
-/// owner, modification time and contents (a link's target).
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![root.to_path_buf()];
-    while let Some(path) = todo.pop() {
-        let meta = path.symlink_metadata().unwrap();
-        let body = if meta.file_type().is_symlink() {
-            format!("-> {}", std::fs::read_link(&path).unwrap().display())
-        } else if meta.is_dir() {
-            for entry in std::fs::read_dir(&path).unwrap() {
-                todo.push(entry.unwrap().path());
-            }
-            "dir".to_string()
-        } else {
-            format!("{:?}", std::fs::read(&path).unwrap())
-        };
-        let line = format!(
-            "{:o} {}:{} {}.{} {body}",
-            meta.mode(),
-            meta.uid(),
-            meta.gid(),
-            meta.mtime(),
-            meta.mtime_nsec()
-        );
-        out.insert(path.strip_prefix(root).unwrap().to_path_buf(), line);
-    }
-    out
-}
 
 /// A host cache directory in the fixture's home: `c.txt` (a canary),
 /// `d.txt` (to delete), `sub/e.txt`.
@@ -74,7 +42,7 @@ fn names(dir: &Path) -> Vec<String> {
 fn a_cache_is_writable_inside_while_the_host_directory_never_changes() {
     each_fixture(|mode, fx| {
         let cache = host_cache(fx, ".npm");
-        let before = snapshot(&cache);
+        let before = tree_snapshot(&cache);
         let write = "cat ~/.npm/c.txt; echo; echo more >> ~/.npm/c.txt && echo new > ~/.npm/n.txt \
                      && rm ~/.npm/d.txt && rm -r ~/.npm/sub && mkdir ~/.npm/made && echo m > ~/.npm/made/f \
                      && echo WROTE";
@@ -86,7 +54,7 @@ fn a_cache_is_writable_inside_while_the_host_directory_never_changes() {
         );
         assert!(out.stdout.contains("WROTE"), "{mode:?}: {out:#?}");
         assert_eq!(
-            snapshot(&cache),
+            tree_snapshot(&cache),
             before,
             "{mode:?}: the host's cache changed"
         );
@@ -99,7 +67,7 @@ fn a_cache_is_writable_inside_while_the_host_directory_never_changes() {
         let seen = format!("{}more\nnew\nm\nc.txt\nmade\nn.txt\n", fx.canary("cache"));
         assert_eq!(out.stdout, seen, "{mode:?}: {out:#?}");
         assert_eq!(
-            snapshot(&cache),
+            tree_snapshot(&cache),
             before,
             "{mode:?}: the host's cache changed"
         );
@@ -138,7 +106,7 @@ fn a_denied_file_inside_a_cache_stays_unreadable() {
         let secret = cache.join("sub/token");
         std::fs::write(&secret, fx.canary("token")).unwrap();
         chown(&secret, fx.mode);
-        let before = snapshot(&cache);
+        let before = tree_snapshot(&cache);
         let script = "cat ~/.npm/sub/token; echo x > ~/.npm/sub/token; rm -f ~/.npm/sub/token; \
                       mv ~/.npm/sub ~/.npm/moved; cat ~/.npm/moved/token ~/.npm/*/token; \
                       cp -r ~/.npm ~/.npm/copy; cat ~/.npm/copy/sub/token; echo END";
@@ -157,7 +125,7 @@ fn a_denied_file_inside_a_cache_stays_unreadable() {
             );
         }
         assert_eq!(
-            snapshot(&cache),
+            tree_snapshot(&cache),
             before,
             "{mode:?}: the host's cache changed"
         );
@@ -410,7 +378,7 @@ fn npm_cache_add_writes_the_private_layer_not_the_hosts_cache() {
     }
     each_fixture(|mode, fx| {
         let cache = host_cache(fx, ".npm");
-        let before = snapshot(&cache);
+        let before = tree_snapshot(&cache);
         let pkg = fx.project.join("pkg");
         std::fs::create_dir(&pkg).unwrap();
         std::fs::write(
@@ -429,7 +397,7 @@ fn npm_cache_add_writes_the_private_layer_not_the_hosts_cache() {
         npm("cd pkg && npm pack --silent >/dev/null && npm cache add ./cordon-cache-canary-1.0.0.tgz")
             .ok();
         assert_eq!(
-            snapshot(&cache),
+            tree_snapshot(&cache),
             before,
             "{mode:?}: the host's cache changed"
         );
@@ -450,7 +418,7 @@ fn a_layer_on_a_file_system_without_user_xattrs_refuses_the_run() {
     }
     let fx = Fixture::new(Mode::Root);
     let cache = host_cache(&fx, ".npm");
-    let before = snapshot(&cache);
+    let before = tree_snapshot(&cache);
     let ram = fx.outside.join("ram");
     std::fs::create_dir(&ram).unwrap();
     // ramfs keeps no user extended attributes; mounted in a mount
@@ -474,14 +442,14 @@ fn a_layer_on_a_file_system_without_user_xattrs_refuses_the_run() {
     assert_eq!(out.status.code(), Some(125), "{out:?}");
     assert!(stderr.contains("extended attributes"), "{stderr}");
     assert!(!fx.project.join("marker").exists(), "it ran");
-    assert_eq!(snapshot(&cache), before, "the host's cache changed");
+    assert_eq!(tree_snapshot(&cache), before, "the host's cache changed");
 }
 
 #[test]
 fn npm_install_fills_the_layer_and_the_next_install_runs_offline_from_it() {
     each_fixture(|mode, fx| {
         let cache = host_cache(fx, ".npm");
-        let before = snapshot(&cache);
+        let before = tree_snapshot(&cache);
         std::fs::write(
             fx.project.join("package.json"),
             "{\"name\": \"app\", \"version\": \"1.0.0\"}\n",
@@ -509,7 +477,7 @@ fn npm_install_fills_the_layer_and_the_next_install_runs_offline_from_it() {
             "{mode:?}: {served}"
         );
         assert_eq!(
-            snapshot(&cache),
+            tree_snapshot(&cache),
             before,
             "{mode:?}: the host's cache changed"
         );
@@ -523,7 +491,7 @@ fn npm_install_fills_the_layer_and_the_next_install_runs_offline_from_it() {
         assert!(module.is_file(), "{mode:?}: {out:#?}");
         assert_eq!(registry.served("npm"), served, "{mode:?}: went online");
         assert_eq!(
-            snapshot(&cache),
+            tree_snapshot(&cache),
             before,
             "{mode:?}: the host's cache changed"
         );
@@ -535,7 +503,7 @@ fn pip_install_works_with_its_cache_beside_cordons_own_layers() {
     each_fixture(|mode, fx| {
         // ~/.cache/pip lies beside ~/.cache/cordon, where the layers are.
         let cache = host_cache(fx, ".cache/pip");
-        let before = snapshot(&cache);
+        let before = tree_snapshot(&cache);
         let index = StandIns::start(&fx.dir.path().join("standins"), 2);
         let out = run_in(fx)
             .flag("--allow-domain", index.allow("pypi"))
@@ -551,7 +519,7 @@ fn pip_install_works_with_its_cache_beside_cordons_own_layers() {
         let dir = cache.display();
         assert_eq!(out.stdout, format!("1\n{dir}\n"), "{mode:?}: {out:#?}");
         assert_eq!(
-            snapshot(&cache),
+            tree_snapshot(&cache),
             before,
             "{mode:?}: the host's cache changed"
         );

@@ -9,34 +9,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use common::standins::StandIns;
 use common::*;
-
-/// Every entry under `dir` with its type, mode, size and contents (links:
-/// their target), to compare a tree before and after a run.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
-    let mut seen = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(path) = todo.pop() {
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        let what = if meta.file_type().is_symlink() {
-            format!("link {:?}", std::fs::read_link(&path).unwrap())
-        } else if meta.is_dir() {
-            for entry in std::fs::read_dir(&path).unwrap() {
-                todo.push(entry.unwrap().path());
-            }
-            "dir".to_string()
-        } else {
-            String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).into_owned()
-        };
-        let key = path.strip_prefix(dir).unwrap().to_path_buf();
-        seen.insert(key, format!("{:o} {} {what}", meta.mode(), meta.uid()));
-    }
-    seen
-}
 
 /// What differs between two snapshots, one line per path.
 fn changes(before: &BTreeMap<PathBuf, String>, after: &BTreeMap<PathBuf, String>) -> Vec<String> {
@@ -72,9 +48,9 @@ fn host_cache(fx: &Fixture, rel: &str) -> PathBuf {
 /// under them, as paths relative to the layers' directory.
 fn layer_files(fx: &Fixture) -> Vec<String> {
     let root = fx.outside.join("cache/cordon/caches");
-    snapshot(&root)
+    tree_snapshot(&root)
         .into_iter()
-        .filter(|(_, what)| !what.contains(" dir") && !what.contains("link "))
+        .filter(|(_, what)| !what.ends_with(" dir") && !what.contains(" -> "))
         .map(|(p, _)| p.display().to_string())
         .collect()
 }
@@ -102,7 +78,7 @@ fn npm_install_inside_writes_the_project_and_leaves_the_home_as_it_was() {
         chown_tree(&fx.project, mode);
         let registry = StandIns::start(&fx.dir.path().join("standins"), 3);
         host_cache(fx, ".npm");
-        let home = snapshot(&fx.home);
+        let home = tree_snapshot(&fx.home);
         // The preset's cache: npm's own ~/.npm, writable into a layer.
         let out = sandbox(fx)
             .flag("--preset", "npm")
@@ -141,7 +117,7 @@ fn npm_install_inside_writes_the_project_and_leaves_the_home_as_it_was() {
             "{mode:?}: {kept:?}"
         );
         assert_eq!(
-            changes(&home, &snapshot(&fx.home)),
+            changes(&home, &tree_snapshot(&fx.home)),
             Vec::<String>::new(),
             "{mode:?}"
         );
@@ -154,7 +130,7 @@ fn pip_install_inside_a_venv_in_the_project_leaves_the_home_as_it_was() {
         let index = StandIns::start(&fx.dir.path().join("standins"), 3);
         // No ~/.cache/pip on this host: the preset's variable points pip
         // at a stand-in, and nothing is made in the home.
-        let home = snapshot(&fx.home);
+        let home = tree_snapshot(&fx.home);
         let out = sandbox(fx)
             .flag("--preset", "pypi")
             .flag("--allow-domain", index.allow("pypi"))
@@ -197,7 +173,7 @@ fn pip_install_inside_a_venv_in_the_project_leaves_the_home_as_it_was() {
             "{mode:?}: {host:?}"
         );
         assert_eq!(
-            changes(&home, &snapshot(&fx.home)),
+            changes(&home, &tree_snapshot(&fx.home)),
             Vec::<String>::new(),
             "{mode:?}"
         );
@@ -221,7 +197,7 @@ fn cargo_fetch_inside_resolves_and_downloads_from_a_sparse_registry() {
     )
     .unwrap();
     host_cache(&fx, ".cargo/registry");
-    let home = snapshot(&fx.home);
+    let home = tree_snapshot(&fx.home);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // rustc beside cargo, as rustup installs them.
     let bin = Path::new(&cargo)
@@ -249,7 +225,10 @@ fn cargo_fetch_inside_resolves_and_downloads_from_a_sparse_registry() {
         let download = format!("GET /dl/cordon-fixture-{i}/1.0.0/download");
         assert!(registry.served("cargo").contains(&download), "{download}");
     }
-    assert_eq!(changes(&home, &snapshot(&fx.home)), Vec::<String>::new());
+    assert_eq!(
+        changes(&home, &tree_snapshot(&fx.home)),
+        Vec::<String>::new()
+    );
     // cargo kept the .crate files in the preset's layer of ~/.cargo/registry.
     let kept = layer_files(&fx);
     assert!(
@@ -282,7 +261,7 @@ fn git_clone_then_commit_inside_a_repository_and_the_clone_works_on_the_host() {
         git(&work, &["add", "."]);
         git(&work, &["commit", "-q", "-m", "upstream"]);
         git(&work, &["clone", "-q", "--bare", ".", "../git/lib.git"]);
-        let home = snapshot(&fx.home);
+        let home = tree_snapshot(&fx.home);
         let before = status(fx);
         let out = sandbox(fx)
             .flag("--allow-domain", host.allow("git"))
@@ -307,7 +286,7 @@ fn git_clone_then_commit_inside_a_repository_and_the_clone_works_on_the_host() {
         );
         assert_eq!(status(fx), format!("{before}?? lib/\n"), "{mode:?}");
         assert_eq!(
-            changes(&home, &snapshot(&fx.home)),
+            changes(&home, &tree_snapshot(&fx.home)),
             Vec::<String>::new(),
             "{mode:?}"
         );

@@ -11,9 +11,10 @@ pub mod framing;
 pub mod standins;
 pub mod tls;
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -714,6 +715,36 @@ pub fn each_mode(f: impl Fn(Mode)) {
 /// [`each_mode`] with a fresh [`Fixture`] for each mode.
 pub fn each_fixture(f: impl Fn(Mode, &Fixture)) {
     each_mode(|mode| f(mode, &Fixture::new(mode)));
+}
+
+/// Everything about a tree but access times: each entry's kind, mode,
+/// owner, modification time and contents (a link's target).
+pub fn tree_snapshot(root: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = path.symlink_metadata().unwrap();
+        let body = if meta.file_type().is_symlink() {
+            format!("-> {}", std::fs::read_link(&path).unwrap().display())
+        } else if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                todo.push(entry.unwrap().path());
+            }
+            "dir".to_string()
+        } else {
+            format!("{:?}", std::fs::read(&path).unwrap())
+        };
+        let line = format!(
+            "{:o} {}:{} {}.{} {body}",
+            meta.mode(),
+            meta.uid(),
+            meta.gid(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        );
+        out.insert(path.strip_prefix(root).unwrap().to_path_buf(), line);
+    }
+    out
 }
 
 /// Whether curl is here to run (`.ci/run` installs it); says so when not.
