@@ -1,7 +1,9 @@
 //! Plain-HTTP forwarding through the proxy (hyper on both sides): chunked
 //! request bodies arrive intact, a client connection is kept alive between
 //! requests, and every request on it is checked on its own, the host rules
-//! and the framing checks alike.
+//! and the framing checks alike; an upstream connection carries the next
+//! request of the same client connection to the same destination, and no
+//! other.
 //!
 //! The upstreams are loopback servers of the test's own that keep their
 //! connections alive (answering with a Content-Length, never closing
@@ -34,10 +36,14 @@ struct Seen {
     line: String,
     /// The body, de-chunked.
     body: Vec<u8>,
+    /// Which of the server's connections carried it (in accept order).
+    conn: usize,
 }
 
 /// A loopback HTTP/1.1 server that keeps each connection alive and
-/// answers every request with `NAME:PATH:` and the request's body.
+/// answers every request with `NAME:PATH:` and the request's body (and
+/// after answering `/then-close`, closes the connection, saying nothing
+/// of it beforehand, as a server ending an idle connection does).
 struct KeepAlive {
     port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -60,7 +66,9 @@ impl KeepAlive {
                     match listener.accept() {
                         Ok((conn, _)) => {
                             let (seen, name) = (seen.clone(), name.clone());
-                            handlers.push(std::thread::spawn(move || serve(conn, &name, &seen)));
+                            let index = handlers.len();
+                            handlers
+                                .push(std::thread::spawn(move || serve(conn, index, &name, &seen)));
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                             if stop.load(Ordering::SeqCst) {
@@ -108,15 +116,16 @@ impl Drop for KeepAlive {
     }
 }
 
-/// Serves requests on one connection until the peer closes it.
-fn serve(conn: TcpStream, name: &str, seen: &Mutex<Vec<Seen>>) {
+/// Serves requests on connection number `index` until the peer closes it.
+fn serve(conn: TcpStream, index: usize, name: &str, seen: &Mutex<Vec<Seen>>) {
     conn.set_nonblocking(false).unwrap();
     // A safety net only: the proxy closes when the sandbox ends.
     conn.set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let mut writer = conn.try_clone().unwrap();
     let mut reader = BufReader::new(conn);
-    while let Some(request) = read_request(&mut reader) {
+    while let Some(mut request) = read_request(&mut reader) {
+        request.conn = index;
         let path = request.line.split(' ').nth(1).unwrap_or("").to_string();
         let mut reply = format!("{name}:{path}:").into_bytes();
         reply.extend_from_slice(&request.body);
@@ -141,6 +150,9 @@ fn serve(conn: TcpStream, name: &str, seen: &Mutex<Vec<Seen>>) {
             reply.len()
         );
         if writer.write_all(head.as_bytes()).is_err() || writer.write_all(&reply).is_err() {
+            return;
+        }
+        if path == "/then-close" {
             return;
         }
     }
@@ -197,6 +209,7 @@ fn read_request(reader: &mut impl BufRead) -> Option<Seen> {
     Some(Seen {
         line: request_line,
         body,
+        conn: usize::MAX,
     })
 }
 
@@ -276,6 +289,78 @@ fn each_request_on_a_kept_alive_connection_is_checked_on_its_own() {
         );
         assert_eq!(lines_of(&b.finish()), ["GET /other HTTP/1.1"], "{mode:?}");
         assert_eq!(lines_of(&d.finish()), Vec::<&str>::new(), "{mode:?}");
+    });
+}
+
+/// The attack: a request rides a connection opened for another
+/// destination or another client. The upstream connection a request used
+/// carries the same client connection's next request to the same host and
+/// port, and nothing else; one the upstream closed while idle is replaced,
+/// and the request still arrives.
+#[test]
+fn an_upstream_connection_carries_only_its_own_clients_requests_to_its_destination() {
+    each_fixture(|mode, fx| {
+        let (a, b) = (KeepAlive::start("a"), KeepAlive::start("b"));
+        let (pa, pb) = (a.authority(), b.authority());
+        let script = with_helpers(include_str!("py/http_kept_upstream.py"));
+        let out = fx
+            .sandbox()
+            .flag("--allow-domain", &pa)
+            .flag("--allow-domain", &pb)
+            .py_args(&script, &[&pa, &pb]);
+        out.ok();
+        for (label, server) in [
+            ("a1", "a"),
+            ("a2", "a"),
+            ("b1", "b"),
+            ("a3", "a"),
+            ("then-close", "a"),
+            ("a4", "a"),
+            ("other-client", "a"),
+        ] {
+            let path = if label == "other-client" { "a5" } else { label };
+            assert_eq!(
+                line(&out, label),
+                format!("200 \"{server}:/{path}:\""),
+                "{mode:?} {label}: {out:#?}"
+            );
+        }
+        let seen = a.finish();
+        let conn_of = |path: &str| {
+            let line = format!("GET {path} HTTP/1.1");
+            let found: Vec<usize> = seen
+                .iter()
+                .filter(|s| s.line == line)
+                .map(|s| s.conn)
+                .collect();
+            assert_eq!(found.len(), 1, "{mode:?} {path}: {:?}", lines_of(&seen));
+            found[0]
+        };
+        let (a1, a2, a3, closing, a4, a5) = (
+            conn_of("/a1"),
+            conn_of("/a2"),
+            conn_of("/a3"),
+            conn_of("/then-close"),
+            conn_of("/a4"),
+            conn_of("/a5"),
+        );
+        assert_eq!(
+            a1, a2,
+            "{mode:?}: the next request to a took a new connection"
+        );
+        assert_ne!(
+            a2, a3,
+            "{mode:?}: a connection outlived a request to b between"
+        );
+        assert_eq!(a3, closing, "{mode:?}");
+        assert_ne!(closing, a4, "{mode:?}: a closed connection was used again");
+        for earlier in [a1, a3, a4] {
+            assert_ne!(
+                a5, earlier,
+                "{mode:?}: another client's connection was shared"
+            );
+        }
+        assert_eq!(lines_of(&b.finish()), ["GET /b1 HTTP/1.1"], "{mode:?}");
     });
 }
 

@@ -51,7 +51,8 @@ impl Conn {
 }
 
 /// Records its connection's close event when dropped: held by what lives
-/// exactly as long as the exchange (a forwarded response's body).
+/// exactly as long as the connection (the task serving a forwarded
+/// request's upstream connection).
 pub(super) struct CloseOnDrop {
     pub(super) conn: Arc<Conn>,
     pub(super) audit: Auditor,
@@ -129,6 +130,22 @@ impl<G: Gate> Proxy<G> {
         addr: SocketAddr,
         allowed: &Allowed,
     ) {
+        let event = self.decided(proto, host, port, addr, allowed);
+        let mut close = event;
+        close.event = audit::Kind::Close;
+        conn.arm(close);
+    }
+
+    /// Records an allowed destination, reached at `addr` (a new connection
+    /// or a kept one), and returns the event recorded.
+    pub(super) fn decided(
+        &self,
+        proto: Proto,
+        host: &str,
+        port: u16,
+        addr: SocketAddr,
+        allowed: &Allowed,
+    ) -> Event {
         let mut event = Event::new(
             Door::Network,
             audit::Kind::Decision,
@@ -139,9 +156,7 @@ impl<G: Gate> Proxy<G> {
         event.rule = Some(allowed.rule.clone());
         event.source = Some(allowed.source.clone());
         event.proto = Some(proto);
-        let mut close = event.clone();
-        close.event = audit::Kind::Close;
-        self.audit.record(event);
-        conn.arm(close);
+        self.audit.record(event.clone());
+        event
     }
 }

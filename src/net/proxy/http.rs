@@ -3,11 +3,15 @@
 //! its own: the Host header against the target, the host rules (the
 //! gate), then the HTTP rules and the placeholder check (the credentials
 //! door). `CONNECT host:port` opens a tunnel; an absolute-form request
-//! (`GET http://host/path`) is forwarded over a new upstream connection
-//! of its own, so one request's check never covers another's. The client
-//! connection is kept alive between requests (chunked bodies included)
-//! while the upstream keeps its own: an upstream that closes after its
-//! answer closes the client's connection too.
+//! (`GET http://host/path`) is forwarded upstream. Every request is judged
+//! before it is sent, whichever connection carries it: the upstream
+//! connection is kept for the client connection's next request to the same
+//! host and port (opening one per request cost a connect and a handshake
+//! each, a third more time for a package manager's many small requests),
+//! and is never shared with another client connection or another
+//! destination. The client connection is kept alive between requests
+//! (chunked bodies included) while the upstream keeps its own: an upstream
+//! that closes after its answer closes the client's connection too.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -22,7 +26,7 @@ use http::header::{self, HeaderValue};
 use http::uri::Authority;
 use http::{Method, Request, Response, StatusCode, Uri, Version};
 use http_body_util::{BodyExt, Empty};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
@@ -35,7 +39,7 @@ use super::framing::{
 };
 use super::inspect::{
     ambiguous_length_refusal, box_error, has_coding_but, length_is_ambiguous, strip_hop_by_hop,
-    text_response, BoxError, ProxyBody,
+    text_response, ProxyBody,
 };
 use super::request_body::{take_fault, OnPlaceholder, RequestBody};
 use super::{Allowed, Denial, Gate, Proxy};
@@ -74,7 +78,26 @@ struct Client<'a> {
     conn: &'a Conn,
     heads: HeadLog,
     tunnel: Mutex<Option<PendingTunnel>>,
+    /// The upstream connection of the last forwarded request, if it stays
+    /// open for another.
+    kept: Mutex<Option<Upstream>>,
 }
+
+/// An upstream connection for forwarded requests: where it goes, the
+/// address it was checked at and connected to, and hyper's handle on it.
+struct Upstream {
+    host: String,
+    port: u16,
+    addr: std::net::SocketAddr,
+    sender: hyper::client::conn::http1::SendRequest<ProxyBody>,
+    /// It carried a request before this one.
+    reused: bool,
+}
+
+/// How long a kept upstream connection may take to be ready for the next
+/// request (it finishes the previous response's end first) before a new
+/// connection is opened instead.
+const KEPT_READY_TIME: Duration = Duration::from_secs(1);
 
 impl<G: Gate> Proxy<G> {
     /// Serves one HTTP proxy client until it closes, times out, or its
@@ -88,6 +111,7 @@ impl<G: Gate> Proxy<G> {
             conn,
             heads: HeadLog::default(),
             tunnel: Mutex::new(None),
+            kept: Mutex::new(None),
         };
         let io = HeadGuard::logged(Lingering::new(client), shared.heads.clone());
         let service = hyper::service::service_fn(|req| self.request(req, &shared));
@@ -171,7 +195,7 @@ impl<G: Gate> Proxy<G> {
                     ));
                 return Ok(resp);
             }
-            Ok(Judged::Forward(to)) => match self.forward(req, &client.heads, &to).await {
+            Ok(Judged::Forward(to)) => match self.forward(req, client, &to, !leaves_http).await {
                 Ok(resp) | Err(resp) => resp,
             },
             Err(resp) => resp,
@@ -286,47 +310,18 @@ impl<G: Gate> Proxy<G> {
             })
     }
 
-    /// Forwards an allowed plain-HTTP request over a new upstream
-    /// connection, and its response back; the connection's close event is
-    /// recorded when the response's body has been relayed (or dropped).
+    /// Forwards an allowed plain-HTTP request, over the client
+    /// connection's kept upstream connection to the same destination or a
+    /// new one, and its response back; `keep` says whether the upstream
+    /// connection may carry the client's next request too.
     async fn forward(
         &self,
         req: Request<Incoming>,
-        heads: &HeadLog,
+        client: &Client<'_>,
         to: &Forward,
+        keep: bool,
     ) -> Result<Response<ProxyBody>, Response<ProxyBody>> {
         let (proto, allowed, host, port) = (Proto::Http, &to.allowed, to.host.as_str(), to.port);
-        let (upstream, addr) = self.connect_allowed(proto, allowed, host, port).await?;
-        let exchange = Arc::new(Conn::new());
-        self.opened(&exchange, proto, host, port, addr, allowed);
-        let closes = CloseOnDrop {
-            conn: exchange.clone(),
-            audit: self.audit.clone(),
-        };
-        let failed = |e: &dyn std::fmt::Display| {
-            text(
-                StatusCode::BAD_GATEWAY,
-                format!(
-                    "cordon: the upstream {} failed: {e}\n",
-                    super::events::subject(host, port)
-                ),
-            )
-        };
-        // Read from the upstream is down, written to it is up.
-        let upstream = Counted::new(upstream, exchange.down.clone(), exchange.up.clone());
-        let (mut sender, connection) = hyper::client::conn::http1::Builder::new()
-            .max_buf_size(H1_BUFFER)
-            .preserve_header_case(true)
-            .handshake::<_, ProxyBody>(TokioIo::new(upstream))
-            .await
-            .map_err(|e| failed(&e))?;
-        let mut stop = self.stop.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = connection => {}
-                _ = stop.wait_for(|s| *s) => {}
-            }
-        });
         let (mut parts, body) = req.into_parts();
         to_origin_form(&mut parts, &to.origin)
             .map_err(|message| text(StatusCode::BAD_REQUEST, message))?;
@@ -341,16 +336,52 @@ impl<G: Gate> Proxy<G> {
         });
         let body = RequestBody::new(body, scan);
         let fault = body.fault();
-        let req = Request::from_parts(parts, body.boxed());
-        let resp = sender.send_request(req).await.map_err(|e| {
+        let mut req = Request::from_parts(parts, body.boxed());
+        let kept = client
+            .kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .filter(|k| k.host == host && k.port == port);
+        let mut upstream = match kept {
+            Some(kept) => kept,
+            None => self.open_upstream(allowed, host, port).await?,
+        };
+        let sent = loop {
+            if upstream.reused {
+                let ready = tokio::time::timeout(KEPT_READY_TIME, upstream.sender.ready()).await;
+                if !matches!(ready, Ok(Ok(()))) {
+                    upstream = self.open_upstream(allowed, host, port).await?;
+                    continue;
+                }
+            }
+            match upstream.sender.try_send_request(req).await {
+                Err(mut e) if upstream.reused => match e.take_message() {
+                    // The kept connection closed before the request went
+                    // out (the upstream ended an idle connection): a new
+                    // one takes it, unsent.
+                    Some(unsent) => {
+                        req = unsent;
+                        upstream = self.open_upstream(allowed, host, port).await?;
+                    }
+                    None => break Err(e.into_error()),
+                },
+                sent => break sent.map_err(|e| e.into_error()),
+            }
+        };
+        if upstream.reused {
+            // A new connection's decision was recorded as it opened.
+            self.decided(proto, host, port, upstream.addr, allowed);
+        }
+        let resp = sent.map_err(|e| {
             // A body cut short by its check (a placeholder, the client's
             // framing) is the client's fault, not the upstream's.
             if let Some((status, message)) = take_fault(&fault) {
                 return text(status, message);
             }
-            match heads.refusal() {
+            match client.heads.refusal() {
                 Some(message) => text(StatusCode::BAD_REQUEST, message),
-                None => failed(&e),
+                None => upstream_failed(host, port, &e),
             }
         })?;
         let (mut parts, body) = resp.into_parts();
@@ -378,12 +409,56 @@ impl<G: Gate> Proxy<G> {
             parts
                 .headers
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        } else if keep {
+            // The client's next request comes once this body is relayed,
+            // and the connection is ready for it then.
+            upstream.reused = true;
+            *client.kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(upstream);
         }
-        let body = Tallied {
-            inner: body,
-            _closes: closes,
+        Ok(Response::from_parts(parts, body.map_err(box_error).boxed()))
+    }
+
+    /// Connects to an allowed destination for forwarded requests, records
+    /// the decision, and serves the connection until every handle on it
+    /// is dropped or the proxy stops; its close event is recorded then.
+    async fn open_upstream(
+        &self,
+        allowed: &Allowed,
+        host: &str,
+        port: u16,
+    ) -> Result<Upstream, Response<ProxyBody>> {
+        let proto = Proto::Http;
+        let (stream, addr) = self.connect_allowed(proto, allowed, host, port).await?;
+        let exchange = Arc::new(Conn::new());
+        self.opened(&exchange, proto, host, port, addr, allowed);
+        let closes = CloseOnDrop {
+            conn: exchange.clone(),
+            audit: self.audit.clone(),
         };
-        Ok(Response::from_parts(parts, body.boxed()))
+        // Read from the upstream is down, written to it is up.
+        let stream = Counted::new(stream, exchange.down.clone(), exchange.up.clone());
+        let (sender, connection) = hyper::client::conn::http1::Builder::new()
+            .max_buf_size(H1_BUFFER)
+            .preserve_header_case(true)
+            .handshake::<_, ProxyBody>(TokioIo::new(stream))
+            .await
+            .map_err(|e| upstream_failed(host, port, &e))?;
+        let mut stop = self.stop.clone();
+        tokio::spawn(async move {
+            // Dropped with the task, at its end or the runtime's.
+            let _closes = closes;
+            tokio::select! {
+                _ = connection => {}
+                _ = stop.wait_for(|s| *s) => {}
+            }
+        });
+        Ok(Upstream {
+            host: host.to_string(),
+            port,
+            addr,
+            sender,
+            reused: false,
+        })
     }
 }
 
@@ -403,6 +478,17 @@ struct Forward {
     port: u16,
     /// Its path and query as sent.
     origin: String,
+}
+
+/// The answer to a forwarded request whose upstream connection failed.
+fn upstream_failed(host: &str, port: u16, e: &dyn std::fmt::Display) -> Response<ProxyBody> {
+    text(
+        StatusCode::BAD_GATEWAY,
+        format!(
+            "cordon: the upstream {} failed: {e}\n",
+            super::events::subject(host, port)
+        ),
+    )
 }
 
 /// A refusal of the proxy's own, `status` with `message`. The connection
@@ -516,35 +602,6 @@ fn host_header_matches(headers: &http::HeaderMap, host: &str, port: u16) -> bool
         .ok()
         .and_then(|h| host_port(h, Some(port)));
     named.is_some_and(|(h, p)| h.eq_ignore_ascii_case(host) && p == port)
-}
-
-/// A forwarded response's body; the upstream connection's close event is
-/// recorded when it ends or is dropped.
-struct Tallied {
-    inner: Incoming,
-    _closes: CloseOnDrop,
-}
-
-impl Body for Tallied {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        Pin::new(&mut self.get_mut().inner)
-            .poll_frame(cx)
-            .map_err(box_error)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
 }
 
 /// The client's socket. Closing with unread input (a request body, a
