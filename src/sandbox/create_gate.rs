@@ -741,13 +741,7 @@ fn open_controlling_terminal(caller: &Caller, flags: i32, mode: u64) -> Result<R
 /// `/proc/<its process>`.
 fn is_callers_proc(caller: &Caller, path: &Path) -> bool {
     let tid = caller.tid().as_raw();
-    let tgid = std::fs::read_to_string(format!("/proc/{tid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Tgid:"))
-                .and_then(|v| v.trim().parse::<i32>().ok())
-        });
+    let tgid = status_field(caller, "Tgid:").and_then(|v| v.parse::<i32>().ok());
     [Some(tid), tgid]
         .into_iter()
         .flatten()
@@ -776,14 +770,26 @@ fn take_callers_umask(caller: &Caller) -> Result<(), Errno> {
 
 /// The caller's file mode creation mask, from its `/proc` status.
 fn caller_umask(caller: &Caller) -> Result<Mode, Errno> {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", caller.tid()))
-        .map_err(|_| libc::ESRCH)?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Umask:"))
-        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+    status_field(caller, "Umask:")
+        .and_then(|v| u32::from_str_radix(&v, 8).ok())
         .map(Mode::from_bits_truncate)
         .ok_or(libc::ESRCH)
+}
+
+/// A field near the top of the caller's `/proc/<tid>/status` (`Umask:`,
+/// `Tgid:`), trimmed. One read of a page: the fields asked for come within
+/// the first lines, and this runs on every creating call, where reading
+/// the whole file a little at a time cost several system calls.
+fn status_field(caller: &Caller, field: &str) -> Option<String> {
+    use std::io::Read;
+    let mut status = std::fs::File::open(format!("/proc/{}/status", caller.tid())).ok()?;
+    let mut page = [0u8; 4096];
+    let n = status.read(&mut page).ok()?;
+    // The name on the first line may hold any byte but a newline.
+    String::from_utf8_lossy(page.get(..n)?)
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .map(|v| v.trim().to_string())
 }
 
 fn has_privilege_bits(mode: u64) -> bool {
