@@ -6,6 +6,10 @@ HTTP server (tests/py/standins.py, on 127.0.0.1; cordon reaches them
 through its proxy as host.cordon.internal:PORT). Rounds are interleaved,
 each in a fresh directory, with nothing cached between rounds.
 
+Before each timed run the page cache's dirty data is written out (`sync`,
+untimed), so no run pays for the writeback of the one before; the order of
+bare and inside alternates from round to round.
+
 Also measures `cordon run -- /bin/true` against bare /bin/true in the same
 rounds, so each tool's overhead can be read net of start-up: the target is
 inside <= bare + start-up + 10% of bare.
@@ -16,7 +20,8 @@ tunnels inside, as they reach the real registries, rather than through
 the plain-HTTP forwarding path, which opens an upstream connection per
 request.
 
-usage: bench/tools.py [--rounds N] [--packages N] [--files N] [--tls] [--cordon PATH]
+usage: bench/tools.py [--rounds N] [--packages N] [--files N] [--tls] [--only npm,pip,git]
+                      [--cordon PATH]
 """
 import argparse
 import json
@@ -90,6 +95,8 @@ def main():
     ap.add_argument("--packages", type=int, default=40)
     ap.add_argument("--files", type=int, default=5000)
     ap.add_argument("--tls", action="store_true")
+    ap.add_argument("--only", default="npm,pip,git",
+                    help="the tools to measure, comma-separated (start-up is always measured)")
     ap.add_argument("--cordon", default=os.path.join(HERE, "..", "target", "release", "cordon"))
     args = ap.parse_args()
     cordon = os.path.abspath(args.cordon)
@@ -152,14 +159,21 @@ def main():
                           lambda d: in_cordon("git", trust + ["git", "clone", "-q",
                                                               via_cordon("git") + "/mid.git", "c"])),
         }
+        only = set(args.only.split(","))
+        unknown = only - {"npm", "pip", "git"}
+        if unknown:
+            sys.exit(f"--only: no such tool: {', '.join(sorted(unknown))}")
+        cases = {n: c for n, c in cases.items() if n.startswith("start-up") or n.split()[0] in only}
         times = {name: {"bare": [], "cordon": []} for name in cases}
         for r in range(args.rounds):
             for name, (bare, inside) in cases.items():
-                for how, make in (("bare", bare), ("cordon", inside)):
+                order = (("bare", bare), ("cordon", inside))
+                for how, make in order if r % 2 == 0 else order[::-1]:
                     d = os.path.join(work, f"p-{r}-{how}-{name.split()[0]}")
                     os.makedirs(d)
                     with open(os.path.join(d, "package.json"), "w") as f:
                         f.write('{"name": "bench", "version": "1.0.0"}\n')
+                    subprocess.run(["sync"], check=True)
                     times[name][how].append(timed(make(d), d))
                     shutil.rmtree(d)
         med = {n: {h: statistics.median(v) for h, v in t.items()} for n, t in times.items()}

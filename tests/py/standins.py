@@ -252,6 +252,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog is 5: npm opens more connections at
+    # once, and a connection past the backlog waits a second for its SYN
+    # to be sent again, bare and inside alike.
+    request_queue_size = 128
 
 
 TLS = None
