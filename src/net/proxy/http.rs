@@ -107,6 +107,9 @@ impl<G: Gate> Proxy<G> {
         client: TcpStream,
         conn: &Conn,
     ) -> Result<(), ClientError> {
+        // hyper writes a response's head and body as they come: Nagle's
+        // algorithm would hold each small write until the last is acked.
+        let _ = client.set_nodelay(true);
         let shared = Client {
             conn,
             heads: HeadLog::default(),
@@ -429,6 +432,7 @@ impl<G: Gate> Proxy<G> {
     ) -> Result<Upstream, Response<ProxyBody>> {
         let proto = Proto::Http;
         let (stream, addr) = self.connect_allowed(proto, allowed, host, port).await?;
+        let _ = stream.set_nodelay(true);
         let exchange = Arc::new(Conn::new());
         self.opened(&exchange, proto, host, port, addr, allowed);
         let closes = CloseOnDrop {
