@@ -57,9 +57,23 @@ pub enum Command {
     /// policy file. `--preset NAME` (repeatable) or `[network] presets =
     /// ["NAME"]` adds its lines to the layer that names it; `cordon explain`
     /// shows each line's source as `preset NAME (...)`. An untrusted project
-    /// cordon.toml may not name a preset that allows hosts. The caches are
-    /// listed for reference: the sandbox does not get them yet.
+    /// cordon.toml may not name a preset that allows hosts. Each cache a
+    /// preset lists is given to the sandbox as a `files.cache` entry: the
+    /// tool writes into a private layer, the host's directory unchanged.
     Presets(PresetsArgs),
+    /// Print a sandbox policy you already have (Claude Code's settings, sandbox-runtime's
+    /// settings file) as a cordon policy file, each value naming the file, line and key it
+    /// came from.
+    ///
+    /// `cordon import claude` reads the Claude Code settings files of the project, in Claude
+    /// Code's order (the user's ~/.claude/settings.json, then the project's
+    /// .claude/settings.json and .claude/settings.local.json), or the FILEs named: the
+    /// `sandbox` block and the `Read(...)`, `Edit(...)` and `WebFetch(domain:...)`
+    /// permission rules. `cordon import srt` reads ~/.srt-settings.json, or FILE. Every key
+    /// that is not imported is listed, with why, on stderr and at the end of the file; keys
+    /// Claude Code ignores in a repository's settings are refused there. Run with the result:
+    /// `cordon import claude > claude.toml && cordon run --policy claude.toml -- CMD`.
+    Import(ImportArgs),
     /// Show the audit log (every decision of every door), filtered; or check every line's MAC.
     Log(LogArgs),
     /// Prove the boundary from inside: build the sandbox `run` would build with the same
@@ -297,6 +311,29 @@ pub struct PresetsArgs {
     /// Print JSON instead of text: an array of presets, or with NAME one preset and its file.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The formats `cordon import` reads.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ImportFormat {
+    /// Claude Code's settings files.
+    Claude,
+    /// sandbox-runtime's settings file.
+    Srt,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The format to read.
+    #[arg(value_name = "FORMAT")]
+    pub format: ImportFormat,
+    /// The files to read, lowest precedence first [default: the format's own files].
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The project the policy is for: relative paths in the files, and the project's own
+    /// settings files, are found there [default: the working directory].
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -596,6 +633,52 @@ fn presets_command(args: PresetsArgs) -> Result<i32, Failure> {
     Ok(0)
 }
 
+/// `cordon import FORMAT [FILE]... [--project DIR]`.
+fn import_command(args: ImportArgs) -> Result<i32, Failure> {
+    use crate::policy::import::{claude, srt};
+    let env = EnvFacts::from_process()?;
+    let cwd = std::env::current_dir().map_err(failed(2))?;
+    let project = match args.project {
+        Some(p) => cwd.join(p),
+        None => cwd.clone(),
+    };
+    let project = project
+        .canonicalize()
+        .map_err(|e| failed(2)(format!("--project {}: {e}", printable(&project))))?;
+    let files: Vec<PathBuf> = args.files.iter().map(|f| cwd.join(f)).collect();
+    let (imported, command) = match args.format {
+        ImportFormat::Claude => {
+            let files = if files.is_empty() {
+                claude::default_files(&env.home, &project)
+            } else {
+                files
+            };
+            if files.is_empty() {
+                return Err(failed(2)(format!(
+                    "no Claude Code settings file for {}: none of ~/.claude/settings.json, .claude/settings.json, .claude/settings.local.json exists; name one",
+                    printable(&project)
+                )));
+            }
+            let imported = claude::import(&files, &env.home, &project).map_err(failed(2))?;
+            (imported, "cordon import claude")
+        }
+        ImportFormat::Srt => {
+            let file = match files.as_slice() {
+                [] => srt::default_file(&env.home),
+                [one] => one.clone(),
+                _ => return Err(failed(2)("cordon import srt reads one file")),
+            };
+            let imported = srt::import(&file, &env.home, &project).map_err(failed(2))?;
+            (imported, "cordon import srt")
+        }
+    };
+    for note in &imported.notes {
+        eprintln!("cordon: not imported: {}", printable(note.to_string()));
+    }
+    print!("{}", printable_lines(&imported.to_toml(command)));
+    Ok(0)
+}
+
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
@@ -682,6 +765,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::ProbeCanary { tag: _ } => Ok(probe::host::canary_main()),
         Command::Log(args) => log_command(args),
         Command::Presets(args) => presets_command(args),
+        Command::Import(args) => import_command(args),
         Command::Completions(args) => {
             manual::completions(args.shell, &mut std::io::stdout().lock())?;
             Ok(0)

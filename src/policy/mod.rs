@@ -11,6 +11,7 @@ pub mod cache;
 pub mod defaults;
 pub mod env;
 pub mod host;
+pub mod import;
 pub mod inspection;
 pub mod keys;
 pub mod learned;

@@ -1,0 +1,267 @@
+//! Claude Code's settings files: the `sandbox` block and the `permissions`
+//! rules that mean something for a sandbox (`Read(...)`, `Edit(...)`,
+//! `WebFetch(domain:...)`).
+//!
+//! The files are read in Claude Code's order of precedence, lowest first:
+//! the user's `~/.claude/settings.json`, then the project's
+//! `.claude/settings.json` and `.claude/settings.local.json`; lists from
+//! all of them add up, as Claude Code merges them. A project's files
+//! arrive with its repository: the keys Claude Code ignores there (so that
+//! a checked-out repository cannot widen the sandbox) are refused.
+//!
+//! Paths follow Claude Code's anchors. In the `sandbox` block: `/abs`,
+//! `~/rel`, and `./rel` or a bare `rel` relative to the project (project
+//! files) or to `~/.claude` (the user's). In `Read(...)` and `Edit(...)`
+//! rules: `//abs`, `~/rel`, `/rel` relative to the settings' own root (the
+//! project, or the home for the user's file), and `rel` or `./rel`
+//! relative to the project; a rule without a `/` matches at any depth, as
+//! in a gitignore file.
+
+use std::path::{Path, PathBuf};
+
+use super::json::Doc;
+use super::sandbox_block::{anchored, Anchors, Mapper, Meaning};
+use super::{ImportError, Imported, Origin, Value};
+use crate::policy::keys::{ALLOW_WRITE, DENY_READ, DENY_WRITE, NET_ALLOW, NET_DENY};
+
+/// The `sandbox` keys of Claude Code's own, and what cordon does instead.
+const OWN: &[Meaning] = &[
+    ("enabled", "cordon sandboxes everything it runs, the whole agent included"),
+    ("failIfUnavailable", "cordon always refuses to run when a layer of the sandbox cannot be applied"),
+    ("autoAllowBashIfSandboxed", "Claude Code's prompts for its Bash tool: under cordon the whole agent is inside the sandbox"),
+    ("excludedCommands", "under cordon nothing leaves the sandbox: these commands run inside it too"),
+    ("allowUnsandboxedCommands", "under cordon nothing leaves the sandbox, whatever the model asks"),
+    ("enableWeakerNestedSandbox", "cordon does not weaken its sandbox"),
+    ("enableWeakerNetworkIsolation", "macOS only"),
+    ("allowAppleEvents", "macOS only"),
+    ("allowNestedUserNamespaces", "cordon refuses new user namespaces inside"),
+    ("ignoreViolations", "cordon reports every refusal"),
+    ("ripgrep", "a helper of Claude Code's own sandbox"),
+    ("bwrapPath", "a helper of Claude Code's own sandbox; cordon needs none"),
+    ("socatPath", "a helper of Claude Code's own sandbox; cordon needs none"),
+    ("enabledPlatforms", "cordon runs on Linux"),
+];
+
+/// Where a settings file sits, which decides its anchors and whether it
+/// came with a repository.
+fn anchors_for(file: &Path, home: &Path, project: &Path) -> (Anchors, PathBuf) {
+    let user_dir = home.join(".claude");
+    if file.parent() == Some(user_dir.as_path()) {
+        // The user's settings: bare paths from ~/.claude, rules' `/` from ~.
+        let anchors = Anchors {
+            home: home.to_path_buf(),
+            relative_to: user_dir,
+            repo: false,
+        };
+        return (anchors, home.to_path_buf());
+    }
+    let in_dot_claude = file.parent().and_then(Path::file_name) == Some(".claude".as_ref());
+    if let (true, Some(root)) = (in_dot_claude, file.parent().and_then(Path::parent)) {
+        let anchors = Anchors {
+            home: home.to_path_buf(),
+            relative_to: root.to_path_buf(),
+            repo: true,
+        };
+        return (anchors, root.to_path_buf());
+    }
+    // A file given by name (as `claude --settings FILE`): the user's own.
+    let anchors = Anchors {
+        home: home.to_path_buf(),
+        relative_to: project.to_path_buf(),
+        repo: false,
+    };
+    (anchors, project.to_path_buf())
+}
+
+/// The settings files Claude Code reads for `project` that exist, lowest
+/// precedence first.
+pub fn default_files(home: &Path, project: &Path) -> Vec<PathBuf> {
+    [
+        home.join(".claude/settings.json"),
+        project.join(".claude/settings.json"),
+        project.join(".claude/settings.local.json"),
+    ]
+    .into_iter()
+    .filter(|f| f.is_file())
+    .collect()
+}
+
+/// Imports `files` (in order of precedence, lowest first), for a run in
+/// `project`.
+pub fn import(files: &[PathBuf], home: &Path, project: &Path) -> Result<Imported, ImportError> {
+    let mut mapper = Mapper::default();
+    for file in files {
+        let text = std::fs::read_to_string(file).map_err(|source| ImportError::Read {
+            path: file.clone(),
+            source,
+        })?;
+        let doc = Doc::parse(file, &text)?;
+        let (anchors, root) = anchors_for(file, home, project);
+        mapper.imported.files.push(file.clone());
+        let Some(top) = &doc.root else { continue };
+        let mut others = Vec::new();
+        for (name, key, value) in doc.members(top, "")? {
+            match name.as_str() {
+                "sandbox" => mapper.block(&doc, value, &key, &anchors, OWN)?,
+                "permissions" => {
+                    let rules = Rules {
+                        anchors: &anchors,
+                        root: &root,
+                        project,
+                    };
+                    rules.read(&doc, value, &key, &mut mapper)?;
+                }
+                _ => others.push((name, doc.origin(value, &key))),
+            }
+        }
+        if let Some((_, first)) = others.first() {
+            let names: Vec<&str> = others.iter().map(|(n, _)| n.as_str()).collect();
+            let origin = Origin {
+                at: first.at.clone(),
+                key: names.join(", "),
+            };
+            mapper.imported.note(
+                origin,
+                "Claude Code's own settings, not a sandbox policy: not read",
+            );
+        }
+    }
+    mapper.finish()
+}
+
+/// How one file's `permissions` rules read.
+struct Rules<'a> {
+    anchors: &'a Anchors,
+    /// What a rule's leading `/` is relative to.
+    root: &'a Path,
+    /// What a rule's bare path is relative to.
+    project: &'a Path,
+}
+
+impl Rules<'_> {
+    fn read(
+        &self,
+        doc: &Doc<'_>,
+        node: &jsonc_parser::ast::Value<'_>,
+        prefix: &str,
+        mapper: &mut Mapper,
+    ) -> Result<(), ImportError> {
+        for (name, key, value) in doc.members(node, prefix)? {
+            match name.as_str() {
+                "allow" | "deny" => {
+                    let mut skipped: Vec<String> = Vec::new();
+                    let mut first: Option<Origin> = None;
+                    for (rule, origin) in doc.strings(value, &key)? {
+                        if !self.rule(&rule, name == "deny", origin.clone(), mapper)? {
+                            first.get_or_insert(origin);
+                            skipped.push(rule);
+                        }
+                    }
+                    if let Some(origin) = first {
+                        mapper.imported.note(
+                            origin,
+                            format!(
+                                "{} rule(s) for Claude Code's own tools, which mean nothing to a sandbox (under cordon they run inside it): {}",
+                                skipped.len(),
+                                skipped.join(", ")
+                            ),
+                        );
+                    }
+                }
+                "ask" => mapper.imported.note(
+                    doc.origin(value, &key),
+                    "Claude Code's prompts, not a sandbox rule: not imported",
+                ),
+                "additionalDirectories" => mapper.imported.note(
+                    doc.origin(value, &key),
+                    "directories Claude Code's file tools may use: not made writable; add each with --allow-write if the agent should write there",
+                ),
+                _ => mapper.imported.note(
+                    doc.origin(value, &key),
+                    "Claude Code's permission modes, not a sandbox rule: not imported",
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// One rule: imported (`true`) if it is one a sandbox can hold.
+    fn rule(
+        &self,
+        rule: &str,
+        deny: bool,
+        origin: Origin,
+        mapper: &mut Mapper,
+    ) -> Result<bool, ImportError> {
+        let Some((tool, spec)) = rule.strip_suffix(')').and_then(|r| r.split_once('(')) else {
+            return Ok(false);
+        };
+        match (tool, deny) {
+            ("WebFetch", _) => {
+                let Some(domain) = spec.strip_prefix("domain:") else {
+                    return Ok(false);
+                };
+                let to = if deny {
+                    &NET_DENY.about
+                } else {
+                    &NET_ALLOW.about
+                };
+                mapper.domain(domain, origin, to, !deny)?;
+                Ok(true)
+            }
+            ("Edit", false) => {
+                // Writable areas are directories, not patterns (Claude Code
+                // drops a trailing `/**` the same way).
+                let dir = spec.strip_suffix("/**").unwrap_or(spec);
+                if dir.contains(['*', '?', '[', '{']) {
+                    return Ok(false);
+                }
+                let path = self.path(dir, &origin)?;
+                mapper
+                    .imported
+                    .set(&ALLOW_WRITE.about, Value::Item(path), origin);
+                Ok(true)
+            }
+            ("Read", true) | ("Edit", true) => {
+                let path = self.path(spec, &origin)?;
+                let to = if tool == "Read" {
+                    &DENY_READ.about
+                } else {
+                    &DENY_WRITE.about
+                };
+                mapper.imported.set(to, Value::Item(path), origin);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// A `Read(...)` or `Edit(...)` specifier as a policy path.
+    fn path(&self, spec: &str, origin: &Origin) -> Result<String, ImportError> {
+        let (base, rest) = if let Some(abs) = spec.strip_prefix("//") {
+            (Path::new("/"), abs.to_string())
+        } else if let Some(rel) = spec.strip_prefix("~/") {
+            (self.anchors.home.as_path(), rel.to_string())
+        } else if let Some(rel) = spec.strip_prefix('/') {
+            (self.root, rel.to_string())
+        } else if let Some(rel) = spec.strip_prefix("./") {
+            (self.project, rel.to_string())
+        } else if spec.trim_end_matches('/').contains('/') {
+            (self.project, spec.to_string())
+        } else {
+            // gitignore: a bare name with no `/` inside matches at any depth.
+            (self.project, format!("**/{spec}"))
+        };
+        let full = base.join(rest);
+        let anchors = Anchors {
+            home: self.anchors.home.clone(),
+            relative_to: self.project.to_path_buf(),
+            repo: self.anchors.repo,
+        };
+        anchored(&full.to_string_lossy(), &anchors, origin)
+    }
+}
+
+#[cfg(test)]
+#[path = "claude_tests.rs"]
+mod tests;

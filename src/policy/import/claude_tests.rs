@@ -1,0 +1,327 @@
+//! Tests of importing Claude Code's settings, with the configuration the
+//! article prints and the documented example.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::policy::import::ImportError;
+use crate::policy::load::document::parse_policy;
+use crate::policy::pattern::PathContext;
+
+/// A home and a project in a temporary directory, with settings files.
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    project: PathBuf,
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let project = tmp.path().join("proj");
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::create_dir_all(project.join(".claude")).unwrap();
+        Dirs {
+            _tmp: tmp,
+            home,
+            project,
+        }
+    }
+
+    fn write(&self, file: &Path, text: &str) -> PathBuf {
+        std::fs::write(file, text).unwrap();
+        file.to_path_buf()
+    }
+
+    fn user(&self, text: &str) -> PathBuf {
+        self.write(&self.home.join(".claude/settings.json"), text)
+    }
+
+    fn local(&self, text: &str) -> PathBuf {
+        self.write(&self.project.join(".claude/settings.local.json"), text)
+    }
+
+    fn import(&self, files: &[PathBuf]) -> Result<Imported, ImportError> {
+        import(files, &self.home, &self.project)
+    }
+
+    /// The printed file, read back by the policy loader.
+    fn printed(&self, imported: &Imported) -> String {
+        let text = imported.to_toml("cordon import claude");
+        let ctx = PathContext {
+            home: &self.home,
+            base: None,
+        };
+        parse_policy(Path::new("imported.toml"), text.as_bytes(), &ctx, &[])
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        text
+    }
+}
+
+fn values(imported: &Imported, dotted: &str) -> Vec<String> {
+    imported
+        .entries
+        .iter()
+        .filter(|e| e.key.dotted() == dotted)
+        .map(|e| match &e.value {
+            Value::Item(s) => s.clone(),
+            Value::Table(t) => t.to_string(),
+        })
+        .collect()
+}
+
+/// The article's two blocks, verbatim.
+const ARTICLE_BLOCK: &str = r#"{
+  "sandbox": {
+    "enabled": true,
+    "credentials": {
+      "files": [
+        { "path": "~/.aws/credentials", "mode": "deny" },
+        { "path": "~/.ssh", "mode": "deny" }
+      ],
+      "envVars": [
+        { "name": "GITHUB_TOKEN", "mode": "deny" },
+        { "name": "NPM_TOKEN", "mode": "deny" }
+      ]
+    }
+  }
+}"#;
+
+const ARTICLE_EXERCISE: &str = r#"{
+  "sandbox": {
+    "enabled": true,
+    "credentials": {
+      "files": [{ "path": "~/fake-creds.txt", "mode": "deny" }],
+      "envVars": [{ "name": "FAKE_TOKEN", "mode": "deny" }]
+    }
+  },
+  "permissions": {
+    "deny": ["Read(~/fake-creds.txt)"]
+  }
+}"#;
+
+#[test]
+fn the_articles_blocks_import_verbatim() {
+    let d = Dirs::new();
+    let block = d.local(ARTICLE_BLOCK);
+    let imported = d.import(&[block]).unwrap();
+    assert_eq!(
+        values(&imported, "files.deny_read"),
+        ["~/.aws/credentials", "~/.ssh"]
+    );
+    assert_eq!(
+        values(&imported, "credentials.deny_env"),
+        ["GITHUB_TOKEN", "NPM_TOKEN"]
+    );
+    assert_eq!(imported.notes.len(), 1, "{:?}", imported.notes);
+    assert_eq!(imported.notes[0].origin.key, "sandbox.enabled");
+    assert_eq!(imported.notes[0].origin.at.line, 3);
+    let text = d.printed(&imported);
+    assert!(text.contains("\"~/.ssh\",  # "), "{text}");
+    assert!(
+        text.contains("settings.local.json:7 sandbox.credentials.files[1].path"),
+        "{text}"
+    );
+
+    let exercise = d.local(ARTICLE_EXERCISE);
+    let imported = d.import(&[exercise]).unwrap();
+    assert_eq!(
+        values(&imported, "files.deny_read"),
+        ["~/fake-creds.txt", "~/fake-creds.txt"]
+    );
+    assert_eq!(values(&imported, "credentials.deny_env"), ["FAKE_TOKEN"]);
+    d.printed(&imported);
+}
+
+/// The documented example of user settings (PEERS.md 1.3), merged with a
+/// project's local file.
+#[test]
+fn user_and_project_settings_merge_with_their_anchors() {
+    let d = Dirs::new();
+    let user = d.user(
+        r#"{
+  "permissions": {
+    "deny": ["Read(./.env)", "Read(./.env.*)", "Read(//etc/ssl/private/**)", "Edit(./.github/workflows/**)",
+             "WebFetch(domain:pastebin.com)", "Read(*.pem)", "Read(/notes/**)"],
+    "allow": ["WebFetch(domain:docs.rs)", "Bash(cargo test *)", "Edit(~/scratch/**)"]
+  },
+  "model": "x",
+  "sandbox": {
+    "enabled": true, "failIfUnavailable": true, "autoAllowBashIfSandboxed": true,
+    "allowUnsandboxedCommands": false,
+    "excludedCommands": ["git push *", "git fetch *"],
+    "filesystem": { "allowWrite": ["~/.cargo/registry", "/tmp/build", "cache/**"], "denyRead": ["~/.kube"] },
+    "network": { "allowedDomains": ["github.com", "*.github.com", "crates.io"],
+                 "deniedDomains": ["gist.github.com"], "strictAllowlist": true, "tlsTerminate": {},
+                 "allowUnixSockets": [], "allowLocalBinding": false },
+    "credentials": {
+      "files":   [ {"path": "~/.ssh", "mode": "deny"} ],
+      "envVars": [ {"name": "ANTHROPIC_API_KEY", "mode": "deny"},
+                   {"name": "GH_TOKEN", "mode": "mask", "injectHosts": ["api.github.com"]},
+                   {"name": "NPM_TOKEN", "mode": "mask"} ]
+    }
+  }
+}"#,
+    );
+    let local = d.local(r#"{"sandbox": {"network": {"allowedDomains": ["registry.npmjs.org"]}}}"#);
+    let imported = d.import(&[user, local]).unwrap();
+    let p = d.project.display().to_string();
+    assert_eq!(
+        values(&imported, "network.allow"),
+        [
+            "docs.rs",
+            "github.com",
+            "*.github.com",
+            "crates.io",
+            "registry.npmjs.org"
+        ]
+    );
+    assert_eq!(
+        values(&imported, "network.deny"),
+        ["pastebin.com", "gist.github.com"]
+    );
+    assert_eq!(
+        values(&imported, "files.deny_read"),
+        [
+            format!("{p}/.env"),
+            format!("{p}/.env.*"),
+            "/etc/ssl/private/**".to_string(),
+            format!("{p}/**/*.pem"),
+            "~/notes/**".to_string(),
+            "~/.kube".to_string(),
+            "~/.ssh".to_string(),
+        ]
+    );
+    assert_eq!(
+        values(&imported, "files.deny_write"),
+        [format!("{p}/.github/workflows/**")]
+    );
+    // Bare paths in the user's sandbox block are from ~/.claude.
+    assert_eq!(
+        values(&imported, "files.allow_write"),
+        [
+            "~/scratch",
+            "~/.cargo/registry",
+            "/tmp/build",
+            "~/.claude/cache"
+        ]
+    );
+    assert_eq!(
+        values(&imported, "credentials.deny_env"),
+        ["ANTHROPIC_API_KEY"]
+    );
+    // A mask without hosts goes to every allowed domain, the project's too.
+    let inject = values(&imported, "credentials.inject");
+    assert_eq!(inject.len(), 2, "{inject:?}");
+    assert!(
+        inject[0].contains("GH_TOKEN") && inject[0].contains("[\"api.github.com\"]"),
+        "{inject:?}"
+    );
+    assert!(
+        inject[1].contains("NPM_TOKEN") && inject[1].contains("registry.npmjs.org"),
+        "{inject:?}"
+    );
+    let noted: Vec<&str> = imported
+        .notes
+        .iter()
+        .map(|n| n.origin.key.as_str())
+        .collect();
+    for key in [
+        "sandbox.enabled",
+        "sandbox.failIfUnavailable",
+        "sandbox.excludedCommands",
+        "sandbox.network.strictAllowlist",
+        "sandbox.network.tlsTerminate",
+        "sandbox.network.allowLocalBinding",
+        "model",
+        "permissions.allow[1]",
+    ] {
+        assert!(noted.contains(&key), "{key} not reported: {noted:?}");
+    }
+    d.printed(&imported);
+}
+
+#[test]
+fn what_claude_code_ignores_in_a_repository_is_refused_there() {
+    let d = Dirs::new();
+    for (text, key) in [
+        (
+            r#"{"sandbox": {"credentials": {"envVars": [{"name": "T", "mode": "mask"}]}}}"#,
+            "sandbox.credentials.envVars[0]",
+        ),
+        (
+            r#"{"sandbox": {"network": {"tlsTerminate": {}}}}"#,
+            "sandbox.network.tlsTerminate",
+        ),
+        (
+            r#"{"sandbox": {"allowNestedUserNamespaces": true}}"#,
+            "sandbox.allowNestedUserNamespaces",
+        ),
+        (
+            r#"{"sandbox": {"filesystem": {"disabled": true}}}"#,
+            "sandbox.filesystem.disabled",
+        ),
+    ] {
+        let file = d.write(&d.project.join(".claude/settings.json"), text);
+        match d.import(&[file]) {
+            Err(ImportError::Invalid {
+                key: k,
+                message,
+                at,
+            }) => {
+                assert_eq!(k, key);
+                assert!(message.contains("repository"), "{message}");
+                assert_eq!(at.line, 1);
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    // The same in the user's settings is the user's to set.
+    let user = d.user(r#"{"sandbox": {"network": {"tlsTerminate": {}}}}"#);
+    assert!(d.import(&[user]).is_ok());
+}
+
+#[test]
+fn bad_input_names_its_file_line_and_key() {
+    let d = Dirs::new();
+    let file = d.user("{\n  \"sandbox\": {\n    \"network\": {\"allowedDomains\": [\"ok.example\",\n \"bad domain\"]}}}");
+    let e = d.import(std::slice::from_ref(&file)).unwrap_err().to_string();
+    assert!(e.contains(&format!("{}:4:", file.display())), "{e}");
+    assert!(e.contains("sandbox.network.allowedDomains[1]"), "{e}");
+
+    let file = d.user("{\n  \"sandbox\": {\"enabled\": true,}\n}");
+    let e = d.import(std::slice::from_ref(&file)).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("{}:2:", file.display())) && e.contains("not valid JSON"),
+        "{e}"
+    );
+
+    let file =
+        d.user(r#"{"sandbox": {"credentials": {"envVars": [{"name": "1X", "mode": "deny"}]}}}"#);
+    let e = d.import(&[file]).unwrap_err().to_string();
+    assert!(e.contains("sandbox.credentials.envVars[0].name"), "{e}");
+
+    let file =
+        d.user(r#"{"sandbox": {"credentials": {"envVars": [{"name": "T", "mode": "mask"}]}}}"#);
+    let e = d.import(&[file]).unwrap_err().to_string();
+    assert!(e.contains("every allowed domain"), "{e}");
+
+    let file = d.user(r#"{"sandbox": {"network": {"brandNew": 1}}}"#);
+    let imported = d.import(&[file]).unwrap();
+    assert_eq!(imported.notes[0].origin.key, "sandbox.network.brandNew");
+    assert!(
+        imported.notes[0].message.contains("unknown"),
+        "{:?}",
+        imported.notes
+    );
+}
+
+#[test]
+fn the_default_files_are_claude_codes_in_its_order() {
+    let d = Dirs::new();
+    assert!(default_files(&d.home, &d.project).is_empty());
+    let local = d.local("{}");
+    let user = d.user("{}");
+    assert_eq!(default_files(&d.home, &d.project), [user, local]);
+}

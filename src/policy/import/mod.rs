@@ -1,0 +1,227 @@
+//! Importers: the sandbox policies users already have (Claude Code's
+//! settings, sandbox-runtime's settings file), read into cordon's own keys.
+//!
+//! An importer reads JSON with the position of every value ([`json`]),
+//! maps what has a meaning in cordon onto the declared keys
+//! ([`crate::policy::keys`]: each entry names the key it sets, never a
+//! spelling of its own), and reports every key it did not map, with where
+//! it was and why ([`Note`]): nothing is dropped silently. What it made
+//! prints as a native policy file ([`Imported::to_toml`]) whose every line
+//! names the file, line and key it came from.
+//!
+//! One module per format: [`claude`] (the `sandbox` block and the
+//! `permissions` rules of Claude Code's settings files), [`srt`]
+//! (sandbox-runtime's settings file); [`sandbox_block`] maps the keys the
+//! two share.
+
+pub mod claude;
+mod json;
+mod sandbox_block;
+pub mod srt;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::keys::{toml_string, About};
+use super::load::Position;
+
+/// Why a file could not be imported. Nothing is printed or run after any
+/// of these.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file is not JSON.
+    #[error("{at}: not valid JSON: {message}")]
+    Syntax {
+        /// Where.
+        at: Position,
+        /// What the parser said.
+        message: String,
+    },
+    /// A key has a value the importer cannot read, or one the format
+    /// itself refuses.
+    #[error("{at}: {key}: {message}")]
+    Invalid {
+        /// Where.
+        at: Position,
+        /// The dotted key in the file, e.g. `sandbox.network.allowedDomains[2]`.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Where an imported value was: the file, its line, and its dotted key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The file, its line and column.
+    pub at: Position,
+    /// The dotted key in the file.
+    pub key: String,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{} {}",
+            self.at.file.display(),
+            self.at.line,
+            self.key
+        )
+    }
+}
+
+/// A value for one of cordon's keys.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// An element of a list key (`files.deny_read`, `network.allow`).
+    Item(String),
+    /// A table of an array-of-tables key (`[[credentials.inject]]`).
+    Table(toml::Table),
+}
+
+/// One value an importer made, for the key `key`.
+#[derive(Clone)]
+pub struct Entry {
+    /// The cordon key it sets.
+    pub key: &'static About,
+    /// The value.
+    pub value: Value,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} = {:?} ({})",
+            self.key.dotted(),
+            self.value,
+            self.origin
+        )
+    }
+}
+
+/// A key the importer read and did not map, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// Where it was.
+    pub origin: Origin,
+    /// Why it was not imported, or how cordon does the same.
+    pub message: String,
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.origin, self.message)
+    }
+}
+
+/// What an importer made of its files.
+#[derive(Clone, Debug, Default)]
+pub struct Imported {
+    /// The files read, in the order they were applied.
+    pub files: Vec<PathBuf>,
+    /// The values, in the order they were read.
+    pub entries: Vec<Entry>,
+    /// What was not imported.
+    pub notes: Vec<Note>,
+}
+
+impl Imported {
+    /// Adds `value` for `key`, from `origin`.
+    pub(crate) fn set(&mut self, key: &'static About, value: Value, origin: Origin) {
+        self.entries.push(Entry { key, value, origin });
+    }
+
+    /// Reports `origin` as not imported, saying why.
+    pub(crate) fn note(&mut self, origin: Origin, message: impl Into<String>) {
+        self.notes.push(Note {
+            origin,
+            message: message.into(),
+        });
+    }
+
+    /// The entries as a cordon policy file: each list element and each
+    /// table with a comment naming its origin, then every note as a
+    /// comment. `command` names what made it, for the header.
+    pub fn to_toml(&self, command: &str) -> String {
+        let mut out = format!("# Made by `{command}` from:\n");
+        for file in &self.files {
+            let _ = writeln!(out, "#   {}", file.display());
+        }
+        out.push_str("# Each value names the file, line and key it came from.\n");
+        // Lists, by section then key, in the order first met.
+        let mut lists: BTreeMap<(&str, usize), (&About, Vec<&Entry>)> = BTreeMap::new();
+        let mut order: Vec<&str> = Vec::new();
+        for entry in &self.entries {
+            if let Value::Item(_) = entry.value {
+                let first = order.iter().position(|n| *n == entry.key.name);
+                let index = first.unwrap_or_else(|| {
+                    order.push(entry.key.name);
+                    order.len() - 1
+                });
+                lists
+                    .entry((entry.key.section, index))
+                    .or_insert_with(|| (entry.key, Vec::new()))
+                    .1
+                    .push(entry);
+            }
+        }
+        let mut section = "";
+        for ((_, _), (key, entries)) in &lists {
+            if key.section != section {
+                section = key.section;
+                let _ = write!(out, "\n[{section}]\n");
+            }
+            let _ = writeln!(out, "{} = [", key.name);
+            for entry in entries {
+                if let Value::Item(item) = &entry.value {
+                    let _ = writeln!(out, "  {},  # {}", toml_string(item), entry.origin);
+                }
+            }
+            out.push_str("]\n");
+        }
+        for entry in &self.entries {
+            if let Value::Table(table) = &entry.value {
+                let _ = write!(
+                    out,
+                    "\n# {}\n[[{}]]\n{}",
+                    entry.origin,
+                    entry.key.dotted(),
+                    table
+                );
+            }
+        }
+        if !self.notes.is_empty() {
+            out.push_str("\n# Not imported:\n");
+            for note in &self.notes {
+                let _ = writeln!(out, "#   {note}");
+            }
+        }
+        out
+    }
+}
+
+/// A path as the policy file writes it: `~/rest` below `home`, else
+/// absolute.
+fn policy_path(path: &Path, home: &Path) -> String {
+    match path.strip_prefix(home) {
+        Ok(rest) if !rest.as_os_str().is_empty() => format!("~/{}", rest.display()),
+        _ => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+#[path = "import_tests.rs"]
+mod tests;

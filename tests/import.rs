@@ -1,0 +1,161 @@
+//! `cordon import`: the policies users already have, printed as cordon
+//! policy files that then hold in a real sandbox.
+
+mod common;
+
+use common::*;
+
+/// The article's exercise block, verbatim (`.claude/settings.local.json`).
+const ARTICLE_EXERCISE: &str = r#"{
+  "sandbox": {
+    "enabled": true,
+    "credentials": {
+      "files": [{ "path": "~/fake-creds.txt", "mode": "deny" }],
+      "envVars": [{ "name": "FAKE_TOKEN", "mode": "deny" }]
+    }
+  },
+  "permissions": {
+    "deny": ["Read(~/fake-creds.txt)"]
+  }
+}"#;
+
+/// The attack: a credential the user's Claude Code settings keep from the
+/// sandbox is readable when the same user runs the agent under cordon.
+/// The imported policy closes the file and the variable the settings name
+/// (a variable no built-in pattern would unset), read from the user's and
+/// the project's settings together.
+#[test]
+fn an_imported_claude_policy_closes_what_its_settings_name() {
+    each_fixture(|mode, fx| {
+        let creds = fx.home.join("fake-creds.txt");
+        std::fs::write(&creds, fx.canary("fake-creds.txt")).unwrap();
+        std::fs::create_dir_all(fx.home.join(".claude")).unwrap();
+        std::fs::write(
+            fx.home.join(".claude/settings.json"),
+            r#"{"sandbox": {"credentials": {"envVars": [{"name": "PLAIN_SETTING", "mode": "deny"}]}}}"#,
+        )
+        .unwrap();
+        std::fs::create_dir_all(fx.project.join(".claude")).unwrap();
+        std::fs::write(
+            fx.project.join(".claude/settings.local.json"),
+            ARTICLE_EXERCISE,
+        )
+        .unwrap();
+        chown_tree(&fx.home, mode);
+        chown_tree(&fx.project, mode);
+
+        let imported = fx.sandbox().subcommand("import").arg("claude").run(&[]);
+        imported.ok();
+        assert!(
+            imported
+                .stderr
+                .contains("settings.local.json:3 sandbox.enabled: cordon sandboxes everything"),
+            "{mode:?}: {imported:#?}"
+        );
+        let policy = fx.outside.join("claude.toml");
+        std::fs::write(&policy, &imported.stdout).unwrap();
+        chown(&policy, mode);
+
+        let script = "cat ~/fake-creds.txt; echo \"setting=[$PLAIN_SETTING]\"";
+        let bare = fx.sandbox().env("PLAIN_SETTING", "visible").sh(script);
+        bare.ok();
+        assert!(
+            bare.stdout.contains(&fx.canary("fake-creds.txt")),
+            "{mode:?}: {bare:#?}"
+        );
+        assert!(
+            bare.stdout.contains("setting=[visible]"),
+            "{mode:?}: {bare:#?}"
+        );
+
+        let held = fx
+            .sandbox()
+            .env("PLAIN_SETTING", "visible")
+            .flag("--policy", &policy)
+            .sh(script);
+        assert!(
+            !held.both().contains(&fx.canary("fake-creds.txt")),
+            "{mode:?}: {held:#?}"
+        );
+        assert!(
+            held.stderr.contains("fake-creds.txt"),
+            "{mode:?}: {held:#?}"
+        );
+        assert!(held.stdout.contains("setting=[]"), "{mode:?}: {held:#?}");
+    });
+}
+
+/// Bad input is an error naming the file, line and key, and prints no
+/// policy; a repository's settings may not turn on what Claude Code
+/// ignores there.
+#[test]
+fn a_bad_or_widening_repository_file_prints_no_policy() {
+    each_fixture(|mode, fx| {
+        std::fs::create_dir_all(fx.project.join(".claude")).unwrap();
+        let settings = fx.project.join(".claude/settings.json");
+        for (text, want) in [
+            (
+                "{\n \"sandbox\": {\"network\": {\"allowedDomains\": [\"a b\"]}}}",
+                ".claude/settings.json:2:",
+            ),
+            (
+                "{\"sandbox\": {\"credentials\": {\"envVars\": [{\"name\": \"GH_TOKEN\", \"mode\": \"mask\", \"injectHosts\": [\"api.github.com\"]}]}}}",
+                "refused in a repository's settings",
+            ),
+        ] {
+            std::fs::write(&settings, text).unwrap();
+            chown_tree(&fx.project, mode);
+            let out = fx.sandbox().subcommand("import").arg("claude").run(&[]);
+            out.expect_code(2);
+            assert!(out.stdout.is_empty(), "{mode:?}: {out:#?}");
+            assert!(out.stderr.contains(want), "{mode:?}: {out:#?}");
+        }
+    });
+}
+
+/// sandbox-runtime's file, with its required keys.
+#[test]
+fn an_srt_settings_file_imports_and_a_missing_required_key_is_refused() {
+    each_fixture(|mode, fx| {
+        let file = fx.outside.join("srt.json");
+        std::fs::write(
+            &file,
+            r#"{"network": {"allowedDomains": ["example.com"], "deniedDomains": []},
+ "filesystem": {"denyRead": ["~/.kube"], "allowWrite": ["."], "denyWrite": []},
+ "mandatoryDenySearchDepth": 3}"#,
+        )
+        .unwrap();
+        chown(&file, mode);
+        let out = fx
+            .sandbox()
+            .subcommand("import")
+            .arg("srt")
+            .arg(&file)
+            .run(&[]);
+        out.ok();
+        assert!(
+            out.stdout.contains("\"example.com\",  # "),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stdout.contains("\"~/.kube\",  # "),
+            "{mode:?}: {out:#?}"
+        );
+        assert!(
+            out.stderr.contains("mandatoryDenySearchDepth"),
+            "{mode:?}: {out:#?}"
+        );
+        std::fs::write(&file, r#"{"network": {"allowedDomains": []}}"#).unwrap();
+        let out = fx
+            .sandbox()
+            .subcommand("import")
+            .arg("srt")
+            .arg(&file)
+            .run(&[]);
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains("network.deniedDomains: missing"),
+            "{mode:?}: {out:#?}"
+        );
+    });
+}
