@@ -98,6 +98,7 @@ pub fn import(files: &[PathBuf], home: &Path, project: &Path) -> Result<Imported
         let doc = Doc::parse(file, &text)?;
         let (anchors, root) = anchors_for(file, home, project);
         mapper.imported.files.push(file.clone());
+        let first = mapper.imported.entries.len();
         let Some(top) = &doc.root else { continue };
         let mut others = Vec::new();
         for (name, key, value) in doc.members(top, "")? {
@@ -113,6 +114,9 @@ pub fn import(files: &[PathBuf], home: &Path, project: &Path) -> Result<Imported
                 }
                 _ => others.push((name, doc.origin(value, &key))),
             }
+        }
+        if anchors.repo {
+            mapper.imported.hold_widening_from(first);
         }
         if let Some((_, first)) = others.first() {
             let names: Vec<&str> = others.iter().map(|(n, _)| n.as_str()).collect();
@@ -206,7 +210,7 @@ impl Rules<'_> {
                 } else {
                     &NET_ALLOW.about
                 };
-                mapper.domain(domain, origin, to, !deny)?;
+                mapper.domain(domain, origin, to)?;
                 Ok(true)
             }
             ("Edit", false) => {

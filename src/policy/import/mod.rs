@@ -98,6 +98,9 @@ pub struct Entry {
     pub value: Value,
     /// Where it came from.
     pub origin: Origin,
+    /// It widens the sandbox and came with a repository: printed
+    /// commented out, for the user to review.
+    pub held: bool,
 }
 
 impl std::fmt::Debug for Entry {
@@ -141,7 +144,34 @@ pub struct Imported {
 impl Imported {
     /// Adds `value` for `key`, from `origin`.
     pub(crate) fn set(&mut self, key: &'static About, value: Value, origin: Origin) {
-        self.entries.push(Entry { key, value, origin });
+        self.entries.push(Entry {
+            key,
+            value,
+            origin,
+            held: false,
+        });
+    }
+
+    /// Holds back the entries from `first` on that widen the sandbox: they
+    /// came with a repository, whose files may only narrow it until the
+    /// user has read them (as with a project's cordon.toml). Each is
+    /// printed commented out, and reported.
+    pub(crate) fn hold_widening_from(&mut self, first: usize) {
+        let mut held = Vec::new();
+        for entry in self.entries.iter_mut().skip(first) {
+            let widens = crate::policy::keys::find(&entry.key.dotted())
+                .is_none_or(|k| k.widens() != crate::policy::keys::WidensKind::Never);
+            if widens {
+                entry.held = true;
+                held.push(entry.origin.clone());
+            }
+        }
+        for origin in held {
+            self.note(
+                origin,
+                "from a repository's settings, which arrive with its code: it widens the sandbox, so it is printed commented out; uncomment it once you have read it",
+            );
+        }
     }
 
     /// Reports `origin` as not imported, saying why.
@@ -187,20 +217,19 @@ impl Imported {
             let _ = writeln!(out, "{} = [", key.name);
             for entry in entries {
                 if let Value::Item(item) = &entry.value {
-                    let _ = writeln!(out, "  {},  # {}", toml_string(item), entry.origin);
+                    let held = if entry.held { "# " } else { "" };
+                    let _ = writeln!(out, "  {held}{},  # {}", toml_string(item), entry.origin);
                 }
             }
             out.push_str("]\n");
         }
         for entry in &self.entries {
             if let Value::Table(table) = &entry.value {
-                let _ = write!(
-                    out,
-                    "\n# {}\n[[{}]]\n{}",
-                    entry.origin,
-                    entry.key.dotted(),
-                    table
-                );
+                let mut text = format!("[[{}]]\n{table}", entry.key.dotted());
+                if entry.held {
+                    text = text.lines().map(|l| format!("# {l}\n")).collect();
+                }
+                let _ = write!(out, "\n# {}\n{text}", entry.origin);
             }
         }
         if !self.notes.is_empty() {

@@ -38,8 +38,6 @@ struct Mask {
 #[derive(Default)]
 pub(crate) struct Mapper {
     pub imported: Imported,
-    /// Every allowed domain seen, for masks that name no hosts.
-    allowed: Vec<String>,
     masks: Vec<Mask>,
 }
 
@@ -146,8 +144,8 @@ impl Mapper {
             return Err(refused_in_repo(doc, value, key));
         }
         match short {
-            "network.allowedDomains" => self.domains(doc, value, key, &NET_ALLOW.about, true),
-            "network.deniedDomains" => self.domains(doc, value, key, &NET_DENY.about, false),
+            "network.allowedDomains" => self.domains(doc, value, key, &NET_ALLOW.about),
+            "network.deniedDomains" => self.domains(doc, value, key, &NET_DENY.about),
             "network.allowUnixSockets" => {
                 self.paths(doc, value, key, anchors, &UNIX_SOCKETS.about, false)
             }
@@ -190,10 +188,9 @@ impl Mapper {
         value: &Node<'_>,
         key: &str,
         to: &'static About,
-        allowed: bool,
     ) -> Result<(), ImportError> {
         for (raw, origin) in doc.strings(value, key)? {
-            self.domain(&raw, origin, to, allowed)?;
+            self.domain(&raw, origin, to)?;
         }
         Ok(())
     }
@@ -204,16 +201,12 @@ impl Mapper {
         raw: &str,
         origin: Origin,
         to: &'static About,
-        allowed: bool,
     ) -> Result<(), ImportError> {
         parse_rule(raw).map_err(|e| ImportError::Invalid {
             at: origin.at.clone(),
             key: origin.key.clone(),
             message: e.to_string(),
         })?;
-        if allowed {
-            self.allowed.push(raw.to_string());
-        }
         self.imported.set(to, Value::Item(raw.to_string()), origin);
         Ok(())
     }
@@ -357,8 +350,19 @@ impl Mapper {
 
     /// The import, once every file is read: masks become
     /// `[[credentials.inject]]` tables (a mask without hosts goes to every
-    /// allowed domain, as the tools do).
+    /// allowed domain, as the tools do, but not to one held back from a
+    /// repository's file).
     pub fn finish(mut self) -> Result<Imported, ImportError> {
+        let allowed: Vec<String> = self
+            .imported
+            .entries
+            .iter()
+            .filter(|e| std::ptr::eq(e.key, &NET_ALLOW.about) && !e.held)
+            .filter_map(|e| match &e.value {
+                Value::Item(host) => Some(host.clone()),
+                Value::Table(_) => None,
+            })
+            .collect();
         for mask in std::mem::take(&mut self.masks) {
             let hosts: Vec<String> = match mask.hosts {
                 Some(hosts) => {
@@ -373,7 +377,7 @@ impl Mapper {
                     }
                     hosts.into_iter().map(|(h, _)| h).collect()
                 }
-                None => self.allowed.clone(),
+                None => allowed.clone(),
             };
             if hosts.is_empty() {
                 return Err(ImportError::Invalid {
