@@ -6,18 +6,7 @@ mod common;
 use common::*;
 
 /// The article's exercise block, verbatim (`.claude/settings.local.json`).
-const ARTICLE_EXERCISE: &str = r#"{
-  "sandbox": {
-    "enabled": true,
-    "credentials": {
-      "files": [{ "path": "~/fake-creds.txt", "mode": "deny" }],
-      "envVars": [{ "name": "FAKE_TOKEN", "mode": "deny" }]
-    }
-  },
-  "permissions": {
-    "deny": ["Read(~/fake-creds.txt)"]
-  }
-}"#;
+const ARTICLE_EXERCISE: &str = include_str!("data/article_exercise.json");
 
 /// The attack: a credential the user's Claude Code settings keep from the
 /// sandbox is readable when the same user runs the agent under cordon.
@@ -126,12 +115,14 @@ fn an_srt_settings_file_imports_and_a_missing_required_key_is_refused() {
         )
         .unwrap();
         chown(&file, mode);
-        let out = fx
-            .sandbox()
-            .subcommand("import")
-            .arg("srt")
-            .arg(&file)
-            .run(&[]);
+        let import = || {
+            fx.sandbox()
+                .subcommand("import")
+                .arg("srt")
+                .arg(&file)
+                .run(&[])
+        };
+        let out = import();
         out.ok();
         assert!(
             out.stdout.contains("\"example.com\",  # "),
@@ -146,12 +137,7 @@ fn an_srt_settings_file_imports_and_a_missing_required_key_is_refused() {
             "{mode:?}: {out:#?}"
         );
         std::fs::write(&file, r#"{"network": {"allowedDomains": []}}"#).unwrap();
-        let out = fx
-            .sandbox()
-            .subcommand("import")
-            .arg("srt")
-            .arg(&file)
-            .run(&[]);
+        let out = import();
         out.expect_code(2);
         assert!(
             out.stderr.contains("network.deniedDomains: missing"),

@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 
 use super::json::Doc;
 use super::sandbox_block::{anchored, Anchors, Mapper, Meaning};
-use super::{ImportError, Imported, Origin, Value};
+use super::{Imported, Origin, Value};
 use crate::policy::keys::{ALLOW_WRITE, DENY_READ, DENY_WRITE, NET_ALLOW, NET_DENY};
+use crate::policy::load::LoadError;
 
 /// The `sandbox` keys of Claude Code's own, and what cordon does instead.
 const OWN: &[Meaning] = &[
@@ -88,10 +89,10 @@ pub fn default_files(home: &Path, project: &Path) -> Vec<PathBuf> {
 
 /// Imports `files` (in order of precedence, lowest first), for a run in
 /// `project`.
-pub fn import(files: &[PathBuf], home: &Path, project: &Path) -> Result<Imported, ImportError> {
+pub fn import(files: &[PathBuf], home: &Path, project: &Path) -> Result<Imported, LoadError> {
     let mut mapper = Mapper::default();
     for file in files {
-        let text = std::fs::read_to_string(file).map_err(|source| ImportError::Read {
+        let text = std::fs::read_to_string(file).map_err(|source| LoadError::Read {
             path: file.clone(),
             source,
         })?;
@@ -149,7 +150,7 @@ impl Rules<'_> {
         node: &jsonc_parser::ast::Value<'_>,
         prefix: &str,
         mapper: &mut Mapper,
-    ) -> Result<(), ImportError> {
+    ) -> Result<(), LoadError> {
         for (name, key, value) in doc.members(node, prefix)? {
             match name.as_str() {
                 "allow" | "deny" => {
@@ -196,7 +197,7 @@ impl Rules<'_> {
         deny: bool,
         origin: Origin,
         mapper: &mut Mapper,
-    ) -> Result<bool, ImportError> {
+    ) -> Result<bool, LoadError> {
         let Some((tool, spec)) = rule.strip_suffix(')').and_then(|r| r.split_once('(')) else {
             return Ok(false);
         };
@@ -241,7 +242,7 @@ impl Rules<'_> {
     }
 
     /// A `Read(...)` or `Edit(...)` specifier as a policy path.
-    fn path(&self, spec: &str, origin: &Origin) -> Result<String, ImportError> {
+    fn path(&self, spec: &str, origin: &Origin) -> Result<String, LoadError> {
         let (base, rest) = if let Some(abs) = spec.strip_prefix("//") {
             (Path::new("/"), abs.to_string())
         } else if let Some(rel) = spec.strip_prefix("~/") {

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
-use crate::policy::import::ImportError;
 use crate::policy::load::document::parse_policy;
+use crate::policy::load::LoadError;
 use crate::policy::pattern::PathContext;
 
 /// A home and a project in a temporary directory, with settings files.
@@ -42,7 +42,7 @@ impl Dirs {
         self.write(&self.project.join(".claude/settings.local.json"), text)
     }
 
-    fn import(&self, files: &[PathBuf]) -> Result<Imported, ImportError> {
+    fn import(&self, files: &[PathBuf]) -> Result<Imported, LoadError> {
         import(files, &self.home, &self.project)
     }
 
@@ -88,18 +88,7 @@ const ARTICLE_BLOCK: &str = r#"{
   }
 }"#;
 
-const ARTICLE_EXERCISE: &str = r#"{
-  "sandbox": {
-    "enabled": true,
-    "credentials": {
-      "files": [{ "path": "~/fake-creds.txt", "mode": "deny" }],
-      "envVars": [{ "name": "FAKE_TOKEN", "mode": "deny" }]
-    }
-  },
-  "permissions": {
-    "deny": ["Read(~/fake-creds.txt)"]
-  }
-}"#;
+const ARTICLE_EXERCISE: &str = include_str!("../../../tests/data/article_exercise.json");
 
 #[test]
 fn the_articles_blocks_import_verbatim() {
@@ -274,7 +263,7 @@ fn what_claude_code_ignores_in_a_repository_is_refused_there() {
     ] {
         let file = d.write(&d.project.join(".claude/settings.json"), text);
         match d.import(&[file]) {
-            Err(ImportError::Invalid {
+            Err(LoadError::Invalid {
                 key: k,
                 message,
                 at,

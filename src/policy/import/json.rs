@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use jsonc_parser::ast::{ObjectPropName, Value as Node};
 use jsonc_parser::common::Ranged;
 
-use super::{ImportError, Origin};
+use super::Origin;
 use crate::policy::load::document::position;
+use crate::policy::load::LoadError;
 
 /// A file's text, parsed.
 pub(crate) struct Doc<'t> {
@@ -36,12 +37,12 @@ fn strict() -> jsonc_parser::ParseOptions {
 
 impl<'t> Doc<'t> {
     /// Parses `text`, read from `file`.
-    pub fn parse(file: &Path, text: &'t str) -> Result<Doc<'t>, ImportError> {
+    pub fn parse(file: &Path, text: &'t str) -> Result<Doc<'t>, LoadError> {
         let parsed =
             jsonc_parser::parse_to_ast(text, &jsonc_parser::CollectOptions::default(), &strict())
-                .map_err(|e| ImportError::Syntax {
+                .map_err(|e| LoadError::Syntax {
                 at: position(file, text, e.range().start),
-                message: e.kind().to_string(),
+                message: format!("not valid JSON: {}", e.kind()),
             })?;
         Ok(Doc {
             file: file.to_path_buf(),
@@ -59,14 +60,9 @@ impl<'t> Doc<'t> {
     }
 
     /// An error at `node`.
-    pub fn invalid(
-        &self,
-        node: &impl Ranged,
-        key: &str,
-        message: impl Into<String>,
-    ) -> ImportError {
+    pub fn invalid(&self, node: &impl Ranged, key: &str, message: impl Into<String>) -> LoadError {
         let origin = self.origin(node, key);
-        ImportError::Invalid {
+        LoadError::Invalid {
             at: origin.at,
             key: origin.key,
             message: message.into(),
@@ -79,7 +75,7 @@ impl<'t> Doc<'t> {
         &self,
         node: &'n Node<'t>,
         key: &str,
-    ) -> Result<Vec<(String, String, &'n Node<'t>)>, ImportError> {
+    ) -> Result<Vec<(String, String, &'n Node<'t>)>, LoadError> {
         let Node::Object(object) = node else {
             return Err(self.invalid(node, key, "must be an object"));
         };
@@ -107,7 +103,7 @@ impl<'t> Doc<'t> {
         &self,
         node: &'n Node<'t>,
         key: &str,
-    ) -> Result<Vec<(String, &'n Node<'t>)>, ImportError> {
+    ) -> Result<Vec<(String, &'n Node<'t>)>, LoadError> {
         let Node::Array(array) = node else {
             return Err(self.invalid(node, key, "must be an array"));
         };
@@ -120,7 +116,7 @@ impl<'t> Doc<'t> {
     }
 
     /// The string `node` (at `key`).
-    pub fn string(&self, node: &Node<'t>, key: &str) -> Result<String, ImportError> {
+    pub fn string(&self, node: &Node<'t>, key: &str) -> Result<String, LoadError> {
         match node {
             Node::StringLit(s) => Ok(s.value.to_string()),
             _ => Err(self.invalid(node, key, "must be a string")),
@@ -128,11 +124,7 @@ impl<'t> Doc<'t> {
     }
 
     /// The strings of the array `node` (at `key`), each with its origin.
-    pub fn strings(
-        &self,
-        node: &Node<'t>,
-        key: &str,
-    ) -> Result<Vec<(String, Origin)>, ImportError> {
+    pub fn strings(&self, node: &Node<'t>, key: &str) -> Result<Vec<(String, Origin)>, LoadError> {
         self.elements(node, key)?
             .into_iter()
             .map(|(k, v)| Ok((self.string(v, &k)?, self.origin(v, &k))))
@@ -140,7 +132,7 @@ impl<'t> Doc<'t> {
     }
 
     /// The boolean `node` (at `key`).
-    pub fn boolean(&self, node: &Node<'t>, key: &str) -> Result<bool, ImportError> {
+    pub fn boolean(&self, node: &Node<'t>, key: &str) -> Result<bool, LoadError> {
         match node {
             Node::BooleanLit(b) => Ok(b.value),
             _ => Err(self.invalid(node, key, "must be true or false")),

@@ -9,6 +9,9 @@
 //! prints as a native policy file ([`Imported::to_toml`]) whose every line
 //! names the file, line and key it came from.
 //!
+//! Errors are the policy loader's ([`LoadError`](super::load::LoadError)):
+//! file, line and key, as for a policy file.
+//!
 //! One module per format: [`claude`] (the `sandbox` block and the
 //! `permissions` rules of Claude Code's settings files), [`srt`]
 //! (sandbox-runtime's settings file); [`sandbox_block`] maps the keys the
@@ -25,39 +28,6 @@ use std::path::{Path, PathBuf};
 
 use super::keys::{toml_string, About};
 use super::load::Position;
-
-/// Why a file could not be imported. Nothing is printed or run after any
-/// of these.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// The file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
-    /// The file is not JSON.
-    #[error("{at}: not valid JSON: {message}")]
-    Syntax {
-        /// Where.
-        at: Position,
-        /// What the parser said.
-        message: String,
-    },
-    /// A key has a value the importer cannot read, or one the format
-    /// itself refuses.
-    #[error("{at}: {key}: {message}")]
-    Invalid {
-        /// Where.
-        at: Position,
-        /// The dotted key in the file, e.g. `sandbox.network.allowedDomains[2]`.
-        key: String,
-        /// What is wrong.
-        message: String,
-    },
-}
 
 /// Where an imported value was: the file, its line, and its dotted key.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,13 +6,14 @@ use std::path::PathBuf;
 use jsonc_parser::ast::Value as Node;
 
 use super::json::Doc;
-use super::{policy_path, ImportError, Imported, Origin, Value};
+use super::{policy_path, Imported, Origin, Value};
 use crate::policy::host::parse_rule;
 use crate::policy::inspection::check_var_name;
 use crate::policy::keys::{
     About, ALLOW_READ, ALLOW_WRITE, DENY_ENV, DENY_READ, DENY_WRITE, INJECT, NET_ALLOW, NET_DENY,
     UNIX_SOCKETS,
 };
+use crate::policy::load::LoadError;
 use crate::policy::pattern::{PathContext, PathPattern};
 
 /// How the paths of one file read, and whether it came with a repository.
@@ -25,6 +26,40 @@ pub(crate) struct Anchors {
     /// keys its tool ignores there (a checked-out repository must not
     /// widen the sandbox) are refused.
     pub repo: bool,
+}
+
+/// What the entries of one `credentials` list hold besides their mode.
+struct Fields {
+    /// The field that names what an entry covers (`path`, `name`).
+    named_by: &'static str,
+    /// Other fields the importer reads.
+    known: &'static [&'static str],
+    /// What is said of any other field.
+    other: &'static str,
+}
+
+/// One entry of a `credentials` list.
+struct Credential<'n, 't> {
+    /// Its dotted key and node.
+    key: String,
+    node: &'n Node<'t>,
+    /// The field that names what it covers: its key, node and value.
+    name_key: String,
+    name_node: &'n Node<'t>,
+    named: String,
+    /// `mask` rather than `deny`.
+    masked: bool,
+    members: Vec<(String, String, &'n Node<'t>)>,
+}
+
+impl<'n, 't> Credential<'n, 't> {
+    /// Its field `name`: the dotted key and the node.
+    fn field(&self, name: &str) -> Option<(&str, &'n Node<'t>)> {
+        self.members
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, k, v)| (k.as_str(), *v))
+    }
 }
 
 /// A variable to mask, waiting for the hosts it goes to.
@@ -87,7 +122,7 @@ impl Mapper {
         prefix: &str,
         anchors: &Anchors,
         own: &[Meaning],
-    ) -> Result<(), ImportError> {
+    ) -> Result<(), LoadError> {
         for (name, key, value) in doc.members(node, prefix)? {
             match name.as_str() {
                 "network" | "filesystem" | "credentials" => {
@@ -112,7 +147,7 @@ impl Mapper {
         value: &Node<'_>,
         anchors: &Anchors,
         own: &[Meaning],
-    ) -> Result<(), ImportError> {
+    ) -> Result<(), LoadError> {
         let origin = doc.origin(value, key);
         match own.iter().find(|(n, _)| *n == name) {
             Some((n, _)) if anchors.repo && REPO_REFUSED_OWN.contains(n) => {
@@ -139,7 +174,7 @@ impl Mapper {
         key: &str,
         value: &Node<'_>,
         anchors: &Anchors,
-    ) -> Result<(), ImportError> {
+    ) -> Result<(), LoadError> {
         if anchors.repo && NOT_FROM_A_REPO.contains(&short) {
             return Err(refused_in_repo(doc, value, key));
         }
@@ -188,7 +223,7 @@ impl Mapper {
         value: &Node<'_>,
         key: &str,
         to: &'static About,
-    ) -> Result<(), ImportError> {
+    ) -> Result<(), LoadError> {
         for (raw, origin) in doc.strings(value, key)? {
             self.domain(&raw, origin, to)?;
         }
@@ -201,8 +236,8 @@ impl Mapper {
         raw: &str,
         origin: Origin,
         to: &'static About,
-    ) -> Result<(), ImportError> {
-        parse_rule(raw).map_err(|e| ImportError::Invalid {
+    ) -> Result<(), LoadError> {
+        parse_rule(raw).map_err(|e| LoadError::Invalid {
             at: origin.at.clone(),
             key: origin.key.clone(),
             message: e.to_string(),
@@ -221,7 +256,7 @@ impl Mapper {
         anchors: &Anchors,
         to: &'static About,
         literal: bool,
-    ) -> Result<(), ImportError> {
+    ) -> Result<(), LoadError> {
         for (raw, origin) in doc.strings(value, key)? {
             let raw = if literal {
                 raw.strip_suffix("/**").unwrap_or(&raw).to_string()
@@ -241,47 +276,27 @@ impl Mapper {
         value: &Node<'_>,
         key: &str,
         anchors: &Anchors,
-    ) -> Result<(), ImportError> {
-        for (k, entry) in doc.elements(value, key)? {
-            let fields = doc.members(entry, &k)?;
-            let field = |name: &str| fields.iter().find(|(n, _, _)| n == name);
-            let Some((_, pk, path)) = field("path") else {
-                return Err(doc.invalid(entry, &k, "needs a path"));
-            };
-            let mode = match field("mode") {
-                Some((_, mk, m)) => doc.string(m, mk)?,
-                None => return Err(doc.invalid(entry, &k, "needs a mode (deny or mask)")),
-            };
-            let raw = doc.string(path, pk)?;
-            if raw.ends_with('/') && raw != "/" {
-                return Err(doc.invalid(*path, pk, "a credential file's path may not end in /"));
+    ) -> Result<(), LoadError> {
+        let fields = Fields {
+            named_by: "path",
+            known: &[],
+            other: "belongs to a masked file or its extraction, which cordon does not do yet: not imported",
+        };
+        for entry in self.credentials(doc, value, key, anchors, &fields)? {
+            if entry.named.ends_with('/') && entry.named != "/" {
+                return Err(doc.invalid(
+                    entry.name_node,
+                    &entry.name_key,
+                    "a credential file's path may not end in /",
+                ));
             }
-            let origin = doc.origin(*path, pk);
-            let hidden = anchored(&raw, anchors, &origin)?;
-            match mode.as_str() {
-                "deny" => {}
-                "mask" if anchors.repo => return Err(refused_in_repo(doc, entry, &k)),
-                "mask" => self.imported.note(
-                    doc.origin(entry, &k),
+            let origin = doc.origin(entry.name_node, &entry.name_key);
+            let hidden = anchored(&entry.named, anchors, &origin)?;
+            if entry.masked {
+                self.imported.note(
+                    doc.origin(entry.node, &entry.key),
                     "cordon cannot show a masked copy of a file yet: the file is unreadable instead",
-                ),
-                other => {
-                    return Err(doc.invalid(
-                        entry,
-                        &k,
-                        format!("mode {other:?}: only deny and mask are known"),
-                    ))
-                }
-            }
-            for (name, fk, _) in &fields {
-                if !matches!(name.as_str(), "path" | "mode") {
-                    let meaning = if mode == "mask" {
-                        "belongs to a masked file, which cordon does not make yet"
-                    } else {
-                        "unknown to cordon's importer: not imported"
-                    };
-                    self.imported.note(doc.origin(entry, fk), meaning);
-                }
+                );
             }
             self.imported
                 .set(&DENY_READ.about, Value::Item(hidden), origin);
@@ -297,62 +312,95 @@ impl Mapper {
         value: &Node<'_>,
         key: &str,
         anchors: &Anchors,
-    ) -> Result<(), ImportError> {
-        for (k, entry) in doc.elements(value, key)? {
-            let fields = doc.members(entry, &k)?;
-            let field = |name: &str| fields.iter().find(|(n, _, _)| n == name);
-            let Some((_, nk, name_node)) = field("name") else {
-                return Err(doc.invalid(entry, &k, "needs a name"));
+    ) -> Result<(), LoadError> {
+        let fields = Fields {
+            named_by: "name",
+            known: &["injectHosts"],
+            other: "not imported: cordon injects the whole value",
+        };
+        for entry in self.credentials(doc, value, key, anchors, &fields)? {
+            check_var_name(&entry.named)
+                .map_err(|e| doc.invalid(entry.name_node, &entry.name_key, e.to_string()))?;
+            let origin = doc.origin(entry.name_node, &entry.name_key);
+            if !entry.masked {
+                self.imported
+                    .set(&DENY_ENV.about, Value::Item(entry.named), origin);
+                continue;
+            }
+            let hosts = match entry.field("injectHosts") {
+                Some((hk, h)) => Some(doc.strings(h, hk)?),
+                None => None,
             };
-            let name = doc.string(name_node, nk)?;
-            check_var_name(&name).map_err(|e| doc.invalid(*name_node, nk, e.to_string()))?;
-            let mode = match field("mode") {
+            self.masks.push(Mask {
+                name: entry.named,
+                hosts,
+                origin,
+            });
+        }
+        Ok(())
+    }
+
+    /// The entries of a `credentials` list: each names what it covers by
+    /// `fields.named_by` and has a mode, `deny` or `mask` (refused from a
+    /// repository's file); fields besides those and `fields.known` are
+    /// reported.
+    fn credentials<'n, 't>(
+        &mut self,
+        doc: &Doc<'t>,
+        value: &'n Node<'t>,
+        key: &str,
+        anchors: &Anchors,
+        fields: &Fields,
+    ) -> Result<Vec<Credential<'n, 't>>, LoadError> {
+        let mut out = Vec::new();
+        for (k, node) in doc.elements(value, key)? {
+            let members = doc.members(node, &k)?;
+            let find = |name: &str| members.iter().find(|(n, _, _)| n == name);
+            let Some((_, name_key, name_node)) = find(fields.named_by) else {
+                return Err(doc.invalid(node, &k, format!("needs a {}", fields.named_by)));
+            };
+            let named = doc.string(name_node, name_key)?;
+            let mode = match find("mode") {
                 Some((_, mk, m)) => doc.string(m, mk)?,
-                None => return Err(doc.invalid(entry, &k, "needs a mode (deny or mask)")),
+                None => return Err(doc.invalid(node, &k, "needs a mode (deny or mask)")),
             };
-            let origin = doc.origin(*name_node, nk);
-            match mode.as_str() {
-                "deny" => {
-                    self.imported
-                        .set(&DENY_ENV.about, Value::Item(name), origin);
-                }
-                "mask" if anchors.repo => return Err(refused_in_repo(doc, entry, &k)),
-                "mask" => {
-                    let hosts = match field("injectHosts") {
-                        Some((_, hk, h)) => Some(doc.strings(h, hk)?),
-                        None => None,
-                    };
-                    self.masks.push(Mask {
-                        name,
-                        hosts,
-                        origin,
-                    });
-                }
+            let masked = match mode.as_str() {
+                "deny" => false,
+                "mask" if anchors.repo => return Err(refused_in_repo(doc, node, &k)),
+                "mask" => true,
                 other => {
                     return Err(doc.invalid(
-                        entry,
+                        node,
                         &k,
                         format!("mode {other:?}: only deny and mask are known"),
                     ))
                 }
-            }
-            for (n, fk, _) in &fields {
-                if !matches!(n.as_str(), "name" | "mode" | "injectHosts") {
-                    self.imported.note(
-                        doc.origin(entry, fk),
-                        "not imported: cordon injects the whole value",
-                    );
+            };
+            for (name, fk, _) in &members {
+                let known = [fields.named_by, "mode"].contains(&name.as_str())
+                    || fields.known.contains(&name.as_str());
+                if !known {
+                    self.imported.note(doc.origin(node, fk), fields.other);
                 }
             }
+            out.push(Credential {
+                key: k.clone(),
+                node,
+                name_key: name_key.clone(),
+                name_node,
+                named,
+                masked,
+                members: members.clone(),
+            });
         }
-        Ok(())
+        Ok(out)
     }
 
     /// The import, once every file is read: masks become
     /// `[[credentials.inject]]` tables (a mask without hosts goes to every
     /// allowed domain, as the tools do, but not to one held back from a
     /// repository's file).
-    pub fn finish(mut self) -> Result<Imported, ImportError> {
+    pub fn finish(mut self) -> Result<Imported, LoadError> {
         let allowed: Vec<String> = self
             .imported
             .entries
@@ -368,7 +416,7 @@ impl Mapper {
                 Some(hosts) => {
                     for (host, origin) in &hosts {
                         crate::policy::inspection::HostMatch::parse(host).map_err(|e| {
-                            ImportError::Invalid {
+                            LoadError::Invalid {
                                 at: origin.at.clone(),
                                 key: origin.key.clone(),
                                 message: e.to_string(),
@@ -380,7 +428,7 @@ impl Mapper {
                 None => allowed.clone(),
             };
             if hosts.is_empty() {
-                return Err(ImportError::Invalid {
+                return Err(LoadError::Invalid {
                     at: mask.origin.at,
                     key: mask.origin.key,
                     message: "a masked variable goes to its injectHosts, or to every allowed domain: this import names neither".into(),
@@ -407,7 +455,7 @@ fn refused_in_repo(
     doc: &Doc<'_>,
     node: &impl jsonc_parser::common::Ranged,
     key: &str,
-) -> ImportError {
+) -> LoadError {
     doc.invalid(
         node,
         key,
@@ -416,16 +464,12 @@ fn refused_in_repo(
 }
 
 /// `raw` (`/abs`, `~/rel`, `./rel` or `rel`) as a policy path.
-pub(crate) fn anchored(
-    raw: &str,
-    anchors: &Anchors,
-    origin: &Origin,
-) -> Result<String, ImportError> {
+pub(crate) fn anchored(raw: &str, anchors: &Anchors, origin: &Origin) -> Result<String, LoadError> {
     let ctx = PathContext {
         home: &anchors.home,
         base: Some(&anchors.relative_to),
     };
-    let pattern = PathPattern::parse(raw, &ctx).map_err(|e| ImportError::Invalid {
+    let pattern = PathPattern::parse(raw, &ctx).map_err(|e| LoadError::Invalid {
         at: origin.at.clone(),
         key: origin.key.clone(),
         message: e.to_string(),

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::json::Doc;
 use super::sandbox_block::{Anchors, Mapper, Meaning};
-use super::{ImportError, Imported};
+use super::Imported;
+use crate::policy::load::LoadError;
 
 /// The file sandbox-runtime reads when none is named.
 pub fn default_file(home: &Path) -> PathBuf {
@@ -57,14 +58,14 @@ const OWN: &[Meaning] = &[
 ];
 
 /// Imports `file`, for a run in `project`.
-pub fn import(file: &Path, home: &Path, project: &Path) -> Result<Imported, ImportError> {
-    let text = std::fs::read_to_string(file).map_err(|source| ImportError::Read {
+pub fn import(file: &Path, home: &Path, project: &Path) -> Result<Imported, LoadError> {
+    let text = std::fs::read_to_string(file).map_err(|source| LoadError::Read {
         path: file.to_path_buf(),
         source,
     })?;
     let doc = Doc::parse(file, &text)?;
     let Some(top) = &doc.root else {
-        return Err(ImportError::Invalid {
+        return Err(LoadError::Invalid {
             at: crate::policy::load::document::position(file, &text, 0),
             key: String::new(),
             message: "the file is empty; sandbox-runtime refuses to run with it".into(),
