@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
 use crate::escape::{json_printable, printable, printable_lines};
+use crate::policy::import::layer as import_layer;
 use crate::policy::keys::{self, Flag, FlagType, Takes};
 use crate::policy::load::{self, EnvFacts, FlagValue, LoadRequest};
 use crate::policy::pattern::PathContext;
@@ -49,7 +50,7 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Show what this kernel can enforce; exits non-zero if `cordon run` would refuse.
     Doctor(DoctorArgs),
-    /// Approve a project's cordon.toml so it may widen the sandbox (records its sha256).
+    /// Approve a project's cordon.toml (or a repository's Claude Code settings, for --from-claude) so it may widen the sandbox (records its sha256).
     Trust(TrustArgs),
     /// List the presets (--preset NAME): the hosts each package manager or service needs, and the caches its tools keep.
     ///
@@ -115,6 +116,8 @@ pub struct PolicyArgs {
     pub project: Option<PathBuf>,
     /// Policy files (trusted; later files win).
     pub policy: Vec<PathBuf>,
+    /// `--from-claude` and `--from-srt`: other tools' settings as layers.
+    pub imports: Vec<import_layer::Request>,
     /// The policy flags given, in declaration order.
     pub flags: Vec<FlagValue>,
 }
@@ -123,6 +126,19 @@ pub struct PolicyArgs {
 const PROJECT: &str = "project";
 /// The argument id of `--policy`.
 const POLICY: &str = "policy";
+/// The importers' flags, and the format each reads.
+const IMPORT_FLAGS: [(&str, import_layer::Format, &str); 2] = [
+    (
+        "from-claude",
+        import_layer::Format::Claude,
+        "Apply Claude Code's sandbox settings too: ~/.claude/settings.json, .claude/settings.json and .claude/settings.local.json, or FILE (see `cordon import`); what a repository's settings add that widens applies once approved with `cordon trust FILE`",
+    ),
+    (
+        "from-srt",
+        import_layer::Format::Srt,
+        "Apply sandbox-runtime's settings too: ~/.srt-settings.json, or FILE (see `cordon import`)",
+    ),
+];
 
 impl Args for PolicyArgs {
     fn augment_args(cmd: clap::Command) -> clap::Command {
@@ -137,14 +153,27 @@ impl Args for PolicyArgs {
             .iter()
             .filter_map(|key| key.about().flag.as_ref())
             .fold(cmd, |cmd, flag| cmd.arg(flag_arg(flag)));
-        cmd.arg(
+        let cmd = cmd.arg(
             Arg::new(POLICY)
                 .long(POLICY)
                 .value_name("FILE")
                 .action(ArgAction::Append)
                 .value_parser(clap::value_parser!(PathBuf))
                 .help("Load a policy file (trusted; repeatable, later files win)"),
-        )
+        );
+        IMPORT_FLAGS.iter().fold(cmd, |cmd, (name, _, help)| {
+            cmd.arg(
+                Arg::new(*name)
+                    .long(*name)
+                    .value_name("FILE")
+                    .num_args(0..=1)
+                    .require_equals(true)
+                    .default_missing_value("")
+                    .action(ArgAction::Append)
+                    .value_parser(clap::builder::OsStringValueParser::new())
+                    .help(*help),
+            )
+        })
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -183,6 +212,18 @@ impl FromArgMatches for PolicyArgs {
         if let Some(files) = matches.get_many::<PathBuf>(POLICY) {
             self.policy = files.cloned().collect();
         }
+        self.imports = IMPORT_FLAGS
+            .iter()
+            .filter_map(|(name, format, _)| {
+                // Given bare (no `=FILE`): the format's own files.
+                let given = matches.get_many::<OsString>(name)?;
+                let files = given.filter(|f| !f.is_empty()).map(PathBuf::from).collect();
+                Some(import_layer::Request {
+                    format: *format,
+                    files,
+                })
+            })
+            .collect();
         self.flags = keys::KEYS
             .iter()
             .filter_map(|&key| flag_value(matches, key))
@@ -368,10 +409,24 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
         cwd: cwd.clone(),
         project: args.project.clone(),
         policy_files: args.policy.clone(),
+        imports: args
+            .imports
+            .iter()
+            .map(|r| import_layer::Request {
+                format: r.format,
+                files: r.files.iter().map(|f| cwd.join(f)).collect(),
+            })
+            .collect(),
         flags: args.flags.clone(),
         env: EnvFacts::from_process()?,
     };
-    Ok((load::load(&req)?, cwd))
+    let policy = load::load(&req)?;
+    // Before the run, where the user looks: what the settings named that
+    // this sandbox does not do.
+    for note in &policy.import_notes {
+        eprintln!("cordon: imported settings: {}", printable(note));
+    }
+    Ok((policy, cwd))
 }
 
 /// The audit log `cordon log` reads by default: the one in force here.
@@ -672,8 +727,8 @@ fn import_command(args: ImportArgs) -> Result<i32, Failure> {
             (imported, "cordon import srt")
         }
     };
-    for note in &imported.notes {
-        eprintln!("cordon: not imported: {}", printable(note.to_string()));
+    for note in imported.not_applied() {
+        eprintln!("cordon: not imported: {}", printable(note));
     }
     print!("{}", printable_lines(&imported.to_toml(command)));
     Ok(0)
@@ -814,7 +869,15 @@ mod tests {
     use clap::CommandFactory;
 
     /// Flags of the commands that take [`PolicyArgs`] that are not policy keys.
-    const OTHER_FLAGS: &[&str] = &[PROJECT, POLICY, "quiet", "json", "help"];
+    const OTHER_FLAGS: &[&str] = &[
+        PROJECT,
+        POLICY,
+        IMPORT_FLAGS[0].0,
+        IMPORT_FLAGS[1].0,
+        "quiet",
+        "json",
+        "help",
+    ];
 
     #[test]
     fn every_declared_flag_is_on_the_command_line_and_nothing_else() {

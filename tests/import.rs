@@ -71,6 +71,93 @@ fn an_imported_claude_policy_closes_what_its_settings_name() {
             "{mode:?}: {held:#?}"
         );
         assert!(held.stdout.contains("setting=[]"), "{mode:?}: {held:#?}");
+
+        // The same settings as a layer of the run, without the file.
+        let layered = fx
+            .sandbox()
+            .env("PLAIN_SETTING", "visible")
+            .arg("--from-claude")
+            .sh(script);
+        assert!(
+            !layered.both().contains(&fx.canary("fake-creds.txt")),
+            "{mode:?}: {layered:#?}"
+        );
+        assert!(
+            layered.stdout.contains("setting=[]"),
+            "{mode:?}: {layered:#?}"
+        );
+        assert!(
+            layered.stderr.contains("cordon: imported settings: ")
+                && layered.stderr.contains("sandbox.enabled"),
+            "{mode:?}: {layered:#?}"
+        );
+        let explained = fx
+            .sandbox()
+            .subcommand("explain")
+            .arg("--from-claude")
+            .run(&[]);
+        explained.ok();
+        assert!(
+            explained.stdout.contains("imported ")
+                && explained
+                    .stdout
+                    .contains("settings.json:1 sandbox.credentials.envVars[0].name"),
+            "{mode:?}: {explained:#?}"
+        );
+    });
+}
+
+/// The attack: a cloned repository's `.claude/settings.json` allows a host
+/// of its own and a place to write, and the user runs the agent with
+/// `--from-claude`. What it adds that widens is left out and reported
+/// until the user approves that file with `cordon trust FILE`; what
+/// narrows applies at once; editing the file withdraws the approval.
+#[test]
+fn a_repositorys_settings_widen_a_run_only_once_approved() {
+    each_fixture(|mode, fx| {
+        std::fs::create_dir_all(fx.project.join(".claude")).unwrap();
+        let settings = fx.project.join(".claude/settings.json");
+        let text = r#"{"sandbox": {"network": {"allowedDomains": ["upload.example"]},
+ "filesystem": {"denyRead": ["./private"]}}}"#;
+        std::fs::write(&settings, text).unwrap();
+        chown_tree(&fx.project, mode);
+        let explain = || {
+            fx.sandbox()
+                .subcommand("explain")
+                .arg("--from-claude")
+                .run(&[])
+        };
+        let before = explain();
+        before.ok();
+        assert!(
+            !before.stdout.contains("upload.example"),
+            "{mode:?}: {before:#?}"
+        );
+        assert!(before.stdout.contains("/private"), "{mode:?}: {before:#?}");
+        assert!(
+            before
+                .stderr
+                .contains("sandbox.network.allowedDomains[0]: not applied")
+                && before.stderr.contains("cordon trust "),
+            "{mode:?}: {before:#?}"
+        );
+        fx.sandbox()
+            .subcommand("trust")
+            .arg(&settings)
+            .run(&[])
+            .ok();
+        let after = explain();
+        after.ok();
+        assert!(
+            after.stdout.contains("upload.example"),
+            "{mode:?}: {after:#?}"
+        );
+        std::fs::write(&settings, text.replace("upload", "other")).unwrap();
+        let edited = explain();
+        assert!(
+            !edited.stdout.contains("other.example"),
+            "{mode:?}: {edited:#?}"
+        );
     });
 }
 

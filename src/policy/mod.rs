@@ -45,6 +45,12 @@ pub enum Source {
     PolicyFile(PathBuf),
     /// A command-line flag, e.g. `--allow-write`.
     Flag(String),
+    /// A value of another tool's settings (`--from-claude`, `--from-srt`),
+    /// read by an importer ([`import`]).
+    Imported {
+        /// The file, line and key it came from.
+        from: String,
+    },
     /// A preset ([`presets`]), named by another source (a flag, a file).
     Preset {
         /// The preset's name.
@@ -63,6 +69,7 @@ impl fmt::Display for Source {
             Source::PolicyFile(p) => write!(f, "policy {}", p.display()),
             Source::Flag(flag) => write!(f, "flag {flag}"),
             Source::Preset { name, from } => write!(f, "preset {name} ({from})"),
+            Source::Imported { from } => write!(f, "imported {from}"),
         }
     }
 }
@@ -262,6 +269,9 @@ pub struct Policy {
     pub allow_degraded: Vec<Sourced<Layer>>,
     /// Environment variables the command does not see.
     pub env: EnvPolicy,
+    /// What the `--from-*` importers read and did not apply, each naming
+    /// its file, line and key (shown at start and by `explain`).
+    pub import_notes: Vec<String>,
 }
 
 impl Policy {

@@ -312,11 +312,11 @@ fn what_a_repository_adds_is_held_back_for_review() {
     assert!(text.contains("\n  \"x.example\",  # "), "{text}");
     assert!(text.contains("/secrets\",  # "), "{text}");
     let reported = imported
-        .notes
+        .not_applied()
         .iter()
-        .filter(|n| n.message.contains("commented out"))
+        .filter(|n| n.contains("commented out"))
         .count();
-    assert_eq!(reported, 3, "{:?}", imported.notes);
+    assert_eq!(reported, 3, "{:?}", imported.not_applied());
 }
 
 #[test]

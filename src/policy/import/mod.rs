@@ -15,10 +15,12 @@
 //! One module per format: [`claude`] (the `sandbox` block and the
 //! `permissions` rules of Claude Code's settings files), [`srt`]
 //! (sandbox-runtime's settings file); [`sandbox_block`] maps the keys the
-//! two share.
+//! two share; [`layer`] applies an import as a layer of the policy
+//! (`--from-claude`, `--from-srt`).
 
 pub mod claude;
 mod json;
+pub mod layer;
 mod sandbox_block;
 pub mod srt;
 
@@ -124,23 +126,12 @@ impl Imported {
 
     /// Holds back the entries from `first` on that widen the sandbox: they
     /// came with a repository, whose files may only narrow it until the
-    /// user has read them (as with a project's cordon.toml). Each is
-    /// printed commented out, and reported.
+    /// user has read them (as with a project's cordon.toml). The key
+    /// declarations say which keys widen.
     pub(crate) fn hold_widening_from(&mut self, first: usize) {
-        let mut held = Vec::new();
         for entry in self.entries.iter_mut().skip(first) {
-            let widens = crate::policy::keys::find(&entry.key.dotted())
+            entry.held = crate::policy::keys::find(&entry.key.dotted())
                 .is_none_or(|k| k.widens() != crate::policy::keys::WidensKind::Never);
-            if widens {
-                entry.held = true;
-                held.push(entry.origin.clone());
-            }
-        }
-        for origin in held {
-            self.note(
-                origin,
-                "from a repository's settings, which arrive with its code: it widens the sandbox, so it is printed commented out; uncomment it once you have read it",
-            );
         }
     }
 
@@ -150,6 +141,22 @@ impl Imported {
             origin,
             message: message.into(),
         });
+    }
+
+    /// What a printed file does not apply: each note, and each value held
+    /// back, commented out in the file.
+    pub fn not_applied(&self) -> Vec<String> {
+        let held = self.entries.iter().filter(|e| e.held).map(|e| {
+            format!(
+                "{}: from a repository's settings, which arrive with its code: it widens the sandbox, so it is printed commented out; uncomment it once you have read it",
+                e.origin
+            )
+        });
+        self.notes
+            .iter()
+            .map(ToString::to_string)
+            .chain(held)
+            .collect()
     }
 
     /// The entries as a cordon policy file: each list element and each
@@ -202,9 +209,10 @@ impl Imported {
                 let _ = write!(out, "\n# {}\n{text}", entry.origin);
             }
         }
-        if !self.notes.is_empty() {
+        let not_applied = self.not_applied();
+        if !not_applied.is_empty() {
             out.push_str("\n# Not imported:\n");
-            for note in &self.notes {
+            for note in not_applied {
                 let _ = writeln!(out, "#   {note}");
             }
         }

@@ -123,6 +123,7 @@ pub fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
         inspection: Default::default(),
         allow_degraded: Vec::new(),
         env: EnvPolicy::default(),
+        import_notes: Vec::new(),
     })
 }
 

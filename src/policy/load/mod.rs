@@ -11,8 +11,11 @@
 //!    project). It arrives with the repository, so unless the user trusted
 //!    it with `cordon trust` (see [`super::trust`]) it may only narrow the
 //!    sandbox;
-//! 4. each `--policy FILE`, in order (relative paths are relative to the
-//!    file's directory);
+//! 4. each `--from-claude[=FILE]` and `--from-srt[=FILE]`: another tool's
+//!    settings, read by [`super::import`] (what a repository's settings
+//!    add that widens applies only once approved, as for `cordon.toml`);
+//!    then each `--policy FILE`, in order (relative paths are relative to
+//!    the file's directory);
 //! 5. command-line flags (relative paths are relative to the working directory).
 //!
 //! # File format
@@ -165,6 +168,8 @@ pub struct LoadRequest {
     pub project: Option<PathBuf>,
     /// `--policy FILE`s, in command-line order.
     pub policy_files: Vec<PathBuf>,
+    /// `--from-claude` and `--from-srt`, in command-line order.
+    pub imports: Vec<super::import::layer::Request>,
     /// The other policy flags, each a declared key's.
     pub flags: Vec<FlagValue>,
     /// The user's environment.
@@ -324,6 +329,13 @@ pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
             }
         }
         fragment.apply(&mut policy, &Source::Project(project_file.clone()));
+    }
+
+    // (3b) --from-claude, --from-srt: other tools' settings, each value
+    // from its own file and line; a repository's may only narrow unless
+    // approved.
+    for request in &req.imports {
+        super::import::layer::apply(request, &mut policy, &home, &config_dir)?;
     }
 
     // (4) --policy files: trusted, relative to their own directory.

@@ -84,6 +84,7 @@ impl Fx {
             cwd: self.project.clone(),
             project: None,
             policy_files: Vec::new(),
+            imports: Vec::new(),
             flags,
             env: self.env(),
         }
