@@ -287,24 +287,19 @@ impl UnixGate {
                     }
                 }
                 _ => {
-                    let mut pending = None;
-                    let result = self.serve(&call, &mut pending);
+                    let result = self.serve(&call);
                     seccomp::answer(&self.listener, call.id, result);
-                    // A connect left pending is looked into once its caller
-                    // runs on: most pending connects succeed, and would
-                    // otherwise wait for the listeners' dump.
-                    if let Some(addr) = pending {
-                        self.attribute_local(&addr, false, libc::EINPROGRESS);
-                    }
                 }
             }
         }
     }
 
-    /// Makes the gated call `call`; a non-blocking connect left pending
-    /// puts its address in `pending`, for [`UnixGate::attribute_local`]
-    /// once the call is answered.
-    fn serve(&self, call: &Notification, pending: &mut Option<Vec<u8>>) -> Result<i64, Errno> {
+    /// Makes the gated call `call`. A loopback connect that failed, or was
+    /// left pending, is looked into before it is answered: looked into
+    /// after, the report of a command's last connect could come after the
+    /// command had exited and its summary been made (a listener found is
+    /// remembered a while, so a port's later connects skip the dump).
+    fn serve(&self, call: &Notification) -> Result<i64, Errno> {
         let caller = Caller::attach(&self.listener, call)?;
         let fd = call.args[0] as RawFd;
         match call.call {
@@ -313,10 +308,8 @@ impl UnixGate {
                 let sock = caller.fd(fd)?;
                 let to = self.destination(&caller, addr)?;
                 let connected = sys::connect_raw(sock.as_fd(), to.bytes()).map_err(errno);
-                match connected {
-                    Err(libc::EINPROGRESS) => *pending = Some(to.bytes().to_vec()),
-                    Err(e) => self.attribute_local(to.bytes(), false, e),
-                    Ok(()) => {}
+                if let Err(e) = connected {
+                    self.attribute_local(to.bytes(), false, e);
                 }
                 connected.map(|()| 0)
             }
