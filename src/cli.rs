@@ -730,7 +730,10 @@ fn import_command(args: ImportArgs) -> Result<i32, Failure> {
     for note in imported.not_applied() {
         eprintln!("cordon: not imported: {}", printable(note));
     }
-    print!("{}", printable_lines(&imported.to_toml(command)));
+    // Already safe to show: comments escaped, values TOML-quoted (and
+    // paths with a control or formatting character refused); escaping
+    // again would change the values.
+    print!("{}", imported.to_toml(command));
     Ok(0)
 }
 

@@ -232,3 +232,37 @@ fn an_srt_settings_file_imports_and_a_missing_required_key_is_refused() {
         );
     });
 }
+
+/// The attack: the project's directory name holds glob characters
+/// (`p[1]`), and a deny relative to it, from a flag or imported from the
+/// settings, was read as a character class that never matched: the
+/// secret stayed readable while `explain` listed it as denied.
+#[test]
+fn a_deny_relative_to_a_project_named_like_a_glob_holds() {
+    each_fixture(|mode, fx| {
+        let project = fx.project.join("p[1]");
+        std::fs::create_dir_all(project.join(".claude")).unwrap();
+        for name in ["secret", "imported"] {
+            std::fs::write(project.join(name), fx.canary(name)).unwrap();
+        }
+        std::fs::write(
+            project.join(".claude/settings.local.json"),
+            r#"{"permissions": {"deny": ["Read(./imported)"]}}"#,
+        )
+        .unwrap();
+        chown_tree(&fx.project, mode);
+        let out = fx
+            .sandbox()
+            .project(&project)
+            .flag("--deny-read", "./secret")
+            .arg("--from-claude")
+            .sh("cat secret; cat imported; echo done");
+        assert!(out.stdout.contains("done"), "{mode:?}: {out:#?}");
+        for name in ["secret", "imported"] {
+            assert!(
+                !out.both().contains(&fx.canary(name)),
+                "{mode:?} {name}: {out:#?}"
+            );
+        }
+    });
+}

@@ -89,29 +89,46 @@ const GLOB_CHARS: &[char] = &['*', '?', '[', '{'];
 
 impl PathPattern {
     /// Parses a policy path: absolute, `~/...`, or relative to `ctx.base`.
+    ///
+    /// Only what the policy wrote can make a glob: the home or the base it
+    /// is joined to is literal, glob characters in its name included (a
+    /// project in `/work/p[1]` is that directory, not a character class).
+    /// A glob character the policy means literally is escaped with `\`; a
+    /// path whose only glob characters are escaped is that one path.
     pub fn parse(raw: &str, ctx: &PathContext<'_>) -> Result<PathPattern, PatternError> {
         if raw.is_empty() {
             return Err(PatternError::Empty);
         }
-        let absolute = if raw == "~" {
-            ctx.home.to_path_buf()
+        let (anchor, written) = if raw == "~" {
+            (Some(ctx.home), "")
         } else if let Some(rest) = raw.strip_prefix("~/") {
-            ctx.home.join(rest)
+            (Some(ctx.home), rest)
         } else if raw.starts_with('~') {
             return Err(PatternError::OtherUser(raw.to_string()));
         } else if raw.starts_with('/') {
-            PathBuf::from(raw)
+            (None, raw)
         } else {
             match ctx.base {
-                Some(base) => base.join(raw),
+                Some(base) => (Some(base), raw),
                 None => return Err(PatternError::NoBase(raw.to_string())),
             }
         };
-        let normal = normalize(&absolute).ok_or_else(|| PatternError::DotDot(raw.to_string()))?;
-        let text = normal.to_string_lossy().into_owned();
-        if !text.contains(GLOB_CHARS) {
-            return Ok(PathPattern::Exact(normal));
+        let dotdot = || PatternError::DotDot(raw.to_string());
+        let join = |anchor: &Path, written: &str| match written {
+            "" => anchor.to_path_buf(),
+            _ => anchor.join(written),
+        };
+        if !has_glob(written) {
+            let written = unescape(written);
+            let absolute = anchor.map_or_else(|| PathBuf::from(&written), |a| join(a, &written));
+            return Ok(PathPattern::Exact(normalize(&absolute).ok_or_else(dotdot)?));
         }
+        let escaped = anchor.map(|a| PathBuf::from(escape(&a.to_string_lossy())));
+        let absolute = escaped
+            .as_deref()
+            .map_or_else(|| PathBuf::from(written), |a| join(a, written));
+        let normal = normalize(&absolute).ok_or_else(dotdot)?;
+        let text = normal.to_string_lossy().into_owned();
         let matcher = GlobBuilder::new(&text)
             .literal_separator(true)
             .backslash_escape(true)
@@ -120,7 +137,18 @@ impl PathPattern {
                 pattern: raw.to_string(),
                 reason: e.kind().to_string(),
             })?;
-        let base = literal_prefix(&normal);
+        // Walks start below the anchor, and what the policy wrote up to
+        // its first glob character.
+        let mut base = match anchor {
+            Some(a) => normalize(a).ok_or_else(dotdot)?,
+            None => PathBuf::from("/"),
+        };
+        let head = unescape_up_to_glob(written);
+        base.extend(
+            Path::new(&head)
+                .components()
+                .filter(|c| matches!(c, Component::Normal(_))),
+        );
         Ok(PathPattern::Glob {
             pattern: text,
             base,
@@ -129,6 +157,17 @@ impl PathPattern {
                 compiled: OnceLock::new(),
             }),
         })
+    }
+
+    /// The pattern as a policy file writes it, read back by [`parse`] as
+    /// the same pattern: an exact path with its glob characters escaped.
+    ///
+    /// [`parse`]: PathPattern::parse
+    pub fn to_policy_text(&self) -> String {
+        match self {
+            PathPattern::Exact(p) => escape(&p.to_string_lossy()),
+            PathPattern::Glob { pattern, .. } => pattern.clone(),
+        }
     }
 
     /// Whether `path` (absolute, normalised) is this pattern or lies beneath it.
@@ -203,18 +242,81 @@ fn normalize(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// The leading components of `path` that contain no glob characters.
-fn literal_prefix(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for c in path.components() {
-        if let Component::Normal(n) = c {
-            if n.to_string_lossy().contains(GLOB_CHARS) {
-                break;
+/// Characters a glob reads specially, `\` included.
+const SPECIAL: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
+
+/// Whether `written` holds a glob character that is not escaped.
+fn has_glob(written: &str) -> bool {
+    let mut chars = written.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
             }
-            out.push(n);
+            c if GLOB_CHARS.contains(&c) => return true,
+            _ => {}
         }
     }
+    false
+}
+
+/// `text` with every glob character escaped: matched as it is.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if SPECIAL.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
     out
+}
+
+/// `written` with its escapes of glob characters undone (`\[` is `[`,
+/// `\\` is `\`); any other backslash stays, as a path's own character.
+fn unescape(written: &str) -> String {
+    let mut out = String::with_capacity(written.len());
+    let mut chars = written.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(&next) = chars.peek() {
+                if SPECIAL.contains(&next) {
+                    out.push(next);
+                    chars.next();
+                    continue;
+                }
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `written` up to its first unescaped glob character, unescaped: where
+/// a walk for its matches can start.
+fn unescape_up_to_glob(written: &str) -> String {
+    let mut end = written.len();
+    let mut chars = written.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            c if GLOB_CHARS.contains(&c) => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    // The component the glob is in is not literal: cut back to its start.
+    let head = &written[..end];
+    let head = match head.rfind('/') {
+        Some(slash) if end < written.len() => &head[..slash],
+        None if end < written.len() => "",
+        _ => head,
+    };
+    unescape(head)
 }
 
 #[cfg(test)]
@@ -311,5 +413,46 @@ mod tests {
         let mut got = p.expand();
         got.sort();
         assert_eq!(got, vec![base.join(".env"), base.join("a/b/.env")]);
+    }
+
+    /// The attack: a project (or home) whose directory name holds glob
+    /// characters turned every rule relative to it into a glob that never
+    /// matched the real directory: `./secret` in `/w/p[1]` was read as a
+    /// character class, and the deny fell silently.
+    #[test]
+    fn the_base_and_the_home_are_literal_whatever_their_names_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("p[1]");
+        std::fs::create_dir_all(project.join("sub")).unwrap();
+        std::fs::write(project.join("sub/.env"), "x").unwrap();
+        std::fs::create_dir_all(dir.path().join("p1/sub")).unwrap();
+        std::fs::write(dir.path().join("p1/sub/.env"), "x").unwrap();
+        let c = ctx(&project, Some(&project));
+        let exact = PathPattern::parse("./secret", &c).unwrap();
+        assert_eq!(exact, PathPattern::Exact(project.join("secret")));
+        assert!(exact.covers(&project.join("secret/x")));
+        assert_eq!(
+            PathPattern::parse("~/k", &c).unwrap(),
+            PathPattern::Exact(project.join("k"))
+        );
+        let glob = PathPattern::parse("./**/.env", &c).unwrap();
+        assert_eq!(glob.expand(), vec![project.join("sub/.env")]);
+        assert!(!glob.covers(&dir.path().join("p1/sub/.env")));
+        let PathPattern::Glob { base, .. } = &glob else {
+            panic!("not a glob: {glob:?}");
+        };
+        assert_eq!(base, &project);
+        // What a policy file writes reads back as the same pattern.
+        for p in [&exact, &glob] {
+            let again =
+                PathPattern::parse(&p.to_policy_text(), &ctx(Path::new("/h"), None)).unwrap();
+            assert_eq!(&again, p);
+        }
+        // An escaped glob character is the character; a backslash before
+        // anything else stays a backslash.
+        assert_eq!(
+            PathPattern::parse("/a/\\[b\\]/c\\d", &ctx(Path::new("/h"), None)).unwrap(),
+            PathPattern::Exact(PathBuf::from("/a/[b]/c\\d"))
+        );
     }
 }

@@ -44,10 +44,16 @@ const OWN: &[Meaning] = &[
 ];
 
 /// Where a settings file sits, which decides its anchors and whether it
-/// came with a repository.
+/// came with a repository: by where it really is (symlinks and `..`
+/// resolved), not how its path is spelled. The user's own file is
+/// `~/.claude/settings.json` itself; a file inside the project, or in
+/// any other `.claude` directory, is a repository's; only a file outside
+/// both is one the user names as theirs (as `claude --settings FILE`).
 fn anchors_for(file: &Path, home: &Path, project: &Path) -> (Anchors, PathBuf) {
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let (file_real, project_real) = (real(file), real(project));
     let user_dir = home.join(".claude");
-    if file.parent() == Some(user_dir.as_path()) {
+    if file_real == real(&user_dir.join("settings.json")) {
         // The user's settings: bare paths from ~/.claude, rules' `/` from ~.
         let anchors = Anchors {
             home: home.to_path_buf(),
@@ -56,16 +62,23 @@ fn anchors_for(file: &Path, home: &Path, project: &Path) -> (Anchors, PathBuf) {
         };
         return (anchors, home.to_path_buf());
     }
-    let in_dot_claude = file.parent().and_then(Path::file_name) == Some(".claude".as_ref());
-    if let (true, Some(root)) = (in_dot_claude, file.parent().and_then(Path::parent)) {
+    let dot_claude = file_real
+        .parent()
+        .filter(|dir| dir.file_name() == Some(".claude".as_ref()))
+        .and_then(Path::parent);
+    let repo_root = if file_real.starts_with(&project_real) {
+        Some(project.to_path_buf())
+    } else {
+        dot_claude.map(Path::to_path_buf)
+    };
+    if let Some(root) = repo_root {
         let anchors = Anchors {
             home: home.to_path_buf(),
-            relative_to: root.to_path_buf(),
+            relative_to: root.clone(),
             repo: true,
         };
-        return (anchors, root.to_path_buf());
+        return (anchors, root);
     }
-    // A file given by name (as `claude --settings FILE`): the user's own.
     let anchors = Anchors {
         home: home.to_path_buf(),
         relative_to: project.to_path_buf(),
@@ -83,7 +96,10 @@ pub fn default_files(home: &Path, project: &Path) -> Vec<PathBuf> {
         project.join(".claude/settings.local.json"),
     ]
     .into_iter()
-    .filter(|f| f.is_file())
+    // One that exists in any form is read, so that one which cannot be
+    // (a directory, a dangling link, a home it cannot search) is an error
+    // rather than left out.
+    .filter(|f| !matches!(std::fs::symlink_metadata(f), Err(e) if e.kind() == std::io::ErrorKind::NotFound))
     .collect()
 }
 
@@ -92,13 +108,18 @@ pub fn default_files(home: &Path, project: &Path) -> Vec<PathBuf> {
 pub fn import(files: &[PathBuf], home: &Path, project: &Path) -> Result<Imported, LoadError> {
     let mut mapper = Mapper::default();
     for file in files {
-        let text = std::fs::read_to_string(file).map_err(|source| LoadError::Read {
+        let bytes = std::fs::read(file).map_err(|source| LoadError::Read {
             path: file.clone(),
             source,
         })?;
+        let text = String::from_utf8(bytes.clone()).map_err(|e| LoadError::Invalid {
+            at: crate::policy::load::document::position(file, "", 0),
+            key: String::new(),
+            message: format!("not UTF-8 at byte {}", e.utf8_error().valid_up_to()),
+        })?;
         let doc = Doc::parse(file, &text)?;
         let (anchors, root) = anchors_for(file, home, project);
-        mapper.imported.files.push(file.clone());
+        mapper.imported.files.push((file.clone(), bytes));
         let first = mapper.imported.entries.len();
         let Some(top) = &doc.root else { continue };
         let mut others = Vec::new();
@@ -243,10 +264,29 @@ impl Rules<'_> {
 
     /// A `Read(...)` or `Edit(...)` specifier as a policy path.
     fn path(&self, spec: &str, origin: &Origin) -> Result<String, LoadError> {
-        let (base, rest) = if let Some(abs) = spec.strip_prefix("//") {
-            (Path::new("/"), abs.to_string())
-        } else if let Some(rel) = spec.strip_prefix("~/") {
-            (self.anchors.home.as_path(), rel.to_string())
+        if spec.is_empty() {
+            return Err(LoadError::Invalid {
+                at: origin.at.clone(),
+                key: origin.key.clone(),
+                message: "an empty path".into(),
+            });
+        }
+        if spec == "~" || spec == "~/" {
+            return anchored("~", self.anchors, origin);
+        }
+        if spec.starts_with('~') && !spec.starts_with("~/") {
+            return Err(LoadError::Invalid {
+                at: origin.at.clone(),
+                key: origin.key.clone(),
+                message: format!("{spec:?}: another user's home is not supported; write it from /"),
+            });
+        }
+        // The directory a relative rule is from, and the rule as a policy
+        // path relative to it: the directory's own name stays literal.
+        let (base, raw) = if let Some(abs) = spec.strip_prefix("//") {
+            (self.project, format!("/{abs}"))
+        } else if spec.starts_with("~/") {
+            (self.project, spec.to_string())
         } else if let Some(rel) = spec.strip_prefix('/') {
             (self.root, rel.to_string())
         } else if let Some(rel) = spec.strip_prefix("./") {
@@ -257,13 +297,14 @@ impl Rules<'_> {
             // gitignore: a bare name with no `/` inside matches at any depth.
             (self.project, format!("**/{spec}"))
         };
-        let full = base.join(rest);
         let anchors = Anchors {
             home: self.anchors.home.clone(),
-            relative_to: self.project.to_path_buf(),
+            relative_to: base.to_path_buf(),
             repo: self.anchors.repo,
         };
-        anchored(&full.to_string_lossy(), &anchors, origin)
+        // `/` alone (the settings' root) is the directory itself.
+        let raw = if raw.is_empty() { ".".to_string() } else { raw };
+        anchored(&raw, &anchors, origin)
     }
 }
 

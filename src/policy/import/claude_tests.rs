@@ -368,3 +368,118 @@ fn the_default_files_are_claude_codes_in_its_order() {
     let user = d.user("{}");
     assert_eq!(default_files(&d.home, &d.project), [user, local]);
 }
+
+/// The attack: a repository's settings hide a line break in a key, a
+/// rule or its directory's name, so that what follows it in the printed
+/// file's comments is read as policy (a `[[credentials.inject]]` whose
+/// command runs on the host, a host socket). Comments are escaped; a path
+/// with a line break is refused.
+#[test]
+fn nothing_read_from_a_file_breaks_out_of_a_comment() {
+    let d = Dirs::new();
+    let payload = "\n[[credentials.inject]]\nenv = \"CI_TOKEN\"\nhosts = [\"github.com\"]\ncommand = [\"sh\", \"-c\", \"id\"]\n[sandbox]\nallow_degraded = [\"seccomp\"]\n#";
+    let key = serde_json::to_string(&format!("statusLine{payload}")).unwrap();
+    let rule = serde_json::to_string(&format!("Bash({payload})")).unwrap();
+    let unknown = serde_json::to_string(&format!("brandNew{payload}")).unwrap();
+    let file = d.write(
+        &d.project.join(".claude/settings.json"),
+        &format!(
+            r#"{{"sandbox": {{"network": {{"deniedDomains": ["ads.example"], {unknown}: 1}}}},
+ {key}: {{"type": "command"}}, "permissions": {{"allow": [{rule}]}}}}"#
+        ),
+    );
+    let imported = d.import(&[file]).unwrap();
+    let text = d.printed(&imported);
+    let table: toml::Table = text.parse().unwrap();
+    assert_eq!(table.keys().collect::<Vec<_>>(), ["network"], "{text}");
+    for line in text.lines() {
+        assert!(
+            line.is_empty()
+                || line.starts_with('#')
+                || line.starts_with("  ")
+                || line == "]"
+                || ["[network]", "deny = ["].contains(&line),
+            "a line of the settings' own: {line:?}\n{text}"
+        );
+    }
+
+    let dir = d.project.join("p\n[limits]\nmax_procs = 1\n#");
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    let file = d.write(
+        &dir.join(".claude/settings.json"),
+        r#"{"sandbox": {"filesystem": {"denyRead": ["./x"]}}}"#,
+    );
+    let e = import(&[file], &d.home, &dir).unwrap_err().to_string();
+    assert!(
+        e.contains("control or reordering character"),
+        "{e}"
+    );
+}
+
+/// The attack: the repository's settings named by another path (a link
+/// beside it, a `..` through the directory) to pass for the user's own.
+#[test]
+fn a_repository_file_is_known_by_where_it_is_not_how_it_is_named() {
+    let d = Dirs::new();
+    let text = r#"{"sandbox": {"network": {"allowedDomains": ["evil.example"]}}}"#;
+    let settings = d.write(&d.project.join(".claude/settings.json"), text);
+    std::os::unix::fs::symlink(&settings, d.project.join("team.json")).unwrap();
+    std::fs::create_dir_all(d.project.join(".claude/x")).unwrap();
+    for named in [
+        d.project.join("team.json"),
+        d.project.join(".claude/x/../settings.json"),
+    ] {
+        let imported = d.import(std::slice::from_ref(&named)).unwrap();
+        assert!(
+            imported.entries.iter().all(|e| e.held),
+            "{named:?}: {imported:?}"
+        );
+    }
+    // A file of the user's own outside the project is theirs.
+    let mine = d.write(&d.home.join("mine.json"), text);
+    let imported = d.import(&[mine]).unwrap();
+    assert!(imported.entries.iter().all(|e| !e.held), "{imported:?}");
+}
+
+#[test]
+fn what_the_tools_would_not_read_is_not_imported_either() {
+    let d = Dirs::new();
+    // A name given twice: the tools keep the last.
+    let file =
+        d.user(r#"{"sandbox": {"network": {"allowedDomains": ["old.example"]}}, "sandbox": {}}"#);
+    let e = d.import(&[file]).unwrap_err().to_string();
+    assert!(e.contains("given twice") && e.contains(":1:"), "{e}");
+    // A settings file that cannot be read is an error, not left out.
+    std::fs::remove_file(d.home.join(".claude/settings.json")).unwrap();
+    std::fs::create_dir(d.home.join(".claude/settings.json")).unwrap();
+    let files = default_files(&d.home, &d.project);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(d.import(&files).is_err());
+    std::fs::remove_dir(d.home.join(".claude/settings.json")).unwrap();
+    // `~` alone is the home; another user's home and an empty rule are
+    // errors; a path with an invisible character is refused.
+    let file = d.user(r#"{"permissions": {"deny": ["Read(~)"]}}"#);
+    assert_eq!(
+        values(&d.import(&[file]).unwrap(), "files.deny_read"),
+        [d.home.display().to_string()]
+    );
+    for rule in ["Read(~root/x)", "Read()", "Read(./a\u{202e}b)"] {
+        let file = d.user(&format!(
+            r#"{{"permissions": {{"deny": [{}]}}}}"#,
+            serde_json::to_string(rule).unwrap()
+        ));
+        assert!(d.import(&[file]).is_err(), "{rule}");
+    }
+    // injectHosts on a denied variable is reported, not dropped.
+    let file = d.user(r#"{"sandbox": {"credentials": {"envVars": [{"name": "FOO", "mode": "deny", "injectHosts": ["a.example"]}]}}}"#);
+    let imported = d.import(&[file]).unwrap();
+    assert_eq!(values(&imported, "credentials.deny_env"), ["FOO"]);
+    assert!(
+        imported
+            .notes
+            .iter()
+            .any(|n| n.origin.key.ends_with("injectHosts")),
+        "{:?}",
+        imported.notes
+    );
+}

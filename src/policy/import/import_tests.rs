@@ -20,7 +20,7 @@ fn origin(line: usize, key: &str) -> Origin {
 
 fn sample() -> Imported {
     let mut imported = Imported {
-        files: vec![PathBuf::from("/p/.claude/settings.json")],
+        files: vec![(PathBuf::from("/p/.claude/settings.json"), Vec::new())],
         ..Imported::default()
     };
     imported.set(

@@ -79,6 +79,27 @@ impl<'t> Doc<'t> {
         let Node::Object(object) = node else {
             return Err(self.invalid(node, key, "must be an object"));
         };
+        // The tools keep only the last of a name given twice; reading
+        // both would import what they ignore.
+        let mut seen = std::collections::HashSet::new();
+        for prop in &object.properties {
+            let name = match &prop.name {
+                ObjectPropName::String(s) => s.value.as_ref(),
+                ObjectPropName::Word(w) => w.value,
+            };
+            if !seen.insert(name) {
+                let dotted = if key.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{key}.{name}")
+                };
+                return Err(self.invalid(
+                    &prop.name,
+                    &dotted,
+                    "given twice in this object: the tools read only the last; keep one",
+                ));
+            }
+        }
         Ok(object
             .properties
             .iter()

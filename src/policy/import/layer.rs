@@ -106,7 +106,7 @@ pub fn apply(
         base: Some(&project),
     };
     for entry in &imported.entries {
-        if entry.held && !approved(&entry.origin.at.file, config_dir)? {
+        if entry.held && !approved(&imported, &entry.origin.at.file, config_dir)? {
             let file = &entry.origin.at.file;
             policy.import_notes.push(format!(
                 "{}: not applied: a repository's settings, which arrive with its code, may only narrow the sandbox; read {}, then approve it with `cordon trust {}`",
@@ -124,13 +124,13 @@ pub fn apply(
     Ok(())
 }
 
-/// Whether the user approved `file` as it is now.
-fn approved(file: &Path, config_dir: &Path) -> Result<bool, LoadError> {
-    let bytes = std::fs::read(file).map_err(|source| LoadError::Read {
-        path: file.to_path_buf(),
-        source,
-    })?;
-    Ok(trust::is_trusted(config_dir, file, &bytes)?)
+/// Whether the user approved `file` as it was imported (the bytes the
+/// importer read, not a second read another process could have changed).
+fn approved(imported: &Imported, file: &Path, config_dir: &Path) -> Result<bool, LoadError> {
+    let Some((_, bytes)) = imported.files.iter().find(|(f, _)| f == file) else {
+        return Ok(false);
+    };
+    Ok(trust::is_trusted(config_dir, file, bytes)?)
 }
 
 /// Applies one value, from its origin.

@@ -105,8 +105,10 @@ impl std::fmt::Display for Note {
 /// What an importer made of its files.
 #[derive(Clone, Debug, Default)]
 pub struct Imported {
-    /// The files read, in the order they were applied.
-    pub files: Vec<PathBuf>,
+    /// The files read, in the order they were applied, each with the
+    /// bytes read (an approval is checked against what was imported, not
+    /// a second read).
+    pub files: Vec<(PathBuf, Vec<u8>)>,
     /// The values, in the order they were read.
     pub entries: Vec<Entry>,
     /// What was not imported.
@@ -164,8 +166,11 @@ impl Imported {
     /// comment. `command` names what made it, for the header.
     pub fn to_toml(&self, command: &str) -> String {
         let mut out = format!("# Made by `{command}` from:\n");
-        for file in &self.files {
-            let _ = writeln!(out, "#   {}", file.display());
+        // Nothing read from the files goes into a comment unescaped: a
+        // line break in a key or a path would end the comment, and what
+        // follows it would be policy.
+        for (file, _) in &self.files {
+            let _ = writeln!(out, "#   {}", comment(&file.display().to_string()));
         }
         out.push_str("# Each value names the file, line and key it came from.\n");
         // Lists, by section then key, in the order first met.
@@ -195,7 +200,8 @@ impl Imported {
             for entry in entries {
                 if let Value::Item(item) = &entry.value {
                     let held = if entry.held { "# " } else { "" };
-                    let _ = writeln!(out, "  {held}{},  # {}", toml_string(item), entry.origin);
+                    let origin = comment(&entry.origin.to_string());
+                    let _ = writeln!(out, "  {held}{},  # {origin}", toml_string(item));
                 }
             }
             out.push_str("]\n");
@@ -206,18 +212,49 @@ impl Imported {
                 if entry.held {
                     text = text.lines().map(|l| format!("# {l}\n")).collect();
                 }
-                let _ = write!(out, "\n# {}\n{text}", entry.origin);
+                let _ = write!(out, "\n# {}\n{text}", comment(&entry.origin.to_string()));
             }
         }
         let not_applied = self.not_applied();
         if !not_applied.is_empty() {
             out.push_str("\n# Not imported:\n");
             for note in not_applied {
-                let _ = writeln!(out, "#   {note}");
+                let _ = writeln!(out, "#   {}", comment(&note));
             }
         }
         out
     }
+}
+
+/// Characters that reorder how a line is drawn (bidirectional
+/// embeddings, overrides, isolates and marks): a line holding one can show
+/// other than what it says.
+const REORDERING: &[char] = &[
+    '\u{061c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
+    '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}',
+];
+
+/// Whether `text` holds a character that a policy file cannot show as it
+/// is: a control character (a line break among them) or one that reorders
+/// the line.
+pub(crate) fn unshowable(text: &str) -> bool {
+    text.chars().any(|c| c.is_control() || REORDERING.contains(&c))
+}
+
+/// `text` as a comment of the printed file shows it: every character
+/// [`unshowable`] names escaped, so that a line break read from a file
+/// (in a key, a rule, a directory's name) cannot end the comment and make
+/// what follows it policy.
+fn comment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() || REORDERING.contains(&c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A path as the policy file writes it: `~/rest` below `home`, else

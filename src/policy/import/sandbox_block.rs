@@ -378,9 +378,14 @@ impl Mapper {
             };
             for (name, fk, _) in &members {
                 let known = [fields.named_by, "mode"].contains(&name.as_str())
-                    || fields.known.contains(&name.as_str());
+                    || (masked && fields.known.contains(&name.as_str()));
                 if !known {
-                    self.imported.note(doc.origin(node, fk), fields.other);
+                    let meaning = if fields.known.contains(&name.as_str()) {
+                        "belongs to a masked entry; this one is denied: not imported"
+                    } else {
+                        fields.other
+                    };
+                    self.imported.note(doc.origin(node, fk), meaning);
                 }
             }
             out.push(Credential {
@@ -469,13 +474,22 @@ pub(crate) fn anchored(raw: &str, anchors: &Anchors, origin: &Origin) -> Result<
         home: &anchors.home,
         base: Some(&anchors.relative_to),
     };
-    let pattern = PathPattern::parse(raw, &ctx).map_err(|e| LoadError::Invalid {
+    let invalid = |message: String| LoadError::Invalid {
         at: origin.at.clone(),
         key: origin.key.clone(),
-        message: e.to_string(),
-    })?;
-    Ok(policy_path(
-        std::path::Path::new(&pattern.to_string()),
+        message,
+    };
+    let pattern = PathPattern::parse(raw, &ctx).map_err(|e| invalid(e.to_string()))?;
+    let path = policy_path(
+        std::path::Path::new(&pattern.to_policy_text()),
         &anchors.home,
-    ))
+    );
+    // The path, the project's or the home's part included, must show in
+    // a policy file as it is.
+    if super::unshowable(&path) {
+        return Err(invalid(format!(
+            "{path:?}: a control or reordering character in the path; not imported"
+        )));
+    }
+    Ok(path)
 }

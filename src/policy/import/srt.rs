@@ -59,9 +59,14 @@ const OWN: &[Meaning] = &[
 
 /// Imports `file`, for a run in `project`.
 pub fn import(file: &Path, home: &Path, project: &Path) -> Result<Imported, LoadError> {
-    let text = std::fs::read_to_string(file).map_err(|source| LoadError::Read {
+    let bytes = std::fs::read(file).map_err(|source| LoadError::Read {
         path: file.to_path_buf(),
         source,
+    })?;
+    let text = String::from_utf8(bytes.clone()).map_err(|e| LoadError::Invalid {
+        at: crate::policy::load::document::position(file, "", 0),
+        key: String::new(),
+        message: format!("not UTF-8 at byte {}", e.utf8_error().valid_up_to()),
     })?;
     let doc = Doc::parse(file, &text)?;
     let Some(top) = &doc.root else {
@@ -95,7 +100,7 @@ pub fn import(file: &Path, home: &Path, project: &Path) -> Result<Imported, Load
         repo: false,
     };
     let mut mapper = Mapper::default();
-    mapper.imported.files.push(file.to_path_buf());
+    mapper.imported.files.push((file.to_path_buf(), bytes));
     mapper.block(&doc, top, "", &anchors, OWN)?;
     mapper.finish()
 }
