@@ -410,10 +410,7 @@ fn nothing_read_from_a_file_breaks_out_of_a_comment() {
         r#"{"sandbox": {"filesystem": {"denyRead": ["./x"]}}}"#,
     );
     let e = import(&[file], &d.home, &dir).unwrap_err().to_string();
-    assert!(
-        e.contains("control or reordering character"),
-        "{e}"
-    );
+    assert!(e.contains("control or reordering character"), "{e}");
 }
 
 /// The attack: the repository's settings named by another path (a link

@@ -230,15 +230,16 @@ impl Imported {
 /// embeddings, overrides, isolates and marks): a line holding one can show
 /// other than what it says.
 const REORDERING: &[char] = &[
-    '\u{061c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}',
-    '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}',
+    '\u{061c}', '\u{200e}', '\u{200f}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}',
+    '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}',
 ];
 
 /// Whether `text` holds a character that a policy file cannot show as it
 /// is: a control character (a line break among them) or one that reorders
 /// the line.
 pub(crate) fn unshowable(text: &str) -> bool {
-    text.chars().any(|c| c.is_control() || REORDERING.contains(&c))
+    text.chars()
+        .any(|c| c.is_control() || REORDERING.contains(&c))
 }
 
 /// `text` as a comment of the printed file shows it: every character
