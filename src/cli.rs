@@ -731,7 +731,7 @@ fn import_command(args: ImportArgs) -> Result<i32, Failure> {
         eprintln!("cordon: not imported: {}", printable(note));
     }
     // Already safe to show: comments escaped, values TOML-quoted (and
-    // paths with a control or formatting character refused); escaping
+    // paths with a control or reordering character refused); escaping
     // again would change the values.
     print!("{}", imported.to_toml(command));
     Ok(0)

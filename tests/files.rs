@@ -635,3 +635,27 @@ fn the_mount_view_alone_keeps_a_reallowed_path_read_only() {
         );
     });
 }
+
+/// The attack: cordon's own config directory sits in a writable area and
+/// its name holds a glob character (`XDG_CONFIG_HOME=.../cfg[1]`); the
+/// built-in rule that keeps it read-only was read as a pattern that never
+/// matched it, so the sandbox could write the next run's config.toml (a
+/// `[[credentials.inject]] command` the next run would run on the host).
+#[test]
+fn cordons_config_directory_stays_read_only_whatever_its_name_holds() {
+    each_fixture(|mode, fx| {
+        let config = fx.project.join("cfg[1]");
+        std::fs::create_dir_all(config.join("cordon")).unwrap();
+        chown_tree(&fx.project, mode);
+        let target = config.join("cordon/config.toml");
+        let out = fx
+            .sandbox()
+            .env("XDG_CONFIG_HOME", config.as_os_str())
+            .sh(&format!(
+                "echo '[limits]' > {0} && echo wrote; ls {0}",
+                target.display()
+            ));
+        assert!(!out.stdout.contains("wrote"), "{mode:?}: {out:#?}");
+        assert!(!target.exists(), "{mode:?}: {out:#?}");
+    });
+}

@@ -165,7 +165,13 @@ fn render_writes(out: &mut String, writes: &RefusedWrites<'_>) {
     if !suggested.is_empty() {
         let _ = writeln!(out, "\n[files]\nallow_write = [");
         for (dir, names) in &suggested {
-            let rule = format!("{},", super::keys::toml_string(&dir.to_string_lossy()));
+            // Written as the one path it is: a glob character in the
+            // directory's name is escaped.
+            let text = super::pattern::PathPattern::exact(dir).map_or_else(
+                || dir.to_string_lossy().into_owned(),
+                |p| p.to_policy_text(),
+            );
+            let rule = format!("{},", super::keys::toml_string(&text));
             let _ = writeln!(out, "    {rule:<40} # {}", comment(&note(names)));
         }
         let _ = writeln!(out, "]");

@@ -21,6 +21,8 @@ pub enum PatternError {
     BadGlob { pattern: String, reason: String },
     #[error("{0:?} must not contain `..`")]
     DotDot(String),
+    #[error("{0}: a name that is not UTF-8 cannot hold a glob below it (a glob is text); rename it, or write exact paths")]
+    NotUtf8(String),
 }
 
 /// What relative and `~` paths resolve against.
@@ -123,7 +125,16 @@ impl PathPattern {
             let absolute = anchor.map_or_else(|| PathBuf::from(&written), |a| join(a, &written));
             return Ok(PathPattern::Exact(normalize(&absolute).ok_or_else(dotdot)?));
         }
-        let escaped = anchor.map(|a| PathBuf::from(escape(&a.to_string_lossy())));
+        // A glob is text: an anchor whose name is not UTF-8 cannot be
+        // spelled in one, and a lossy spelling would name another path.
+        let escaped = match anchor {
+            Some(a) => {
+                Some(PathBuf::from(escape(a.to_str().ok_or_else(|| {
+                    PatternError::NotUtf8(a.display().to_string())
+                })?)))
+            }
+            None => None,
+        };
         let absolute = escaped
             .as_deref()
             .map_or_else(|| PathBuf::from(written), |a| join(a, written));
@@ -157,6 +168,15 @@ impl PathPattern {
                 compiled: OnceLock::new(),
             }),
         })
+    }
+
+    /// The one path `path` (absolute; `None` with `..` in it or when
+    /// relative), whatever characters its name holds.
+    pub fn exact(path: &Path) -> Option<PathPattern> {
+        path.is_absolute()
+            .then(|| normalize(path))
+            .flatten()
+            .map(PathPattern::Exact)
     }
 
     /// The pattern as a policy file writes it, read back by [`parse`] as
@@ -316,7 +336,16 @@ fn unescape_up_to_glob(written: &str) -> String {
         None if end < written.len() => "",
         _ => head,
     };
-    unescape(head)
+    // In a glob a backslash escapes whatever follows it.
+    let mut out = String::with_capacity(head.len());
+    let mut chars = head.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -454,5 +483,28 @@ mod tests {
             PathPattern::parse("/a/\\[b\\]/c\\d", &ctx(Path::new("/h"), None)).unwrap(),
             PathPattern::Exact(PathBuf::from("/a/[b]/c\\d"))
         );
+    }
+
+    /// A glob below a name that is not UTF-8 cannot be spelled: refused,
+    /// not matched against another path; a backslash in a glob escapes
+    /// whatever follows it, where the walk starts too.
+    #[test]
+    fn a_glob_below_a_name_that_is_not_utf8_is_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let base = Path::new(std::ffi::OsStr::from_bytes(b"/w/p\xff"));
+        assert!(matches!(
+            PathPattern::parse("./**/.env", &ctx(Path::new("/h"), Some(base))),
+            Err(PatternError::NotUtf8(_))
+        ));
+        assert_eq!(
+            PathPattern::parse("./secret", &ctx(Path::new("/h"), Some(base))).unwrap(),
+            PathPattern::Exact(base.join("secret"))
+        );
+        let p = PathPattern::parse("/a\\b/*", &ctx(Path::new("/h"), None)).unwrap();
+        let PathPattern::Glob { base, matcher, .. } = &p else {
+            panic!("not a glob: {p:?}");
+        };
+        assert_eq!(base, Path::new("/ab"));
+        assert!(matcher.is_match(Path::new("/ab/x")));
     }
 }

@@ -44,16 +44,21 @@ const OWN: &[Meaning] = &[
 ];
 
 /// Where a settings file sits, which decides its anchors and whether it
-/// came with a repository: by where it really is (symlinks and `..`
-/// resolved), not how its path is spelled. The user's own file is
-/// `~/.claude/settings.json` itself; a file inside the project, or in
-/// any other `.claude` directory, is a repository's; only a file outside
-/// both is one the user names as theirs (as `claude --settings FILE`).
+/// came with a repository ([`super::repository_root`]); the user's own
+/// file is `~/.claude/settings.json` itself, reached as such; a file
+/// outside both is one the user names as theirs (as `claude --settings
+/// FILE`).
 fn anchors_for(file: &Path, home: &Path, project: &Path) -> (Anchors, PathBuf) {
-    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    let (file_real, project_real) = (real(file), real(project));
+    if let Some(root) = super::repository_root(file, home, project) {
+        let anchors = Anchors {
+            home: home.to_path_buf(),
+            relative_to: root.clone(),
+            repo: true,
+        };
+        return (anchors, root);
+    }
     let user_dir = home.join(".claude");
-    if file_real == real(&user_dir.join("settings.json")) {
+    if file.parent() == Some(user_dir.as_path()) {
         // The user's settings: bare paths from ~/.claude, rules' `/` from ~.
         let anchors = Anchors {
             home: home.to_path_buf(),
@@ -61,23 +66,6 @@ fn anchors_for(file: &Path, home: &Path, project: &Path) -> (Anchors, PathBuf) {
             repo: false,
         };
         return (anchors, home.to_path_buf());
-    }
-    let dot_claude = file_real
-        .parent()
-        .filter(|dir| dir.file_name() == Some(".claude".as_ref()))
-        .and_then(Path::parent);
-    let repo_root = if file_real.starts_with(&project_real) {
-        Some(project.to_path_buf())
-    } else {
-        dot_claude.map(Path::to_path_buf)
-    };
-    if let Some(root) = repo_root {
-        let anchors = Anchors {
-            home: home.to_path_buf(),
-            relative_to: root.clone(),
-            repo: true,
-        };
-        return (anchors, root);
     }
     let anchors = Anchors {
         home: home.to_path_buf(),
@@ -108,15 +96,7 @@ pub fn default_files(home: &Path, project: &Path) -> Vec<PathBuf> {
 pub fn import(files: &[PathBuf], home: &Path, project: &Path) -> Result<Imported, LoadError> {
     let mut mapper = Mapper::default();
     for file in files {
-        let bytes = std::fs::read(file).map_err(|source| LoadError::Read {
-            path: file.clone(),
-            source,
-        })?;
-        let text = String::from_utf8(bytes.clone()).map_err(|e| LoadError::Invalid {
-            at: crate::policy::load::document::position(file, "", 0),
-            key: String::new(),
-            message: format!("not UTF-8 at byte {}", e.utf8_error().valid_up_to()),
-        })?;
+        let (bytes, text) = super::read_settings(file)?;
         let doc = Doc::parse(file, &text)?;
         let (anchors, root) = anchors_for(file, home, project);
         mapper.imported.files.push((file.clone(), bytes));

@@ -29,7 +29,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::keys::{toml_string, About};
-use super::load::Position;
+use super::load::{LoadError, Position};
 
 /// Where an imported value was: the file, its line, and its dotted key.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -224,6 +224,68 @@ impl Imported {
         }
         out
     }
+}
+
+/// Most a settings file may hold: they are a few kilobytes; a link to
+/// `/dev/zero` must not fill the memory.
+const MAX_SETTINGS: u64 = 1 << 20;
+
+/// A settings file's bytes and text: a regular file of at most
+/// [`MAX_SETTINGS`] bytes, in UTF-8.
+pub(crate) fn read_settings(file: &Path) -> Result<(Vec<u8>, String), LoadError> {
+    use std::io::Read;
+    let read_error = |source| LoadError::Read {
+        path: file.to_path_buf(),
+        source,
+    };
+    let invalid = |message: String| LoadError::Invalid {
+        at: super::load::document::position(file, "", 0),
+        key: String::new(),
+        message,
+    };
+    let opened = std::fs::File::open(file).map_err(read_error)?;
+    if !opened.metadata().map_err(read_error)?.is_file() {
+        return Err(invalid("not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    opened
+        .take(MAX_SETTINGS + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_SETTINGS {
+        return Err(invalid(format!("larger than {MAX_SETTINGS} bytes")));
+    }
+    let text = String::from_utf8(bytes.clone()).map_err(|e| {
+        invalid(format!(
+            "not UTF-8 at byte {}",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    Ok((bytes, text))
+}
+
+/// The root of the repository a settings file came with, if it came with
+/// one: a file spelled, or really, inside the project, or in a `.claude`
+/// directory other than the user's own. Both the path as given and the
+/// path it resolves to count, so that neither a link from the project to
+/// a file elsewhere nor a link into the project passes for the user's.
+pub(crate) fn repository_root(file: &Path, home: &Path, project: &Path) -> Option<PathBuf> {
+    let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let user_dir = real(&home.join(".claude"));
+    let project_real = real(project);
+    let resolved = real(file);
+    for path in [file, resolved.as_path()] {
+        if path.starts_with(project) || path.starts_with(&project_real) {
+            return Some(project.to_path_buf());
+        }
+    }
+    for path in [file, resolved.as_path()] {
+        let dir = path.parent()?;
+        if dir.file_name() == Some(".claude".as_ref()) && real(dir) != user_dir {
+            return dir.parent().map(Path::to_path_buf);
+        }
+    }
+    None
 }
 
 /// Characters that reorder how a line is drawn (bidirectional

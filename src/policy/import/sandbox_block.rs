@@ -486,6 +486,14 @@ pub(crate) fn anchored(raw: &str, anchors: &Anchors, origin: &Origin) -> Result<
     );
     // The path, the project's or the home's part included, must show in
     // a policy file as it is.
+    if let PathPattern::Exact(exact) = &pattern {
+        if exact.to_str().is_none() {
+            return Err(invalid(format!(
+                "{}: a name that is not UTF-8 in the path; not imported",
+                exact.display()
+            )));
+        }
+    }
     if super::unshowable(&path) {
         return Err(invalid(format!(
             "{path:?}: a control or reordering character in the path; not imported"

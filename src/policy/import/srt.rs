@@ -2,6 +2,9 @@
 //! its `--settings` names): the same `network`, `filesystem` and
 //! `credentials` keys as Claude Code's `sandbox` block, at the top level.
 //! Relative paths are relative to the project (where it runs the command).
+//! A file that came with a repository (in the project, or reached through
+//! it) may only narrow: what it adds that widens is held, and the keys a
+//! repository may not set are refused, as for Claude Code's.
 
 use std::path::{Path, PathBuf};
 
@@ -59,15 +62,7 @@ const OWN: &[Meaning] = &[
 
 /// Imports `file`, for a run in `project`.
 pub fn import(file: &Path, home: &Path, project: &Path) -> Result<Imported, LoadError> {
-    let bytes = std::fs::read(file).map_err(|source| LoadError::Read {
-        path: file.to_path_buf(),
-        source,
-    })?;
-    let text = String::from_utf8(bytes.clone()).map_err(|e| LoadError::Invalid {
-        at: crate::policy::load::document::position(file, "", 0),
-        key: String::new(),
-        message: format!("not UTF-8 at byte {}", e.utf8_error().valid_up_to()),
-    })?;
+    let (bytes, text) = super::read_settings(file)?;
     let doc = Doc::parse(file, &text)?;
     let Some(top) = &doc.root else {
         return Err(LoadError::Invalid {
@@ -94,13 +89,19 @@ pub fn import(file: &Path, home: &Path, project: &Path) -> Result<Imported, Load
             }
         }
     }
+    // A file that came with a repository may only narrow, as a Claude
+    // Code project's may.
+    let root = super::repository_root(file, home, project);
     let anchors = Anchors {
         home: home.to_path_buf(),
         relative_to: project.to_path_buf(),
-        repo: false,
+        repo: root.is_some(),
     };
     let mut mapper = Mapper::default();
     mapper.imported.files.push((file.to_path_buf(), bytes));
     mapper.block(&doc, top, "", &anchors, OWN)?;
+    if anchors.repo {
+        mapper.imported.hold_widening_from(0);
+    }
     mapper.finish()
 }

@@ -90,13 +90,14 @@ pub fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
         .iter()
         .map(|name| Sourced::new((*name).to_string(), Source::Builtin))
         .collect();
-    let config_dir = user_config_dir(env);
-    let ctx = PathContext {
-        home: &homes[0],
-        base: None,
-    };
-    let config_pattern = PathPattern::parse(&config_dir.to_string_lossy(), &ctx).map_err(|e| {
-        LoadError::NoHome(format!("config directory {}: {e}", config_dir.display()))
+    // The directory itself, not its name read as a pattern: a glob
+    // character or a byte that is not UTF-8 in the home's name would make
+    // the rule miss it, and the sandbox could write the next run's config.
+    let config_pattern = PathPattern::exact(&user_config_dir(env)).ok_or_else(|| {
+        LoadError::NoHome(format!(
+            "config directory {}: not an absolute path without `..`",
+            user_config_dir(env).display()
+        ))
     })?;
     files
         .deny_write
