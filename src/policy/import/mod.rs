@@ -226,40 +226,14 @@ impl Imported {
     }
 }
 
-/// Most a settings file may hold: they are a few kilobytes; a link to
-/// `/dev/zero` must not fill the memory.
-const MAX_SETTINGS: u64 = 1 << 20;
-
-/// A settings file's bytes and text: a regular file of at most
-/// [`MAX_SETTINGS`] bytes, in UTF-8.
+/// A settings file's bytes and text: a regular file of bounded size
+/// ([`super::load::read_policy_file`]), in UTF-8.
 pub(crate) fn read_settings(file: &Path) -> Result<(Vec<u8>, String), LoadError> {
-    use std::io::Read;
-    let read_error = |source| LoadError::Read {
-        path: file.to_path_buf(),
-        source,
-    };
-    let invalid = |message: String| LoadError::Invalid {
+    let bytes = super::load::read_policy_file(file)?;
+    let text = String::from_utf8(bytes.clone()).map_err(|e| LoadError::Invalid {
         at: super::load::document::position(file, "", 0),
         key: String::new(),
-        message,
-    };
-    let opened = std::fs::File::open(file).map_err(read_error)?;
-    if !opened.metadata().map_err(read_error)?.is_file() {
-        return Err(invalid("not a regular file".into()));
-    }
-    let mut bytes = Vec::new();
-    opened
-        .take(MAX_SETTINGS + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
-    if bytes.len() as u64 > MAX_SETTINGS {
-        return Err(invalid(format!("larger than {MAX_SETTINGS} bytes")));
-    }
-    let text = String::from_utf8(bytes.clone()).map_err(|e| {
-        invalid(format!(
-            "not UTF-8 at byte {}",
-            e.utf8_error().valid_up_to()
-        ))
+        message: format!("not UTF-8 at byte {}", e.utf8_error().valid_up_to()),
     })?;
     Ok((bytes, text))
 }

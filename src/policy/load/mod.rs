@@ -91,6 +91,7 @@ pub mod widen;
 
 use std::fmt;
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::defaults::{AUDIT_LOG_FILE, PROJECT_POLICY_FILE};
@@ -345,10 +346,7 @@ pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
             path: path.clone(),
             source,
         })?;
-        let bytes = std::fs::read(&file).map_err(|source| LoadError::Read {
-            path: file.clone(),
-            source,
-        })?;
+        let bytes = read_policy_file(&file)?;
         let dir = file.parent().unwrap_or(Path::new("/")).to_path_buf();
         let ctx = PathContext {
             home: &home,
@@ -368,16 +366,46 @@ pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
 /// Reads a file that may be absent; a file that exists but cannot be read
 /// (a dangling symlink included) is an error.
 fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, LoadError> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound && path.symlink_metadata().is_err() => {
-            Ok(None)
-        }
-        Err(source) => Err(LoadError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
+    match path.symlink_metadata() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        _ => read_policy_file(path).map(Some),
     }
+}
+
+/// Most a policy or settings file may hold: they are a few kilobytes, and
+/// one that arrives with a repository (a link to `/dev/zero`) must not
+/// fill the memory.
+pub const MAX_POLICY_FILE: u64 = 1 << 20;
+
+/// A policy or settings file's bytes: a regular file of at most
+/// [`MAX_POLICY_FILE`] bytes (a FIFO would hang the load, a device never
+/// end).
+pub fn read_policy_file(path: &Path) -> Result<Vec<u8>, LoadError> {
+    use std::io::Read;
+    let failed = |source| LoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let refused = |what: String| failed(io::Error::new(io::ErrorKind::InvalidData, what));
+    // O_NONBLOCK: opening a FIFO with no writer returns at once; the
+    // check below then refuses it.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(failed)?;
+    if !opened.metadata().map_err(failed)?.is_file() {
+        return Err(refused("not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    opened
+        .take(MAX_POLICY_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_POLICY_FILE {
+        return Err(refused(format!("larger than {MAX_POLICY_FILE} bytes")));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
