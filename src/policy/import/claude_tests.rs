@@ -71,6 +71,16 @@ fn values(imported: &Imported, dotted: &str) -> Vec<String> {
         .collect()
 }
 
+/// The keys of the entries held back for review.
+fn held_keys(imported: &Imported) -> Vec<String> {
+    imported
+        .entries
+        .iter()
+        .filter(|e| e.held)
+        .map(|e| e.key.dotted())
+        .collect()
+}
+
 /// The article's two blocks, verbatim.
 const ARTICLE_BLOCK: &str = r#"{
   "sandbox": {
@@ -294,12 +304,7 @@ fn what_a_repository_adds_is_held_back_for_review() {
  "permissions": {"allow": ["WebFetch(domain:up.example)"]}}"#,
     );
     let imported = d.import(&[file]).unwrap();
-    let held: Vec<String> = imported
-        .entries
-        .iter()
-        .filter(|e| e.held)
-        .map(|e| e.key.dotted())
-        .collect();
+    let held = held_keys(&imported);
     assert_eq!(
         held,
         ["network.allow", "files.allow_write", "network.allow"],
@@ -535,12 +540,7 @@ fn an_srt_file_in_the_repository_may_only_narrow() {
  "filesystem": {"denyRead": ["./secret"], "allowWrite": ["~/x"], "denyWrite": []}}"#,
     );
     let imported = crate::policy::import::srt::import(&file, &d.home, &d.project).unwrap();
-    let held: Vec<String> = imported
-        .entries
-        .iter()
-        .filter(|e| e.held)
-        .map(|e| e.key.dotted())
-        .collect();
+    let held = held_keys(&imported);
     assert_eq!(held, ["network.allow", "files.allow_write"], "{imported:?}");
     let masked = d.write(
         &d.project.join(".srt-settings.json"),
