@@ -293,7 +293,10 @@ fn each_request_on_a_kept_alive_connection_is_checked_on_its_own() {
 }
 
 /// The attack: a request rides a connection opened for another
-/// destination or another client. The upstream connection a request used
+/// destination or another client, or one after a request with a body
+/// (which an upstream ignoring a GET's body reads as the start of its next
+/// request, completed by the next request on the connection: its answer
+/// would come back for a request never judged). The upstream connection a request used
 /// carries the same client connection's next request to the same host and
 /// port, and nothing else; one the upstream closed while idle is replaced,
 /// and the request still arrives.
@@ -316,6 +319,7 @@ fn an_upstream_connection_carries_only_its_own_clients_requests_to_its_destinati
             ("a3", "a"),
             ("then-close", "a"),
             ("a4", "a"),
+            ("after-body", "a"),
             ("other-client", "a"),
         ] {
             let path = if label == "other-client" { "a5" } else { label };
@@ -360,6 +364,16 @@ fn an_upstream_connection_carries_only_its_own_clients_requests_to_its_destinati
                 "{mode:?}: another client's connection was shared"
             );
         }
+        assert_eq!(
+            line(&out, "with-body"),
+            "200 \"a:/with-body:hello\"",
+            "{mode:?}: {out:#?}"
+        );
+        assert_ne!(
+            conn_of("/with-body"),
+            conn_of("/after-body"),
+            "{mode:?}: the request after one with a body took its connection"
+        );
         assert_eq!(lines_of(&b.finish()), ["GET /b1 HTTP/1.1"], "{mode:?}");
     });
 }

@@ -130,14 +130,28 @@ impl<G: Gate> Proxy<G> {
         addr: SocketAddr,
         allowed: &Allowed,
     ) {
-        let event = self.decided(proto, host, port, addr, allowed);
-        let mut close = event;
+        self.decided(proto, host, port, addr, allowed);
+        self.arm_close(conn, proto, host, port, addr, allowed);
+    }
+
+    /// Arms the close event of a connection to an allowed destination,
+    /// whose decisions are recorded apart ([`Proxy::decided`]).
+    pub(super) fn arm_close(
+        &self,
+        conn: &Conn,
+        proto: Proto,
+        host: &str,
+        port: u16,
+        addr: SocketAddr,
+        allowed: &Allowed,
+    ) {
+        let mut close = allowed_event(proto, host, port, addr, allowed);
         close.event = audit::Kind::Close;
         conn.arm(close);
     }
 
-    /// Records an allowed destination, reached at `addr` (a new connection
-    /// or a kept one), and returns the event recorded.
+    /// Records a decision to let a request or connection to an allowed
+    /// destination through, reached at `addr`.
     pub(super) fn decided(
         &self,
         proto: Proto,
@@ -145,18 +159,29 @@ impl<G: Gate> Proxy<G> {
         port: u16,
         addr: SocketAddr,
         allowed: &Allowed,
-    ) -> Event {
-        let mut event = Event::new(
-            Door::Network,
-            audit::Kind::Decision,
-            Verdict::Allow,
-            subject(host, port),
-        );
-        event.address = Some(addr.to_string());
-        event.rule = Some(allowed.rule.clone());
-        event.source = Some(allowed.source.clone());
-        event.proto = Some(proto);
-        self.audit.record(event.clone());
-        event
+    ) {
+        self.audit
+            .record(allowed_event(proto, host, port, addr, allowed));
     }
+}
+
+/// The decision event for an allowed destination reached at `addr`.
+fn allowed_event(
+    proto: Proto,
+    host: &str,
+    port: u16,
+    addr: SocketAddr,
+    allowed: &Allowed,
+) -> Event {
+    let mut event = Event::new(
+        Door::Network,
+        audit::Kind::Decision,
+        Verdict::Allow,
+        subject(host, port),
+    );
+    event.address = Some(addr.to_string());
+    event.rule = Some(allowed.rule.clone());
+    event.source = Some(allowed.source.clone());
+    event.proto = Some(proto);
+    event
 }

@@ -337,6 +337,17 @@ impl<G: Gate> Proxy<G> {
                 Box::new(move |ex| inspector.refuse_plain(&audit, &host, port, ex));
             Some((scan, report))
         });
+        // A request with a body may not leave its connection to another:
+        // an upstream that ignores a GET's body reads it as the start of
+        // its next request, which the next request on the connection would
+        // complete, and the answer to that unjudged request would come
+        // back as this client's next one.
+        let bodiless = hyper::body::Body::is_end_stream(&body);
+        let keep = keep && bodiless;
+        // A GET or HEAD without a body can be sent again as it is, if a
+        // kept connection the upstream was closing takes it and fails.
+        let again =
+            (bodiless && matches!(parts.method, Method::GET | Method::HEAD)).then(|| parts.clone());
         let body = RequestBody::new(body, scan);
         let fault = body.fault();
         let mut req = Request::from_parts(parts, body.boxed());
@@ -350,6 +361,9 @@ impl<G: Gate> Proxy<G> {
             Some(kept) => kept,
             None => self.open_upstream(allowed, host, port).await?,
         };
+        // The decision is recorded once, before the request goes out, on
+        // whichever connection carries it.
+        self.decided(proto, host, port, upstream.addr, allowed);
         let sent = loop {
             if upstream.reused {
                 let ready = tokio::time::timeout(KEPT_READY_TIME, upstream.sender.ready()).await;
@@ -359,23 +373,27 @@ impl<G: Gate> Proxy<G> {
                 }
             }
             match upstream.sender.try_send_request(req).await {
-                Err(mut e) if upstream.reused => match e.take_message() {
+                Err(mut e) if upstream.reused => {
                     // The kept connection closed before the request went
-                    // out (the upstream ended an idle connection): a new
-                    // one takes it, unsent.
-                    Some(unsent) => {
-                        req = unsent;
-                        upstream = self.open_upstream(allowed, host, port).await?;
+                    // out (the upstream ended an idle connection), or as it
+                    // did: a new one takes it, unsent or sent again.
+                    let retry = e.take_message().or_else(|| {
+                        again.clone().map(|parts| {
+                            let empty = Empty::<Bytes>::new().map_err(|never| match never {});
+                            Request::from_parts(parts, empty.boxed())
+                        })
+                    });
+                    match retry {
+                        Some(next) => {
+                            req = next;
+                            upstream = self.open_upstream(allowed, host, port).await?;
+                        }
+                        None => break Err(e.into_error()),
                     }
-                    None => break Err(e.into_error()),
-                },
+                }
                 sent => break sent.map_err(|e| e.into_error()),
             }
         };
-        if upstream.reused {
-            // A new connection's decision was recorded as it opened.
-            self.decided(proto, host, port, upstream.addr, allowed);
-        }
         let resp = sent.map_err(|e| {
             // A body cut short by its check (a placeholder, the client's
             // framing) is the client's fault, not the upstream's.
@@ -421,9 +439,10 @@ impl<G: Gate> Proxy<G> {
         Ok(Response::from_parts(parts, body.map_err(box_error).boxed()))
     }
 
-    /// Connects to an allowed destination for forwarded requests, records
-    /// the decision, and serves the connection until every handle on it
-    /// is dropped or the proxy stops; its close event is recorded then.
+    /// Connects to an allowed destination for forwarded requests and
+    /// serves the connection until every handle on it is dropped or the
+    /// proxy stops; its close event is recorded then (each request's
+    /// decision is recorded by [`Proxy::forward`], before it is sent).
     async fn open_upstream(
         &self,
         allowed: &Allowed,
@@ -434,7 +453,7 @@ impl<G: Gate> Proxy<G> {
         let (stream, addr) = self.connect_allowed(proto, allowed, host, port).await?;
         let _ = stream.set_nodelay(true);
         let exchange = Arc::new(Conn::new());
-        self.opened(&exchange, proto, host, port, addr, allowed);
+        self.arm_close(&exchange, proto, host, port, addr, allowed);
         let closes = CloseOnDrop {
             conn: exchange.clone(),
             audit: self.audit.clone(),
