@@ -1140,6 +1140,36 @@ fn an_upstream_that_closes_ends_the_client_connection_cleanly() {
     });
 }
 
+/// The attack: a GET with a body on an inspected HTTP/1.1 tunnel, to an
+/// upstream that ignores GET bodies, smuggles the head of a request the
+/// host's rules refuse; the tunnel's next request completes it, and its
+/// answer comes back as the next one's. On a host with rules a request
+/// with a body ends the tunnel after its answer, so no next request shares
+/// its connection.
+#[test]
+fn a_request_with_a_body_ends_its_inspected_tunnel_on_a_host_with_rules() {
+    each_mode_inspecting(|mode, fx, ca, up| {
+        let rules = fx.outside.join("rules.toml");
+        write(
+            &rules,
+            &format!(
+                "[[network.rules]]\nhost = \"127.0.0.1:{}\"\nmethods = [\"GET\"]\npaths = [\"/**\"]\n",
+                up.port
+            ),
+            mode,
+        );
+        let out = inspecting(fx, ca, up.port)
+            .flag("--policy", &rules)
+            .py_args(
+                include_str!("py/cred_body_ends_tunnel.py"),
+                &[up.port.to_string()],
+            );
+        out.ok();
+        assert_eq!(line(&out, "first"), "200 close", "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "second"), "closed", "{mode:?}: {out:#?}");
+    });
+}
+
 #[test]
 fn sni_and_host_must_name_the_connect_host() {
     each_mode_inspecting(|mode, fx, ca, up| {

@@ -328,6 +328,13 @@ impl InspectionPolicy {
         out
     }
 
+    /// Whether any HTTP rule governs `target` on `port`.
+    pub fn has_rules(&self, target: &Target, port: u16) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.value.host.matches(target, port))
+    }
+
     /// Checks a request against the HTTP rules of its host. A host without
     /// rules admits everything; a host with rules admits what one of them
     /// admits. `path` is the request's path without the query.

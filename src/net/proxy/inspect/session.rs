@@ -192,6 +192,16 @@ impl Session {
     ) -> Result<Response<ProxyBody>, Response<ProxyBody>> {
         let inspector = &self.inspector;
         let (mut parts, body) = req.into_parts();
+        // On a host with HTTP rules, a request with a body ends an HTTP/1.1
+        // tunnel after its answer: an upstream that ignores a GET's body
+        // reads it as the start of its next request, which the tunnel's
+        // next request would complete, and the answer to that request the
+        // rules never judged would come back as the next one's. (HTTP/2
+        // frames every request; without rules every request is admitted
+        // anyway, and its body is scanned for placeholders all the same.)
+        let ends_tunnel = matches!(self.upstream, Upstream::H1(_))
+            && !hyper::body::Body::is_end_stream(&body)
+            && inspector.policy.has_rules(&self.target, self.tunnel.port);
         // hyper refuses most ambiguous framings itself, and HTTP/1.1
         // heads were checked raw before it read them (HeadGuard); this is
         // the same check of the fields for HTTP/2.
@@ -432,9 +442,14 @@ impl Session {
                 return Ok(self.switch(client_side, &mut resp, frames));
             }
         }
-        Ok(self
+        let mut resp = self
             .mask_response(resp, &method, learned.reversed(), !used.is_empty())
-            .await)
+            .await;
+        if ends_tunnel {
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        Ok(resp)
     }
 }
 
