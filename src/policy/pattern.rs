@@ -120,7 +120,7 @@ impl PathPattern {
             "" => anchor.to_path_buf(),
             _ => anchor.join(written),
         };
-        if !has_glob(written) {
+        if first_glob(written).is_none() {
             let written = unescape(written);
             let absolute = anchor.map_or_else(|| PathBuf::from(&written), |a| join(a, &written));
             return Ok(PathPattern::Exact(normalize(&absolute).ok_or_else(dotdot)?));
@@ -265,19 +265,19 @@ fn normalize(path: &Path) -> Option<PathBuf> {
 /// Characters a glob reads specially, `\` included.
 const SPECIAL: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
 
-/// Whether `written` holds a glob character that is not escaped.
-fn has_glob(written: &str) -> bool {
-    let mut chars = written.chars();
-    while let Some(c) = chars.next() {
+/// Where in `written` its first glob character that is not escaped is.
+fn first_glob(written: &str) -> Option<usize> {
+    let mut chars = written.char_indices();
+    while let Some((i, c)) = chars.next() {
         match c {
             '\\' => {
                 chars.next();
             }
-            c if GLOB_CHARS.contains(&c) => return true,
+            c if GLOB_CHARS.contains(&c) => return Some(i),
             _ => {}
         }
     }
-    false
+    None
 }
 
 /// `text` with every glob character escaped: matched as it is.
@@ -315,20 +315,7 @@ fn unescape(written: &str) -> String {
 /// `written` up to its first unescaped glob character, unescaped: where
 /// a walk for its matches can start.
 fn unescape_up_to_glob(written: &str) -> String {
-    let mut end = written.len();
-    let mut chars = written.char_indices();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
-            }
-            c if GLOB_CHARS.contains(&c) => {
-                end = i;
-                break;
-            }
-            _ => {}
-        }
-    }
+    let end = first_glob(written).unwrap_or(written.len());
     // The component the glob is in is not literal: cut back to its start.
     let head = &written[..end];
     let head = match head.rfind('/') {

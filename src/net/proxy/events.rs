@@ -107,16 +107,8 @@ impl<G: Gate> Proxy<G> {
         allowed: &Allowed,
         why: &str,
     ) {
-        let mut event = Event::new(
-            Door::Network,
-            audit::Kind::Decision,
-            Verdict::Allow,
-            subject(host, port),
-        );
-        event.rule = Some(allowed.rule.clone());
-        event.source = Some(allowed.source.clone());
+        let mut event = allowed_event(proto, host, port, None, allowed);
         event.reason = Some(why.trim().to_string());
-        event.proto = Some(proto);
         self.audit.record(event);
     }
 
@@ -145,7 +137,7 @@ impl<G: Gate> Proxy<G> {
         addr: SocketAddr,
         allowed: &Allowed,
     ) {
-        let mut close = allowed_event(proto, host, port, addr, allowed);
+        let mut close = allowed_event(proto, host, port, Some(addr), allowed);
         close.event = audit::Kind::Close;
         conn.arm(close);
     }
@@ -161,16 +153,17 @@ impl<G: Gate> Proxy<G> {
         allowed: &Allowed,
     ) {
         self.audit
-            .record(allowed_event(proto, host, port, addr, allowed));
+            .record(allowed_event(proto, host, port, Some(addr), allowed));
     }
 }
 
-/// The decision event for an allowed destination reached at `addr`.
+/// The decision event for an allowed destination, reached at `addr` (or
+/// not reached).
 fn allowed_event(
     proto: Proto,
     host: &str,
     port: u16,
-    addr: SocketAddr,
+    addr: Option<SocketAddr>,
     allowed: &Allowed,
 ) -> Event {
     let mut event = Event::new(
@@ -179,7 +172,7 @@ fn allowed_event(
         Verdict::Allow,
         subject(host, port),
     );
-    event.address = Some(addr.to_string());
+    event.address = addr.map(|a| a.to_string());
     event.rule = Some(allowed.rule.clone());
     event.source = Some(allowed.source.clone());
     event.proto = Some(proto);

@@ -83,10 +83,7 @@ impl<'t> Doc<'t> {
         // both would import what they ignore.
         let mut seen = std::collections::HashSet::new();
         for prop in &object.properties {
-            let name = match &prop.name {
-                ObjectPropName::String(s) => s.value.as_ref(),
-                ObjectPropName::Word(w) => w.value,
-            };
+            let name = prop_name(&prop.name);
             if !seen.insert(name) {
                 let dotted = if key.is_empty() {
                     name.to_string()
@@ -104,10 +101,7 @@ impl<'t> Doc<'t> {
             .properties
             .iter()
             .map(|prop| {
-                let name = match &prop.name {
-                    ObjectPropName::String(s) => s.value.to_string(),
-                    ObjectPropName::Word(w) => w.value.to_string(),
-                };
+                let name = prop_name(&prop.name).to_string();
                 let dotted = if key.is_empty() {
                     name.clone()
                 } else {
@@ -158,5 +152,13 @@ impl<'t> Doc<'t> {
             Node::BooleanLit(b) => Ok(b.value),
             _ => Err(self.invalid(node, key, "must be true or false")),
         }
+    }
+}
+
+/// A member's name, quoted or not.
+fn prop_name<'a>(name: &'a ObjectPropName<'_>) -> &'a str {
+    match name {
+        ObjectPropName::String(s) => s.value.as_ref(),
+        ObjectPropName::Word(w) => w.value,
     }
 }
