@@ -1036,7 +1036,7 @@ impl AuditLog {
         if let Some((at, _)) = &self.tail {
             if len < *at && !self.cut_reported {
                 self.cut_reported = true;
-                eprintln!(
+                crate::say!(
                     "cordon: WARNING: the audit log {} was cut from {at} to {len} bytes while this run wrote to it: lines of it were deleted",
                     printable(&self.path)
                 );
@@ -1065,7 +1065,7 @@ impl AuditLog {
             ),
             _ => return,
         };
-        eprintln!(
+        crate::say!(
             "cordon: WARNING: the audit log {} {found}: since the last run it was moved aside, emptied or replaced (if not by you, lines of it were deleted); `cordon log --verify` cannot tell once this run has written to it",
             printable(&self.path)
         );
@@ -1124,7 +1124,7 @@ impl AuditLog {
         if let Err(e) = self.record_batch(&meta, &link) {
             if !self.records_failed {
                 self.records_failed = true;
-                eprintln!(
+                crate::say!(
                     "cordon: WARNING: {}; `cordon log --verify` cannot tell if this run's last lines are later deleted",
                     printable(e.to_string())
                 );
@@ -1959,7 +1959,7 @@ fn write_batch(log: &mut AuditLog, batch: &mut [Event]) {
     static WARNED: AtomicBool = AtomicBool::new(false);
     if let Err(e) = log.append(batch) {
         if !WARNED.swap(true, Ordering::Relaxed) {
-            eprintln!(
+            crate::say!(
                 "cordon: WARNING: {}; audit events of this run are being lost",
                 printable(e.to_string())
             );
@@ -1980,7 +1980,7 @@ fn write_loop(mut log: AuditLog, rx: mpsc::Receiver<Event>) {
         std::thread::sleep(GATHER);
     }
     if let Err(e) = log.record_tail() {
-        eprintln!(
+        crate::say!(
             "cordon: WARNING: {}; `cordon log --verify` cannot tell if this run's last lines are later deleted",
             printable(e.to_string())
         );

@@ -424,7 +424,7 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
     // Before the run, where the user looks: what the settings named that
     // this sandbox does not do.
     for note in &policy.import_notes {
-        eprintln!("cordon: imported settings: {}", printable(note));
+        crate::say!("cordon: imported settings: {}", printable(note));
     }
     Ok((policy, cwd))
 }
@@ -440,7 +440,7 @@ fn log_in_force(env: &EnvFacts) -> Result<PathBuf, Failure> {
         Ok((policy, _)) => policy.audit.log.value.ok_or_else(none),
         // A project policy that does not load still has a log elsewhere.
         Err(f) => {
-            eprintln!(
+            crate::say!(
                 "cordon: note: {}; reading the default log",
                 printable_lines(&f.message)
             );
@@ -506,9 +506,9 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
         .transpose()?;
     let filters = sandbox::seccomp::Compiling::start();
     let (mut policy, cwd) = load_policy(&args.run.policy)?;
-    eprintln!("cordon learn: hosts no rule names are let through and recorded: run only a command you trust. Deny rules, the address guard (loopback, private and metadata ranges, this host's addresses) and the files, credentials and process doors apply as in `cordon run`.");
+    crate::say!("cordon learn: hosts no rule names are let through and recorded: run only a command you trust. Deny rules, the address guard (loopback, private and metadata ranges, this host's addresses) and the files, credentials and process doors apply as in `cordon run`.");
     if !policy.inspection.inject.is_empty() {
-        eprintln!(
+        crate::say!(
             "cordon learn: no secret is injected in learn mode: the {} [[credentials.inject]] entries are left out of this run, and the variables they name unset",
             policy.inspection.inject.len()
         );
@@ -545,7 +545,7 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
     })?;
     let writes = learned.writes();
     if learned.dropped() > 0 {
-        eprintln!(
+        crate::say!(
             "cordon learn: WARNING: the run named more than {} hosts or refused names; {} more were not recorded, so the learned policy is incomplete",
             crate::net::learn::MAX_RECORDED,
             learned.dropped()
@@ -574,7 +574,7 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
                     code: sandbox::EXIT_SETUP_FAILED,
                 });
             }
-            eprintln!(
+            crate::say!(
                 "cordon learn: the policy this run needed is in {}; review it, then: cordon run --policy {} -- ...",
                 printable(out.display().to_string()),
                 printable(out.display().to_string())
@@ -728,7 +728,7 @@ fn import_command(args: ImportArgs) -> Result<i32, Failure> {
         }
     };
     for note in imported.not_applied() {
-        eprintln!("cordon: not imported: {}", printable(note));
+        crate::say!("cordon: not imported: {}", printable(note));
     }
     // Already safe to show: comments escaped, values TOML-quoted (and
     // paths with a control or reordering character refused); escaping

@@ -19,6 +19,7 @@ pub mod net;
 pub mod policy;
 pub mod probe;
 pub mod sandbox;
+pub mod say;
 // The one module with `unsafe` (`unsafe_code` is denied crate-wide in
 // Cargo.toml's `[lints]`).
 #[allow(unsafe_code)]

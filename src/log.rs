@@ -201,7 +201,7 @@ pub fn show(path: &Path, filter: &Filter, out: Output) -> Result<(), LogError> {
                     }
                 }
                 Ok(_) => {}
-                Err(e) => eprintln!(
+                Err(e) => crate::say!(
                     "cordon: {}:{number}: not an audit event ({}); skipped",
                     printable(path),
                     printable(e.to_string())

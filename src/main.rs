@@ -8,7 +8,7 @@ fn main() {
         Ok(code) => code,
         Err(failure) => {
             // Errors name paths and names a project file or the sandbox chose.
-            eprintln!(
+            cordon::say!(
                 "cordon: {}",
                 cordon::escape::printable_lines(&failure.message)
             );

@@ -88,7 +88,7 @@ where
                 inspector,
             };
             if let Err(e) = serve(proxy, make_gate()) {
-                eprintln!("cordon: the proxy stopped: {e}; the sandbox has no way out");
+                crate::say!("cordon: the proxy stopped: {e}; the sandbox has no way out");
             }
             let _ = done_tx.send(());
         })?;

@@ -32,7 +32,7 @@ pub fn run(spec: &str) -> i32 {
     let spec: Spec = match serde_json::from_str(spec) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("cordon probe-inside: bad spec: {e}");
+            crate::say!("cordon probe-inside: bad spec: {e}");
             return 2;
         }
     };
@@ -48,7 +48,7 @@ pub fn run(spec: &str) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("cordon probe-inside: {e}");
+            crate::say!("cordon probe-inside: {e}");
             2
         }
     }

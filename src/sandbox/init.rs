@@ -510,7 +510,7 @@ fn serve(
     let (child, listener) = match started {
         Ok(started) => started,
         Err(failed) => {
-            eprintln!("cordon: {}", failed.message);
+            crate::say!("cordon: {}", failed.message);
             return failed.code;
         }
     };
@@ -519,14 +519,14 @@ fn serve(
     if !matches!(filter, Filter::None) {
         let filtered = Program::init_threads().and_then(|p| k.install_seccomp(&p));
         if let Err(e) = filtered {
-            eprintln!("cordon: refusing to run: the seccomp layer: init's own filter: {e}");
+            crate::say!("cordon: refusing to run: the seccomp layer: init's own filter: {e}");
             kill_and_reap(child);
             return 125;
         }
     }
     if let Some(sockets) = gate.sockets {
         if let Err(e) = serve_sockets(sockets) {
-            eprintln!("cordon: cannot serve the published ports: {e}");
+            crate::say!("cordon: cannot serve the published ports: {e}");
             kill_and_reap(child);
             return 125;
         }
@@ -572,7 +572,7 @@ fn serve(
         };
         if let Err(e) = UnixGate::start(listener, diag, allowed, local, files, report) {
             // Killed: it may have started, but no gated call of its was answered.
-            eprintln!("cordon: cannot start the UNIX socket gate: {e}");
+            crate::say!("cordon: cannot start the UNIX socket gate: {e}");
             kill_and_reap(child);
             return 125;
         }
@@ -698,7 +698,7 @@ fn filter_command(
 /// In the command's process: terminal, signal mask, then exec.
 fn exec_command(k: &mut dyn InitKernel, plan: &InitPlan<'_>, pty_slave: Option<&Path>) -> ! {
     let failed = start_command(k, plan, pty_slave);
-    eprintln!("cordon: {}", failed.message);
+    crate::say!("cordon: {}", failed.message);
     std::process::exit(failed.code)
 }
 

@@ -149,7 +149,7 @@ impl Drop for CgroupCleanup<'_> {
 }
 
 fn warn_degraded(layer: Layer, what: &str) {
-    eprintln!(
+    crate::say!(
         "cordon: WARNING: running WITHOUT the {layer} layer (--allow-degraded={layer}): {}{}",
         printable(what),
         what_is_lost(layer)
@@ -172,7 +172,7 @@ fn host_ports(policy: &Policy) -> Vec<u16> {
     let ports = &policy.network.host_ports;
     for port in ports {
         if let Some(why) = crate::policy::ports::root_equivalent_port(port.value) {
-            eprintln!(
+            crate::say!(
                 "cordon: WARNING: the host's 127.0.0.1:{} ({}) is reachable inside: {why}",
                 port.value,
                 printable(port.source.to_string())
@@ -204,7 +204,7 @@ fn allowed_unix_sockets(policy: &Policy) -> Result<Vec<SocketId>, SandboxError> 
                 source,
             })?;
             if let Some(why) = root_equivalent(&path) {
-                eprintln!(
+                crate::say!(
                     "cordon: WARNING: {} ({}) is reachable inside: {why}",
                     printable(&path),
                     printable(rule.source.to_string())
@@ -336,7 +336,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         unix_sockets,
     } = host;
     for warning in &view.caches.warnings {
-        eprintln!("cordon: WARNING: {warning}");
+        crate::say!("cordon: WARNING: {warning}");
     }
     point_at_caches(&mut env, &view.caches)?;
     view.trust_bundle = credentials.as_ref().map(|c| c.bind());
@@ -356,7 +356,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     };
     if let Some(log) = &audit_log {
         if log.ends_unkeyed().unwrap_or(false) {
-            eprintln!(
+            crate::say!(
                 "cordon: WARNING: the audit log {} ends with a line without a MAC (written by an older cordon's unkeyed chain, or not by cordon); `cordon log --verify` will report it: move the file aside to start a log that verifies",
                 printable(log.path())
             );
@@ -402,7 +402,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         ));
     }
     if !view.caches.mounts.is_empty() && !files::mount_view_on(plan.namespaces) {
-        eprintln!("cordon: WARNING: without the mount view (namespaces layer) no cache is mounted: each stays the host's directory, read-only, and a missing one is not there");
+        crate::say!("cordon: WARNING: without the mount view (namespaces layer) no cache is mounted: each stays the host's directory, read-only, and a missing one is not there");
     }
     // cordon: credentials door. Before init builds its view (it waits for
     // Go): the bundle must be written by then.
@@ -458,14 +458,14 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
     }
     let summary = auditor.finish();
     for line in &swept.neutralised {
-        eprintln!("cordon: WARNING: {line}");
+        crate::say!("cordon: WARNING: {line}");
     }
     for line in &swept.failures {
-        eprintln!("cordon: ERROR: after the run: {line}");
+        crate::say!("cordon: ERROR: after the run: {line}");
     }
     if !req.quiet {
         if let Some(text) = summary.text(auditor.path()) {
-            eprintln!("{text}");
+            crate::say!("{text}");
         }
     }
     if !swept.failures.is_empty() {

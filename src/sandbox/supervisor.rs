@@ -294,7 +294,7 @@ impl Sandbox {
                             r.drain();
                         }
                         drop(relay);
-                        eprintln!(
+                        crate::say!(
                             "cordon: timed out after {}s; the sandbox was killed",
                             limit.as_secs_f64()
                         );
@@ -369,7 +369,7 @@ impl Sandbox {
                     // signal that ended init itself (a crash, the kernel's
                     // OOM killer, a kill from outside) is said, not passed
                     // off as the command's.
-                    eprintln!(
+                    crate::say!(
                         "cordon: the sandbox's init died of {}; the command's own status is unknown",
                         sig.as_str()
                     );
@@ -502,7 +502,7 @@ fn record_report(channel: &Channel, reports: &mut Reports<'_>) -> bool {
             let key = (refusal.port, refusal.bind);
             if !reports.hinted.contains(&key) && reports.hinted.len() < MAX_HINTS {
                 reports.hinted.push(key);
-                eprintln!("cordon: {}: {reason}; {fix}", refusal.address);
+                crate::say!("cordon: {}: {reason}; {fix}", refusal.address);
             }
             let (rule, source) = match (&reports.local_ports, refusal.unlisted) {
                 (Some((rule, source)), true) => (rule.clone(), source.clone()),
@@ -578,8 +578,6 @@ fn local_port_reason(refusal: &LocalPortRefusal) -> (String, String) {
 /// Local ports explained on stderr at most, per run.
 const MAX_HINTS: usize = 16;
 
-/// A denial init reported, by one of cordon's built-in rules: the events
-/// of the reports differ only in door, subject, rule, reason and fix.
 /// Why the kernel refused to make `path`, and what would allow it.
 /// `home`: the caller's, below which alone a directory is suggested (as
 /// learn mode does): elsewhere are system directories, where what is left

@@ -19,7 +19,7 @@ pub fn off(layer: &str) -> bool {
         // Never silent: a weakened sandbox says so, once per process.
         static WARNED: std::sync::Once = std::sync::Once::new();
         WARNED.call_once(|| {
-            eprintln!("cordon: WARNING: debug build with {VAR}={value}: these layers are OFF");
+            crate::say!("cordon: WARNING: debug build with {VAR}={value}: these layers are OFF");
         });
         value.split(',').any(|l| l.trim() == layer)
     }
@@ -38,7 +38,7 @@ pub fn number(name: &str) -> Option<usize> {
     #[cfg(debug_assertions)]
     {
         let value = std::env::var(name).ok()?.parse().ok()?;
-        eprintln!("cordon: WARNING: debug build with {name}={value}");
+        crate::say!("cordon: WARNING: debug build with {name}={value}");
         Some(value)
     }
     #[cfg(not(debug_assertions))]

@@ -17,9 +17,11 @@ srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 try:
     srv.bind(('127.0.0.1', port))
     srv.listen(1)
-    print('bind: OK')
+    print('bind: OK', flush=True)
+    bound = True
 except OSError as e:
-    print('bind: ERR', err(e))
+    print('bind: ERR', err(e), flush=True)
+    bound = False
 
 
 def serve():
@@ -28,7 +30,10 @@ def serve():
     c.close()
 
 
-threading.Thread(target=serve, daemon=True).start()
+# Only a bound socket can accept: a server thread on one that is not would
+# die with a traceback while the interpreter exits.
+if bound:
+    threading.Thread(target=serve, daemon=True).start()
 cl = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 cl.settimeout(5)
 try:

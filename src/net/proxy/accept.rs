@@ -283,7 +283,7 @@ impl<G: Gate> Proxy<G> {
             },
         );
         if !self.cap_reported.swap(true, Ordering::Relaxed) {
-            eprintln!(
+            crate::say!(
                 "cordon: WARNING: the proxy reached its cap of {cap} connections at once ({}); further connections are refused (HTTP 503, SOCKS5 reply 1) until one closes; raise it with --max-connections N or [network] max_connections = N",
                 crate::escape::printable(source)
             );

@@ -160,7 +160,7 @@ impl Inspector {
         let leaf = match self.ca.leaf(&target.to_string()) {
             Ok(leaf) => leaf,
             Err(e) => {
-                eprintln!(
+                crate::say!(
                     "cordon: TLS inspection of {}: {}",
                     crate::escape::printable(target.to_string()),
                     crate::escape::printable(e.to_string())
