@@ -414,22 +414,34 @@ fn a_rename_cannot_undo_deny_write_or_move_the_audit_log() {
 /// and in the sandbox, in a fresh directory each; the outcomes must match.
 #[test]
 fn creating_calls_behave_as_they_do_without_the_gate() {
-    each_fixture(|mode, fx| {
-        let script = include_str!("py/creating_calls.py");
-        let host_dir = fx.outside.join("host-run");
-        let host = fx
-            .host_cmd(PY)
-            .arg("-c")
-            .arg(script)
-            .arg(&host_dir)
-            .output()
-            .unwrap();
-        let host_out = String::from_utf8_lossy(&host.stdout).into_owned();
-        assert!(host.status.success(), "host: {host:?}");
-        let out = fx.sandbox().run(&[PY, "-c", script, "inside-run"]);
-        out.ok();
-        assert_eq!(out.stdout, host_out, "{mode:?}: {out:#?}");
-    });
+    each_fixture(|mode, fx| runs_as_on_the_host(mode, fx, include_str!("py/creating_calls.py")));
+}
+
+/// The gate keeps each caller's umask between its calls: what it makes
+/// still gets the mode the kernel would give, however the umask changes
+/// (in one thread, in another sharing it, in a thread or a child whose
+/// umask is its own, while another thread flips it).
+#[test]
+fn modes_follow_every_umask_change() {
+    each_fixture(|mode, fx| runs_as_on_the_host(mode, fx, include_str!("py/umask_changes.py")));
+}
+
+/// Runs `script` on the host and in the sandbox, each in a fresh
+/// directory it makes (its argument), and compares what they print.
+fn runs_as_on_the_host(mode: Mode, fx: &Fixture, script: &str) {
+    let host_dir = fx.outside.join("host-run");
+    let host = fx
+        .host_cmd(PY)
+        .arg("-c")
+        .arg(script)
+        .arg(&host_dir)
+        .output()
+        .unwrap();
+    let host_out = String::from_utf8_lossy(&host.stdout).into_owned();
+    assert!(host.status.success(), "host: {host:?}");
+    let out = fx.sandbox().run(&[PY, "-c", script, "inside-run"]);
+    out.ok();
+    assert_eq!(out.stdout, host_out, "{mode:?}: {out:#?}");
 }
 
 /// The sweep after the run handles hostile leftovers as such: it moves

@@ -36,11 +36,13 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::{openat, readlinkat, AtFlags, OFlag, RenameFlags};
 use nix::sys::stat::{Mode, SFlag};
+use nix::unistd::Pid;
 
 use serde::{Deserialize, Serialize};
 
 use crate::sandbox::config_gate;
 use crate::sandbox::seccomp::{Creating, Notification};
+use crate::sandbox::umask::Umasks;
 use crate::sandbox::unix_gate::{errno, Caller, Errno, FileRules, Refusal, Reporter};
 use crate::sys;
 
@@ -53,6 +55,8 @@ pub enum Reply {
     Value(i64),
     /// A descriptor for the caller (an `open`), with `O_CLOEXEC` or not.
     Fd { fd: OwnedFd, cloexec: bool },
+    /// The call made by the kernel, as the caller asked.
+    Continue,
 }
 
 /// Paths, as the sandbox sees them, that must not come into existence.
@@ -194,6 +198,7 @@ pub(crate) fn serve(
     call: &Notification,
     kind: Creating,
     files: &FileRules,
+    umasks: &Umasks,
     report: &Reporter,
 ) -> Result<Reply, Errno> {
     let guard = &files.guard;
@@ -201,7 +206,7 @@ pub(crate) fn serve(
     let dirfd = |i: usize| a[i] as i32;
     match kind {
         Creating::Open { at, creat } => {
-            take_callers_umask(caller)?;
+            take_callers_umask(caller, umasks)?;
             let (dir, path, flags, mode) = match (at, creat) {
                 (_, true) => (
                     libc::AT_FDCWD,
@@ -223,7 +228,7 @@ pub(crate) fn serve(
             open(caller, dir, &path, flags, mode, guard, report)
         }
         Creating::Mkdir { at } => {
-            take_callers_umask(caller)?;
+            take_callers_umask(caller, umasks)?;
             let (dir, path, mode) = if at {
                 (dirfd(0), a[1], a[2])
             } else {
@@ -240,7 +245,7 @@ pub(crate) fn serve(
             Ok(Reply::Value(0))
         }
         Creating::Mknod { at } => {
-            take_callers_umask(caller)?;
+            take_callers_umask(caller, umasks)?;
             let (dir, path, mode, dev) = if at {
                 (dirfd(0), a[1], a[2], a[3])
             } else {
@@ -379,11 +384,12 @@ pub(crate) fn bind_unix(
     sock: &OwnedFd,
     path: &[u8],
     guard: &Guard,
+    umasks: &Umasks,
     report: &Reporter,
 ) -> Result<i64, Errno> {
     let place = new_place(caller, libc::AT_FDCWD, path)?;
     admit(&place, Make::Other, guard, report)?;
-    take_callers_umask(caller)?;
+    take_callers_umask(caller, umasks)?;
     // This worker thread has a working directory of its own.
     nix::unistd::fchdir(place.dir.as_raw_fd()).map_err(|e| e as Errno)?;
     let mut addr = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
@@ -741,7 +747,7 @@ fn open_controlling_terminal(caller: &Caller, flags: i32, mode: u64) -> Result<R
 /// `/proc/<its process>`.
 fn is_callers_proc(caller: &Caller, path: &Path) -> bool {
     let tid = caller.tid().as_raw();
-    let tgid = status_field(caller, "Tgid:").and_then(|v| v.parse::<i32>().ok());
+    let tgid = status_field(caller.tid(), "Tgid:").and_then(|v| v.parse::<i32>().ok());
     [Some(tid), tgid]
         .into_iter()
         .flatten()
@@ -762,27 +768,19 @@ fn is_proc_root(fd: &OwnedFd) -> bool {
 /// Gives this gate thread (whose file system attributes are its own) the
 /// caller's umask, for a call whose mode it applies to: what the gate
 /// makes gets the mode the caller's own call would give it. Links,
-/// symlinks and renames take no mode, and skip the read.
-fn take_callers_umask(caller: &Caller) -> Result<(), Errno> {
-    nix::sys::stat::umask(caller_umask(caller)?);
+/// symlinks and renames take no mode, and skip it.
+fn take_callers_umask(caller: &Caller, umasks: &Umasks) -> Result<(), Errno> {
+    nix::sys::stat::umask(umasks.of(caller)?);
     Ok(())
 }
 
-/// The caller's file mode creation mask, from its `/proc` status.
-fn caller_umask(caller: &Caller) -> Result<Mode, Errno> {
-    status_field(caller, "Umask:")
-        .and_then(|v| u32::from_str_radix(&v, 8).ok())
-        .map(Mode::from_bits_truncate)
-        .ok_or(libc::ESRCH)
-}
-
-/// A field near the top of the caller's `/proc/<tid>/status` (`Umask:`,
+/// A field near the top of thread `tid`'s `/proc/<tid>/status` (`Umask:`,
 /// `Tgid:`), trimmed. One read of a page: the fields asked for come within
 /// the first lines, and this runs on every creating call, where reading
 /// the whole file a little at a time cost several system calls.
-fn status_field(caller: &Caller, field: &str) -> Option<String> {
+pub(crate) fn status_field(tid: Pid, field: &str) -> Option<String> {
     use std::io::Read;
-    let mut status = std::fs::File::open(format!("/proc/{}/status", caller.tid())).ok()?;
+    let mut status = std::fs::File::open(format!("/proc/{tid}/status")).ok()?;
     let mut page = [0u8; 4096];
     let n = status.read(&mut page).ok()?;
     // The name on the first line may hold any byte but a newline.

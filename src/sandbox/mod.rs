@@ -27,6 +27,7 @@ pub mod seccomp;
 mod supervisor;
 pub mod support;
 pub mod tty;
+mod umask;
 pub mod unix_gate;
 pub mod weaken;
 

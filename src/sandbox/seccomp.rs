@@ -320,6 +320,22 @@ pub fn command_filter(gated: bool) -> Result<ScmpFilterContext, SeccompError> {
     }
     let has_address = ScmpArgCompare::new(4, ScmpCompareOp::NotEqual, 0);
     deny(&mut ctx, ScmpAction::Notify, "sendto", &[has_address])?;
+    // What the gate needs to see to keep its callers' umasks: every call
+    // that changes one, and every call that makes a thread whose umask is
+    // its own (see `crate::sandbox::umask`).
+    deny(&mut ctx, ScmpAction::Notify, "umask", &[])?;
+    let fs = libc::CLONE_FS as u64;
+    let own_fs = ScmpArgCompare::new(0, ScmpCompareOp::MaskedEqual(fs), fs);
+    deny(&mut ctx, ScmpAction::Notify, "unshare", &[own_fs])?;
+    let thread = libc::CLONE_THREAD as u64;
+    let thread_of_its_own_fs =
+        ScmpArgCompare::new(0, ScmpCompareOp::MaskedEqual(thread | fs), thread);
+    deny(
+        &mut ctx,
+        ScmpAction::Notify,
+        "clone",
+        &[thread_of_its_own_fs],
+    )?;
     // Without this, a signal during a gated call makes the kernel restart
     // it after the gate already acted. Needs Linux 5.19 and libseccomp 2.6:
     // on older ones the gate still holds, a restarted call just fails.
@@ -561,6 +577,13 @@ pub enum Gated {
     Create(Creating),
     /// `chmod` and its kin with a set-user-ID or set-group-ID bit: refused.
     PrivilegeMode,
+    /// `umask`: let through, after the gate forgot the umasks it kept
+    /// (`crate::sandbox::umask`).
+    Umask,
+    /// `unshare` of `CLONE_FS`, or a `clone` of a thread without it: a
+    /// thread whose file system attributes are its own. Let through, and
+    /// the gate stops keeping umasks.
+    OwnFs,
     /// A call on the deny list: refused with EPERM, and recorded.
     Other,
 }
@@ -640,6 +663,8 @@ pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
         libc::SYS_chmod | libc::SYS_fchmod | libc::SYS_fchmodat | libc::SYS_fchmodat2 => {
             Gated::PrivilegeMode
         }
+        libc::SYS_umask => Gated::Umask,
+        libc::SYS_unshare | libc::SYS_clone => Gated::OwnFs,
         _ => Gated::Other,
     };
     Ok(Notification {
@@ -654,6 +679,15 @@ pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
 /// Is the call still waiting (so its pid and memory are still the caller's)?
 pub fn still_waiting(listener: &OwnedFd, id: u64) -> bool {
     libseccomp::notify_id_valid(listener.as_raw_fd(), id).is_ok()
+}
+
+/// Lets the kernel make a gated call as its caller asked: only for calls
+/// whose arguments are values (nothing in memory the caller could change
+/// after the gate looked).
+pub fn let_through(listener: &OwnedFd, id: u64) {
+    let resp = ScmpNotifResp::new_continue(id, ScmpNotifRespFlags::empty());
+    // The caller may have died meanwhile; nothing to do then.
+    let _ = resp.respond(listener.as_raw_fd());
 }
 
 /// Answers a gated call: its return value, or an errno.

@@ -1,0 +1,198 @@
+//! The umask of each caller of the file creation gate, kept between its
+//! calls.
+//!
+//! The gate makes names for its callers and gives each the mode the
+//! caller's own call would: the mode asked for, less the caller's umask.
+//! The kernel shows another thread's umask only in its `/proc/<tid>/status`,
+//! whose every read renders the whole file: a third of what a creating
+//! call through the gate costs. A thread's umask changes only by a `umask`
+//! call of a thread that shares its file system attributes, and the
+//! command filter hands every `umask` call to the gate too: a umask read
+//! once stays right until the next `umask` call anywhere in the sandbox,
+//! and is kept until then.
+//!
+//! The gate sees a `umask` call before the kernel makes it. From its
+//! arrival until its effect shows in its caller's status, nothing is kept
+//! or trusted. Two at once could take effect in either order, and two
+//! threads whose attributes are apart and that then share a tid (one
+//! execs and takes its thread group leader's) would look like one: the
+//! command filter hands the calls that make such threads to the gate as
+//! well (`unshare` of `CLONE_FS`, a `clone` of a thread without it). Either
+//! one turns keeping off for the rest of the run, and every creating call
+//! reads its caller's status, as it would without the cache. A kept umask
+//! is its thread's while that thread lives (a pidfd of the thread tells),
+//! not that of a later one given the same tid.
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use nix::sys::stat::Mode;
+use nix::unistd::Pid;
+
+use crate::sandbox::unix_gate::{Caller, Errno};
+use crate::sys;
+
+/// Threads whose umask is kept at most: each holds a pidfd of init's.
+const MAX_KEPT: usize = 64;
+
+/// How often, and how far apart, a `umask` call's caller is looked at for
+/// its effect before keeping is given up.
+const SETTLE_LOOKS: u32 = 200;
+const SETTLE_PAUSE: Duration = Duration::from_micros(50);
+
+/// The callers' umasks the gate has read, and what may have changed them.
+#[derive(Default)]
+pub(crate) struct Umasks {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Counts the `umask` calls that arrived: a umask read before the last
+    /// one may be stale.
+    generation: u64,
+    /// `umask` calls answered whose effect was not seen yet.
+    changing: usize,
+    /// Keeping stopped for the rest of the run (see the module's docs).
+    off: bool,
+    kept: HashMap<Pid, Kept>,
+}
+
+struct Kept {
+    /// The thread's pidfd: readable once it exited.
+    thread: OwnedFd,
+    umask: Mode,
+    generation: u64,
+}
+
+impl State {
+    /// Whether a umask read now may be kept, and a kept one trusted.
+    fn settled(&self) -> bool {
+        !self.off && self.changing == 0
+    }
+}
+
+impl Umasks {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Each change to the state is one step: a holder that panicked
+        // left it whole.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `caller`'s umask: the one kept, or read from its status (and kept
+    /// when nothing could have changed it meanwhile).
+    pub(crate) fn of(&self, caller: &Caller<'_>) -> Result<Mode, Errno> {
+        let tid = caller.tid();
+        let (generation, settled) = {
+            let state = self.lock();
+            if state.settled() {
+                if let Some(kept) = state.kept.get(&tid) {
+                    if kept.generation == state.generation && alive(&kept.thread) {
+                        return Ok(kept.umask);
+                    }
+                }
+            }
+            (state.generation, state.settled())
+        };
+        let umask = read(tid).ok_or(libc::ESRCH)?;
+        if settled {
+            self.keep(caller, umask, generation);
+        }
+        Ok(umask)
+    }
+
+    /// Keeps `umask`, read at `generation`, for `caller`'s thread: only
+    /// with a pidfd of that very thread (opened while its call still
+    /// waits), and if no `umask` call arrived since the read.
+    fn keep(&self, caller: &Caller<'_>, umask: Mode, generation: u64) {
+        let Ok(thread) = sys::pidfd_open(caller.tid()) else {
+            return;
+        };
+        if !caller.still_waiting() {
+            return;
+        }
+        let mut state = self.lock();
+        if !state.settled() || state.generation != generation {
+            return;
+        }
+        if state.kept.len() >= MAX_KEPT {
+            state.kept.retain(|_, kept| alive(&kept.thread));
+            if state.kept.len() >= MAX_KEPT {
+                state.kept.clear();
+            }
+        }
+        state.kept.insert(
+            caller.tid(),
+            Kept {
+                thread,
+                umask,
+                generation,
+            },
+        );
+    }
+
+    /// A `umask` call arrived, before it is answered (and made).
+    pub(crate) fn changing(&self) {
+        let mut state = self.lock();
+        state.generation += 1;
+        if state.changing > 0 {
+            state.off = true;
+        }
+        state.changing += 1;
+        state.kept.clear();
+    }
+
+    /// After the `umask(mask)` call of thread `tid` was answered: waits
+    /// for its effect to show in the thread's status (or the thread to be
+    /// gone), and stops keeping if it does not show.
+    pub(crate) fn settle(&self, tid: Pid, mask: u64) {
+        let wanted = Mode::from_bits_truncate((mask & 0o777) as libc::mode_t);
+        let seen = (0..SETTLE_LOOKS).any(|_| match read(tid) {
+            Some(umask) if umask == wanted => true,
+            // Gone: whatever it made is in place, and stays.
+            None => true,
+            Some(_) => {
+                std::thread::sleep(SETTLE_PAUSE);
+                false
+            }
+        });
+        let mut state = self.lock();
+        state.changing = state.changing.saturating_sub(1);
+        if !seen {
+            state.off = true;
+        }
+    }
+
+    /// A thread whose file system attributes are its own came, or may
+    /// come, to be: keeping stops for the run.
+    pub(crate) fn stop(&self) {
+        let mut state = self.lock();
+        state.off = true;
+        state.kept.clear();
+    }
+}
+
+/// Whether the thread behind `pidfd` has not exited.
+fn alive(pidfd: &OwnedFd) -> bool {
+    let mut fds = [nix::poll::PollFd::new(
+        pidfd.as_fd(),
+        nix::poll::PollFlags::POLLIN,
+    )];
+    matches!(
+        nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO),
+        Ok(0)
+    )
+}
+
+/// Thread `tid`'s umask, from its status.
+fn read(tid: Pid) -> Option<Mode> {
+    crate::sandbox::create_gate::status_field(tid, "Umask:")
+        .and_then(|v| libc::mode_t::from_str_radix(&v, 8).ok())
+        .map(Mode::from_bits_truncate)
+}
+
+#[cfg(test)]
+#[path = "umask_tests.rs"]
+mod tests;
