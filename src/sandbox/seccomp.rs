@@ -664,7 +664,8 @@ pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
             Gated::PrivilegeMode
         }
         libc::SYS_umask => Gated::Umask,
-        libc::SYS_unshare | libc::SYS_clone => Gated::OwnFs,
+        // With a namespace flag, one of the deny list's rules sent it.
+        libc::SYS_unshare | libc::SYS_clone if !makes_namespace(req.data.args[0]) => Gated::OwnFs,
         _ => Gated::Other,
     };
     Ok(Notification {
@@ -674,6 +675,11 @@ pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
         nr: req.data.syscall.as_raw_syscall(),
         args: req.data.args,
     })
+}
+
+/// Whether `unshare` or `clone` flags ask for a namespace: refused.
+pub fn makes_namespace(flags: u64) -> bool {
+    flags & NEW_NAMESPACES != 0
 }
 
 /// Is the call still waiting (so its pid and memory are still the caller's)?

@@ -280,7 +280,14 @@ impl UnixGate {
     /// them.
     fn handle(&self, call: &Notification) -> Result<Reply, Errno> {
         match call.call {
-            Gated::Other => {
+            // The receive sends a namespace flag to the deny list's arm:
+            // looked at again here, where letting one through would open
+            // the process door.
+            Gated::OwnFs if !seccomp::makes_namespace(call.args[0]) => {
+                self.umasks.stop();
+                Ok(Reply::Continue)
+            }
+            Gated::Other | Gated::OwnFs => {
                 // The command filter's deny list.
                 (self.report)(Refusal::Syscall(seccomp::syscall_name(call.nr)));
                 Err(libc::EPERM)
@@ -294,10 +301,6 @@ impl UnixGate {
             }),
             Gated::Umask => {
                 self.umasks.changing();
-                Ok(Reply::Continue)
-            }
-            Gated::OwnFs => {
-                self.umasks.stop();
                 Ok(Reply::Continue)
             }
             _ => self.serve(call).map(Reply::Value),
