@@ -10,6 +10,13 @@ Before each timed run the page cache's dirty data is written out (`sync`,
 untimed), so no run pays for the writeback of the one before; the order of
 bare and inside alternates from round to round.
 
+The projects, caches and the stand-ins' files live on a tmpfs (--dir to
+put them elsewhere): on a disk, the time a file system takes to make a file
+drifts as each round's files are deleted (ext4's allocator, looking for
+inodes not lately freed, came to take most of a creating call's time
+here), and that drift, not cordon, decided the ratio from run to run. A
+tmpfs makes bare runs faster, so the ratio it gives is the stricter one.
+
 Inside, /tmp is a private tmpfs; bare runs get the same, a fresh directory
 on /dev/shm as TMPDIR, so the temporary files a tool unpacks cost the same
 on both sides and the ratio is cordon's own overhead, not that of the
@@ -26,7 +33,7 @@ the plain-HTTP forwarding path, which opens an upstream connection per
 request.
 
 usage: bench/tools.py [--rounds N] [--packages N] [--files N] [--tls] [--only npm,pip,git]
-                      [--cordon PATH]
+                      [--cordon PATH] [--dir DIR]
 """
 import argparse
 import json
@@ -104,10 +111,12 @@ def main():
     ap.add_argument("--only", default="npm,pip,git",
                     help="the tools to measure, comma-separated (start-up is always measured)")
     ap.add_argument("--cordon", default=os.path.join(HERE, "..", "target", "release", "cordon"))
+    ap.add_argument("--dir", default="/dev/shm",
+                    help="where the projects, caches and stand-ins' files live (default: a tmpfs)")
     args = ap.parse_args()
     cordon = os.path.abspath(args.cordon)
     # Not under /tmp: the CA must be readable inside, where /tmp is private.
-    work = tempfile.mkdtemp(prefix="cordon-bench-tools-", dir="/var/tmp")
+    work = tempfile.mkdtemp(prefix="cordon-bench-tools-", dir=args.dir)
     serve = [sys.executable, STANDINS, os.path.join(work, "standins"),
              "--packages", str(args.packages)]
     ca = os.path.join(work, "ca.pem")
@@ -154,16 +163,19 @@ def main():
                     "--index-url", url + "/simple/", *tls, "cordon-fixture-0"]
 
         cases = {
-            "start-up (/bin/true)": (lambda d: ["/bin/true"],
-                                     lambda d: [cordon, "run", "--quiet", "--audit", "none",
-                                                "--", "/bin/true"]),
-            "npm install": (lambda d: npm(local("npm"), os.path.join(d, ".cache")),
-                            lambda d: in_cordon("npm", npm(via_cordon("npm"), "/tmp/npm-cache"))),
-            "pip install": (lambda d: pip(local("pypi"), os.path.join(d, "t")),
-                            lambda d: in_cordon("pypi", pip(via_cordon("pypi"), "t"))),
-            "git clone": (lambda d: trust + ["git", "clone", "-q", local("git") + "/mid.git", "c"],
-                          lambda d: in_cordon("git", trust + ["git", "clone", "-q",
-                                                              via_cordon("git") + "/mid.git", "c"])),
+            # Each takes the round's project directory and its temporary
+            # directory (/tmp inside): npm's cache is in the latter on
+            # both sides.
+            "start-up (/bin/true)": (lambda d, tmp: ["/bin/true"],
+                                     lambda d, tmp: [cordon, "run", "--quiet", "--audit", "none",
+                                                     "--", "/bin/true"]),
+            "npm install": (lambda d, tmp: npm(local("npm"), os.path.join(tmp, "npm-cache")),
+                            lambda d, tmp: in_cordon("npm", npm(via_cordon("npm"), "/tmp/npm-cache"))),
+            "pip install": (lambda d, tmp: pip(local("pypi"), os.path.join(d, "t")),
+                            lambda d, tmp: in_cordon("pypi", pip(via_cordon("pypi"), "t"))),
+            "git clone": (lambda d, tmp: trust + ["git", "clone", "-q", local("git") + "/mid.git", "c"],
+                          lambda d, tmp: in_cordon("git", trust + ["git", "clone", "-q",
+                                                                   via_cordon("git") + "/mid.git", "c"])),
         }
         only = set(args.only.split(","))
         unknown = only - {"npm", "pip", "git"}
@@ -182,7 +194,7 @@ def main():
                     tmp = tempfile.mkdtemp(prefix="cordon-bench-tmp-", dir="/dev/shm")
                     env = dict(os.environ, TMPDIR=tmp) if how == "bare" else None
                     try:
-                        times[name][how].append(timed(make(d), d, env))
+                        times[name][how].append(timed(make(d, tmp), d, env))
                     finally:
                         shutil.rmtree(tmp)
                     shutil.rmtree(d)
