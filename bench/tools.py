@@ -115,14 +115,15 @@ def main():
                     help="where the projects, caches and stand-ins' files live (default: a tmpfs)")
     args = ap.parse_args()
     cordon = os.path.abspath(args.cordon)
-    # Not under /tmp: the CA must be readable inside, where /tmp is private.
     work = tempfile.mkdtemp(prefix="cordon-bench-tools-", dir=args.dir)
+    # Where the sandbox can read it: not in /tmp or /dev/shm, private inside.
+    certs = tempfile.mkdtemp(prefix="cordon-bench-ca-", dir="/var/tmp")
     serve = [sys.executable, STANDINS, os.path.join(work, "standins"),
              "--packages", str(args.packages)]
-    ca = os.path.join(work, "ca.pem")
+    ca = os.path.join(certs, "ca.pem")
     scheme = "https" if args.tls else "http"
     if args.tls:
-        serve += ["--tls", *make_certificates(work)]
+        serve += ["--tls", *make_certificates(certs)]
     server = subprocess.Popen(serve, stdout=subprocess.PIPE, text=True)
     try:
         ports = json.loads(server.stdout.readline())
@@ -212,6 +213,7 @@ def main():
         server.kill()
         server.wait()
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(certs, ignore_errors=True)
 
 
 if __name__ == "__main__":
