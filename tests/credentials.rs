@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use common::tls::TestCa;
+use common::tls::{serve_tls, TestCa};
 use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
@@ -80,41 +80,6 @@ impl Upstream {
     fn seen(&self) -> String {
         self.seen.lock().unwrap().join("\n----\n")
     }
-}
-
-/// Listens on a free port of 127.0.0.1 and serves each connection with
-/// `config` and then `serve`, on a runtime in a thread of its own; returns
-/// the port.
-fn serve_tls<F, Fut>(config: rustls::ServerConfig, serve: F) -> u16
-where
-    F: Fn(tokio_rustls::server::TlsStream<tokio::net::TcpStream>) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let serve = Arc::new(serve);
-            while let Ok((tcp, _)) = listener.accept().await {
-                let (acceptor, serve) = (acceptor.clone(), serve.clone());
-                tokio::spawn(async move {
-                    // As real servers do: no Nagle delay on small writes.
-                    let _ = tcp.set_nodelay(true);
-                    if let Ok(tls) = acceptor.accept(tcp).await {
-                        serve(tls).await;
-                    }
-                });
-            }
-        });
-    });
-    port
 }
 
 /// Serves one request with `git http-backend` (CGI), after checking Basic
