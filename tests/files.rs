@@ -130,6 +130,23 @@ fn allow_write_opens_a_directory() {
     });
 }
 
+/// A file given as a writable path stops the run with a reason naming the
+/// flag (it used to fail later, in the walk, with a bare ENOTDIR).
+#[test]
+fn allow_write_of_a_file_is_refused_with_the_reason() {
+    each_fixture(|mode, fx| {
+        let file = fx.outside.join("host.txt");
+        let out = fx.sandbox().flag("--allow-write", &file).sh("true");
+        out.expect_code(125);
+        assert!(
+            out.stderr
+                .contains("is not a directory: writable paths are directories")
+                && out.stderr.contains("from flag --allow-write"),
+            "{mode:?}: {out:#?}"
+        );
+    });
+}
+
 #[test]
 fn deny_read_dir_and_file() {
     each_fixture(|mode, fx| {

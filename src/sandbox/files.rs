@@ -37,6 +37,12 @@ pub enum FilesError {
         from
     )]
     MissingWritable { path: PathBuf, from: String },
+    #[error(
+        "writable path {} (from {}) is not a directory: writable paths are directories (a program that replaces a file writes the new one beside it and renames it over the old, which needs its directory writable); name the directory if that is what you mean",
+        crate::escape::printable(path),
+        from
+    )]
+    WritableNotDirectory { path: PathBuf, from: String },
     #[error("{} is a symlink on the way to a protected path (hooks, config, dotfiles that run code): the sandbox could replace it, and cordon cannot mount over a symlink. Replace the link with what it points to, or choose a --project without it", crate::escape::printable(_0))]
     ProtectedSymlink(PathBuf),
     #[error("refusing to make {} writable", crate::escape::printable(_0))]
@@ -340,6 +346,12 @@ impl FileView {
             }
             for path in found {
                 let path = canonical(&path, "writable path")?;
+                if !path.is_dir() {
+                    return Err(FilesError::WritableNotDirectory {
+                        path,
+                        from: rule.source.to_string(),
+                    });
+                }
                 if !view.writable.contains(&path) {
                     view.writable.push(path);
                 }
