@@ -97,3 +97,24 @@ fn paths_below_the_home_are_written_from_it() {
         "/home/uv/x"
     );
 }
+
+#[test]
+fn printed_values_are_ascii_and_read_back_as_they_were() {
+    for raw in [
+        "~/proj\u{200b}ect",
+        "na\u{ef}ve caf\u{e9}",
+        "\u{65e5}\u{672c}",
+        "q\"uo\\te",
+        "crab \u{1f980}",
+        "ctl\u{1}\u{7f}",
+        "\u{202e}gpj.exe",
+    ] {
+        let printed = ascii_string(raw);
+        assert!(
+            printed.chars().all(|c| (' '..='~').contains(&c)),
+            "{printed}"
+        );
+        let back: toml::Table = toml::from_str(&format!("v = {printed}")).unwrap();
+        assert_eq!(back["v"].as_str(), Some(raw), "{printed}");
+    }
+}

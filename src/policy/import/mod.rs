@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::keys::{toml_string, About};
+use super::keys::About;
 use super::load::{LoadError, Position};
 
 /// Where an imported value was: the file, its line, and its dotted key.
@@ -201,7 +201,7 @@ impl Imported {
                 if let Value::Item(item) = &entry.value {
                     let held = if entry.held { "# " } else { "" };
                     let origin = comment(&entry.origin.to_string());
-                    let _ = writeln!(out, "  {held}{},  # {origin}", toml_string(item));
+                    let _ = writeln!(out, "  {held}{},  # {origin}", ascii_string(item));
                 }
             }
             out.push_str("]\n");
@@ -291,6 +291,31 @@ fn comment(text: &str) -> String {
             out.push(c);
         }
     }
+    out
+}
+
+/// `text` as a TOML basic string of printable ASCII only: every other
+/// character is written as its `\u` escape, so that nothing a name read
+/// from a settings file holds (a zero-width space, a letter that looks like
+/// another, a control) hides in the printed policy, which still reads back
+/// as the same string.
+fn ascii_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            ' '..='~' => out.push(c),
+            _ if u32::from(c) <= 0xFFFF => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
+            }
+            _ => {
+                let _ = write!(out, "\\U{:08X}", u32::from(c));
+            }
+        }
+    }
+    out.push('"');
     out
 }
 
