@@ -880,7 +880,9 @@ impl View {
     fn of(policy: &Policy) -> View {
         let files = &policy.files;
         let limits = &policy.limits;
-        let p = |pattern: &PathPattern| pattern.to_string();
+        // As a policy file spells it: an exact path's glob characters
+        // escaped, so that it does not read as a pattern.
+        let p = |pattern: &PathPattern| pattern.to_policy_text();
 
         let mut writable = vec![
             Entry::new(

@@ -411,3 +411,14 @@ fn each_line_of_a_preset_names_the_preset_and_what_named_it() {
         }])
     );
 }
+
+#[test]
+fn an_exact_path_with_glob_characters_is_shown_escaped() {
+    let fx = Fx::new();
+    let flags = given(&[("--allow-write", &["/srv/we\\*rd", "/srv/g*"])]);
+    let p = policy(&fx, flags);
+    let text = render_text(&p);
+    line_with(&text, &["/srv/we\\*rd", "flag --allow-write"]);
+    line_with(&text, &["/srv/g*", "flag --allow-write"]);
+    assert!(!text.contains("/srv/we*rd"), "{text}");
+}

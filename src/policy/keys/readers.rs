@@ -117,7 +117,14 @@ pub(super) const fn path_list(
         read: each_string!(path),
         merge: Merge::Append(append),
         widens,
-        show: |v| list(v),
+        // As a policy file spells them: an exact path's glob characters
+        // escaped, so it does not read as a pattern.
+        show: |v| {
+            v.iter()
+                .map(PathPattern::to_policy_text)
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
         explain: Explain::Door(door),
     }
 }
