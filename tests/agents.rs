@@ -11,11 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use common::tls::{serve_tls, TestCa};
+use common::tls::{serve_http, serve_tls, TestCa};
 use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 
 /// Claude Code's native build, as `.ci/deps` installs it.
 fn claude() -> PathBuf {
@@ -66,29 +65,16 @@ const ANSWER: &str = "hello from the fake API";
 
 impl FakeAnthropic {
     fn start(ca: &TestCa) -> FakeAnthropic {
-        let mut config = ca.server_config();
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
-        let port = serve_tls(config, move |tls| {
+        let port = serve_tls(ca.http_server_config(), move |tls| {
             let log = log.clone();
-            async move {
-                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-                let service = hyper::service::service_fn(move |req| {
+            serve_http(tls, move |_| {
+                hyper::service::service_fn(move |req| {
                     let log = log.clone();
                     async move { Ok::<_, Infallible>(answer(req, &log).await) }
-                });
-                let io = TokioIo::new(tls);
-                if h2 {
-                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .serve_connection(io, service)
-                        .await;
-                } else {
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(io, service)
-                        .await;
-                }
-            }
+                })
+            })
         });
         FakeAnthropic { port, seen }
     }

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use common::tls::{serve_tls, TestCa};
+use common::tls::{serve_http, serve_tls, TestCa};
 use common::*;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 
 /// An HTTPS upstream on 127.0.0.1 (HTTP/1.1 and HTTP/2): answers every
 /// request with an echo of its method, target, headers and body, and
@@ -38,16 +38,13 @@ impl Upstream {
     }
 
     fn start_with(ca: &TestCa, git: Option<GitSite>) -> Upstream {
-        let mut config = ca.server_config();
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
-        let port = serve_tls(config, move |tls| {
+        let port = serve_tls(ca.http_server_config(), move |tls| {
             let log = log.clone();
             let git = git.clone();
-            async move {
-                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-                let service = hyper::service::service_fn(move |req| {
+            serve_http(tls, move |h2| {
+                hyper::service::service_fn(move |req| {
                     let log = log.clone();
                     let git = git.clone();
                     async move {
@@ -60,19 +57,8 @@ impl Upstream {
                             None => echo(req, h2, &log).await,
                         })
                     }
-                });
-                let io = TokioIo::new(tls);
-                if h2 {
-                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .serve_connection(io, service)
-                        .await;
-                } else {
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(io, service)
-                        .with_upgrades()
-                        .await;
-                }
-            }
+                })
+            })
         });
         Upstream { port, seen }
     }

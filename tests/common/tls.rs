@@ -42,6 +42,14 @@ impl TestCa {
         .unwrap()
     }
 
+    /// [`TestCa::server_config`] offering HTTP/2 and HTTP/1.1 (ALPN), for
+    /// [`serve_http`].
+    pub fn http_server_config(&self) -> rustls::ServerConfig {
+        let mut config = self.server_config();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        config
+    }
+
     /// A leaf for 127.0.0.1, and for host.cordon.internal (the name the
     /// sandbox reaches the host's loopback by).
     pub fn leaf(&self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
@@ -92,4 +100,37 @@ where
         });
     });
     port
+}
+
+/// Serves one connection [`serve_tls`] accepted with the service `make`
+/// builds (told whether the client chose HTTP/2): over HTTP/2 when it did
+/// (ALPN), else over HTTP/1.1, upgrades allowed.
+pub async fn serve_http<S, B>(
+    tls: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+    make: impl FnOnce(bool) -> S,
+) where
+    S: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = hyper::Response<B>,
+            Error = std::convert::Infallible,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let service = make(h2);
+    let io = hyper_util::rt::TokioIo::new(tls);
+    if h2 {
+        let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .serve_connection(io, service)
+            .await;
+    } else {
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(io, service)
+            .with_upgrades()
+            .await;
+    }
 }
