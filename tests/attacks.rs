@@ -453,6 +453,43 @@ fn process_escapes_are_refused() {
     });
 }
 
+/// Every namespace flag of `unshare`, alone and with `CLONE_FS` (which the
+/// gate lets through, for its umask cache), is refused by cordon's filter
+/// itself, not only by the kernel for want of a capability: each refusal
+/// is in the run's summary, which only the filter's refusals reach.
+#[test]
+fn every_namespace_flag_of_unshare_is_refused_by_the_filter() {
+    let flags: [(&str, u64); 8] = [
+        ("user", 0x1000_0000),
+        ("mount", 0x2_0000),
+        ("pid", 0x2000_0000),
+        ("net", 0x4000_0000),
+        ("ipc", 0x800_0000),
+        ("uts", 0x400_0000),
+        ("cgroup", 0x200_0000),
+        ("time", 0x80),
+    ];
+    each_fixture(|mode, fx| {
+        for (name, flag) in flags {
+            for with_fs in [0, 0x200] {
+                let code = format!(
+                    "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.syscall(272, {})\nprint('unshare', r, os.strerror(ctypes.get_errno()) if r else '')",
+                    flag | with_fs
+                );
+                let out = fx.sandbox().py(&code);
+                assert!(
+                    out.stdout.starts_with("unshare -1"),
+                    "{mode:?}: {name} (fs {with_fs:#x}) was not refused: {out:#?}"
+                );
+                assert!(
+                    out.stderr.contains("unshare: refused with EPERM"),
+                    "{mode:?}: {name} (fs {with_fs:#x}) was refused by the kernel alone: {out:#?}"
+                );
+            }
+        }
+    });
+}
+
 /// A 32-bit syscall (int 0x80) from inside: the filter's arch check
 /// answers ENOSYS instead of letting the i386 table bypass the rules.
 #[test]

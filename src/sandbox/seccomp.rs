@@ -151,6 +151,9 @@ const NEW_NAMESPACES: u64 = (libc::CLONE_NEWUSER
     | libc::CLONE_NEWIPC
     | libc::CLONE_NEWUTS
     | libc::CLONE_NEWCGROUP) as u64;
+/// `CLONE_NEWTIME`: a namespace flag for `unshare` (and `clone3`, refused
+/// whole) only; in `clone`'s flags the same bit is part of the exit signal.
+const NEW_TIME_NAMESPACE: u64 = 0x80;
 
 /// Socket families the sandbox may create, in ascending order.
 const SOCKET_FAMILIES: &[u64] = &[
@@ -367,6 +370,12 @@ fn deny_list(ctx: &mut ScmpFilterContext, action: ScmpAction) -> Result<(), Secc
             deny(ctx, action, "clone", &[has_flag])?;
         }
     }
+    let new_time = ScmpArgCompare::new(
+        0,
+        ScmpCompareOp::MaskedEqual(NEW_TIME_NAMESPACE),
+        NEW_TIME_NAMESPACE,
+    );
+    deny(ctx, action, "unshare", &[new_time])?;
     for request in [TIOCSTI, TIOCLINUX] {
         let is = ScmpArgCompare::new(1, ScmpCompareOp::MaskedEqual(INT_MASK), request);
         deny(ctx, action, "ioctl", &[is])?;
@@ -622,7 +631,8 @@ pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
     let req = ScmpNotifReq::receive(listener.as_raw_fd()).map_err(SeccompError::Notify)?;
     // Native ABI only: the filters kill any other.
     let create = |c| Gated::Create(c);
-    let call = match libc::c_long::from(req.data.syscall.as_raw_syscall()) {
+    let nr = libc::c_long::from(req.data.syscall.as_raw_syscall());
+    let call = match nr {
         libc::SYS_connect => Gated::Connect,
         libc::SYS_sendto => Gated::SendTo,
         libc::SYS_sendmsg => Gated::SendMsg,
@@ -665,7 +675,9 @@ pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
         }
         libc::SYS_umask => Gated::Umask,
         // With a namespace flag, one of the deny list's rules sent it.
-        libc::SYS_unshare | libc::SYS_clone if !makes_namespace(req.data.args[0]) => Gated::OwnFs,
+        libc::SYS_unshare | libc::SYS_clone if !makes_namespace(nr, req.data.args[0]) => {
+            Gated::OwnFs
+        }
         _ => Gated::Other,
     };
     Ok(Notification {
@@ -677,9 +689,15 @@ pub fn receive(listener: &OwnedFd) -> Result<Notification, SeccompError> {
     })
 }
 
-/// Whether `unshare` or `clone` flags ask for a namespace: refused.
-pub fn makes_namespace(flags: u64) -> bool {
-    flags & NEW_NAMESPACES != 0
+/// Whether the flags of system call `nr` (`unshare` or `clone`) ask for a
+/// namespace: refused.
+pub fn makes_namespace(nr: libc::c_long, flags: u64) -> bool {
+    let time = if nr == libc::SYS_unshare {
+        NEW_TIME_NAMESPACE
+    } else {
+        0
+    };
+    flags & (NEW_NAMESPACES | time) != 0
 }
 
 /// Is the call still waiting (so its pid and memory are still the caller's)?

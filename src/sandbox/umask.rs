@@ -12,8 +12,12 @@
 //! and is kept until then.
 //!
 //! The gate sees a `umask` call before the kernel makes it. From its
-//! arrival until its effect shows in its caller's status, nothing is kept
-//! or trusted. Two at once could take effect in either order, and two
+//! arrival until it is known made, nothing is kept or trusted: it is made
+//! once its effect shows in its caller's status (looked at once after the
+//! answer, and again by each creating call of another thread meanwhile),
+//! or once its caller makes another gated call (a thread makes one call at
+//! a time: `old = umask(0); umask(old)` is two calls one after the other).
+//! Two threads' calls at once could take effect in either order, and two
 //! threads whose attributes are apart and that then share a tid (one
 //! execs and takes its thread group leader's) would look like one: the
 //! command filter hands the calls that make such threads to the gate as
@@ -26,7 +30,6 @@
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use nix::sys::stat::Mode;
 use nix::unistd::Pid;
@@ -36,11 +39,6 @@ use crate::sys;
 
 /// Threads whose umask is kept at most: each holds a pidfd of init's.
 const MAX_KEPT: usize = 64;
-
-/// How often, and how far apart, a `umask` call's caller is looked at for
-/// its effect before keeping is given up.
-const SETTLE_LOOKS: u32 = 200;
-const SETTLE_PAUSE: Duration = Duration::from_micros(50);
 
 /// The callers' umasks the gate has read, and what may have changed them.
 #[derive(Default)]
@@ -53,8 +51,9 @@ struct State {
     /// Counts the `umask` calls that arrived: a umask read before the last
     /// one may be stale.
     generation: u64,
-    /// `umask` calls answered whose effect was not seen yet.
-    changing: usize,
+    /// The `umask` call that arrived last and is not known made: its
+    /// caller, and the umask it asked for.
+    changing: Option<(Pid, Mode)>,
     /// Keeping stopped for the rest of the run (see the module's docs).
     off: bool,
     kept: HashMap<Pid, Kept>,
@@ -70,8 +69,27 @@ struct Kept {
 impl State {
     /// Whether a umask read now may be kept, and a kept one trusted.
     fn settled(&self) -> bool {
-        !self.off && self.changing == 0
+        !self.off && self.changing.is_none()
     }
+
+    /// Forgets the `umask` call of `tid` that is not known made, if its
+    /// caller `by` is (making a call now, it made the one before) or its
+    /// effect shows; whether none is left.
+    fn confirm(&mut self, by: Pid) -> bool {
+        if let Some((tid, wanted)) = self.changing {
+            if tid == by || made(tid, wanted) {
+                self.changing = None;
+            }
+        }
+        self.changing.is_none()
+    }
+}
+
+/// Whether thread `tid`'s status shows the umask `wanted` (or the thread is
+/// gone): a `umask(wanted)` it was let through to make is made, or made
+/// nothing that was not so already.
+fn made(tid: Pid, wanted: Mode) -> bool {
+    read(tid).is_none_or(|umask| umask == wanted)
 }
 
 impl Umasks {
@@ -86,8 +104,8 @@ impl Umasks {
     pub(crate) fn of(&self, caller: &Caller<'_>) -> Result<Mode, Errno> {
         let tid = caller.tid();
         let (generation, settled) = {
-            let state = self.lock();
-            if state.settled() {
+            let mut state = self.lock();
+            if !state.off && state.confirm(tid) {
                 if let Some(kept) = state.kept.get(&tid) {
                     if kept.generation == state.generation && alive(&kept.thread) {
                         return Ok(kept.umask);
@@ -133,35 +151,32 @@ impl Umasks {
         );
     }
 
-    /// A `umask` call arrived, before it is answered (and made).
-    pub(crate) fn changing(&self) {
+    /// A `umask(mask)` call of thread `tid` arrived, before it is answered
+    /// (and made).
+    pub(crate) fn changing(&self, tid: Pid, mask: u64) {
         let mut state = self.lock();
-        state.generation += 1;
-        if state.changing > 0 {
-            state.off = true;
+        if state.off {
+            return;
         }
-        state.changing += 1;
+        state.generation += 1;
         state.kept.clear();
+        // Another thread's call not known made may yet be made after this
+        // one: which umask is left is the kernel's to say.
+        if !state.confirm(tid) {
+            state.off = true;
+            return;
+        }
+        state.changing = Some((tid, wanted(mask)));
     }
 
-    /// After the `umask(mask)` call of thread `tid` was answered: waits
-    /// for its effect to show in the thread's status (or the thread to be
-    /// gone), and stops keeping if it does not show.
-    pub(crate) fn settle(&self, tid: Pid, mask: u64) {
-        let wanted = Mode::from_bits_truncate((mask & 0o777) as libc::mode_t);
-        let seen = (0..SETTLE_LOOKS).any(|_| match read(tid) {
-            Some(umask) if umask == wanted => true,
-            // Gone: whatever it made is in place, and stays.
-            None => true,
-            Some(_) => {
-                std::thread::sleep(SETTLE_PAUSE);
-                false
-            }
-        });
+    /// After the `umask` call of thread `tid` was answered: made now, if
+    /// its effect shows already.
+    pub(crate) fn settle(&self, tid: Pid) {
         let mut state = self.lock();
-        state.changing = state.changing.saturating_sub(1);
-        if !seen {
-            state.off = true;
+        if let Some((by, wanted)) = state.changing {
+            if by == tid && made(by, wanted) {
+                state.changing = None;
+            }
         }
     }
 
@@ -172,6 +187,11 @@ impl Umasks {
         state.off = true;
         state.kept.clear();
     }
+}
+
+/// The umask a `umask(mask)` call sets.
+fn wanted(mask: u64) -> Mode {
+    Mode::from_bits_truncate((mask & 0o777) as libc::mode_t)
 }
 
 /// Whether the thread behind `pidfd` has not exited.

@@ -4,79 +4,113 @@ fn own_tid() -> Pid {
     nix::unistd::gettid()
 }
 
-fn own_umask() -> Mode {
-    read(own_tid()).expect("this thread's status")
+/// A tid no thread has: pid_max is at most 2^22.
+fn gone() -> Pid {
+    Pid::from_raw(i32::MAX)
+}
+
+/// Runs `f` on a thread whose umask is its own (`unshare(CLONE_FS)`),
+/// set to `umask`: the other tests' stays as it was.
+fn on_own_thread<T: Send + 'static>(umask: u32, f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::spawn(move || {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS).unwrap();
+        nix::sys::stat::umask(Mode::from_bits_truncate(umask));
+        f()
+    })
+    .join()
+    .unwrap()
 }
 
 #[test]
 fn the_umask_read_is_this_threads() {
-    // On a thread of its own attributes: the other tests' umask stays.
-    let seen = std::thread::spawn(|| {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS).unwrap();
-        nix::sys::stat::umask(Mode::from_bits_truncate(0o027));
-        own_umask()
-    })
-    .join()
-    .unwrap();
-    assert_eq!(seen, Mode::from_bits_truncate(0o027));
+    let seen = on_own_thread(0o027, || read(own_tid()));
+    assert_eq!(seen, Some(Mode::from_bits_truncate(0o027)));
 }
 
 #[test]
-fn a_umask_call_forgets_what_was_kept_until_it_shows() {
-    let umasks = Umasks::default();
-    umasks.changing();
-    {
-        let state = umasks.lock();
-        assert_eq!(state.generation, 1);
+fn a_umask_call_whose_effect_shows_is_made() {
+    on_own_thread(0o022, || {
+        let umasks = Umasks::default();
+        umasks.changing(own_tid(), 0o022);
         assert!(
-            !state.settled(),
-            "nothing is kept while a umask call is on its way"
+            !umasks.lock().settled(),
+            "nothing is kept while a call is on its way"
         );
-    }
-    // This thread's umask is what the call asked for: it shows at once.
-    umasks.settle(own_tid(), u64::from(own_umask().bits()));
-    let state = umasks.lock();
-    assert!(state.settled());
-    assert!(!state.off);
+        assert_eq!(umasks.lock().generation, 1);
+        umasks.settle(own_tid());
+        assert!(umasks.lock().settled());
+    });
 }
 
 #[test]
-fn a_umask_call_whose_effect_does_not_show_stops_keeping() {
-    let umasks = Umasks::default();
-    umasks.changing();
-    let other = own_umask().bits() ^ 0o070;
-    umasks.settle(own_tid(), u64::from(other));
-    let state = umasks.lock();
-    assert_eq!(state.changing, 0);
-    assert!(
-        state.off,
-        "a change not seen may still come: nothing kept is trusted"
-    );
+fn a_umask_call_not_yet_seen_waits_for_its_callers_next_call() {
+    on_own_thread(0o022, || {
+        let umasks = Umasks::default();
+        umasks.changing(own_tid(), 0o077);
+        umasks.settle(own_tid());
+        let mut state = umasks.lock();
+        assert!(!state.settled(), "its effect has not shown");
+        assert!(!state.off);
+        // The caller calls again: it made the call before.
+        assert!(state.confirm(own_tid()));
+        assert!(state.settled());
+    });
 }
 
 #[test]
-fn two_umask_calls_at_once_stop_keeping() {
-    let umasks = Umasks::default();
-    umasks.changing();
-    umasks.changing();
+fn save_and_restore_by_one_thread_keeps_keeping_on() {
+    // `old = umask(0); umask(old)`, as pip does: two calls, one after the
+    // other, the second arriving before the first's effect was looked at.
+    on_own_thread(0o022, || {
+        let umasks = Umasks::default();
+        umasks.changing(own_tid(), 0o000);
+        umasks.changing(own_tid(), 0o022);
+        umasks.settle(own_tid());
+        let state = umasks.lock();
+        assert!(!state.off);
+        assert!(state.settled());
+    });
+}
+
+#[test]
+fn another_threads_call_not_known_made_stops_keeping() {
+    let umasks = std::sync::Arc::new(Umasks::default());
+    let first = umasks.clone();
+    // A thread (still alive while the second call arrives) whose call has
+    // not shown: its umask stays 022, it asked for 077.
+    let (ready, wait) = std::sync::mpsc::channel();
+    let (done, finish) = std::sync::mpsc::channel::<()>();
+    let other = std::thread::spawn(move || {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS).unwrap();
+        nix::sys::stat::umask(Mode::from_bits_truncate(0o022));
+        first.changing(own_tid(), 0o077);
+        ready.send(()).unwrap();
+        finish.recv().unwrap();
+    });
+    wait.recv().unwrap();
+    umasks.changing(own_tid(), 0o022);
+    done.send(()).unwrap();
+    other.join().unwrap();
     assert!(umasks.lock().off);
 }
 
 #[test]
-fn a_caller_gone_before_its_umask_showed_leaves_keeping_on() {
+fn a_call_of_a_thread_gone_is_made() {
     let umasks = Umasks::default();
-    umasks.changing();
-    // No thread has this tid: pid_max is at most 2^22.
-    umasks.settle(Pid::from_raw(i32::MAX), 0o077);
-    let state = umasks.lock();
-    assert!(state.settled());
+    umasks.changing(gone(), 0o077);
+    let mut state = umasks.lock();
+    assert!(state.confirm(own_tid()));
 }
 
 #[test]
-fn a_thread_of_its_own_attributes_stops_keeping() {
+fn once_off_a_umask_call_costs_nothing_more() {
     let umasks = Umasks::default();
     umasks.stop();
-    assert!(!umasks.lock().settled());
+    umasks.changing(own_tid(), 0o077);
+    let state = umasks.lock();
+    assert!(state.off);
+    assert_eq!(state.generation, 0);
+    assert!(state.changing.is_none());
 }
 
 #[test]

@@ -269,8 +269,7 @@ impl UnixGate {
             self.idle.fetch_add(1, Ordering::SeqCst);
             self.answer(call.id, reply);
             if call.call == Gated::Umask {
-                self.umasks
-                    .settle(Pid::from_raw(call.tid as i32), call.args[0]);
+                self.umasks.settle(Pid::from_raw(call.tid as i32));
             }
         }
     }
@@ -283,7 +282,7 @@ impl UnixGate {
             // The receive sends a namespace flag to the deny list's arm:
             // looked at again here, where letting one through would open
             // the process door.
-            Gated::OwnFs if !seccomp::makes_namespace(call.args[0]) => {
+            Gated::OwnFs if !seccomp::makes_namespace(call.nr.into(), call.args[0]) => {
                 self.umasks.stop();
                 Ok(Reply::Continue)
             }
@@ -300,7 +299,8 @@ impl UnixGate {
                 create_gate::serve(&caller, call, kind, &self.files, &self.umasks, &self.report)
             }),
             Gated::Umask => {
-                self.umasks.changing();
+                self.umasks
+                    .changing(Pid::from_raw(call.tid as i32), call.args[0]);
                 Ok(Reply::Continue)
             }
             _ => self.serve(call).map(Reply::Value),
