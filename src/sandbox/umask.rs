@@ -73,11 +73,13 @@ impl State {
     }
 
     /// Forgets the `umask` call of `tid` that is not known made, if its
-    /// caller `by` is (making a call now, it made the one before) or its
-    /// effect shows; whether none is left.
-    fn confirm(&mut self, by: Pid) -> bool {
+    /// caller `by` is (making a call now, it made the one before: checked
+    /// with `waiting`, that `by` is still the thread whose call the gate
+    /// holds, not one given a dead caller's tid) or its effect shows;
+    /// whether none is left.
+    fn confirm(&mut self, by: Pid, waiting: impl Fn() -> bool) -> bool {
         if let Some((tid, wanted)) = self.changing {
-            if tid == by || made(tid, wanted) {
+            if (tid == by && waiting()) || made(tid, wanted) {
                 self.changing = None;
             }
         }
@@ -105,7 +107,7 @@ impl Umasks {
         let tid = caller.tid();
         let (generation, settled) = {
             let mut state = self.lock();
-            if !state.off && state.confirm(tid) {
+            if !state.off && state.confirm(tid, || caller.still_waiting()) {
                 if let Some(kept) = state.kept.get(&tid) {
                     if kept.generation == state.generation && alive(&kept.thread) {
                         return Ok(kept.umask);
@@ -152,8 +154,8 @@ impl Umasks {
     }
 
     /// A `umask(mask)` call of thread `tid` arrived, before it is answered
-    /// (and made).
-    pub(crate) fn changing(&self, tid: Pid, mask: u64) {
+    /// (and made); `waiting` tells whether it still waits.
+    pub(crate) fn changing(&self, tid: Pid, mask: u64, waiting: impl Fn() -> bool) {
         let mut state = self.lock();
         if state.off {
             return;
@@ -162,7 +164,7 @@ impl Umasks {
         state.kept.clear();
         // Another thread's call not known made may yet be made after this
         // one: which umask is left is the kernel's to say.
-        if !state.confirm(tid) {
+        if !state.confirm(tid, waiting) {
             state.off = true;
             return;
         }

@@ -31,7 +31,7 @@ fn the_umask_read_is_this_threads() {
 fn a_umask_call_whose_effect_shows_is_made() {
     on_own_thread(0o022, || {
         let umasks = Umasks::default();
-        umasks.changing(own_tid(), 0o022);
+        umasks.changing(own_tid(), 0o022, || true);
         assert!(
             !umasks.lock().settled(),
             "nothing is kept while a call is on its way"
@@ -46,13 +46,15 @@ fn a_umask_call_whose_effect_shows_is_made() {
 fn a_umask_call_not_yet_seen_waits_for_its_callers_next_call() {
     on_own_thread(0o022, || {
         let umasks = Umasks::default();
-        umasks.changing(own_tid(), 0o077);
+        umasks.changing(own_tid(), 0o077, || true);
         umasks.settle(own_tid());
         let mut state = umasks.lock();
         assert!(!state.settled(), "its effect has not shown");
         assert!(!state.off);
+        // A dead caller's tid given to another thread proves nothing.
+        assert!(!state.confirm(own_tid(), || false));
         // The caller calls again: it made the call before.
-        assert!(state.confirm(own_tid()));
+        assert!(state.confirm(own_tid(), || true));
         assert!(state.settled());
     });
 }
@@ -63,8 +65,8 @@ fn save_and_restore_by_one_thread_keeps_keeping_on() {
     // other, the second arriving before the first's effect was looked at.
     on_own_thread(0o022, || {
         let umasks = Umasks::default();
-        umasks.changing(own_tid(), 0o000);
-        umasks.changing(own_tid(), 0o022);
+        umasks.changing(own_tid(), 0o000, || true);
+        umasks.changing(own_tid(), 0o022, || true);
         umasks.settle(own_tid());
         let state = umasks.lock();
         assert!(!state.off);
@@ -83,12 +85,12 @@ fn another_threads_call_not_known_made_stops_keeping() {
     let other = std::thread::spawn(move || {
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_FS).unwrap();
         nix::sys::stat::umask(Mode::from_bits_truncate(0o022));
-        first.changing(own_tid(), 0o077);
+        first.changing(own_tid(), 0o077, || true);
         ready.send(()).unwrap();
         finish.recv().unwrap();
     });
     wait.recv().unwrap();
-    umasks.changing(own_tid(), 0o022);
+    umasks.changing(own_tid(), 0o022, || true);
     done.send(()).unwrap();
     other.join().unwrap();
     assert!(umasks.lock().off);
@@ -97,16 +99,16 @@ fn another_threads_call_not_known_made_stops_keeping() {
 #[test]
 fn a_call_of_a_thread_gone_is_made() {
     let umasks = Umasks::default();
-    umasks.changing(gone(), 0o077);
+    umasks.changing(gone(), 0o077, || true);
     let mut state = umasks.lock();
-    assert!(state.confirm(own_tid()));
+    assert!(state.confirm(own_tid(), || true));
 }
 
 #[test]
 fn once_off_a_umask_call_costs_nothing_more() {
     let umasks = Umasks::default();
     umasks.stop();
-    umasks.changing(own_tid(), 0o077);
+    umasks.changing(own_tid(), 0o077, || true);
     let state = umasks.lock();
     assert!(state.off);
     assert_eq!(state.generation, 0);

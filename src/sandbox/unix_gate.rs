@@ -300,7 +300,9 @@ impl UnixGate {
             }),
             Gated::Umask => {
                 self.umasks
-                    .changing(Pid::from_raw(call.tid as i32), call.args[0]);
+                    .changing(Pid::from_raw(call.tid as i32), call.args[0], || {
+                        seccomp::still_waiting(&self.listener, call.id)
+                    });
                 Ok(Reply::Continue)
             }
             _ => self.serve(call).map(Reply::Value),
