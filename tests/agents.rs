@@ -8,6 +8,7 @@ mod common;
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -58,6 +59,17 @@ impl Seen {
 struct FakeAnthropic {
     port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
+    hold: Arc<Hold>,
+}
+
+/// Holds the next prompt's answer until released, so the test can look
+/// at the agent while it waits.
+struct Hold {
+    /// Set by the test: hold the next prompt.
+    next: std::sync::atomic::AtomicBool,
+    /// Set by the fake when it holds one.
+    holding: std::sync::atomic::AtomicBool,
+    release: tokio::sync::Semaphore,
 }
 
 /// What the fake answers every prompt with.
@@ -66,17 +78,22 @@ const ANSWER: &str = "hello from the fake API";
 impl FakeAnthropic {
     fn start(ca: &TestCa) -> FakeAnthropic {
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let log = seen.clone();
+        let hold = Arc::new(Hold {
+            next: false.into(),
+            holding: false.into(),
+            release: tokio::sync::Semaphore::new(0),
+        });
+        let (log, held) = (seen.clone(), hold.clone());
         let port = serve_tls(ca.http_server_config(), move |tls| {
-            let log = log.clone();
+            let (log, held) = (log.clone(), held.clone());
             serve_http(tls, move |_| {
                 hyper::service::service_fn(move |req| {
-                    let log = log.clone();
-                    async move { Ok::<_, Infallible>(answer(req, &log).await) }
+                    let (log, held) = (log.clone(), held.clone());
+                    async move { Ok::<_, Infallible>(answer(req, &log, &held).await) }
                 })
             })
         });
-        FakeAnthropic { port, seen }
+        FakeAnthropic { port, seen, hold }
     }
 
     fn seen(&self) -> Vec<Seen> {
@@ -87,6 +104,7 @@ impl FakeAnthropic {
 async fn answer(
     req: Request<hyper::body::Incoming>,
     log: &Mutex<Vec<Seen>>,
+    hold: &Hold,
 ) -> Response<Full<Bytes>> {
     let target = req.uri().to_string();
     let headers = req
@@ -121,6 +139,12 @@ async fn answer(
     };
     if !(post && target.starts_with("/v1/messages") && !target.contains("count_tokens")) {
         return json("{}".into());
+    }
+    if hold.next.swap(false, Ordering::SeqCst) {
+        hold.holding.store(true, Ordering::SeqCst);
+        if let Ok(permit) = hold.release.acquire().await {
+            permit.forget();
+        }
     }
     let message = |content: serde_json::Value, stop: serde_json::Value| {
         serde_json::json!({
@@ -191,12 +215,85 @@ fn files_holding(dir: &Path, text: &str) -> Vec<PathBuf> {
     found
 }
 
+/// The host pids of the processes in the pid namespace of host pid `pid`.
+fn same_pid_namespace(pid: i32) -> Vec<i32> {
+    let ns = |p: i32| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+    let Some(theirs) = ns(pid) else {
+        return Vec::new();
+    };
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| ns(*p).as_ref() == Some(&theirs))
+        .collect()
+}
+
+/// Whether the resident memory of process `pid` holds `text`: each
+/// readable mapping's present pages (its pagemap), read through
+/// /proc/PID/mem in runs.
+fn memory_holds(pid: i32, text: &[u8]) -> bool {
+    use std::os::unix::fs::FileExt;
+    const PAGE: u64 = 4096;
+    let (Ok(maps), Ok(mem), Ok(pagemap)) = (
+        std::fs::read_to_string(format!("/proc/{pid}/maps")),
+        std::fs::File::open(format!("/proc/{pid}/mem")),
+        std::fs::File::open(format!("/proc/{pid}/pagemap")),
+    ) else {
+        return false;
+    };
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let Some((start, end)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16))
+        else {
+            continue;
+        };
+        if !perms.starts_with('r') {
+            continue;
+        }
+        let pages = (end - start) / PAGE;
+        let mut entries = vec![0u8; pages as usize * 8];
+        if pagemap.read_at(&mut entries, start / PAGE * 8).is_err() {
+            continue;
+        }
+        let present = |i: u64| {
+            let at = i as usize * 8;
+            u64::from_le_bytes(entries[at..at + 8].try_into().unwrap()) >> 63 == 1
+        };
+        let mut i = 0;
+        while i < pages {
+            if !present(i) {
+                i += 1;
+                continue;
+            }
+            let first = i;
+            while i < pages && present(i) {
+                i += 1;
+            }
+            let mut run = vec![0u8; ((i - first) * PAGE) as usize];
+            if let Ok(n) = mem.read_at(&mut run, start + first * PAGE) {
+                if memchr::memmem::find(&run[..n], text).is_some() {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
 /// `claude -p` inside `cordon run`, pointed at the fake through the
 /// host's loopback (`host.cordon.internal`, as a gateway on the host
 /// would be), its key given to cordon and injected by the proxy on the
 /// fake's requests only: the prompt completes, the fake receives the real
-/// key, the sandbox's variable holds a placeholder, and the key is in no
-/// file the agent left.
+/// key, the sandbox's variable holds a placeholder, the key is in the
+/// memory of no process inside while the agent waits for its answer, and
+/// in no file the agent left.
 #[test]
 fn claude_completes_a_prompt_with_its_key_kept_outside() {
     let claude = claude();
@@ -223,14 +320,16 @@ fn claude_completes_a_prompt_with_its_key_kept_outside() {
         let key = format!("sk-ant-api03-real-{}", fx.token);
         let base = format!("ANTHROPIC_BASE_URL=https://{host}");
         let bin = bin.to_str().unwrap();
-        let out = fx
+        api.hold.next.store(true, Ordering::SeqCst);
+        api.hold.holding.store(false, Ordering::SeqCst);
+        let running = fx
             .sandbox()
             .env("ANTHROPIC_API_KEY", &key)
             .flag("--allow-domain", &host)
             .flag("--upstream-ca", &ca_file)
             .flag("--policy", &policy)
             .flag("--allow-write", &state)
-            .run(&[
+            .spawn(&[
                 "env",
                 &base,
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
@@ -240,6 +339,41 @@ fn claude_completes_a_prompt_with_its_key_kept_outside() {
                 "printf 'inside: %s\\n' \"$ANTHROPIC_API_KEY\"; exec \"$0\" -p 'say hi'",
                 bin,
             ]);
+        // While the fake holds the prompt, the agent waits inside with
+        // whatever it holds: no process in the sandbox's pid namespace
+        // (the agent, and cordon's init with its gates) has the key in
+        // its memory.
+        let held = wait_until(std::time::Duration::from_secs(30), || {
+            api.hold.holding.load(Ordering::SeqCst)
+        });
+        let agents = host_pids_with_cmdline(&format!("{bin} -p"));
+        let inside_pids = agents
+            .first()
+            .map(|p| same_pid_namespace(*p))
+            .unwrap_or_default();
+        let in_memory: Vec<i32> = inside_pids
+            .iter()
+            .copied()
+            .filter(|p| memory_holds(*p, key.as_bytes()))
+            .collect();
+        // The scan's own check: cordon's supervisor, outside, holds the key
+        // it injects.
+        let supervisor_holds = memory_holds(running.pid(), key.as_bytes());
+        api.hold.release.add_permits(1);
+        let out = running.wait();
+        assert!(supervisor_holds, "{mode:?}: the memory scan finds nothing");
+        assert!(
+            held,
+            "{mode:?}: the prompt never reached the fake: {out:#?}"
+        );
+        assert!(
+            inside_pids.len() >= 2,
+            "{mode:?}: the agent's processes were not found: {agents:?} {inside_pids:?}"
+        );
+        assert!(
+            in_memory.is_empty(),
+            "{mode:?}: the real key is in the memory of {in_memory:?} inside"
+        );
         out.ok();
         assert!(out.stdout.contains(ANSWER), "{mode:?}: {out:#?}");
         let inside = line(&out, "inside:").to_string();
