@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::*;
 
@@ -127,6 +127,81 @@ fn allow_write_opens_a_directory() {
         let allowed = fx.sandbox().flag("--allow-write", &fx.outside).sh(&script);
         allowed.ok();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello\n");
+    });
+}
+
+/// `--allow-write ~/.claude`, so that Claude Code keeps its state: the
+/// parts of it that act in later sessions on the host (settings with
+/// hooks, hook scripts, custom commands, skills, plugins, the instructions
+/// every session reads) stay read-only and cannot be made, whether opened
+/// with or without O_CREAT, renamed or replaced; the rest is writable.
+/// (The writable area is itself the `.claude` directory: its own parts
+/// were once left writable, so a plain open of settings.json could add a
+/// hook that ran on the host.)
+#[test]
+fn a_writable_claude_state_dir_keeps_its_parts_that_run_later() {
+    each_fixture(|mode, fx| {
+        let state = fx.home.join(".claude");
+        for (rel, text) in [
+            ("settings.json", "{}\n"),
+            ("hooks/h.sh", "#!/bin/sh\n"),
+            ("commands/c.md", "orig\n"),
+        ] {
+            fx.write_home(&format!(".claude/{rel}"), text);
+        }
+        chown_tree(&fx.home, mode);
+        // The directory itself changes (a new state file); its parts not.
+        let parts = |mut tree: std::collections::BTreeMap<PathBuf, String>| {
+            tree.retain(|path, _| {
+                !path.as_os_str().is_empty()
+                    && !path.ends_with("history.jsonl")
+                    && !path.ends_with("s.tmp")
+            });
+            tree
+        };
+        let before = parts(tree_snapshot(&state));
+        let script = r#"
+import os
+h = os.path.expanduser('~/.claude/')
+def t(label, f):
+    try:
+        f(); print(label + ':', 'OK')
+    except OSError as e:
+        print(label + ':', 'ERR', e.strerror)
+def write(rel, flags):
+    fd = os.open(h + rel, flags, 0o644); os.write(fd, b'evil'); os.close(fd)
+t('settings-plain', lambda: write('settings.json', os.O_WRONLY | os.O_TRUNC))
+t('settings-creat', lambda: write('settings.json', os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
+t('hook-plain', lambda: write('hooks/h.sh', os.O_WRONLY | os.O_APPEND))
+t('command-plain', lambda: write('commands/c.md', os.O_WRONLY | os.O_TRUNC))
+t('command-new', lambda: write('commands/new.md', os.O_WRONLY | os.O_CREAT))
+t('skills-new', lambda: os.mkdir(h + 'skills'))
+t('plugins-new', lambda: os.mkdir(h + 'plugins'))
+t('claude-md-new', lambda: write('CLAUDE.md', os.O_WRONLY | os.O_CREAT))
+t('commands-rename', lambda: os.rename(h + 'commands', h + 'c2'))
+t('settings-replace', lambda: (write('s.tmp', os.O_WRONLY | os.O_CREAT), os.rename(h + 's.tmp', h + 'settings.json')))
+t('state-new', lambda: write('history.jsonl', os.O_WRONLY | os.O_CREAT))
+"#;
+        let out = fx.sandbox().flag("--allow-write", &state).py(script);
+        for label in [
+            "settings-plain",
+            "settings-creat",
+            "hook-plain",
+            "command-plain",
+            "command-new",
+            "skills-new",
+            "plugins-new",
+            "claude-md-new",
+            "commands-rename",
+            "settings-replace",
+        ] {
+            assert!(
+                line(&out, label).starts_with("ERR"),
+                "{mode:?}: {label} was not refused: {out:#?}"
+            );
+        }
+        assert_eq!(line(&out, "state-new"), "OK", "{mode:?}: {out:#?}");
+        assert_eq!(parts(tree_snapshot(&state)), before, "{mode:?}: {out:#?}");
     });
 }
 

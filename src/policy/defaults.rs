@@ -605,6 +605,18 @@ pub const PROTECTED_ANYWHERE: &[&str] = &[
     ".mcp.json",
     ".claude/settings.json",
     ".claude/settings.local.json",
+    // Claude Code's other parts that act in its later sessions, on the
+    // host too when `~/.claude` is writable: hook scripts the settings
+    // name, custom commands (their `!` lines run), skills and plugins
+    // (scripts, hooks, MCP servers), subagents and output styles, and the
+    // instructions every session reads (a prompt injection would last).
+    ".claude/hooks",
+    ".claude/commands",
+    ".claude/skills",
+    ".claude/plugins",
+    ".claude/agents",
+    ".claude/output-styles",
+    ".claude/CLAUDE.md",
 ];
 
 /// Glob patterns of names that run code later, like [`PROTECTED_NAMES`],

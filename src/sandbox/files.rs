@@ -485,8 +485,12 @@ impl FileView {
             .into_iter()
             .collect();
         let scan = repos::scan(&view.writable, &wanted, &view.apart)?;
-        // Names tools look for from any depth: those there now are kept.
-        for found in &scan.named {
+        // Names tools look for from any depth: those there now are kept,
+        // below the writable areas and in a writable area that is itself
+        // such a directory (`--allow-write ~/.claude`, whose settings and
+        // hooks are the user's own).
+        let roots = view.writable.clone();
+        for found in scan.named.iter().chain(&roots) {
             let name = found
                 .file_name()
                 .and_then(std::ffi::OsStr::to_str)

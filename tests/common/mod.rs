@@ -202,7 +202,7 @@ impl Fixture {
         format!("CANARY{tag}-{}", self.token)
     }
 
-    fn write_home(&self, rel: &str, content: &str) {
+    pub fn write_home(&self, rel: &str, content: &str) {
         let p = self.home.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, content).unwrap();
