@@ -149,6 +149,8 @@ fn a_writable_claude_state_dir_keeps_its_parts_that_run_later() {
         ] {
             fx.write_home(&format!(".claude/{rel}"), text);
         }
+        // A part that is a dangling link: what it names stays unmade.
+        std::os::unix::fs::symlink("agents-real", state.join("agents")).unwrap();
         chown_tree(&fx.home, mode);
         // The directory itself changes (a new state file); its parts not.
         let parts = |mut tree: std::collections::BTreeMap<PathBuf, String>| {
@@ -178,6 +180,8 @@ t('command-new', lambda: write('commands/new.md', os.O_WRONLY | os.O_CREAT))
 t('skills-new', lambda: os.mkdir(h + 'skills'))
 t('plugins-new', lambda: os.mkdir(h + 'plugins'))
 t('claude-md-new', lambda: write('CLAUDE.md', os.O_WRONLY | os.O_CREAT))
+t('rules-new', lambda: os.mkdir(h + 'rules'))
+t('dangling-part', lambda: os.mkdir(h + 'agents-real'))
 t('commands-rename', lambda: os.rename(h + 'commands', h + 'c2'))
 t('settings-replace', lambda: (write('s.tmp', os.O_WRONLY | os.O_CREAT), os.rename(h + 's.tmp', h + 'settings.json')))
 t('state-new', lambda: write('history.jsonl', os.O_WRONLY | os.O_CREAT))
@@ -192,6 +196,8 @@ t('state-new', lambda: write('history.jsonl', os.O_WRONLY | os.O_CREAT))
             "skills-new",
             "plugins-new",
             "claude-md-new",
+            "rules-new",
+            "dangling-part",
             "commands-rename",
             "settings-replace",
         ] {

@@ -617,6 +617,7 @@ pub const PROTECTED_ANYWHERE: &[&str] = &[
     ".claude/agents",
     ".claude/output-styles",
     ".claude/CLAUDE.md",
+    ".claude/rules",
 ];
 
 /// Glob patterns of names that run code later, like [`PROTECTED_NAMES`],

@@ -659,9 +659,17 @@ impl FileView {
         match path.symlink_metadata() {
             Ok(meta) if meta.file_type().is_symlink() => {
                 marks.guarded.insert(path.to_path_buf());
-                if let Ok(real) = std::fs::canonicalize(path) {
-                    if self.is_writable(&real) {
-                        self.keep_read_only(real, marks);
+                match std::fs::canonicalize(path) {
+                    Ok(real) => {
+                        if self.is_writable(&real) {
+                            self.keep_read_only(real, marks);
+                        }
+                    }
+                    // Dangling: what it names is the part, once made.
+                    Err(_) => {
+                        if let Some(real) = dangling_target(path) {
+                            marks.guarded.insert(real);
+                        }
                     }
                 }
             }
@@ -1330,6 +1338,21 @@ fn is_plain(path: &Path) -> bool {
 /// `/`, `.`, `..` or a name).
 fn components(path: &Path) -> impl Iterator<Item = &OsStr> {
     path.components().map(|c| c.as_os_str())
+}
+
+/// Where the dangling symlink `link` (through any further links) would
+/// lead, as [`canonical_beyond`] gives it: what making that makes.
+fn dangling_target(link: &Path) -> Option<PathBuf> {
+    let mut at = link.to_path_buf();
+    for _ in 0..40 {
+        let target = std::fs::read_link(&at).ok()?;
+        let next = at.parent()?.join(target);
+        match next.symlink_metadata() {
+            Ok(meta) if meta.file_type().is_symlink() => at = next,
+            _ => return canonical_beyond(&next),
+        }
+    }
+    None
 }
 
 /// `path` with its longest existing ancestor made canonical and the rest
