@@ -489,8 +489,7 @@ impl FileView {
         // below the writable areas and in a writable area that is itself
         // such a directory (`--allow-write ~/.claude`, whose settings and
         // hooks are the user's own).
-        let roots = view.writable.clone();
-        for found in scan.named.iter().chain(&roots) {
+        for found in scan.named.iter().chain(&view.writable) {
             let name = found
                 .file_name()
                 .and_then(std::ffi::OsStr::to_str)

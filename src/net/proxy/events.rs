@@ -83,18 +83,9 @@ impl<G: Gate> Proxy<G> {
         addr: Option<SocketAddr>,
         d: &Denial,
     ) {
-        let mut event = Event::new(
-            Door::Network,
-            audit::Kind::Decision,
-            Verdict::Deny,
-            subject(host, port),
-        );
-        event.address = addr.map(|a| a.to_string());
-        event.rule = Some(d.rule.clone());
-        event.source = Some(d.source.clone());
+        let mut event = decision_event(proto, host, port, addr, Verdict::Deny, &d.rule, &d.source);
         event.reason = Some(d.reason.clone());
         event.fix.clone_from(&d.fix);
-        event.proto = Some(proto);
         self.audit.record(event);
     }
 
@@ -166,15 +157,37 @@ fn allowed_event(
     addr: Option<SocketAddr>,
     allowed: &Allowed,
 ) -> Event {
+    decision_event(
+        proto,
+        host,
+        port,
+        addr,
+        Verdict::Allow,
+        &allowed.rule,
+        &allowed.source,
+    )
+}
+
+/// A network decision's event: `verdict` on `host:port` (reached at
+/// `addr`, or not), by `rule` from `source`.
+fn decision_event(
+    proto: Proto,
+    host: &str,
+    port: u16,
+    addr: Option<SocketAddr>,
+    verdict: Verdict,
+    rule: &str,
+    source: &str,
+) -> Event {
     let mut event = Event::new(
         Door::Network,
         audit::Kind::Decision,
-        Verdict::Allow,
+        verdict,
         subject(host, port),
     );
     event.address = addr.map(|a| a.to_string());
-    event.rule = Some(allowed.rule.clone());
-    event.source = Some(allowed.source.clone());
+    event.rule = Some(rule.to_string());
+    event.source = Some(source.to_string());
     event.proto = Some(proto);
     event
 }
