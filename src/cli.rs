@@ -62,6 +62,16 @@ pub enum Command {
     /// preset lists is given to the sandbox as a `files.cache` entry: the
     /// tool writes into a private layer, the host's directory unchanged.
     Presets(PresetsArgs),
+    /// List the agent profiles (--agent NAME): what each sets up to run an AI agent whole inside the sandbox.
+    ///
+    /// A profile is a preset (see `cordon presets`) for one agent: its API
+    /// hosts, and the host wherever its base-URL variable points it; its
+    /// API key injected by the proxy on requests to those hosts only, when
+    /// the key is set in cordon's environment (the sandbox holds a
+    /// placeholder); its state directory writable in the names that are
+    /// state, the rest (settings, hooks, commands, plugins, ...) read-only.
+    /// `--agent auto` picks the profile from the command's name.
+    Agents(PresetsArgs),
     /// Print a sandbox policy you already have (Claude Code's settings, sandbox-runtime's
     /// settings file) as a cordon policy file, each value naming the file, line and key it
     /// came from.
@@ -429,6 +439,28 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
     Ok((policy, cwd))
 }
 
+/// What each agent profile in force says when none of its keys is set.
+fn say_missing_keys(policy: &crate::policy::Policy) {
+    for message in presets::missing_keys(policy) {
+        crate::say!("cordon: {}", printable(message));
+    }
+}
+
+impl PolicyArgs {
+    /// `--agent auto`: the profile for `command`'s name in its place.
+    fn pick_agent(&mut self, command: &[OsString]) -> Result<(), Failure> {
+        for flag in &mut self.flags {
+            let is_agent = std::ptr::eq(flag.key.about(), &crate::policy::keys::AGENT.about);
+            if is_agent && flag.values.last().map(String::as_str) == Some(presets::AUTO) {
+                let program = command.first().map(OsString::as_os_str).unwrap_or_default();
+                let name = presets::agent_for_command(program).map_err(failed(2))?;
+                flag.values = vec![name.to_string()];
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The audit log `cordon log` reads by default: the one in force here.
 fn log_in_force(env: &EnvFacts) -> Result<PathBuf, Failure> {
     let none = || Failure {
@@ -497,7 +529,7 @@ fn log_command(args: LogArgs) -> Result<i32, Failure> {
 }
 
 /// `cordon learn`: the run, then the policy it needed.
-fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
+fn learn_command(mut args: LearnArgs) -> Result<i32, Failure> {
     // Refused before anything runs: a learned policy never overwrites a file.
     let output = args
         .output
@@ -505,6 +537,7 @@ fn learn_command(args: LearnArgs) -> Result<i32, Failure> {
         .map(LearnedOutput::open)
         .transpose()?;
     let filters = sandbox::seccomp::Compiling::start();
+    args.run.policy.pick_agent(&args.run.command)?;
     let (mut policy, cwd) = load_policy(&args.run.policy)?;
     crate::say!("cordon learn: hosts no rule names are let through and recorded: run only a command you trust. Deny rules, the address guard (loopback, private and metadata ranges, this host's addresses) and the files, credentials and process doors apply as in `cordon run`.");
     if !policy.inspection.inject.is_empty() {
@@ -658,22 +691,37 @@ fn failed<E: std::fmt::Display>(code: i32) -> impl Fn(E) -> Failure {
 }
 
 /// `cordon presets [NAME] [--json]`.
-fn presets_command(args: PresetsArgs) -> Result<i32, Failure> {
+fn presets_command(args: PresetsArgs, agents: bool) -> Result<i32, Failure> {
     let env = EnvFacts::from_process()?;
     let ctx = PathContext {
         home: &env.home,
         base: None,
     };
-    let all = presets::all(&ctx)?;
+    let mut all = presets::all(&ctx)?;
+    if agents {
+        all.retain(|p| !p.about.commands.is_empty());
+    }
     let Some(name) = args.name else {
         if args.json {
             let list: Vec<_> = all.iter().map(|p| presets::render_json(p, false)).collect();
             println!("{}", json_printable(&serde_json::to_string_pretty(&list)?));
         } else {
-            print!("{}", printable_lines(&presets::render_text(&all)));
+            let footer = if agents {
+                presets::AGENTS_FOOTER
+            } else {
+                presets::PRESETS_FOOTER
+            };
+            print!("{}", printable_lines(&presets::render_text(&all, footer)));
         }
         return Ok(0);
     };
+    if agents && !all.iter().any(|p| p.shipped.name == name) {
+        let names: Vec<&str> = all.iter().map(|p| p.shipped.name).collect();
+        return Err(failed(2)(format!(
+            "no agent profile {name:?}; the profiles are {}",
+            names.join(", ")
+        )));
+    }
     let shipped = presets::find(&name).map_err(failed(2))?;
     let preset = all
         .iter()
@@ -740,10 +788,12 @@ fn import_command(args: ImportArgs) -> Result<i32, Failure> {
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
-        Command::Run(args) => {
+        Command::Run(mut args) => {
             // They do not depend on the policy: they compile while it loads.
             let filters = sandbox::seccomp::Compiling::start();
+            args.policy.pick_agent(&args.command)?;
             let (policy, cwd) = load_policy(&args.policy)?;
+            say_missing_keys(&policy);
             let req = sandbox::RunRequest {
                 policy: &policy,
                 command: args.command,
@@ -822,7 +872,8 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::ProbeInside { spec } => Ok(probe::inside::run(&spec)),
         Command::ProbeCanary { tag: _ } => Ok(probe::host::canary_main()),
         Command::Log(args) => log_command(args),
-        Command::Presets(args) => presets_command(args),
+        Command::Presets(args) => presets_command(args, false),
+        Command::Agents(args) => presets_command(args, true),
         Command::Import(args) => import_command(args),
         Command::Completions(args) => {
             manual::completions(args.shell, &mut std::io::stdout().lock())?;

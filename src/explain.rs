@@ -36,9 +36,12 @@ pub fn render_text(policy: &Policy) -> String {
         ))],
     };
 
+    // An agent's profile first: most lines below may be its.
+    text.door(Door::Agent);
     text.heading("files");
     text.door(Door::Writable);
     text.door(Door::Caches);
+    text.door(Door::State);
     text.group("readable");
     text.entries(&view.files.readable);
     text.door(Door::Unreadable);
@@ -73,6 +76,7 @@ pub fn render_text(policy: &Policy) -> String {
     text.door(Door::EnvClear);
     text.door(Door::EnvDeny);
     text.door(Door::EnvKeep);
+    text.door(Door::EnvSet);
     text.unset();
     text.settings("credentials");
 
@@ -175,6 +179,14 @@ impl Text<'_> {
                     self.row(cache.path.clone(), cache.note(), cache.from.clone());
                 }
             }
+            Door::State => {
+                if !view.files.state.is_empty() {
+                    self.group("agents' state (writable in these names only; the rest read-only, nothing else made)");
+                }
+                for state in &view.files.state {
+                    self.row(state.path.clone(), state.note.clone().unwrap_or_default(), state.from.clone());
+                }
+            }
             Door::ReadOnly => {
                 self.group("read-only inside writable areas");
                 self.entries(&view.files.read_only);
@@ -257,8 +269,17 @@ impl Text<'_> {
                     );
                 }
             }
+            Door::Agent => {
+                for p in view.network.presets.iter().filter(|p| p.agent) {
+                    self.row(
+                        format!("agent {}", p.name),
+                        format!("{}; its lines name it (`cordon agents {}`)", p.about, p.name),
+                        p.from.clone(),
+                    );
+                }
+            }
             Door::Presets => {
-                for p in &view.network.presets {
+                for p in view.network.presets.iter().filter(|p| !p.agent) {
                     self.row(
                         format!("preset {}", p.name),
                         format!("{}; its lines below name it", p.about),
@@ -309,6 +330,10 @@ impl Text<'_> {
                     let note = format!("to {} (value from {})", i.hosts.join(", "), i.value_from);
                     self.row(i.env.clone(), note, i.from.clone());
                 }
+                for n in &view.inspection.not_set {
+                    let note = "not injected: unset in cordon's environment (when_set)".to_string();
+                    self.row(n.path.clone(), note, n.from.clone());
+                }
             }
             Door::ReAllowed => {
                 self.group("re-allowed for reading");
@@ -343,6 +368,15 @@ impl Text<'_> {
                             p.from.clone(),
                         );
                     }
+                }
+            }
+            Door::EnvSet => {
+                for set in &view.credentials.env.set {
+                    self.row(
+                        format!("variable {}", set.path),
+                        "set to a value (set_env)".to_string(),
+                        set.from.clone(),
+                    );
                 }
             }
             Door::EnvKeep => {
@@ -562,6 +596,8 @@ struct FilesView {
     protected: Vec<Entry>,
     /// Caches: host directories written into private layers.
     caches: Vec<CacheView>,
+    /// Agents' state directories: the note lists the writable names.
+    state: Vec<Entry>,
     /// The section's one-row keys.
     #[serde(flatten)]
     settings: Settings,
@@ -688,6 +724,8 @@ struct NetworkView {
 struct PresetView {
     name: String,
     about: String,
+    /// An agent's profile (`--agent`).
+    agent: bool,
     source: Source,
     from: String,
 }
@@ -825,6 +863,10 @@ struct EnvView {
     /// Whether the command starts from an empty environment plus `kept`.
     clear: bool,
     clear_from: String,
+    /// Variables set to a value (`set_env`): each name and where it came
+    /// from (values are the policy's; `cordon explain --json` leaves them
+    /// out like every value).
+    set: Vec<Entry>,
 }
 
 #[derive(Serialize)]
@@ -1041,6 +1083,7 @@ impl View {
                 .map(|p| PresetView {
                     name: p.value.name.clone(),
                     about: p.value.about.clone(),
+                    agent: p.value.agent,
                     source: p.source.clone(),
                     from: p.source.to_string(),
                 })
@@ -1109,6 +1152,12 @@ impl View {
                     .collect(),
                 clear: policy.env.clear.value,
                 clear_from: policy.env.clear.source.to_string(),
+                set: policy
+                    .env
+                    .set
+                    .iter()
+                    .map(|s| Entry::new(s.value.0.clone(), None, &s.source))
+                    .collect(),
             },
             settings: settings(policy, "credentials"),
         };
@@ -1144,6 +1193,14 @@ impl View {
                     .iter()
                     .map(|c| CacheView::of(policy, c))
                     .collect(),
+                state: files
+                    .state
+                    .iter()
+                    .map(|d| {
+                        let note = format!("writable: {}", d.value.writable.join(", "));
+                        Entry::new(d.value.dir.display().to_string(), Some(&note), &d.source)
+                    })
+                    .collect(),
                 settings: settings(policy, "files"),
             },
             network,
@@ -1170,6 +1227,8 @@ struct InspectionView {
     rules: Vec<Entry>,
     /// Injected secrets: the variable's name, where its value is read, its hosts.
     inject: Vec<InjectView>,
+    /// Variables a `when_set` entry would inject, left out: unset here.
+    not_set: Vec<Entry>,
 }
 
 #[derive(Serialize)]
@@ -1222,6 +1281,11 @@ impl InspectionView {
                     source: i.source.clone(),
                     from: i.source.to_string(),
                 })
+                .collect(),
+            not_set: p
+                .not_set
+                .iter()
+                .map(|n| Entry::new(n.value.clone(), None, &n.source))
                 .collect(),
         }
     }

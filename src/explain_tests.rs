@@ -406,6 +406,7 @@ fn each_line_of_a_preset_names_the_preset_and_what_named_it() {
         serde_json::json!([{
             "name": "go",
             "about": "go: the Go module mirror (proxy.golang.org) and checksum database (sum.golang.org)",
+            "agent": false,
             "source": { "kind": "flag", "detail": "--preset" },
             "from": "flag --preset",
         }])

@@ -215,6 +215,16 @@ fn files_holding(dir: &Path, text: &str) -> Vec<PathBuf> {
     found
 }
 
+/// The value of `name` in the environment process `pid` started with.
+fn environ_value(pid: i32, name: &str) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{name}=");
+    environ
+        .split(|b| *b == 0)
+        .find_map(|e| e.strip_prefix(prefix.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
 /// The host pids of the processes in the pid namespace of host pid `pid`.
 fn same_pid_namespace(pid: i32) -> Vec<i32> {
     let ns = |p: i32| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
@@ -287,58 +297,47 @@ fn memory_holds(pid: i32, text: &[u8]) -> bool {
     false
 }
 
-/// `claude -p` inside `cordon run`, pointed at the fake through the
-/// host's loopback (`host.cordon.internal`, as a gateway on the host
-/// would be), its key given to cordon and injected by the proxy on the
-/// fake's requests only: the prompt completes, the fake receives the real
-/// key, the sandbox's variable holds a placeholder, the key is in the
-/// memory of no process inside while the agent waits for its answer, and
-/// in no file the agent left.
+/// The agent's binary linked into the fixture (where every uid can run
+/// it), and the fake's CA in a file cordon reads.
+fn setup_claude(fx: &Fixture, ca: &TestCa) -> (PathBuf, PathBuf) {
+    let bin = fx.dir.path().join("bin/claude");
+    if std::fs::hard_link(claude(), &bin).is_err() {
+        std::fs::copy(claude(), &bin).unwrap();
+    }
+    let ca_file = fx.outside.join("api-ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    chown_tree(&fx.outside, fx.mode);
+    (bin, ca_file)
+}
+
+/// `claude -p` inside `cordon run --agent auto` (its profile picked from
+/// the command's name), pointed at the fake by `ANTHROPIC_BASE_URL` through
+/// the host's loopback (`host.cordon.internal`, as a gateway on the host
+/// would be), its key given to cordon: the profile allows that host, and
+/// the proxy injects the key on the fake's requests only. The prompt
+/// completes, the fake receives the real key, the sandbox's variable holds
+/// a placeholder, the key is in the memory of no process inside while the
+/// agent waits for its answer, the agent's state is saved (in a
+/// `~/.claude` the profile made), and the key is in no file it left.
 #[test]
 fn claude_completes_a_prompt_with_its_key_kept_outside() {
-    let claude = claude();
     let ca = TestCa::new("fake Anthropic API CA");
     let api = FakeAnthropic::start(&ca);
     each_fixture(|mode, fx| {
-        let bin = fx.dir.path().join("bin/claude");
-        if std::fs::hard_link(&claude, &bin).is_err() {
-            std::fs::copy(&claude, &bin).unwrap();
-        }
+        let (bin, ca_file) = setup_claude(fx, &ca);
         let state = fx.home.join(".claude");
-        std::fs::create_dir(&state).unwrap();
-        chown(&state, mode);
-        let ca_file = fx.outside.join("api-ca.pem");
-        std::fs::write(&ca_file, ca.pem()).unwrap();
-        let host = format!("host.cordon.internal:{}", api.port);
-        let policy = fx.outside.join("agent.toml");
-        std::fs::write(
-            &policy,
-            format!("[[credentials.inject]]\nenv = \"ANTHROPIC_API_KEY\"\nhosts = [\"{host}\"]\n"),
-        )
-        .unwrap();
-        chown_tree(&fx.outside, mode);
         let key = format!("sk-ant-api03-real-{}", fx.token);
-        let base = format!("ANTHROPIC_BASE_URL=https://{host}");
+        let base = format!("https://host.cordon.internal:{}", api.port);
         let bin = bin.to_str().unwrap();
         api.hold.next.store(true, Ordering::SeqCst);
         api.hold.holding.store(false, Ordering::SeqCst);
         let running = fx
             .sandbox()
             .env("ANTHROPIC_API_KEY", &key)
-            .flag("--allow-domain", &host)
+            .env("ANTHROPIC_BASE_URL", &base)
+            .flag("--agent", "auto")
             .flag("--upstream-ca", &ca_file)
-            .flag("--policy", &policy)
-            .flag("--allow-write", &state)
-            .spawn(&[
-                "env",
-                &base,
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-                "DISABLE_AUTOUPDATER=1",
-                "sh",
-                "-c",
-                "printf 'inside: %s\\n' \"$ANTHROPIC_API_KEY\"; exec \"$0\" -p 'say hi'",
-                bin,
-            ]);
+            .spawn(&[bin, "-p", "say hi"]);
         // While the fake holds the prompt, the agent waits inside with
         // whatever it holds: no process in the sandbox's pid namespace
         // (the agent, and cordon's init with its gates) has the key in
@@ -346,7 +345,17 @@ fn claude_completes_a_prompt_with_its_key_kept_outside() {
         let held = wait_until(std::time::Duration::from_secs(30), || {
             api.hold.holding.load(Ordering::SeqCst)
         });
-        let agents = host_pids_with_cmdline(&format!("{bin} -p"));
+        // The agent's processes, not cordon's own (whose command line
+        // holds the agent's): those in a pid namespace other than ours.
+        let ours = std::fs::read_link("/proc/self/ns/pid").ok();
+        let agents: Vec<i32> = host_pids_with_cmdline(&format!("{bin} -p"))
+            .into_iter()
+            .filter(|p| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok() != ours)
+            .collect();
+        let inside = agents
+            .first()
+            .and_then(|p| environ_value(*p, "ANTHROPIC_API_KEY"))
+            .unwrap_or_default();
         let inside_pids = agents
             .first()
             .map(|p| same_pid_namespace(*p))
@@ -376,7 +385,6 @@ fn claude_completes_a_prompt_with_its_key_kept_outside() {
         );
         out.ok();
         assert!(out.stdout.contains(ANSWER), "{mode:?}: {out:#?}");
-        let inside = line(&out, "inside:").to_string();
         assert!(
             !inside.is_empty() && !inside.contains(&key),
             "{mode:?}: the sandbox saw {inside:?}"

@@ -48,6 +48,11 @@ fn flag_args(key: &dyn Declared, value: &str) -> Option<Vec<String>> {
     };
     let values: Vec<String> = match &value {
         toml::Value::Array(items) => items.iter().map(scalar).collect(),
+        // A table of names and values: NAME=VALUE each.
+        toml::Value::Table(entries) => entries
+            .iter()
+            .map(|(name, v)| format!("{name}={}", scalar(v)))
+            .collect(),
         toml::Value::Boolean(false) => return None,
         toml::Value::Boolean(true) => return Some(vec![flag.long()]),
         other => vec![scalar(other)],

@@ -20,6 +20,7 @@ fn filter(deny: &[&str], keep: &[&str], clear: bool) -> EnvFilter {
                 Source::Builtin
             },
         ),
+        set: Vec::new(),
     })
 }
 

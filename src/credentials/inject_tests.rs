@@ -703,6 +703,7 @@ fn values_are_read_and_checked() {
                 env: "A".into(),
                 source: SecretSource::File(file.clone()),
                 hosts: vec![HostMatch::Any],
+                when_set: false,
             },
             crate::policy::Source::Builtin,
         ),
@@ -711,6 +712,7 @@ fn values_are_read_and_checked() {
                 env: "B".into(),
                 source: SecretSource::Command(vec!["printf".into(), "from-cmd\n".into()]),
                 hosts: vec![HostMatch::Any],
+                when_set: false,
             },
             crate::policy::Source::Builtin,
         ),
@@ -734,6 +736,7 @@ fn values_are_read_and_checked() {
             env: "C".into(),
             source: SecretSource::Command(vec!["false".into()]),
             hosts: vec![],
+            when_set: false,
         },
         crate::policy::Source::Builtin,
     )];

@@ -227,6 +227,10 @@ pub struct InjectSpec {
     pub source: SecretSource,
     /// The hosts the real value may be sent to.
     pub hosts: Vec<HostMatch>,
+    /// Left out, rather than an error, when the variable is unset or empty
+    /// in cordon's environment (`when_set = true`): an agent's profile
+    /// injects whichever of its keys the user has.
+    pub when_set: bool,
 }
 
 /// Checks an environment variable name.
@@ -255,6 +259,9 @@ pub struct InspectionPolicy {
     pub rules: Vec<Sourced<HttpRule>>,
     /// `[[credentials.inject]]`: secrets swapped in at the proxy.
     pub inject: Vec<Sourced<InjectSpec>>,
+    /// The `when_set` entries left out because their variable is unset or
+    /// empty in cordon's environment (see [`InspectionPolicy::leave_out_unset`]).
+    pub not_set: Vec<Sourced<String>>,
 }
 
 /// Whether the HTTP rules of a request's host admit it.
@@ -275,6 +282,25 @@ pub struct RuleDenial {
 }
 
 impl InspectionPolicy {
+    /// Moves the `when_set` entries whose variable is unset or empty in
+    /// cordon's environment to [`InspectionPolicy::not_set`]: nothing is
+    /// injected for them, and `explain` says why.
+    pub fn leave_out_unset(&mut self) {
+        let unset = |spec: &InjectSpec| {
+            spec.when_set && std::env::var_os(&spec.env).is_none_or(|v| v.is_empty())
+        };
+        let (left_out, kept) = std::mem::take(&mut self.inject)
+            .into_iter()
+            .partition(|s| unset(&s.value));
+        self.inject = kept;
+        let left_out: Vec<Sourced<InjectSpec>> = left_out;
+        self.not_set.extend(
+            left_out
+                .into_iter()
+                .map(|s| Sourced::new(s.value.env, s.source)),
+        );
+    }
+
     /// Whether any host may be inspected (the CA and bundle are needed).
     pub fn enabled(&self) -> bool {
         !self.inspect.is_empty() || !self.rules.is_empty() || !self.inject.is_empty()

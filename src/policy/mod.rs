@@ -10,6 +10,7 @@
 pub mod cache;
 pub mod defaults;
 pub mod env;
+pub mod followed;
 pub mod host;
 pub mod import;
 pub mod inspection;
@@ -19,6 +20,7 @@ pub mod load;
 pub mod pattern;
 pub mod ports;
 pub mod presets;
+pub mod state;
 pub mod trust;
 
 use std::fmt;
@@ -153,6 +155,9 @@ pub struct FilesPolicy {
     /// Host directories the sandbox sees writable, their writes kept in a
     /// private layer per project (see [`cache`]).
     pub caches: Vec<Sourced<cache::Cache>>,
+    /// Agents' state directories, writable in the names each lists only
+    /// (see [`state`]).
+    pub state: Vec<Sourced<state::StateDir>>,
     /// Where the private layers are kept: `$XDG_CACHE_HOME/cordon/caches`
     /// (no policy moves it).
     pub cache_layers: PathBuf,
@@ -247,6 +252,9 @@ pub struct EnvPolicy {
     pub keep: Vec<Sourced<String>>,
     /// Start from an empty environment plus `keep`.
     pub clear: Sourced<bool>,
+    /// Variables set to a value in the command's environment (a later
+    /// entry of a name wins).
+    pub set: Vec<Sourced<(String, String)>>,
 }
 
 /// The effective policy for one sandbox.

@@ -75,6 +75,9 @@ pub struct Guard {
     anywhere: Vec<(Option<String>, String)>,
     /// The writable areas, where [`Guard::anywhere`] applies.
     roots: Vec<PathBuf>,
+    /// Agents' state directories, each with the only names that may be
+    /// made in it.
+    only: Vec<(PathBuf, Vec<String>)>,
 }
 
 /// What kind of name a call makes, as the guard tells them apart.
@@ -130,6 +133,22 @@ impl Guard {
         self
     }
 
+    /// Also refuses, in each state directory of `state`, every name but
+    /// those it lists.
+    pub fn only(mut self, state: &[(PathBuf, Vec<String>)]) -> Guard {
+        self.only = state.to_vec();
+        self
+    }
+
+    /// The state directory (and its names) `path` is directly in without
+    /// being one of its names, if it is.
+    pub fn outside_state(&self, path: &Path) -> Option<&(PathBuf, Vec<String>)> {
+        let name = path.file_name()?;
+        self.only.iter().find(|(dir, names)| {
+            path.parent() == Some(dir.as_path()) && !names.iter().any(|n| OsStr::new(n) == name)
+        })
+    }
+
     /// Whether `path` lies in one of the writable areas.
     pub fn in_writable_area(&self, path: &Path) -> bool {
         self.roots.iter().any(|root| path.starts_with(root))
@@ -137,7 +156,7 @@ impl Guard {
 
     /// Whether nothing is guarded.
     pub fn is_empty(&self) -> bool {
-        self.guarded.is_empty() && self.pattern_dirs.is_empty()
+        self.guarded.is_empty() && self.pattern_dirs.is_empty() && self.only.is_empty()
     }
 
     /// The guarded paths, sorted (for `explain` and tests).
@@ -173,6 +192,9 @@ impl Guard {
                     return Some(path.to_path_buf());
                 }
             }
+        }
+        if self.outside_state(path).is_some() {
+            return Some(path.to_path_buf());
         }
         let in_pattern_dir = path.parent().is_some_and(|p| self.pattern_dirs.contains(p));
         if in_pattern_dir && path.file_name().is_some_and(|n| self.patterns.is_match(n)) {
@@ -493,6 +515,13 @@ pub enum Forbidden {
     /// A change to a repository's config that `git config` inside may not
     /// make (see `config_gate`): what it would have changed, in words.
     GitConfig(String),
+    /// A name in an agent's state directory that is none of its state.
+    NotState {
+        /// The state directory.
+        dir: PathBuf,
+        /// The names the agent may make there.
+        state: Vec<String>,
+    },
 }
 
 impl Forbidden {
@@ -505,6 +534,11 @@ impl Forbidden {
             ),
             Forbidden::Hook => "a git hook: git would run it outside the sandbox".into(),
             Forbidden::GitConfig(what) => what.clone(),
+            Forbidden::NotState { dir, state } => format!(
+                "not the agent's state: in {} only {} may be made (the rest may run code later outside the sandbox)",
+                dir.display(),
+                state.join(", ")
+            ),
         }
     }
 
@@ -521,6 +555,10 @@ impl Forbidden {
             Forbidden::GitConfig(_) => {
                 "nothing allows it inside the sandbox: make that change to the config outside it, where you can read it first".into()
             }
+            Forbidden::NotState { .. } => format!(
+                "add its name to that [[{}]] entry's writable list if it is state the agent keeps (not settings, hooks, commands or anything that runs)",
+                crate::policy::keys::STATE.about.dotted()
+            ),
         }
     }
 }
@@ -529,6 +567,12 @@ impl Forbidden {
 /// making at `place`.
 fn admit(place: &Place, make: Make, guard: &Guard, report: &Reporter) -> Result<(), Errno> {
     let why = match guard.forbids(&place.path, make) {
+        Some(_) if let Some((dir, state)) = guard.outside_state(&place.path) => {
+            Forbidden::NotState {
+                dir: dir.clone(),
+                state: state.clone(),
+            }
+        }
         Some(hit) => Forbidden::Protected(hit),
         None if make == Make::Other && is_hook(place) => Forbidden::Hook,
         None => return Ok(()),

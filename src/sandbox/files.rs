@@ -43,6 +43,19 @@ pub enum FilesError {
         from
     )]
     WritableNotDirectory { path: PathBuf, from: String },
+    #[error(
+        "{} (from {}) is inside the agent's state directory {} but is none of its state ({}): what is there is kept read-only, as it may run later outside the sandbox",
+        crate::escape::printable(path),
+        from,
+        crate::escape::printable(dir),
+        names
+    )]
+    WritableInsideState {
+        path: PathBuf,
+        from: String,
+        dir: PathBuf,
+        names: String,
+    },
     #[error("{} is a symlink on the way to a protected path (hooks, config, dotfiles that run code): the sandbox could replace it, and cordon cannot mount over a symlink. Replace the link with what it points to, or choose a --project without it", crate::escape::printable(_0))]
     ProtectedSymlink(PathBuf),
     #[error("refusing to make {} writable", crate::escape::printable(_0))]
@@ -150,6 +163,9 @@ pub struct FileView {
     /// Directories of cordon's own that the repositories' walks pass by
     /// (the caches' private layers).
     pub apart: Vec<PathBuf>,
+    /// Agents' state directories (writable roots too), each with the names
+    /// in it the sandbox may write and make.
+    pub state: Vec<(PathBuf, Vec<String>)>,
 }
 
 /// Where the new root is assembled, inside the staging tmpfs.
@@ -357,6 +373,33 @@ impl FileView {
                 }
             }
         }
+        for state in &policy.files.state {
+            let dir = state_dir(&state.value.dir, &state.source.to_string())?;
+            if !view.writable.contains(&dir) {
+                view.writable.push(dir.clone());
+            }
+            view.state.push((dir, state.value.writable.clone()));
+        }
+        // A writable area inside a state directory, but in none of its
+        // state, would open what the entry keeps read-only.
+        for rule in &policy.files.allow_write {
+            for path in rule.value.expand() {
+                let Ok(path) = std::fs::canonicalize(&path) else {
+                    continue;
+                };
+                for (dir, names) in &view.state {
+                    let first = path.strip_prefix(dir).ok().and_then(|r| r.iter().next());
+                    if first.is_some_and(|n| !names.iter().any(|s| std::ffi::OsStr::new(s) == n)) {
+                        return Err(FilesError::WritableInsideState {
+                            path,
+                            from: rule.source.to_string(),
+                            dir: dir.clone(),
+                            names: names.join(", "),
+                        });
+                    }
+                }
+            }
+        }
         if let Some(root) = view.writable.iter().find(|p| p.parent().is_none()) {
             return Err(FilesError::WritableRoot(root.clone()));
         }
@@ -460,6 +503,36 @@ impl FileView {
             }
             for path in rule.value.expand() {
                 if let Ok(path) = std::fs::canonicalize(&path) {
+                    view.keep_read_only(path, &mut marks);
+                }
+            }
+        }
+        // In an agent's state directory, what is not state stays as it is:
+        // read-only where it is a file or directory, and a link may not be
+        // made anew once removed (what it leads to in a writable area is
+        // read-only too). New names are the guard's (`Guard::only`).
+        for (dir, names) in &view.state {
+            let entries =
+                std::fs::read_dir(dir).map_err(fail("cannot list the state directory", dir))?;
+            for entry in entries {
+                let entry = entry.map_err(fail("cannot list the state directory", dir))?;
+                let name = entry.file_name();
+                if names.iter().any(|n| std::ffi::OsStr::new(n) == name) {
+                    continue;
+                }
+                let path = entry.path();
+                let is_link = entry
+                    .file_type()
+                    .map_err(fail("cannot read", &path))?
+                    .is_symlink();
+                if is_link {
+                    marks.guarded.insert(path.clone());
+                    if let Ok(real) = std::fs::canonicalize(&path) {
+                        if view.is_writable(&real) {
+                            view.keep_read_only(real, &mut marks);
+                        }
+                    }
+                } else {
                     view.keep_read_only(path, &mut marks);
                 }
             }
@@ -600,7 +673,8 @@ impl FileView {
         let pattern_dirs = work_trees.into_iter().filter(|w| view.is_writable(w));
         view.guard = Guard::new(guarded, &view.writable)
             .with_patterns(pattern_dirs, patterns)
-            .anywhere(PROTECTED_ANYWHERE, &view.writable);
+            .anywhere(PROTECTED_ANYWHERE, &view.writable)
+            .only(&view.state);
         let hidden: Vec<PathBuf> = view.hidden.iter().map(|(p, _)| p.clone()).collect();
         view.caches = super::caches::plan(policy, &view.writable, &hidden)?;
         Ok(view)
@@ -1366,6 +1440,36 @@ fn canonical_beyond(path: &Path) -> Option<PathBuf> {
         return None;
     }
     Some(std::fs::canonicalize(existing).ok()?.join(rest))
+}
+
+/// An agent's state directory, made (mode 0700) when it is missing but
+/// its parent is there: the agent's first run keeps its state too.
+fn state_dir(dir: &Path, from: &str) -> Result<PathBuf, FilesError> {
+    if dir.symlink_metadata().is_err() && dir.parent().is_some_and(Path::is_dir) {
+        use std::os::unix::fs::DirBuilderExt;
+        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => crate::say!(
+                "cordon: made {} for the agent's state ({from})",
+                crate::escape::printable(dir)
+            ),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(fail("cannot make the state directory", dir)(e)),
+        }
+    }
+    if dir.symlink_metadata().is_err() {
+        return Err(FilesError::MissingWritable {
+            path: dir.to_path_buf(),
+            from: from.to_string(),
+        });
+    }
+    let path = canonical(dir, "state directory")?;
+    if !path.is_dir() {
+        return Err(FilesError::WritableNotDirectory {
+            path,
+            from: from.to_string(),
+        });
+    }
+    Ok(path)
 }
 
 fn canonical(path: &Path, what: &'static str) -> Result<PathBuf, FilesError> {

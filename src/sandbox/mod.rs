@@ -98,6 +98,8 @@ pub enum SandboxError {
     NoCommand,
     #[error("{0} contains a NUL byte")]
     Nul(&'static str),
+    #[error("refusing to run: credentials.set_env ({from}) sets {name}, which cordon sets itself for the sandbox (its temporary directory, proxy, CA bundle or an injected secret's placeholder)\n  fix: leave {name} out of set_env")]
+    SetsOwnVariable { name: String, from: String },
     #[error("refusing to run: {0}\n  fix: check that path (its directory must exist and be writable), name another file with --audit FILE, or turn the log off with --audit none")]
     Audit(crate::audit::AuditError),
     #[error("refusing to run: {0}\n  (or turn the log off with --audit none; inside a cordon sandbox the key is out of reach by design, so a cordon run there can keep no log)")]
@@ -645,6 +647,27 @@ fn command_env(
             path_var = value.clone();
         }
         vars.push((key, value));
+    }
+    // The policy's own values, in place of the caller's; never one of the
+    // variables set below, which say where the sandbox's parts are.
+    let replaced_names: Vec<&str> = credentials
+        .into_iter()
+        .flat_map(|c| c.placeholders().iter().chain(c.trust_env()))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    for set in &policy.set {
+        let (name, value) = &set.value;
+        let own = name == "TMPDIR"
+            || inside::is_replaced(std::ffi::OsStr::new(name))
+            || replaced_names.contains(&name.as_str());
+        if own {
+            return Err(SandboxError::SetsOwnVariable {
+                name: name.clone(),
+                from: set.source.to_string(),
+            });
+        }
+        vars.retain(|(key, _)| key != name.as_str());
+        vars.push((name.into(), value.into()));
     }
     vars.push(("TMPDIR".into(), "/tmp".into()));
     // cordon: credentials door. Injected secrets' variables hold their

@@ -2,8 +2,8 @@
 
 use super::readers::{env_pattern, extend, many};
 use super::{About, Door, Explain, Flag, Key, Merge, Read, Takes, Widens};
-use crate::policy::inspection::InjectSpec;
-use crate::policy::load::document::Scalar;
+use crate::policy::inspection::{check_var_name, InjectSpec};
+use crate::policy::load::document::{table_string, Scalar};
 
 /// `credentials.deny_env`: array of variable names or globs the command
 /// never sees, besides the built-in secret patterns. Narrows.
@@ -112,3 +112,69 @@ pub static INJECT: Key<Vec<InjectSpec>> = Key {
     },
     explain: Explain::Door(Door::Inject),
 };
+
+/// `credentials.set_env`: a table of variable names and values the
+/// command's environment gets (`{ DISABLE_AUTOUPDATER = "1" }`); a later
+/// layer's value of a name wins. Not a variable cordon sets itself (the
+/// temporary directory, the proxy's, the CA bundle's, an injected
+/// secret's placeholder). Narrows: what runs inside is the sandbox's to
+/// choose.
+pub static SET_ENV: Key<Vec<(String, String)>> = Key {
+    about: About {
+        section: "credentials",
+        name: "set_env",
+        flag: many(
+            "set-env",
+            "NAME=VALUE",
+            "Set NAME to VALUE in the command's environment (repeatable); not a variable cordon sets itself (TMPDIR, the proxy's, the CA bundle's, an injected secret's)",
+        ),
+        examples: ["{}", "{ DISABLE_AUTOUPDATER = \"1\" }"],
+    },
+    read: Read {
+        file: |f, n| {
+            let Some(entries) = n.entries() else {
+                return Err(f.invalid(
+                    n.span(),
+                    format!("expected a table of names and values, found {}", n.kind()),
+                ));
+            };
+            entries
+                .into_iter()
+                .map(|(name, value)| {
+                    let field = format!("{}.{}", f.name, name.name);
+                    let value = table_string(f.doc, &field, &value)?;
+                    set_entry(name.name, value)
+                        .map_err(|m| f.doc.invalid(&name.span, &field, m))
+                })
+                .collect()
+        },
+        strings: |raw, _| {
+            raw.iter()
+                .map(|r| {
+                    let (name, value) = r
+                        .split_once('=')
+                        .ok_or_else(|| format!("{r:?}: expected NAME=VALUE"))?;
+                    set_entry(name, value.to_string())
+                })
+                .collect()
+        },
+    },
+    merge: Merge::Append(|p, v, s| extend(&mut p.env.set, v, s)),
+    widens: Widens::Never,
+    show: |v| {
+        v.iter()
+            .map(|(n, _)| n.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    },
+    explain: Explain::Door(Door::EnvSet),
+};
+
+/// One `set_env` entry: a variable name and a value without NUL.
+fn set_entry(name: &str, value: String) -> Result<(String, String), String> {
+    let name = check_var_name(name).map_err(|e| e.to_string())?;
+    if value.contains('\0') {
+        return Err(format!("{name}: a value cannot hold a NUL byte"));
+    }
+    Ok((name, value))
+}

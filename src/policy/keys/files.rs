@@ -4,6 +4,7 @@ use super::readers::{each, extend, many, path_list, protect_name};
 use super::{About, Door, Explain, Key, Merge, Read, Widens};
 use crate::policy::cache::Cache;
 use crate::policy::pattern::PathPattern;
+use crate::policy::state::StateDir;
 
 /// `files.allow_write`: array of paths. Extra writable paths, besides the
 /// project and the private temp dir. Widens.
@@ -110,4 +111,31 @@ pub static CACHE: Key<Vec<Cache>> = Key {
             .join(", ")
     },
     explain: Explain::Door(Door::Caches),
+};
+
+/// `[[files.state]]`: tables with `dir` (an agent's state directory) and
+/// `writable` (the names in it the agent keeps its state in): `dir` is
+/// writable in those names only; everything else in it stays read-only,
+/// and no other name can be made in it (see [`crate::policy::state`]).
+/// Widens.
+pub static STATE: Key<Vec<StateDir>> = Key {
+    about: About {
+        section: "files",
+        name: "state",
+        flag: None,
+        examples: ["[]", "[{ dir = \"~/.claude\", writable = [\"projects\"] }]"],
+    },
+    read: Read {
+        file: |f, n| f.tables(n, crate::policy::load::tables::state),
+        strings: |_, _| Err("set only in a policy file ([[files.state]] tables)".to_string()),
+    },
+    merge: Merge::Append(|p, v, s| extend(&mut p.files.state, v, s)),
+    widens: Widens::AnyEntry(Vec::is_empty),
+    show: |v| {
+        v.iter()
+            .map(|d| d.dir.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    },
+    explain: Explain::Door(Door::State),
 };

@@ -34,14 +34,14 @@ mod readers;
 mod sandbox;
 
 pub use audit::AUDIT_FILE;
-pub use credentials::{CLEAR_ENV, DENY_ENV, INJECT, KEEP_ENV};
-pub use files::{ALLOW_READ, ALLOW_WRITE, CACHE, DENY_READ, DENY_WRITE, PROTECT};
+pub use credentials::{CLEAR_ENV, DENY_ENV, INJECT, KEEP_ENV, SET_ENV};
+pub use files::{ALLOW_READ, ALLOW_WRITE, CACHE, DENY_READ, DENY_WRITE, PROTECT, STATE};
 pub use limits::{MAX_MEMORY, MAX_PROCS, MAX_TMP, TIMEOUT};
 pub use network::{
     HOST_PORTS, HTTP_RULES, INSPECT, LOCAL_PORTS, MAX_CONNECTIONS, NET_ALLOW, NET_DENY, NO_INSPECT,
     PORTS, PRESETS, PUBLISH, UNIX_SOCKETS, UPSTREAM_CA,
 };
-pub use sandbox::ALLOW_DEGRADED;
+pub use sandbox::{AGENT, ALLOW_DEGRADED};
 
 use super::load::document::{Field, Node};
 use super::load::LoadError;
@@ -118,6 +118,8 @@ pub enum Door {
     ReAllowed,
     /// The caches and their private layers.
     Caches,
+    /// The agents' state directories.
+    State,
     /// The sandbox's own loopback ports.
     LocalPorts,
     /// The host ports forwarded into the sandbox.
@@ -128,6 +130,8 @@ pub enum Door {
     UnixSockets,
     /// The presets named.
     Presets,
+    /// The agent profiles named.
+    Agent,
     /// The proxy's allow rules.
     HostAllow,
     /// The proxy's deny rules.
@@ -148,6 +152,8 @@ pub enum Door {
     EnvKeep,
     /// Whether the environment starts empty.
     EnvClear,
+    /// The variables set to a value.
+    EnvSet,
     /// The audit log.
     Audit,
     /// The layers cordon may run without.
@@ -418,6 +424,7 @@ pub static KEYS: &[&dyn Declared] = &[
     &DENY_WRITE,
     &PROTECT,
     &CACHE,
+    &STATE,
     &MAX_PROCS,
     &MAX_TMP,
     &MAX_MEMORY,
@@ -429,12 +436,14 @@ pub static KEYS: &[&dyn Declared] = &[
     &DENY_ENV,
     &KEEP_ENV,
     &CLEAR_ENV,
+    &SET_ENV,
     &PRESETS,
     &NET_ALLOW,
     &NET_DENY,
     &PORTS,
     &MAX_CONNECTIONS,
     &AUDIT_FILE,
+    &AGENT,
     &ALLOW_DEGRADED,
     &INSPECT,
     &NO_INSPECT,

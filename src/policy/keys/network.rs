@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::readers::{
     count, each, extend, host_match, host_rule, inside_port, last, list, many, number, one, path,
-    port, ports_added,
+    port, ports_added, FOLLOWED_HOST_RULES,
 };
 use serde_json::json;
 
@@ -187,11 +187,11 @@ pub static NET_ALLOW: Key<Vec<HostRule>> = Key {
         flag: many(
             "allow-domain",
             "PATTERN",
-            "Let the proxy connect to PATTERN (repeatable): api.github.com, *.example.com (subdomains only), example.com:8443, an IP or CIDR (10.1.0.0/16:5432), host.cordon.internal:PORT (the host's own 127.0.0.1:PORT)",
+            "Let the proxy connect to PATTERN (repeatable): api.github.com, *.example.com (subdomains only), example.com:8443, an IP or CIDR (10.1.0.0/16:5432), host.cordon.internal:PORT (the host's own 127.0.0.1:PORT), or $NAME: the host and port of the URL in that variable, when it is set",
         ),
         examples: ["[]", "[\"api.github.com\"]"],
     },
-    read: each_string!(host_rule),
+    read: FOLLOWED_HOST_RULES,
     merge: Merge::Append(|p, v, s| extend(&mut p.network.hosts.allow, v, s)),
     widens: Widens::AnyEntry(Vec::is_empty),
     show: |v| list(v),

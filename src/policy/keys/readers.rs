@@ -45,6 +45,30 @@ pub(super) fn host_rule(raw: &str, _: &PathContext<'_>) -> Result<HostRule, Stri
     parse_rule(raw).map_err(|e| e.to_string())
 }
 
+/// A host rule, or one that follows a variable (`$ANTHROPIC_BASE_URL`,
+/// see [`crate::policy::followed`]): `None` when that is unset.
+pub(super) fn followed_host_rule(
+    raw: &str,
+    _: &PathContext<'_>,
+) -> Result<Option<HostRule>, String> {
+    crate::policy::followed::expand(raw)?
+        .map(|h| parse_rule(&h).map_err(|e| e.to_string()))
+        .transpose()
+}
+
+/// A list of host rules, some of which may follow variables: those that
+/// stand for nothing are left out.
+pub(super) const FOLLOWED_HOST_RULES: super::Read<Vec<HostRule>> = super::Read {
+    file: |f, n| {
+        let rules = file_strings(f, n, followed_host_rule)?;
+        Ok(rules.into_iter().flatten().collect())
+    },
+    strings: |raw, ctx| {
+        let rules = each(raw, ctx, followed_host_rule)?;
+        Ok(rules.into_iter().flatten().collect())
+    },
+};
+
 pub(super) fn host_match(raw: &str, _: &PathContext<'_>) -> Result<HostMatch, String> {
     HostMatch::parse(raw).map_err(|e| e.to_string())
 }

@@ -434,6 +434,18 @@ pub fn each_string<T>(
     })
 }
 
+/// One boolean field of a table.
+pub fn table_bool(doc: &Doc<'_>, name: &str, node: &Node<'_>) -> Result<bool, LoadError> {
+    match node.scalar() {
+        Scalar::Boolean(b) => Ok(b),
+        other => Err(doc.invalid(
+            node.span(),
+            name,
+            format!("expected true or false, found {}", other.kind()),
+        )),
+    }
+}
+
 /// One string field of a table.
 pub fn table_string(doc: &Doc<'_>, name: &str, node: &Node<'_>) -> Result<String, LoadError> {
     match node.scalar() {

@@ -32,6 +32,10 @@
 //! cache       = ["~/.cargo/registry",  # writable into a private layer per project; the
 //!                { path = "~/.npm", env = "npm_config_cache" }]  # host's dir never changes
 //!
+//! [[files.state]]                     # an agent's state directory (widening): writable
+//! dir = "~/.claude"                   # in these names only, the rest read-only, no
+//! writable = ["projects", "todos"]    # other name made
+//!
 //! [limits]
 //! max_procs  = 2048
 //! max_tmp    = "512M"                 # or a number of bytes
@@ -45,7 +49,8 @@
 //! allow_unix_sockets = ["/run/user/1000/gnupg/S.gpg-agent"]  # host sockets
 //! presets = ["npm", "github"]         # what these tools need (`cordon presets`)
 //! allow = ["api.github.com", "*.npmjs.org", "example.com:8443",
-//!          "host.cordon.internal:5432", "203.0.113.7", "10.1.0.0/16:5432"]
+//!          "host.cordon.internal:5432", "203.0.113.7", "10.1.0.0/16:5432",
+//!          "$ANTHROPIC_BASE_URL"]     # the host and port of the URL it holds, if set
 //! deny  = ["upload.example.com"]      # deny beats allow
 //! ports = [80, 443]                   # ports rules without `:PORT` allow
 //!
@@ -63,12 +68,15 @@
 //! deny_env  = ["CORP_*"]               # also unset these (names or globs)
 //! keep_env  = ["GITHUB_TOKEN"]         # keep one a secret pattern would unset (widening)
 //! clear_env = false                    # true: keep only keep_env names
+//! set_env   = { DISABLE_AUTOUPDATER = "1" }  # set in the command's environment
 //!
 //! [[credentials.inject]]               # a real value sent only to these hosts (widening)
 //! env   = "GITHUB_TOKEN"               # the placeholder's variable inside
 //! hosts = ["api.github.com"]           # `file` or `command` may give the value
+//! when_set = false                     # true: left out when GITHUB_TOKEN is unset here
 //!
 //! [sandbox]
+//! agent = "claude"                     # an agent's profile (`cordon agents`)
 //! allow_degraded = ["landlock"]
 //!
 //! [audit]
@@ -360,6 +368,7 @@ pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
     flags::apply_flags(&mut policy, &req.flags, &home, &req.cwd)?;
     // Caches are checked against every layer's paths together.
     super::cache::check(&mut policy)?;
+    policy.inspection.leave_out_unset();
     Ok(policy)
 }
 

@@ -2,13 +2,16 @@
 //! `[[credentials.inject]]`, and `files.cache` (paths or tables).
 
 use super::document::{
-    dotted, each_string, position, table_string, Doc, Entries, Field, Name, Node, Scalar, Span,
+    dotted, each_string, position, table_bool, table_string, Doc, Entries, Field, Name, Node,
+    Scalar, Span,
 };
 use super::values::one_file;
 use super::LoadError;
 use crate::policy::cache::Cache;
+use crate::policy::followed;
 use crate::policy::inspection::{check_var_name, HostMatch, HttpRule, InjectSpec, SecretSource};
 use crate::policy::pattern::PathContext;
+use crate::policy::state::StateDir;
 
 /// One table of an array of tables (`[[section.key]]`), as the file gives it.
 pub struct Table<'a> {
@@ -87,7 +90,8 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
     let mut env = None;
     let mut source = SecretSource::Env;
     let mut hosts = None;
-    table.read("env, file, command, hosts", |key, field, node| {
+    let mut when_set = false;
+    table.read("env, file, command, hosts, when_set", |key, field, node| {
         let at = node.span().clone();
         let second = || {
             doc.invalid(
@@ -123,13 +127,24 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
             }
             "hosts" => {
                 let list = each_string(doc, field, node, |raw| {
-                    HostMatch::parse(raw).map_err(|e| e.to_string())
+                    followed::expand(raw)?
+                        .map(|h| HostMatch::parse(&h).map_err(|e| e.to_string()))
+                        .transpose()
                 })?;
                 if list.is_empty() {
                     return Err(doc.invalid(&at, field, "name at least one host"));
                 }
+                let list: Vec<HostMatch> = list.into_iter().flatten().collect();
+                if list.is_empty() {
+                    return Err(doc.invalid(
+                        &at,
+                        field,
+                        "every host follows a variable that is unset here, so the value could go nowhere",
+                    ));
+                }
                 hosts = Some(list);
             }
+            "when_set" => when_set = table_bool(doc, field, &node)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -144,7 +159,19 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
     })?;
     let hosts = hosts
         .ok_or_else(|| Table::missing(doc, span, name, "hosts (where the real value may go)"))?;
-    Ok(InjectSpec { env, source, hosts })
+    if when_set && source != SecretSource::Env {
+        return Err(doc.invalid(
+            span,
+            &format!("{name}.when_set"),
+            "applies to a value from cordon's environment only (no file or command)",
+        ));
+    }
+    Ok(InjectSpec {
+        env,
+        source,
+        hosts,
+        when_set,
+    })
 }
 
 /// `files.cache`: an array whose entries are each a path (`"~/.npm"`) or
@@ -209,16 +236,7 @@ fn cache_table(table: Table<'_>) -> Result<Cache, LoadError> {
                 env =
                     Some(check_var_name(&raw).map_err(|e| doc.invalid(&at, field, e.to_string()))?);
             }
-            "optional" => match node.scalar() {
-                Scalar::Boolean(b) => optional = b,
-                other => {
-                    return Err(doc.invalid(
-                        &at,
-                        field,
-                        format!("expected true or false, found {}", other.kind()),
-                    ))
-                }
-            },
+            "optional" => optional = table_bool(doc, field, &node)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -229,4 +247,30 @@ fn cache_table(table: Table<'_>) -> Result<Cache, LoadError> {
         Cache::new(&raw, env, ctx).map_err(|m| doc.invalid(&at, &format!("{name}.path"), m))?;
     cache.optional = optional;
     Ok(cache)
+}
+
+/// One `[[files.state]]` table: `dir` and `writable` (both required).
+pub fn state(table: Table<'_>) -> Result<StateDir, LoadError> {
+    let (doc, ctx, name, span) = (table.doc, table.ctx, table.name, table.span);
+    let mut dir = None;
+    let mut writable = None;
+    table.read("dir, writable", |key, field, node| {
+        match key.name {
+            "dir" => dir = Some((table_string(doc, field, &node)?, node.span().clone())),
+            "writable" => writable = Some(each_string(doc, field, node, |n| Ok(n.to_string()))?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    let (dir, at) =
+        dir.ok_or_else(|| Table::missing(doc, span, name, "dir (the agent's state directory)"))?;
+    let writable = writable.ok_or_else(|| {
+        Table::missing(
+            doc,
+            span,
+            name,
+            "writable (the names in it the agent keeps its state in)",
+        )
+    })?;
+    StateDir::new(&dir, writable, ctx).map_err(|m| doc.invalid(&at, name, m))
 }

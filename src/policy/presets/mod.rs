@@ -62,6 +62,9 @@ pub static SHIPPED: &[Shipped] = shipped![
     "docker-hub",
     "anthropic-api",
     "openai-api",
+    "claude",
+    "codex",
+    "gemini",
 ];
 
 /// What a preset's `[preset]` table says about it.
@@ -78,6 +81,14 @@ pub struct About {
     /// The caches those tools keep.
     #[serde(default)]
     pub caches: Vec<Cache>,
+    /// For an agent's profile (`--agent NAME`): the commands that start the
+    /// agent, which `--agent auto` recognises. A preset without is not one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+    /// For an agent's profile: what to say at start when none of its keys
+    /// (its `when_set` injected variables) is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_key: Option<String>,
 }
 
 /// A cache a preset's tool keeps, and how the tool is pointed elsewhere.
@@ -206,12 +217,78 @@ pub fn find(name: &str) -> Result<&'static Shipped, String> {
     })
 }
 
+/// The agent profile `name` names, read like a preset (see [`expand`]);
+/// an error when `name` is a preset but no agent's.
+pub fn expand_agent(name: &str, ctx: &PathContext<'_>) -> Result<Expanded, String> {
+    if name == AUTO {
+        return Err(format!(
+            "{AUTO:?} picks the profile from the command's name, on the command line (--agent auto); here, name the profile: {}",
+            agent_names()
+        ));
+    }
+    let is_agent = SHIPPED
+        .iter()
+        .find(|s| s.name == name)
+        .and_then(|s| Preset::read(s).ok())
+        .is_some_and(|p| !p.about.commands.is_empty());
+    if !is_agent {
+        return Err(format!(
+            "no agent profile {name:?}; the profiles are {} (`cordon agents` shows each)",
+            agent_names()
+        ));
+    }
+    expand(name, ctx)
+}
+
+/// The value of `--agent` that picks the profile from the command's name.
+pub const AUTO: &str = "auto";
+
+/// The shipped agent profiles (presets naming the commands they are for).
+pub fn agents() -> Vec<Preset> {
+    SHIPPED
+        .iter()
+        .filter_map(|s| Preset::read(s).ok())
+        .filter(|p| !p.about.commands.is_empty())
+        .collect()
+}
+
+/// The agent profiles' names, comma-separated.
+fn agent_names() -> String {
+    agents()
+        .iter()
+        .map(|p| p.shipped.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The agent profile for the command `program` (a path or a name): the
+/// one whose commands name its file name.
+pub fn agent_for_command(program: &std::ffi::OsStr) -> Result<&'static str, String> {
+    let file = std::path::Path::new(program)
+        .file_name()
+        .unwrap_or(program)
+        .to_string_lossy()
+        .into_owned();
+    agents()
+        .into_iter()
+        .find(|p| p.about.commands.contains(&file))
+        .map(|p| p.shipped.name)
+        .ok_or_else(|| {
+            format!(
+                "--agent auto: no agent profile is for the command {file:?}; the profiles are {} (name one with --agent NAME)",
+                agent_names()
+            )
+        })
+}
+
 /// A preset named by a layer, with its policy read, not yet applied.
 pub struct Expanded {
     /// Its name.
     pub name: &'static str,
     /// Its description's line.
     about: String,
+    /// Whether it is an agent's profile.
+    agent: bool,
     fragment: Fragment,
     /// Its tools' caches, as `files.cache` entries (optional ones).
     caches: Vec<super::cache::Cache>,
@@ -224,6 +301,8 @@ pub struct Named {
     pub name: String,
     /// Its description's line.
     pub about: String,
+    /// Whether it is an agent's profile (`--agent`).
+    pub agent: bool,
 }
 
 /// Reads the preset `name` names, its paths against `ctx`.
@@ -248,6 +327,7 @@ pub fn expand(name: &str, ctx: &PathContext<'_>) -> Result<Expanded, String> {
         .collect::<Result<_, String>>()?;
     Ok(Expanded {
         name: shipped.name,
+        agent: !preset.about.commands.is_empty(),
         about: preset.about.about,
         fragment,
         caches,
@@ -286,6 +366,7 @@ pub fn apply(policy: &mut Policy, expanded: Vec<Expanded>, source: &Source) {
         let named = Named {
             name: e.name.to_string(),
             about: e.about,
+            agent: e.agent,
         };
         policy
             .network
@@ -318,6 +399,12 @@ pub fn allowing(target: &Target) -> Vec<&'static str> {
         .collect()
 }
 
+/// How `cordon presets` ends.
+pub const PRESETS_FOOTER: &str = "Use one with --preset NAME or [network] presets = [\"NAME\"]; `cordon presets NAME` shows its file.\n";
+
+/// How `cordon agents` ends.
+pub const AGENTS_FOOTER: &str = "Use one with --agent NAME (--agent auto: the one for the command's name) or [sandbox] agent = \"NAME\"; `cordon agents NAME` shows its file. Each is a preset: its lines are overridden like any policy's.\n";
+
 /// Every shipped preset, read and checked (its policy expanded against
 /// `ctx`): a listing fails whole rather than show a preset that would not
 /// load.
@@ -332,15 +419,52 @@ pub fn all(ctx: &PathContext<'_>) -> Result<Vec<Preset>, LoadError> {
         .collect()
 }
 
-/// The presets as `cordon presets` prints them: each one's name and line,
-/// then its tools, hosts, other settings and caches.
-pub fn render_text(presets: &[Preset]) -> String {
+/// What the agent profiles in force say at start when none of their keys
+/// is set (their `without_key`): for each profile whose injected
+/// variables were all left out, unset in cordon's environment.
+pub fn missing_keys(policy: &Policy) -> Vec<String> {
+    let from =
+        |source: &Source, name: &str| matches!(source, Source::Preset { name: n, .. } if n == name);
+    policy
+        .network
+        .presets
+        .iter()
+        .filter_map(|named| {
+            let name = named.value.name.as_str();
+            let shipped = SHIPPED.iter().find(|s| s.name == name)?;
+            let message = Preset::read(shipped).ok()?.about.without_key?;
+            let left_out = policy
+                .inspection
+                .not_set
+                .iter()
+                .any(|n| from(&n.source, name));
+            let injected = policy
+                .inspection
+                .inject
+                .iter()
+                .any(|i| from(&i.source, name));
+            (left_out && !injected).then_some(message)
+        })
+        .collect()
+}
+
+/// The presets as `cordon presets` (and `cordon agents`) print them: each
+/// one's name and line, then its tools, hosts, other settings and caches;
+/// `footer` last.
+pub fn render_text(presets: &[Preset], footer: &str) -> String {
     let mut out = String::new();
     for p in presets {
         let about = &p.about;
         out.push_str(&format!("{}: {}\n", about.name, about.about));
         if !about.tools.is_empty() {
             out.push_str(&format!("  tools  {}\n", about.tools.join(", ")));
+        }
+        if !about.commands.is_empty() {
+            out.push_str(&format!(
+                "  agent  --agent {} (or --agent auto for {})\n",
+                about.name,
+                about.commands.join(", ")
+            ));
         }
         for (section, keys) in &p.policy {
             let Some(keys) = keys.as_table() else {
@@ -371,7 +495,7 @@ pub fn render_text(presets: &[Preset]) -> String {
         }
         out.push('\n');
     }
-    out.push_str("Use one with --preset NAME or [network] presets = [\"NAME\"]; `cordon presets NAME` shows its file.\n");
+    out.push_str(footer);
     out
 }
 

@@ -48,10 +48,20 @@ fn every_shipped_preset_loads_through_the_policy_reader() {
             );
         }
     }
-    // The flag's help names every preset.
-    let help = keys::PRESETS.about.flag.as_ref().unwrap().help;
-    for name in names {
-        assert!(help.contains(name), "--preset's help does not name {name}");
+    // The flags' help names every preset: --preset the tools', --agent
+    // the agents' profiles.
+    let help = |key: &keys::About| key.flag.as_ref().unwrap().help;
+    for p in &presets {
+        let (flag, about) = if p.about.commands.is_empty() {
+            ("--preset", &keys::PRESETS.about)
+        } else {
+            ("--agent", &keys::AGENT.about)
+        };
+        let name = p.shipped.name;
+        assert!(
+            help(about).contains(name),
+            "{flag}'s help does not name {name}"
+        );
     }
 }
 

@@ -7,7 +7,7 @@ fn unknown_keys() {
     let fx = Fx::new();
     assert_eq!(
         fx.project_error("[files]\ndeny_read = []\n  allow_wrte = [\"x\"]\n"),
-        "3:3: files.allow_wrte: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect, cache)"
+        "3:3: files.allow_wrte: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect, cache, state)"
     );
     assert_eq!(
         fx.project_error("\n[limit]\nmax_procs = 1\n"),
@@ -23,7 +23,7 @@ fn unknown_keys() {
     );
     assert_eq!(
         fx.project_error("[sandbox.x]\n"),
-        "1:10: sandbox.x: unknown key (expected one of allow_degraded)"
+        "1:10: sandbox.x: unknown key (expected one of agent, allow_degraded)"
     );
     assert_eq!(
         fx.project_error("top = 1\n"),
@@ -253,6 +253,6 @@ fn spans_are_recovered() {
     );
     assert_eq!(
         fx.project_error("\n\nfiles.bogus = 1\n"),
-        "3:7: files.bogus: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect, cache)"
+        "3:7: files.bogus: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect, cache, state)"
     );
 }
