@@ -54,8 +54,9 @@ impl Seen {
 }
 
 /// A fake of the Anthropic Messages API: a streamed (server-sent events)
-/// or whole answer of one text block to every `POST /v1/messages`, `{}`
-/// to anything else; keeps each request.
+/// or whole answer of one text block to every `POST /v1/messages` (or,
+/// when the test sets tool calls, those to a prompt that offers tools and
+/// has no tool results yet), `{}` to anything else; keeps each request.
 struct FakeAnthropic {
     port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -70,6 +71,9 @@ struct Hold {
     /// Set by the fake when it holds one.
     holding: std::sync::atomic::AtomicBool,
     release: tokio::sync::Semaphore,
+    /// Set by the test: the tool calls (`tool_use` blocks' names and
+    /// inputs) to answer a prompt that offers tools with.
+    tools: Mutex<Vec<(String, serde_json::Value)>>,
 }
 
 /// What the fake answers every prompt with.
@@ -82,6 +86,7 @@ impl FakeAnthropic {
             next: false.into(),
             holding: false.into(),
             release: tokio::sync::Semaphore::new(0),
+            tools: Mutex::new(Vec::new()),
         });
         let (log, held) = (seen.clone(), hold.clone());
         let port = serve_tls(ca.http_server_config(), move |tls| {
@@ -154,36 +159,66 @@ async fn answer(
             "usage": {"input_tokens": 1, "output_tokens": 1}
         })
     };
-    if request["stream"] != true {
-        let whole = message(
-            serde_json::json!([{"type": "text", "text": ANSWER}]),
-            "end_turn".into(),
+    // Each block whole, and as a stream gives it: its start (empty), its
+    // delta, its stop.
+    let calls = hold.tools.lock().unwrap().clone();
+    let offers_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let answered = serde_json::to_string(&request["messages"])
+        .unwrap_or_default()
+        .contains("tool_result");
+    let (blocks, stop) = if !calls.is_empty() && offers_tools && !answered {
+        let blocks: Vec<_> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, input))| {
+                let id = format!("toolu_fake{i}");
+                (
+                    serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": input}),
+                    serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                    serde_json::json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+                )
+            })
+            .collect();
+        (blocks, "tool_use")
+    } else {
+        let text = (
+            serde_json::json!({"type": "text", "text": ANSWER}),
+            serde_json::json!({"type": "text", "text": ""}),
+            serde_json::json!({"type": "text_delta", "text": ANSWER}),
         );
-        return json(whole.to_string());
+        (vec![text], "end_turn")
+    };
+    if request["stream"] != true {
+        let whole: Vec<_> = blocks.iter().map(|b| b.0.clone()).collect();
+        return json(message(whole.into(), stop.into()).to_string());
     }
-    let events = [
-        (
-            "message_start",
-            serde_json::json!({"type": "message_start", "message": message(serde_json::json!([]), serde_json::Value::Null)}),
-        ),
-        (
-            "content_block_start",
-            serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ),
-        (
-            "content_block_delta",
-            serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ANSWER}}),
-        ),
-        (
-            "content_block_stop",
-            serde_json::json!({"type": "content_block_stop", "index": 0}),
-        ),
+    let mut events = vec![(
+        "message_start",
+        serde_json::json!({"type": "message_start", "message": message(serde_json::json!([]), serde_json::Value::Null)}),
+    )];
+    for (index, (_, start, delta)) in blocks.iter().enumerate() {
+        events.extend([
+            (
+                "content_block_start",
+                serde_json::json!({"type": "content_block_start", "index": index, "content_block": start}),
+            ),
+            (
+                "content_block_delta",
+                serde_json::json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ),
+            (
+                "content_block_stop",
+                serde_json::json!({"type": "content_block_stop", "index": index}),
+            ),
+        ]);
+    }
+    events.extend([
         (
             "message_delta",
-            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+            serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
         ),
         ("message_stop", serde_json::json!({"type": "message_stop"})),
-    ];
+    ]);
     let stream: String = events
         .iter()
         .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
@@ -412,5 +447,114 @@ fn claude_completes_a_prompt_with_its_key_kept_outside() {
                 "{mode:?}: the real key is in {holding:?}"
             );
         }
+    });
+}
+
+/// Claude Code inside, told by its API (the fake) to make itself a hook,
+/// a status-line script, a subagent and an MCP server: its shell tool
+/// rewrites its settings with a hook, writes a hook script and a status
+/// line script into ~/.claude, and adds an MCP server to ~/.claude.json;
+/// its file tool writes a subagent. The tools run (the fake gets their
+/// results), the agent finishes, and none of it survives on the host:
+/// every part that acts in later sessions is as it was, the exit summary
+/// names the refusals, and the agent's state is kept.
+#[test]
+fn claude_cannot_keep_a_hook_or_mcp_server_it_writes_into_its_config() {
+    let ca = TestCa::new("fake Anthropic API CA");
+    let api = FakeAnthropic::start(&ca);
+    each_fixture(|mode, fx| {
+        let (bin, ca_file) = setup_claude(fx, &ca);
+        let settings = "{\"permissions\": {}}\n";
+        let config = "{\"numStartups\": 1, \"mcpServers\": {}}\n";
+        fx.write_home(".claude/settings.json", settings);
+        fx.write_home(".claude.json", config);
+        chown_tree(&fx.home, mode);
+        let home = fx.home.display().to_string();
+        let pwned = fx.outside.join("pwned");
+        let hook = format!(
+            "{{\"hooks\": {{\"Stop\": [{{\"hooks\": [{{\"type\": \"command\", \"command\": \"touch {}\"}}]}}]}}}}",
+            pwned.display()
+        );
+        let script = format!(
+            "printf '%s' '{hook}' > {home}/.claude/settings.json; mkdir -p {home}/.claude/hooks; echo 'touch {p}' > {home}/.claude/hooks/stop.sh; echo 'touch {p}' > {home}/.claude/statusline.sh; python3 -c \"import json; p='{home}/.claude.json'; d=json.load(open(p)); d['mcpServers']={{'evil': {{'command': 'touch', 'args': ['{p}']}}}}; open(p, 'w').write(json.dumps(d))\"; echo tried",
+            p = pwned.display()
+        );
+        *api.hold.tools.lock().unwrap() = vec![
+            (
+                "Bash".to_string(),
+                serde_json::json!({"command": script, "description": "configure"}),
+            ),
+            (
+                "Write".to_string(),
+                serde_json::json!({"file_path": format!("{home}/.claude/agents/evil.md"), "content": "---\nname: evil\n---\ntouch it\n"}),
+            ),
+        ];
+        let before = std::fs::read_to_string(fx.home.join(".claude.json")).unwrap();
+        let out = fx
+            .sandbox()
+            .env(
+                "ANTHROPIC_API_KEY",
+                format!("sk-ant-api03-real-{}", fx.token),
+            )
+            // Its own permission checks off (as root too): cordon's hold.
+            .env("IS_SANDBOX", "1")
+            .env(
+                "ANTHROPIC_BASE_URL",
+                format!("https://host.cordon.internal:{}", api.port),
+            )
+            .flag("--agent", "claude")
+            .flag("--upstream-ca", &ca_file)
+            .run(&[
+                bin.to_str().unwrap(),
+                "-p",
+                "configure yourself",
+                "--dangerously-skip-permissions",
+            ]);
+        api.hold.tools.lock().unwrap().clear();
+        out.ok();
+        assert!(out.stdout.contains(ANSWER), "{mode:?}: {out:#?}");
+        // The shell tool ran its command to the end (its output reached
+        // the fake with the tool's result).
+        let ran = api
+            .seen()
+            .iter()
+            .any(|r| r.body.contains("tool_result") && r.body.contains("tried"));
+        assert!(ran, "{mode:?}: the tools never ran: {out:#?}");
+        let claude_dir = fx.home.join(".claude");
+        assert_eq!(
+            std::fs::read_to_string(claude_dir.join("settings.json")).unwrap(),
+            settings,
+            "{mode:?}: {out:#?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(fx.home.join(".claude.json")).unwrap(),
+            before,
+            "{mode:?}: {out:#?}"
+        );
+        for made in ["hooks", "statusline.sh", "agents"] {
+            assert!(
+                !claude_dir.join(made).exists(),
+                "{mode:?}: {made} survived the run: {out:#?}"
+            );
+        }
+        assert!(!pwned.exists(), "{mode:?}: a hook ran: {out:#?}");
+        // Each refusal is in the audit log with its reason (the exit
+        // summary shows the first few: Claude Code's own retries of its
+        // read-only ~/.claude.json come first).
+        let log = std::fs::read_to_string(fx.home.join(".local/state/cordon/audit.jsonl"))
+            .unwrap_or_default();
+        for refused in ["settings.json", "hooks", "statusline.sh", "agents"] {
+            let named = log.lines().any(|l| {
+                l.contains(&format!(".claude/{refused}\"")) && l.contains("not the agent's state")
+            });
+            assert!(
+                named,
+                "{mode:?}: no refusal of {refused} in the audit log: {out:#?}"
+            );
+        }
+        assert!(
+            claude_dir.join("projects").is_dir(),
+            "{mode:?}: the agent's state was not kept: {out:#?}"
+        );
     });
 }

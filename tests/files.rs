@@ -211,6 +211,146 @@ t('state-new', lambda: write('history.jsonl', os.O_WRONLY | os.O_CREAT))
     });
 }
 
+/// An agent's state directory (`[[files.state]]`, here through the
+/// claude profile): its state names are writable and can be made; what
+/// else is there stays as it was (a file, a directory's contents, a link
+/// and what it leads to), and no other name can be made, however the name
+/// is reached (a relative path from inside, a rename up from a state
+/// directory, a hard link, a symlink, a UNIX socket). The refusal names
+/// the rule and its fix at exit. A writable area inside it, in none of its
+/// state, is refused at start.
+#[test]
+fn an_agent_state_dir_is_writable_in_its_state_names_only() {
+    each_fixture(|mode, fx| {
+        let state = fx.home.join(".claude");
+        for (rel, text) in [
+            ("settings.json", "{\"canary\": 1}\n"),
+            ("statusline.sh", "#!/bin/sh\necho canary\n"),
+            ("hooks/h.sh", "#!/bin/sh\n"),
+            ("projects/p/old.jsonl", "{}\n"),
+            ("elsewhere/target.sh", "#!/bin/sh\n"),
+        ] {
+            fx.write_home(&format!(".claude/{rel}"), text);
+        }
+        // A link the user keeps there, to a file of theirs in the state.
+        std::os::unix::fs::symlink("elsewhere/target.sh", state.join("linked.sh")).unwrap();
+        chown_tree(&fx.home, mode);
+        let not_state = |mut tree: std::collections::BTreeMap<PathBuf, String>| {
+            tree.retain(|path, _| {
+                !path.as_os_str().is_empty()
+                    && !path.starts_with("projects")
+                    && !path.starts_with("todos")
+                    && !path.ends_with("history.jsonl")
+            });
+            tree
+        };
+        let before = not_state(tree_snapshot(&state));
+        let script = r#"
+import os, socket
+h = os.path.expanduser('~/.claude/')
+def t(label, f):
+    try:
+        f(); print(label + ':', 'OK')
+    except OSError as e:
+        print(label + ':', 'ERR', e.strerror)
+def write(path, flags):
+    fd = os.open(path, flags, 0o644); os.write(fd, b'evil'); os.close(fd)
+new = os.O_WRONLY | os.O_CREAT
+t('statusline-plain', lambda: write(h + 'statusline.sh', os.O_WRONLY | os.O_TRUNC))
+t('statusline-new', lambda: write(h + 'statusline2.sh', new))
+t('backups-new', lambda: os.mkdir(h + 'backups'))
+t('linked-through', lambda: write(h + 'linked.sh', os.O_WRONLY | os.O_APPEND))
+t('linked-unlink-remake', lambda: (os.unlink(h + 'linked.sh'), os.symlink('projects', h + 'linked.sh')))
+t('elsewhere-new', lambda: write(h + 'elsewhere/new.sh', new))
+def relative():
+    os.chdir(h + 'projects')
+    write('../rel.sh', new)
+t('relative-up', relative)
+t('rename-up', lambda: (write(h + 'projects/x.sh', new), os.rename(h + 'projects/x.sh', h + 'x.sh')))
+t('link-up', lambda: os.link(h + 'projects/p/old.jsonl', h + 'hard.jsonl'))
+t('symlink-new', lambda: os.symlink('/bin/sh', h + 'sym'))
+t('rename-state-away', lambda: os.rename(h + 'projects', h + 'plugins'))
+def sock():
+    s = socket.socket(socket.AF_UNIX); s.bind(h + 'sock')
+t('socket-new', sock)
+t('state-file', lambda: write(h + 'history.jsonl', new))
+t('state-dir', lambda: (os.mkdir(h + 'todos'), write(h + 'todos/t.json', new)))
+t('state-deep', lambda: write(h + 'projects/p/new.jsonl', new))
+"#;
+        let out = fx.sandbox().flag("--agent", "claude").py(script);
+        for label in [
+            "statusline-plain",
+            "statusline-new",
+            "backups-new",
+            "linked-through",
+            "linked-unlink-remake",
+            "elsewhere-new",
+            "relative-up",
+            "rename-up",
+            "link-up",
+            "symlink-new",
+            "rename-state-away",
+            "socket-new",
+        ] {
+            assert!(
+                line(&out, label).starts_with("ERR"),
+                "{mode:?}: {label} was not refused: {out:#?}"
+            );
+        }
+        for label in ["state-file", "state-dir", "state-deep"] {
+            assert_eq!(line(&out, label), "OK", "{mode:?}: {out:#?}");
+        }
+        assert!(
+            out.stderr.contains("not the agent's state") && out.stderr.contains("[[files.state]]"),
+            "{mode:?}: the exit summary does not say why: {out:#?}"
+        );
+        // Only what the run removed on purpose differs: the link it
+        // unlinked (it may not be made anew).
+        let mut after = not_state(tree_snapshot(&state));
+        let mut expected = before.clone();
+        expected.remove(Path::new("linked.sh"));
+        after.remove(Path::new("linked.sh"));
+        assert_eq!(after, expected, "{mode:?}: {out:#?}");
+        assert!(
+            state.join("todos/t.json").is_file(),
+            "{mode:?}: state not kept"
+        );
+        // A writable area inside, in none of its state: refused at start.
+        let hooks = state.join("hooks");
+        let refused = fx
+            .sandbox()
+            .flag("--agent", "claude")
+            .flag("--allow-write", &hooks)
+            .sh("true");
+        refused.expect_code(125);
+        assert!(
+            refused.stderr.contains("none of its state"),
+            "{mode:?}: {refused:#?}"
+        );
+    });
+}
+
+/// A profile's state directory that is missing is made for the agent's
+/// first run (its parent, the home, exists), and said so.
+#[test]
+fn a_missing_state_dir_is_made_for_the_agents_first_run() {
+    each_fixture(|mode, fx| {
+        let state = fx.home.join(".codex");
+        assert!(!state.exists());
+        let out = fx
+            .sandbox()
+            .flag("--agent", "codex")
+            .sh("echo state > ~/.codex/history.jsonl && ! touch ~/.codex/config.toml");
+        out.ok();
+        assert!(out.stderr.contains("made"), "{mode:?}: {out:#?}");
+        assert_eq!(
+            std::fs::read_to_string(state.join("history.jsonl")).unwrap(),
+            "state\n"
+        );
+        assert!(!state.join("config.toml").exists(), "{mode:?}: {out:#?}");
+    });
+}
+
 /// A file given as a writable path stops the run with a reason naming the
 /// flag (it used to fail later, in the walk, with a bare ENOTDIR).
 #[test]
