@@ -380,3 +380,58 @@ fn secrets_the_red_team_passed_the_scrub_with_never_reach_the_command() {
         assert_eq!(line(&out, "hits"), "none", "{mode:?}: {out:#?}");
     });
 }
+
+/// `--set-env` (and `set_env`) gives the command a value in place of the
+/// caller's; one of the variables cordon sets itself (the temporary
+/// directory, the proxy's, a placeholder's) is refused before anything
+/// runs, naming where it came from.
+#[test]
+fn set_env_gives_values_but_not_cordons_own_variables() {
+    each_fixture(|mode, fx| {
+        let out = fx
+            .sandbox()
+            .env("MINE", "callers")
+            .flag("--set-env", "MINE=policy's")
+            .flag("--set-env", "NEW=two words")
+            .sh("printf 'set: mine=%s new=%s\\n' \"$MINE\" \"$NEW\"");
+        out.ok();
+        assert_eq!(
+            line(&out, "set"),
+            "mine=policy's new=two words",
+            "{mode:?}: {out:#?}"
+        );
+        for own in [
+            "TMPDIR=/var/tmp",
+            "HTTPS_PROXY=http://evil.example:1",
+            "http_proxy=x",
+        ] {
+            let marker = fx.project.join("ran");
+            let refused = fx
+                .sandbox()
+                .flag("--set-env", own)
+                .sh(&format!("touch {}", marker.display()));
+            refused.expect_code(125);
+            assert!(
+                refused.stderr.contains("set_env") && refused.stderr.contains("flag --set-env"),
+                "{mode:?}: {own}: {refused:#?}"
+            );
+            assert!(!marker.exists(), "{mode:?}: {own}: the command ran");
+        }
+        // An injected secret's placeholder variable is cordon's too.
+        let policy = fx.outside.join("inject.toml");
+        std::fs::write(
+            &policy,
+            "[[credentials.inject]]\nenv = \"MY_KEY\"\nhosts = [\"api.example\"]\n",
+        )
+        .unwrap();
+        chown(&policy, mode);
+        let refused = fx
+            .sandbox()
+            .env("MY_KEY", "canary-value")
+            .flag("--policy", &policy)
+            .flag("--set-env", "MY_KEY=other")
+            .sh("true");
+        refused.expect_code(125);
+        assert!(refused.stderr.contains("MY_KEY"), "{mode:?}: {refused:#?}");
+    });
+}

@@ -429,3 +429,98 @@ fn network_flags() {
         "--ports: 0 is not a TCP port (expected 1 to 65535)"
     );
 }
+
+#[test]
+fn a_host_entry_follows_its_variable_and_an_unset_key_is_left_out() {
+    let fx = Fx::new();
+    std::env::set_var(
+        "CORDON_TEST_LOAD_BASE_URL",
+        "https://Gateway.example:8443/v1",
+    );
+    std::env::remove_var("CORDON_TEST_LOAD_UNSET_URL");
+    std::env::set_var("CORDON_TEST_LOAD_KEY", "sk-test");
+    std::env::remove_var("CORDON_TEST_LOAD_NO_KEY");
+    fx.write_user(
+        "[network]\nallow = [\"$CORDON_TEST_LOAD_BASE_URL\", \"$CORDON_TEST_LOAD_UNSET_URL\"]\n\n\
+         [[credentials.inject]]\nenv = \"CORDON_TEST_LOAD_KEY\"\nhosts = [\"api.example\", \"$CORDON_TEST_LOAD_BASE_URL\"]\nwhen_set = true\n\n\
+         [[credentials.inject]]\nenv = \"CORDON_TEST_LOAD_NO_KEY\"\nhosts = [\"api.example\"]\nwhen_set = true\n",
+    );
+    let p = fx.load().unwrap();
+    let allowed: Vec<String> = p
+        .network
+        .hosts
+        .allow
+        .iter()
+        .map(|r| r.value.to_string())
+        .collect();
+    assert_eq!(allowed, vec!["gateway.example:8443"]);
+    let injected: Vec<(String, Vec<String>)> = p
+        .inspection
+        .inject
+        .iter()
+        .map(|i| {
+            let hosts = i.value.hosts.iter().map(ToString::to_string).collect();
+            (i.value.env.clone(), hosts)
+        })
+        .collect();
+    assert_eq!(
+        injected,
+        vec![(
+            "CORDON_TEST_LOAD_KEY".to_string(),
+            vec![
+                "api.example".to_string(),
+                "gateway.example:8443".to_string()
+            ]
+        )]
+    );
+    let left_out: Vec<&str> = p
+        .inspection
+        .not_set
+        .iter()
+        .map(|n| n.value.as_str())
+        .collect();
+    assert_eq!(left_out, vec!["CORDON_TEST_LOAD_NO_KEY"]);
+    // Without when_set, an unset variable stays (and fails at start, as
+    // before); when_set with a file source is an error naming the key.
+    let err = fx.project_error(
+        "[[credentials.inject]]\nenv = \"X\"\nfile = \"/x\"\nhosts = [\"a.example\"]\nwhen_set = true\n",
+    );
+    assert!(err.contains("credentials.inject[0].when_set"), "{err}");
+    // A variable holding no URL is an error naming the key, not the value.
+    std::env::set_var("CORDON_TEST_LOAD_BAD_URL", "sk-secret-not-a-url");
+    let err = fx.project_error("[network]\nallow = [\"$CORDON_TEST_LOAD_BAD_URL\"]\n");
+    assert!(
+        err.contains("network.allow") && !err.contains("sk-secret"),
+        "{err}"
+    );
+}
+
+#[test]
+fn set_env_takes_a_table_or_name_value_flags() {
+    let fx = Fx::new();
+    let user = fx.write_user("[credentials]\nset_env = { A = \"1\", B = \"two words\" }\n");
+    let mut req = fx.req(given(&[("--set-env", &["A=3", "C="])]));
+    req.policy_files = Vec::new();
+    let p = load(&req).unwrap();
+    let set: Vec<(String, String, Source)> = p
+        .env
+        .set
+        .iter()
+        .map(|s| (s.value.0.clone(), s.value.1.clone(), s.source.clone()))
+        .collect();
+    let u = Source::UserConfig(user);
+    let flag = Source::Flag("--set-env".into());
+    assert_eq!(
+        set,
+        vec![
+            ("A".into(), "1".into(), u.clone()),
+            ("B".into(), "two words".into(), u),
+            ("A".into(), "3".into(), flag.clone()),
+            ("C".into(), "".into(), flag),
+        ]
+    );
+    let err = fx.project_error("[credentials]\nset_env = { \"9X\" = \"1\" }\n");
+    assert!(err.contains("credentials.set_env.9X"), "{err}");
+    let err = fx.project_error("[credentials]\nset_env = [\"A=1\"]\n");
+    assert!(err.contains("expected a table"), "{err}");
+}
