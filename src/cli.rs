@@ -453,7 +453,7 @@ impl PolicyArgs {
             let is_agent = std::ptr::eq(flag.key.about(), &crate::policy::keys::AGENT.about);
             if is_agent && flag.values.last().map(String::as_str) == Some(presets::AUTO) {
                 let program = command.first().map(OsString::as_os_str).unwrap_or_default();
-                let name = presets::agent_for_command(program).map_err(failed(2))?;
+                let name = presets::agent_for_command(program).map_err(failed(125))?;
                 flag.values = vec![name.to_string()];
             }
         }

@@ -179,8 +179,17 @@ impl Text<'_> {
                     self.row(cache.path.clone(), cache.note(), cache.from.clone());
                 }
             }
+            Door::State if about.name == keys::STATE_FILE.about.name => {
+                for file in &view.files.state_files {
+                    self.row(
+                        file.path.clone(),
+                        file.note.clone().unwrap_or_default(),
+                        file.from.clone(),
+                    );
+                }
+            }
             Door::State => {
-                if !view.files.state.is_empty() {
+                if !view.files.state.is_empty() || !view.files.state_files.is_empty() {
                     self.group("agents' state (writable in these names only; the rest read-only, nothing else made)");
                 }
                 for state in &view.files.state {
@@ -598,6 +607,8 @@ struct FilesView {
     caches: Vec<CacheView>,
     /// Agents' state directories: the note lists the writable names.
     state: Vec<Entry>,
+    /// Agents' config files: the note lists what may not change.
+    state_files: Vec<Entry>,
     /// The section's one-row keys.
     #[serde(flatten)]
     settings: Settings,
@@ -1199,6 +1210,17 @@ impl View {
                     .map(|d| {
                         let note = format!("writable: {}", d.value.writable.join(", "));
                         Entry::new(d.value.dir.display().to_string(), Some(&note), &d.source)
+                    })
+                    .collect(),
+                state_files: files
+                    .state_files
+                    .iter()
+                    .map(|f| {
+                        let note = format!(
+                            "replaceable when these are unchanged: {}",
+                            f.value.unchanged.join(", ")
+                        );
+                        Entry::new(f.value.path.display().to_string(), Some(&note), &f.source)
                     })
                     .collect(),
                 settings: settings(policy, "files"),

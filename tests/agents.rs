@@ -476,8 +476,9 @@ fn claude_cannot_keep_a_hook_or_mcp_server_it_writes_into_its_config() {
             pwned.display()
         );
         let script = format!(
-            "printf '%s' '{hook}' > {home}/.claude/settings.json; mkdir -p {home}/.claude/hooks; echo 'touch {p}' > {home}/.claude/hooks/stop.sh; echo 'touch {p}' > {home}/.claude/statusline.sh; python3 -c \"import json; p='{home}/.claude.json'; d=json.load(open(p)); d['mcpServers']={{'evil': {{'command': 'touch', 'args': ['{p}']}}}}; open(p, 'w').write(json.dumps(d))\"; echo tried",
-            p = pwned.display()
+            "printf '%s' '{hook}' > {home}/.claude/settings.json; mkdir -p {home}/.claude/hooks; echo 'touch {p}' > {home}/.claude/hooks/stop.sh; echo 'touch {p}' > {home}/.claude/statusline.sh; python3 -c \"import json; p='{home}/.claude.json'; d=json.load(open(p)); d['mcpServers']={{'evil': {{'command': 'touch', 'args': ['{p}']}}}}; open(p, 'w').write(json.dumps(d))\"; {bin} mcp add --scope user evil -- touch {p}; echo tr''ied",
+            p = pwned.display(),
+            bin = bin.display(),
         );
         *api.hold.tools.lock().unwrap() = vec![
             (
@@ -489,7 +490,6 @@ fn claude_cannot_keep_a_hook_or_mcp_server_it_writes_into_its_config() {
                 serde_json::json!({"file_path": format!("{home}/.claude/agents/evil.md"), "content": "---\nname: evil\n---\ntouch it\n"}),
             ),
         ];
-        let before = std::fs::read_to_string(fx.home.join(".claude.json")).unwrap();
         let out = fx
             .sandbox()
             .env(
@@ -513,8 +513,8 @@ fn claude_cannot_keep_a_hook_or_mcp_server_it_writes_into_its_config() {
         api.hold.tools.lock().unwrap().clear();
         out.ok();
         assert!(out.stdout.contains(ANSWER), "{mode:?}: {out:#?}");
-        // The shell tool ran its command to the end (its output reached
-        // the fake with the tool's result).
+        // The shell tool ran its command to the end: its output (`tried`,
+        // which the command spells `tr''ied`) reached the fake.
         let ran = api
             .seen()
             .iter()
@@ -526,10 +526,19 @@ fn claude_cannot_keep_a_hook_or_mcp_server_it_writes_into_its_config() {
             settings,
             "{mode:?}: {out:#?}"
         );
+        // Its config changed as Claude Code keeps it (its start counted,
+        // its first start noted), but not its MCP servers.
+        let kept: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fx.home.join(".claude.json")).unwrap())
+                .unwrap_or_else(|e| panic!("{mode:?}: ~/.claude.json is no longer JSON: {e}"));
         assert_eq!(
-            std::fs::read_to_string(fx.home.join(".claude.json")).unwrap(),
-            before,
-            "{mode:?}: {out:#?}"
+            kept["mcpServers"],
+            serde_json::json!({}),
+            "{mode:?}: {kept:#}"
+        );
+        assert!(
+            kept["numStartups"] != serde_json::json!(1) || kept.get("firstStartTime").is_some(),
+            "{mode:?}: the agent's config updates were not kept: {kept:#}"
         );
         for made in ["hooks", "statusline.sh", "agents"] {
             assert!(
@@ -543,10 +552,16 @@ fn claude_cannot_keep_a_hook_or_mcp_server_it_writes_into_its_config() {
         // read-only ~/.claude.json come first).
         let log = std::fs::read_to_string(fx.home.join(".local/state/cordon/audit.jsonl"))
             .unwrap_or_default();
-        for refused in ["settings.json", "hooks", "statusline.sh", "agents"] {
-            let named = log.lines().any(|l| {
-                l.contains(&format!(".claude/{refused}\"")) && l.contains("not the agent's state")
-            });
+        for (refused, why) in [
+            (".claude/settings.json", "not the agent's state"),
+            (".claude/hooks", "not the agent's state"),
+            (".claude/statusline.sh", "not the agent's state"),
+            (".claude/agents", "not the agent's state"),
+            (".claude.json", "mcpServers would change"),
+        ] {
+            let named = log
+                .lines()
+                .any(|l| l.contains(&format!("{refused}\"")) && l.contains(why));
             assert!(
                 named,
                 "{mode:?}: no refusal of {refused} in the audit log: {out:#?}"

@@ -2090,3 +2090,58 @@ fn a_placeholder_inside_a_jwt_bearer_token_is_refused() {
         assert!(!other.seen().contains("/jwt"), "{mode:?}: {}", other.seen());
     });
 }
+
+/// `headers_only = true`: the placeholder is swapped in a request's
+/// headers (the fake API's key header), and refused in its target and
+/// body, where a server that echoes what it gets (an AI model asked to
+/// repeat its input, spaced out past any mask) would send the value back.
+#[test]
+fn a_headers_only_secret_is_swapped_in_headers_and_refused_elsewhere() {
+    let (ca, up) = ca_and_upstream();
+    each_mode(|mode| {
+        let ij = Injecting::new(mode, &ca, up.port);
+        let text = format!(
+            "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{}\"]\nheaders_only = true\n",
+            up.port
+        );
+        write(&ij.policy, &text, mode);
+        let script = format!(
+            "echo '== header'; {}; echo '== body'; {}; echo '== target'; {}",
+            curl(up.port, "/h", "-H \"x-api-key: $TEST_TOKEN\""),
+            curl(
+                up.port,
+                "/b",
+                "--data \"{\\\"msg\\\": \\\"$TEST_TOKEN\\\"}\""
+            ),
+            curl(up.port, "/t?k=$TEST_TOKEN", ""),
+        );
+        let out = ij
+            .sandbox()
+            .flag("--allow-domain", format!("127.0.0.1:{}", up.port))
+            .sh(&script);
+        // The echo of the header comes back masked; the upstream's own
+        // record shows what it got.
+        assert!(part(&out, "header").contains("200"), "{mode:?}: {out:#?}");
+        let seen = up.seen.lock().unwrap().clone();
+        assert!(
+            seen.iter()
+                .any(|e| e.contains("/h h") && e.contains(&format!("x-api-key: {}", ij.secret))),
+            "{mode:?}: the header was not swapped: {seen:#?}"
+        );
+        for refused in ["body", "target"] {
+            let got = part(&out, refused);
+            assert!(
+                got.contains("403") && !got.contains(&ij.secret),
+                "{mode:?}: the {refused}'s placeholder was not refused: {out:#?}"
+            );
+        }
+        // The upstream never saw the value but in a header.
+        for echo in seen.iter().filter(|e| e.contains(&ij.secret)) {
+            assert!(echo.contains("/h h"), "{mode:?}: {echo}");
+        }
+        assert!(
+            out.stderr.contains("outside a request's headers"),
+            "{mode:?}: the summary does not say why: {out:#?}"
+        );
+    });
+}

@@ -241,6 +241,9 @@ fn an_agent_state_dir_is_writable_in_its_state_names_only() {
                     && !path.starts_with("projects")
                     && !path.starts_with("todos")
                     && !path.ends_with("history.jsonl")
+                    // The scratch directories' mount points.
+                    && !path.starts_with("session-env")
+                    && !path.starts_with("shell-snapshots")
             });
             tree
         };
@@ -276,8 +279,20 @@ t('socket-new', sock)
 t('state-file', lambda: write(h + 'history.jsonl', new))
 t('state-dir', lambda: (os.mkdir(h + 'todos'), write(h + 'todos/t.json', new)))
 t('state-deep', lambda: write(h + 'projects/p/new.jsonl', new))
+t('scratch', lambda: (os.makedirs(h + 'session-env/s1'), write(h + 'session-env/s1/hook-0.sh', new)))
+t('memory-new', lambda: os.makedirs(h + 'projects/p/memory'))
+t('link-in-state', lambda: os.symlink(h + 'settings.json', h + 'projects/p/l'))
+t('link-at-state-name', lambda: os.symlink(h + 'settings.json', h + 'tasks'))
+def from_outside():
+    # From the project, on the same file system: moved in, it could bring
+    # a tree of links along.
+    write('PROJECT/x', new)
+    os.rename('PROJECT/x', h + 'projects/p/x')
+t('rename-from-outside', from_outside)
+t('move-away', lambda: os.rename(h + 'statusline.sh', h + 'plans'))
 "#;
-        let out = fx.sandbox().flag("--agent", "claude").py(script);
+        let script = script.replace("PROJECT", fx.project.to_str().unwrap());
+        let out = fx.sandbox().flag("--agent", "claude").py(&script);
         for label in [
             "statusline-plain",
             "statusline-new",
@@ -291,13 +306,18 @@ t('state-deep', lambda: write(h + 'projects/p/new.jsonl', new))
             "symlink-new",
             "rename-state-away",
             "socket-new",
+            "memory-new",
+            "link-in-state",
+            "link-at-state-name",
+            "rename-from-outside",
+            "move-away",
         ] {
             assert!(
                 line(&out, label).starts_with("ERR"),
                 "{mode:?}: {label} was not refused: {out:#?}"
             );
         }
-        for label in ["state-file", "state-dir", "state-deep"] {
+        for label in ["state-file", "state-dir", "state-deep", "scratch"] {
             assert_eq!(line(&out, label), "OK", "{mode:?}: {out:#?}");
         }
         assert!(
@@ -315,6 +335,11 @@ t('state-deep', lambda: write(h + 'projects/p/new.jsonl', new))
             state.join("todos/t.json").is_file(),
             "{mode:?}: state not kept"
         );
+        // A scratch directory was the run's own: empty on the host.
+        let scratch: Vec<_> = std::fs::read_dir(state.join("session-env"))
+            .unwrap()
+            .collect();
+        assert!(scratch.is_empty(), "{mode:?}: {scratch:?}");
         // A writable area inside, in none of its state: refused at start.
         let hooks = state.join("hooks");
         let refused = fx
@@ -895,5 +920,50 @@ fn cordons_config_directory_stays_read_only_whatever_its_name_holds() {
             ));
         assert!(!out.stdout.contains("wrote"), "{mode:?}: {out:#?}");
         assert!(!target.exists(), "{mode:?}: {out:#?}");
+    });
+}
+
+/// What the gate cannot see in a state directory: its own mode, changed
+/// inside, is put back at exit and said; and no core file is written
+/// anywhere (the kernel makes one past the gate): the command cannot
+/// raise its core limit from 0.
+#[test]
+fn a_state_dirs_mode_is_restored_and_no_core_file_is_made() {
+    each_fixture(|mode, fx| {
+        use std::os::unix::fs::PermissionsExt;
+        let state = fx.home.join(".claude");
+        std::fs::create_dir(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+        chown_tree(&fx.home, mode);
+        let script = r#"
+import os, resource, signal, subprocess
+os.chmod(os.path.expanduser('~/.claude'), 0o777)
+try:
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    print('raise: OK')
+except (ValueError, OSError) as e:
+    print('raise: ERR', e)
+os.chdir(os.path.expanduser('~/.claude/projects') if os.path.isdir(os.path.expanduser('~/.claude/projects')) else os.getcwd())
+child = subprocess.run(['python3', '-c', 'import os, signal; os.kill(os.getpid(), signal.SIGSEGV)'])
+print('crashed:', child.returncode)
+"#;
+        let out = fx.sandbox().flag("--agent", "claude").py(script);
+        out.ok();
+        assert!(line(&out, "raise").starts_with("ERR"), "{mode:?}: {out:#?}");
+        assert_eq!(line(&out, "crashed"), "-11", "{mode:?}: {out:#?}");
+        let now = std::fs::metadata(&state).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(now, 0o700, "{mode:?}: the mode was not restored: {out:#?}");
+        assert!(
+            out.stderr.contains("restored to 700"),
+            "{mode:?}: the restore is not said: {out:#?}"
+        );
+        for dir in [&fx.project, &state] {
+            let cores: Vec<_> = std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("core"))
+                .collect();
+            assert!(cores.is_empty(), "{mode:?}: {cores:?}");
+        }
     });
 }

@@ -22,7 +22,13 @@ const PRESETS: &[(&str, &str)] = &[
     ("docker-hub", "registry-1.docker.io"),
     ("anthropic-api", "api.anthropic.com"),
     ("openai-api", "api.openai.com"),
+    ("claude", "api.anthropic.com"),
+    ("codex", "api.openai.com"),
+    ("gemini", "generativelanguage.googleapis.com"),
 ];
+
+/// The agents' profiles among [`PRESETS`].
+const AGENTS: &[&str] = &["claude", "codex", "gemini"];
 
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:#?}"))
@@ -206,4 +212,47 @@ fn an_untrusted_project_may_not_name_a_preset_until_trusted() {
             "{mode:?}"
         );
     });
+}
+
+/// `cordon agents` lists the agents' profiles only, each with the
+/// commands `--agent auto` knows it by; `cordon agents NAME` prints its
+/// file; a preset that is no agent's is refused there, and `--agent` with
+/// it or with `auto` for a command no profile is for stops the run.
+#[test]
+fn cordon_agents_lists_the_profiles_and_auto_picks_by_command() {
+    let fx = Fixture::new(Mode::User);
+    let listed = json(&fx.sandbox().subcommand("agents").arg("--json").run(&[]));
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, AGENTS);
+    let text = fx.sandbox().subcommand("agents").run(&[]);
+    text.ok();
+    assert!(
+        text.stdout
+            .contains("agent  --agent claude (or --agent auto for claude)"),
+        "{text:#?}"
+    );
+    let one = fx.sandbox().subcommand("agents").arg("codex").run(&[]);
+    one.ok();
+    assert!(one.stdout.contains("[[files.state]]"), "{one:#?}");
+    let not = fx.sandbox().subcommand("agents").arg("npm").run(&[]);
+    assert_ne!(not.code, 0, "{not:#?}");
+    let refused = fx.sandbox().flag("--agent", "npm").sh("true");
+    refused.expect_code(125);
+    assert!(
+        refused.stderr.contains("no agent profile \"npm\""),
+        "{refused:#?}"
+    );
+    let refused = fx.sandbox().flag("--agent", "auto").sh("true");
+    refused.expect_code(125);
+    assert!(
+        refused
+            .stderr
+            .contains("--agent auto: no agent profile is for the command"),
+        "{refused:#?}"
+    );
 }

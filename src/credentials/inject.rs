@@ -93,6 +93,9 @@ pub struct Secret {
     pub hosts: Vec<HostMatch>,
     /// Where the inject entry came from (for audit events).
     pub source: String,
+    /// Swapped in a request's headers only; anywhere else its placeholder
+    /// is refused.
+    pub headers_only: bool,
     /// The real value as servers commonly re-encode it, each with what
     /// masks it ([`encoded_forms`]).
     forms: Vec<Pair>,
@@ -139,12 +142,20 @@ impl Secret {
             value,
             hosts,
             source,
+            headers_only: false,
         }
     }
 
     /// Whether the real value may go to `target` on `port`.
     pub fn allowed_for(&self, target: &Target, port: u16) -> bool {
         self.hosts.iter().any(|h| h.matches(target, port))
+    }
+
+    /// Whether the real value may go to `target` on `port` in a request's
+    /// target, body or trailers, or a WebSocket's frames (not only in its
+    /// headers).
+    pub fn allowed_in_body(&self, target: &Target, port: u16) -> bool {
+        !self.headers_only && self.allowed_for(target, port)
     }
 }
 
@@ -229,13 +240,15 @@ impl Secrets {
                 .find(|(n, _)| *n == spec.value.env)
                 .map(|(_, p)| p.clone())
                 .map_or_else(new_placeholder, Ok)?;
-            list.push(Secret::with_source(
+            let mut secret = Secret::with_source(
                 &spec.value.env,
                 &placeholder,
                 value,
                 spec.value.hosts.clone(),
                 source,
-            ));
+            );
+            secret.headers_only = spec.value.headers_only;
+            list.push(secret);
         }
         Ok(Secrets { list })
     }
@@ -279,6 +292,17 @@ impl Secrets {
         SpelledScan::of(self.list.iter().filter(|s| !s.allowed_for(target, port)))
     }
 
+    /// [`Secrets::scan_spelled_for`] for what is not a request's headers
+    /// (its target, body and trailers, WebSocket frames): also the
+    /// placeholders swapped in headers only.
+    pub fn scan_spelled_for_body(&self, target: &Target, port: u16) -> SpelledScan {
+        SpelledScan::of(
+            self.list
+                .iter()
+                .filter(|s| !s.allowed_in_body(target, port)),
+        )
+    }
+
     /// The first secret whose placeholder appears in `bytes`.
     pub fn find_placeholder(&self, bytes: &[u8]) -> Option<&Secret> {
         memmem::find(bytes, PLACEHOLDER_PREFIX.as_bytes())?;
@@ -291,8 +315,19 @@ impl Secrets {
     /// for the secrets allowed there. (The others' placeholders must not
     /// be there at all: [`Secrets::scan_spelled_for`] finds them first.)
     pub fn request_swaps(&self, target: &Target, port: u16) -> Swaps {
+        self.swaps_where(|s| s.allowed_for(target, port))
+    }
+
+    /// [`Secrets::request_swaps`] for what is not a request's headers:
+    /// without the secrets swapped in headers only.
+    pub fn body_swaps(&self, target: &Target, port: u16) -> Swaps {
+        self.swaps_where(|s| s.allowed_in_body(target, port))
+    }
+
+    /// Placeholder → real value for the secrets `allowed` admits.
+    fn swaps_where(&self, allowed: impl Fn(&Secret) -> bool) -> Swaps {
         let mut swaps = Swaps::default();
-        for s in self.list.iter().filter(|s| s.allowed_for(target, port)) {
+        for s in self.list.iter().filter(|s| allowed(s)) {
             swaps.pairs.push(Pair {
                 from: s.placeholder.as_bytes().to_vec().into(),
                 to: s.value.clone(),

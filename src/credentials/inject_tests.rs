@@ -704,6 +704,7 @@ fn values_are_read_and_checked() {
                 source: SecretSource::File(file.clone()),
                 hosts: vec![HostMatch::Any],
                 when_set: false,
+                headers_only: false,
             },
             crate::policy::Source::Builtin,
         ),
@@ -713,6 +714,7 @@ fn values_are_read_and_checked() {
                 source: SecretSource::Command(vec!["printf".into(), "from-cmd\n".into()]),
                 hosts: vec![HostMatch::Any],
                 when_set: false,
+                headers_only: false,
             },
             crate::policy::Source::Builtin,
         ),
@@ -737,6 +739,7 @@ fn values_are_read_and_checked() {
             source: SecretSource::Command(vec!["false".into()]),
             hosts: vec![],
             when_set: false,
+            headers_only: false,
         },
         crate::policy::Source::Builtin,
     )];

@@ -56,12 +56,29 @@ fn url_host(name: &str, value: &str) -> Result<String, String> {
     if host.is_empty() {
         return Err(bad("it names no host"));
     }
-    let port = authority.port_u16().unwrap_or(default_port);
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    // The port as written (the parser drops one out of range).
+    let text = authority.as_str();
+    let host_end = match text.strip_prefix('[') {
+        Some(rest) => rest.find(']').map_or(text.len(), |i| i + 2),
+        None => text.find(':').unwrap_or(text.len()),
+    };
+    let port = match text[host_end..].strip_prefix(':') {
+        None => default_port,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => n,
+            _ => return Err(bad("its port is not one from 1 to 65535")),
+        },
+    };
+    let bare = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.');
+    // An IPv4 address in IPv6 form (`[::ffff:127.0.0.1]`) is that address.
     let loopback = bare == "localhost"
         || bare.ends_with(".localhost")
         || bare
             .parse::<std::net::IpAddr>()
+            .map(|ip| ip.to_canonical())
             .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified());
     if loopback {
         return Err(format!(

@@ -46,6 +46,8 @@ fn what_is_no_usable_url_is_refused_without_showing_the_value() {
         "ftp://gateway.example.com",
         "https://user:sk-secret@gateway.example.com",
         "not a url at all sk-secret",
+        "https://gateway.example.com:99999/sk-secret",
+        "https://gateway.example.com:0/sk-secret",
     ] {
         let entry = with_var("CORDON_TEST_FOLLOWED_BAD", value);
         let err = expand(&entry).unwrap_err();
@@ -61,6 +63,8 @@ fn a_loopback_url_is_refused_with_the_name_that_reaches_the_host() {
         "https://127.0.0.1:4000/v1",
         "http://[::1]:4000",
         "http://api.localhost:4000",
+        "https://[::ffff:127.0.0.1]:4000",
+        "http://localhost.:4000",
     ] {
         let entry = with_var("CORDON_TEST_FOLLOWED_LOOP", value);
         let err = expand(&entry).unwrap_err();

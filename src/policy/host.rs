@@ -925,7 +925,8 @@ impl HostPolicy {
 fn is_localhost(target: &Target) -> bool {
     match target {
         Target::Name(n) => n == "localhost" || is_subdomain(n, "localhost"),
-        Target::Ip(ip) => ip.is_loopback(),
+        // `::ffff:127.0.0.1` is the IPv4 loopback too.
+        Target::Ip(ip) => ip.to_canonical().is_loopback(),
     }
 }
 

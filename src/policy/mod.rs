@@ -158,6 +158,9 @@ pub struct FilesPolicy {
     /// Agents' state directories, writable in the names each lists only
     /// (see [`state`]).
     pub state: Vec<Sourced<state::StateDir>>,
+    /// Agents' config files the sandbox may replace when the values it
+    /// may not change are as they were (see [`state`]).
+    pub state_files: Vec<Sourced<state::StateFile>>,
     /// Where the private layers are kept: `$XDG_CACHE_HOME/cordon/caches`
     /// (no policy moves it).
     pub cache_layers: PathBuf,

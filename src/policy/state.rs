@@ -24,6 +24,14 @@ pub struct StateDir {
     /// The names in it the sandbox may write and make: each one name, no
     /// `/`, no glob.
     pub writable: Vec<String>,
+    /// Paths below those names, relative to the directory and globs
+    /// allowed (`projects/*/memory`), that stay read-only and cannot be
+    /// made (what the agent reads as instructions in later sessions).
+    pub protect: Vec<String>,
+    /// Names in it the sandbox sees as empty directories of its own, whose
+    /// contents go with the run (scripts the agent writes for itself and
+    /// sources, which a later session on the host would source too).
+    pub scratch: Vec<String>,
 }
 
 impl StateDir {
@@ -32,6 +40,8 @@ impl StateDir {
     pub fn new(
         dir: &str,
         writable: Vec<String>,
+        protect: Vec<String>,
+        scratch: Vec<String>,
         ctx: &PathContext<'_>,
     ) -> Result<StateDir, String> {
         let dir_path = match PathPattern::parse(dir, ctx).map_err(|e| e.to_string())? {
@@ -45,26 +55,162 @@ impl StateDir {
         if dir_path.parent().is_none() {
             return Err(format!("{dir:?}: the root cannot be a state directory"));
         }
-        for name in &writable {
+        for name in writable.iter().chain(&scratch) {
             check_name(name)?;
+        }
+        for pattern in &protect {
+            let parts: Vec<&str> = pattern.split('/').collect();
+            let plain = parts
+                .iter()
+                .all(|p| !p.is_empty() && *p != "." && *p != "..");
+            if !plain || globset::Glob::new(pattern).is_err() {
+                return Err(format!(
+                    "{pattern:?} in protect: a path below the directory (globs allowed), without . or .."
+                ));
+            }
         }
         Ok(StateDir {
             dir: dir_path,
             writable,
+            protect,
+            scratch,
         })
     }
 
-    /// Whether the name `name` (one component) in the directory is state.
+    /// Whether the name `name` (one component) in the directory is state
+    /// (kept or scratch).
     pub fn is_state(&self, name: &std::ffi::OsStr) -> bool {
-        self.writable
-            .iter()
-            .any(|w| std::ffi::OsStr::new(w) == name)
+        self.names().any(|w| std::ffi::OsStr::new(w) == name)
     }
+
+    /// Every name the sandbox may write in the directory: kept, then
+    /// scratch.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.writable.iter().chain(&self.scratch)
+    }
+}
+
+/// One `[[files.state_file]]` entry: an agent's config file, kept outside
+/// its state directory (Claude Code's `~/.claude.json`), which the agent
+/// replaces by writing a temporary file beside it and renaming that over
+/// it. The sandbox may replace it so when the JSON values at `unchanged`
+/// are as they were (the MCP servers it starts, the folders it trusts).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StateFile {
+    /// The file, absolute (as given, `~` expanded).
+    pub path: PathBuf,
+    /// JSON paths, dotted, `*` standing for every key at its level
+    /// (`projects.*.mcpServers`), whose values may not change.
+    pub unchanged: Vec<String>,
+}
+
+impl StateFile {
+    /// Checks an entry: `path` one file (no glob, not `/`), each of
+    /// `unchanged` a dotted path of names or `*`.
+    pub fn new(
+        path: &str,
+        unchanged: Vec<String>,
+        ctx: &PathContext<'_>,
+    ) -> Result<StateFile, String> {
+        let file = match PathPattern::parse(path, ctx).map_err(|e| e.to_string())? {
+            PathPattern::Exact(file) if file.parent().is_some() => file,
+            _ => return Err(format!("{path:?}: a state file is one file, not a glob")),
+        };
+        for key in &unchanged {
+            if key.split('.').any(str::is_empty) {
+                return Err(format!(
+                    "{key:?} in unchanged: a dotted path of names, `*` for any (projects.*.mcpServers)"
+                ));
+            }
+        }
+        if unchanged.is_empty() {
+            return Err("unchanged: name what may not change (the MCP servers, at least)".into());
+        }
+        Ok(StateFile {
+            path: file,
+            unchanged,
+        })
+    }
+}
+
+impl StateFile {
+    /// The paths of `unchanged` (each key a `*` stood for spelled out)
+    /// whose values differ between `old` and `new`. A value that is
+    /// absent, `null`, `false`, empty (`{}`, `[]`, `""`) counts as none,
+    /// so an agent's adding an empty entry is no change.
+    pub fn changes(&self, old: &serde_json::Value, new: &serde_json::Value) -> Vec<String> {
+        let mut changed = Vec::new();
+        for path in &self.unchanged {
+            let steps: Vec<&str> = path.split('.').collect();
+            compare(Some(old), Some(new), &steps, String::new(), &mut changed);
+        }
+        changed
+    }
+}
+
+/// Adds to `changed` each path below `at` (along `steps`) where `old` and
+/// `new` differ.
+fn compare(
+    old: Option<&serde_json::Value>,
+    new: Option<&serde_json::Value>,
+    steps: &[&str],
+    at: String,
+    changed: &mut Vec<String>,
+) {
+    let Some((step, rest)) = steps.split_first() else {
+        if !same(old, new) {
+            changed.push(at);
+        }
+        return;
+    };
+    let below = |name: &str| {
+        if at.is_empty() {
+            name.to_string()
+        } else {
+            format!("{at}.{name}")
+        }
+    };
+    if *step != "*" {
+        let (o, n) = (
+            old.and_then(|v| v.get(*step)),
+            new.and_then(|v| v.get(*step)),
+        );
+        return compare(o, n, rest, below(step), changed);
+    }
+    let keys = |v: Option<&serde_json::Value>| {
+        v.and_then(serde_json::Value::as_object)
+            .map(|o| o.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    let mut names = keys(old);
+    names.extend(keys(new));
+    names.sort();
+    names.dedup();
+    for name in names {
+        let (o, n) = (
+            old.and_then(|v| v.get(&name)),
+            new.and_then(|v| v.get(&name)),
+        );
+        let shown = serde_json::Value::from(name.as_str()).to_string();
+        compare(o, n, rest, below(&shown), changed);
+    }
+}
+
+/// Whether two values are the same, every kind of nothing alike.
+fn same(a: Option<&serde_json::Value>, b: Option<&serde_json::Value>) -> bool {
+    let none = |v: Option<&serde_json::Value>| match v {
+        None | Some(serde_json::Value::Null) | Some(serde_json::Value::Bool(false)) => true,
+        Some(serde_json::Value::Object(o)) => o.is_empty(),
+        Some(serde_json::Value::Array(a)) => a.is_empty(),
+        Some(serde_json::Value::String(s)) => s.is_empty(),
+        Some(_) => false,
+    };
+    (none(a) && none(b)) || a == b
 }
 
 /// A state name: one component, not `.` or `..`, no glob character.
 fn check_name(name: &str) -> Result<(), String> {
-    let bad = |why: &str| Err(format!("{name:?} in writable: {why}"));
+    let bad = |why: &str| Err(format!("{name:?} in writable or scratch: {why}"));
     if name.is_empty() || name == "." || name == ".." {
         return bad("name one entry of the directory");
     }

@@ -14,20 +14,90 @@ fn an_entry_names_one_directory_and_plain_names_in_it() {
     let state = StateDir::new(
         "~/.claude",
         vec!["projects".into(), "history.jsonl".into()],
+        vec!["projects/*/memory".into()],
+        vec!["session-env".into()],
         &ctx(),
     )
     .unwrap();
     assert_eq!(state.dir, Path::new("/home/u/.claude"));
     assert!(state.is_state(std::ffi::OsStr::new("projects")));
     assert!(!state.is_state(std::ffi::OsStr::new("settings.json")));
+    assert!(state.is_state(std::ffi::OsStr::new("session-env")));
 }
 
 #[test]
 fn a_glob_the_root_or_a_name_that_is_not_one_entry_is_refused() {
-    assert!(StateDir::new("~/.claude/*", vec![], &ctx()).is_err());
-    assert!(StateDir::new("/", vec![], &ctx()).is_err());
+    assert!(StateDir::new("~/.claude/*", vec![], vec![], vec![], &ctx()).is_err());
+    assert!(StateDir::new("/", vec![], vec![], vec![], &ctx()).is_err());
     for bad in ["", ".", "..", "projects/x", "*.jsonl", "hist[o]ry"] {
-        let err = StateDir::new("~/.claude", vec![bad.into()], &ctx()).unwrap_err();
+        let err = StateDir::new("~/.claude", vec![bad.into()], vec![], vec![], &ctx()).unwrap_err();
         assert!(err.contains("in writable"), "{bad:?}: {err}");
     }
+    for bad in ["", "/abs", "projects/../x", "a//b", "./x"] {
+        let err = StateDir::new("~/.claude", vec![], vec![bad.into()], vec![], &ctx()).unwrap_err();
+        assert!(err.contains("in protect"), "{bad:?}: {err}");
+    }
+}
+
+fn claude_config() -> StateFile {
+    StateFile::new(
+        "~/.claude.json",
+        vec![
+            "mcpServers".into(),
+            "projects.*.mcpServers".into(),
+            "projects.*.hasTrustDialogAccepted".into(),
+        ],
+        &ctx(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_state_file_change_is_found_at_each_unchanged_path() {
+    let entry = claude_config();
+    assert_eq!(entry.path, Path::new("/home/u/.claude.json"));
+    let old = serde_json::json!({
+        "numStartups": 1,
+        "mcpServers": {"a": {"command": "x"}},
+        "projects": {"/p": {"hasTrustDialogAccepted": false, "lastCost": 1}},
+    });
+    // Counters, costs and a new project's empty entries: no change.
+    let fine = serde_json::json!({
+        "numStartups": 2,
+        "mcpServers": {"a": {"command": "x"}},
+        "projects": {
+            "/p": {"lastCost": 2},
+            "/q": {"mcpServers": {}, "hasTrustDialogAccepted": false, "allowedTools": []},
+        },
+    });
+    assert!(entry.changes(&old, &fine).is_empty());
+    let bad = serde_json::json!({
+        "mcpServers": {"a": {"command": "y"}},
+        "projects": {
+            "/p": {"hasTrustDialogAccepted": true},
+            "/q": {"mcpServers": {"evil": {"command": "sh"}}},
+        },
+    });
+    assert_eq!(
+        entry.changes(&old, &bad),
+        vec![
+            "mcpServers".to_string(),
+            "projects.\"/q\".mcpServers".to_string(),
+            "projects.\"/p\".hasTrustDialogAccepted".to_string(),
+        ]
+    );
+    // A value removed counts too; a table replaced by another kind hides
+    // nothing that was there (its old values were all empty).
+    let removed = serde_json::json!({"projects": "x"});
+    assert_eq!(
+        entry.changes(&old, &removed),
+        vec!["mcpServers".to_string()]
+    );
+}
+
+#[test]
+fn a_state_file_entry_is_checked() {
+    assert!(StateFile::new("~/x.json", vec![], &ctx()).is_err());
+    assert!(StateFile::new("~/*.json", vec!["a".into()], &ctx()).is_err());
+    assert!(StateFile::new("~/x.json", vec!["a..b".into()], &ctx()).is_err());
 }

@@ -78,6 +78,8 @@ pub struct Guard {
     /// Agents' state directories, each with the only names that may be
     /// made in it.
     only: Vec<(PathBuf, Vec<String>)>,
+    /// Paths below them that may not be made (`[[files.state]] protect`).
+    state_protect: globset::GlobSet,
 }
 
 /// What kind of name a call makes, as the guard tells them apart.
@@ -135,9 +137,18 @@ impl Guard {
 
     /// Also refuses, in each state directory of `state`, every name but
     /// those it lists.
-    pub fn only(mut self, state: &[(PathBuf, Vec<String>)]) -> Guard {
+    pub fn only(mut self, state: &[(PathBuf, Vec<String>)], protect: globset::GlobSet) -> Guard {
         self.only = state.to_vec();
+        self.state_protect = protect;
         self
+    }
+
+    /// The state directory `path` lies strictly beneath, if one.
+    pub fn in_state(&self, path: &Path) -> Option<&Path> {
+        self.only
+            .iter()
+            .map(|(dir, _)| dir.as_path())
+            .find(|dir| path.starts_with(dir) && path != *dir)
     }
 
     /// The state directory (and its names) `path` is directly in without
@@ -196,6 +207,12 @@ impl Guard {
         if self.outside_state(path).is_some() {
             return Some(path.to_path_buf());
         }
+        if let Some(hit) = path
+            .ancestors()
+            .find(|a| self.in_state(a).is_some() && self.state_protect.is_match(a))
+        {
+            return Some(hit.to_path_buf());
+        }
         let in_pattern_dir = path.parent().is_some_and(|p| self.pattern_dirs.contains(p));
         if in_pattern_dir && path.file_name().is_some_and(|n| self.patterns.is_match(n)) {
             return Some(path.to_path_buf());
@@ -247,7 +264,7 @@ pub(crate) fn serve(
                 return refuse_mode(call, report);
             }
             let path = caller.read_path(path)?;
-            open(caller, dir, &path, flags, mode, guard, report)
+            open(caller, dir, &path, flags, mode, files, report)
         }
         Creating::Mkdir { at } => {
             take_callers_umask(caller, umasks)?;
@@ -257,6 +274,11 @@ pub(crate) fn serve(
                 (libc::AT_FDCWD, a[0], a[1])
             };
             let place = new_place(caller, dir, &caller.read_path(path)?)?;
+            // An agent's lock beside its config file: refused as the view
+            // would, unreported (it goes on without; see `state_gate`).
+            if files.state_files.is_lock(&place.path) {
+                return Err(libc::EROFS);
+            }
             admit(&place, Make::Dir, guard, report)?;
             nix::sys::stat::mkdirat(
                 Some(place.dir.as_raw_fd()),
@@ -298,6 +320,7 @@ pub(crate) fn serve(
             let target = OsString::from_vec(caller.read_path(target)?);
             let place = new_place(caller, dir, &caller.read_path(path)?)?;
             admit(&place, Make::Other, guard, report)?;
+            refuse_link_in_state(&place, guard, report)?;
             nix::unistd::symlinkat(
                 target.as_os_str(),
                 Some(place.dir.as_raw_fd()),
@@ -318,6 +341,20 @@ pub(crate) fn serve(
             let old = caller.read_path(old)?;
             let place = new_place(caller, new_dir, &caller.read_path(new)?)?;
             admit(&place, Make::Other, guard, report)?;
+            if guard.in_state(&place.path).is_some() {
+                // A new name for something from outside the state (a hard
+                // link keeps what it names wherever that is): copied, as
+                // across file systems; and never one of a link.
+                if !old.is_empty() {
+                    let source = existing_place(caller, old_dir, &old)?;
+                    if guard.in_state(&source.path) != guard.in_state(&place.path) {
+                        return Err(libc::EXDEV);
+                    }
+                    if is_symlink(&source) && flags & libc::AT_SYMLINK_FOLLOW == 0 {
+                        refuse_link_in_state(&place, guard, report)?;
+                    }
+                }
+            }
             // An empty path with AT_EMPTY_PATH names the descriptor itself
             // (an O_TMPFILE being given its name): linked through its
             // /proc link, which needs no capability.
@@ -360,7 +397,41 @@ pub(crate) fn serve(
             }
             let source = existing_place(caller, old_dir, &caller.read_path(old)?)?;
             let place = new_place(caller, new_dir, &caller.read_path(new)?)?;
+            // An agent's config file, replaced by its temporary file.
+            if let Some(held) = files.state_files.find(&place.path, &place.dir) {
+                if !flags.is_empty() {
+                    return Err(libc::EPERM);
+                }
+                return files
+                    .state_files
+                    .replace(held, &source.path, report)
+                    .map(Reply::Value);
+            }
             admit(&place, Make::Other, guard, report)?;
+            // Into an agent's state: only what is there already moves (a
+            // tree from elsewhere could bring links or anything else in:
+            // tools copy on EXDEV, name by name through this gate), never
+            // a link; and a name that is not state does not move away.
+            // An exchange moves each name into the other's place.
+            let exchange = flags.contains(RenameFlags::RENAME_EXCHANGE);
+            let moves: &[(&Place, &Place)] = if exchange {
+                &[(&source, &place), (&place, &source)]
+            } else {
+                &[(&source, &place)]
+            };
+            for (from, to) in moves {
+                if let Some(state) = guard.in_state(&to.path) {
+                    if guard.in_state(&from.path) != Some(state) {
+                        return Err(libc::EXDEV);
+                    }
+                    if is_symlink(from) {
+                        refuse_link_in_state(to, guard, report)?;
+                    }
+                }
+            }
+            if guard.outside_state(&source.path).is_some() {
+                admit(&source, Make::Other, guard, report)?;
+            }
             // `git config`'s rename of config.lock over a repository's
             // config, which the view keeps read-only.
             if let Some(config) = files.git_configs.find(&place.path) {
@@ -429,10 +500,19 @@ fn open(
     path: &[u8],
     flags: i32,
     mode: u64,
-    guard: &Guard,
+    files: &FileRules,
     report: &Reporter,
 ) -> Result<Reply, Errno> {
+    let guard = &files.guard;
     let mut place = new_place(caller, dirfd, path)?;
+    // An agent's temporary file beside its config file: made in memory
+    // (see `state_gate`).
+    if files.state_files.stages(&place.path) {
+        let exclusive = flags & libc::O_EXCL != 0;
+        return files
+            .state_files
+            .stage(&place.path, exclusive, flags & libc::O_CLOEXEC != 0);
+    }
     let follows = flags & (libc::O_EXCL | libc::O_NOFOLLOW) == 0;
     for _ in 0..MAX_HOPS {
         if place.trailing_slash {
@@ -515,6 +595,11 @@ pub enum Forbidden {
     /// A change to a repository's config that `git config` inside may not
     /// make (see `config_gate`): what it would have changed, in words.
     GitConfig(String),
+    /// A replacement of an agent's config file (`[[files.state_file]]`)
+    /// that would change what it may not: what, in words.
+    StateFile(String),
+    /// A link inside an agent's state directory (the directory).
+    StateLink(PathBuf),
     /// A name in an agent's state directory that is none of its state.
     NotState {
         /// The state directory.
@@ -533,7 +618,11 @@ impl Forbidden {
                 hit.display()
             ),
             Forbidden::Hook => "a git hook: git would run it outside the sandbox".into(),
-            Forbidden::GitConfig(what) => what.clone(),
+            Forbidden::GitConfig(what) | Forbidden::StateFile(what) => what.clone(),
+            Forbidden::StateLink(dir) => format!(
+                "a link inside the agent's state in {}: the agent's later writes and reads would follow it anywhere",
+                dir.display()
+            ),
             Forbidden::NotState { dir, state } => format!(
                 "not the agent's state: in {} only {} may be made (the rest may run code later outside the sandbox)",
                 dir.display(),
@@ -554,6 +643,12 @@ impl Forbidden {
             }
             Forbidden::GitConfig(_) => {
                 "nothing allows it inside the sandbox: make that change to the config outside it, where you can read it first".into()
+            }
+            Forbidden::StateFile(_) => {
+                "nothing allows it inside the sandbox: make that change to the file outside it, where you can read it first".into()
+            }
+            Forbidden::StateLink(_) => {
+                "nothing allows it inside the sandbox: copy what the link would name instead".into()
             }
             Forbidden::NotState { .. } => format!(
                 "add its name to that [[{}]] entry's writable list if it is state the agent keeps (not settings, hooks, commands or anything that runs)",
@@ -582,6 +677,31 @@ fn admit(place: &Place, make: Make, guard: &Guard, report: &Reporter) -> Result<
         why,
     });
     Err(libc::EPERM)
+}
+
+/// Refuses (`EPERM`, reported) a link made inside an agent's state
+/// directory: one at a state name, or below, would send the agent's later
+/// writes or reads anywhere (its history into its settings, its plans
+/// into its commands, its memory into the project).
+fn refuse_link_in_state(place: &Place, guard: &Guard, report: &Reporter) -> Result<(), Errno> {
+    let Some(dir) = guard.in_state(&place.path) else {
+        return Ok(());
+    };
+    report(Refusal::Create {
+        path: &place.path,
+        why: Forbidden::StateLink(dir.to_path_buf()),
+    });
+    Err(libc::EPERM)
+}
+
+/// Whether the name at `place` is a symlink (not followed).
+fn is_symlink(place: &Place) -> bool {
+    nix::sys::stat::fstatat(
+        Some(place.dir.as_raw_fd()),
+        place.name.as_os_str(),
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFLNK)
 }
 
 /// A name in the `hooks` directory of a git dir (one holding `HEAD`),

@@ -166,6 +166,20 @@ pub struct FileView {
     /// Agents' state directories (writable roots too), each with the names
     /// in it the sandbox may write and make.
     pub state: Vec<(PathBuf, Vec<String>)>,
+    /// Each state directory's mode and owner at start: restored at exit
+    /// if the sandbox changed them (a directory others may write is one
+    /// they could plant hooks in).
+    pub state_modes: Vec<(PathBuf, u32, u32, u32)>,
+    /// Globs of absolute paths below the state directories that stay
+    /// read-only and cannot be made (`[[files.state]] protect`).
+    pub state_protect: Vec<String>,
+    /// Directories in the state directories the sandbox sees empty and
+    /// writable, each a tmpfs of its own (`[[files.state]] scratch`).
+    pub scratch: Vec<PathBuf>,
+    /// Agents' config files, as the sandbox names them (the real
+    /// directory and the name), with their entries: init opens each for
+    /// writing before it builds the view (see `state_gate`).
+    pub state_files: Vec<(PathBuf, crate::policy::state::StateFile)>,
 }
 
 /// Where the new root is assembled, inside the staging tmpfs.
@@ -338,6 +352,7 @@ enum Step {
     HideFile,
     Reallow,
     ReadOnly,
+    Scratch,
 }
 
 impl FileView {
@@ -378,7 +393,49 @@ impl FileView {
             if !view.writable.contains(&dir) {
                 view.writable.push(dir.clone());
             }
-            view.state.push((dir, state.value.writable.clone()));
+            let meta = dir
+                .metadata()
+                .map_err(fail("cannot read the state directory", &dir))?;
+            view.state_modes.push((
+                dir.clone(),
+                std::os::unix::fs::MetadataExt::mode(&meta) & 0o7777,
+                std::os::unix::fs::MetadataExt::uid(&meta),
+                std::os::unix::fs::MetadataExt::gid(&meta),
+            ));
+            let escaped = globset::escape(&dir.to_string_lossy());
+            view.state_protect
+                .extend(state.value.protect.iter().map(|p| format!("{escaped}/{p}")));
+            for name in &state.value.scratch {
+                let path = dir.join(name);
+                // A tmpfs would be mounted where a link there leads.
+                if path.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+                    return Err(FilesError::Path {
+                        what: "a scratch directory of the agent's state is not a directory",
+                        path,
+                        source: io::Error::from_raw_os_error(libc::ENOTDIR),
+                    });
+                }
+                view.scratch.push(path);
+            }
+            view.state
+                .push((dir, state.value.names().cloned().collect()));
+        }
+        for file in &policy.files.state_files {
+            let entry = &file.value;
+            let (Some(dir), Some(name)) = (entry.path.parent(), entry.path.file_name()) else {
+                continue;
+            };
+            if entry.path.symlink_metadata().is_err() {
+                // Its first version cannot be checked against one before.
+                crate::say!(
+                    "cordon: {} does not exist yet, so the agent cannot make it here ({})",
+                    crate::escape::printable(&entry.path),
+                    file.source
+                );
+                continue;
+            }
+            let dir = canonical(dir, "state file's directory")?;
+            view.state_files.push((dir.join(name), entry.clone()));
         }
         // A writable area inside a state directory, but in none of its
         // state, would open what the entry keeps read-only.
@@ -537,6 +594,18 @@ impl FileView {
                 }
             }
         }
+        // What a state entry protects below its names: read-only where it
+        // is now (and where a link there leads); the guard refuses making
+        // it (`Guard::state_protect`).
+        let state_protect = state_protect_set(&view.state_protect)?;
+        for (dir, _) in &view.state {
+            for found in matching_below(dir, &state_protect) {
+                let real = std::fs::canonicalize(&found).unwrap_or(found);
+                if view.is_writable(&real) {
+                    view.keep_read_only(real, &mut marks);
+                }
+            }
+        }
         // What the user keeps from being written: no config beneath is
         // opened for `git config`'s updates, which bypass the view.
         let denied_write: Vec<PathBuf> = marks.read_only.iter().cloned().collect();
@@ -674,7 +743,7 @@ impl FileView {
         view.guard = Guard::new(guarded, &view.writable)
             .with_patterns(pattern_dirs, patterns)
             .anywhere(PROTECTED_ANYWHERE, &view.writable)
-            .only(&view.state);
+            .only(&view.state, state_protect);
         let hidden: Vec<PathBuf> = view.hidden.iter().map(|(p, _)| p.clone()).collect();
         view.caches = super::caches::plan(policy, &view.writable, &hidden)?;
         Ok(view)
@@ -847,13 +916,19 @@ impl FileView {
     /// After the run: neutralises what the sandbox left in the writable
     /// areas that would run code on the host (see [`repos::sweep`]).
     pub fn sweep(&self, since: std::time::SystemTime) -> repos::Swept {
-        repos::sweep(
+        let mut swept = repos::sweep(
             &self.writable,
             &self.read_only,
             &self.repos_at_start,
             since,
             &self.apart,
-        )
+        );
+        for (dir, mode, uid, gid) in &self.state_modes {
+            if let Some(outcome) = restore_mode(dir, *mode, *uid, *gid) {
+                swept.note(outcome);
+            }
+        }
+        swept
     }
 
     /// Whether a re-allowed path lies beneath the hidden directory `host`.
@@ -938,6 +1013,11 @@ impl FileView {
                 .iter()
                 .map(|p| (depth(p), Step::ReadOnly, p.as_path())),
         );
+        steps.extend(
+            self.scratch
+                .iter()
+                .map(|p| (depth(p), Step::Scratch, p.as_path())),
+        );
         steps.sort();
         let mut vanished: Vec<&Path> = Vec::new();
         for (_, step, host) in steps {
@@ -953,7 +1033,7 @@ impl FileView {
                 continue;
             }
             let is_dir = match step {
-                Step::HideDir | Step::Cache => true,
+                Step::HideDir | Step::Cache | Step::Scratch => true,
                 Step::HideFile => false,
                 _ => ops.is_dir(&source),
             };
@@ -975,6 +1055,15 @@ impl FileView {
                         .map_err(fail("bind writable", host))?;
                 }
                 Step::Cache => self.mount_cache(ops, host, &target)?,
+                // Its mount point made in the state directory (on the
+                // host: the agent would make it there), its contents the
+                // run's own.
+                Step::Scratch => {
+                    ops.mount_tmpfs(&target, &format!("mode=1777,size={}", self.tmp_size))
+                        .map_err(fail("scratch directory", host))?;
+                    ops.set_attrs(&target, NOSUID | NODEV, false)
+                        .map_err(fail("scratch directory", host))?;
+                }
                 Step::Pin => ops.bind(&target, &target).map_err(fail("pin", host))?,
                 // A tmpfs of its own where a path is mounted beneath,
                 // whose mount point is made there (read-only once it is,
@@ -1441,6 +1530,80 @@ fn canonical_beyond(path: &Path) -> Option<PathBuf> {
     }
     Some(std::fs::canonicalize(existing).ok()?.join(rest))
 }
+
+/// A state directory's mode and owner back as they were at start, if the
+/// sandbox changed them: what was done, or what could not be.
+fn restore_mode(dir: &Path, mode: u32, uid: u32, gid: u32) -> Option<Result<String, String>> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = dir.symlink_metadata().ok()?;
+    let now = (meta.mode() & 0o7777, meta.uid(), meta.gid());
+    if now == (mode, uid, gid) {
+        return None;
+    }
+    let shown = crate::escape::printable(dir);
+    let restored = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
+        .and_then(|()| std::os::unix::fs::lchown(dir, Some(uid), Some(gid)));
+    Some(match restored {
+        Ok(()) => Ok(format!(
+            "the sandbox changed the agent's state directory {shown} to mode {:o}, owner {}:{}; restored to {mode:o}, {uid}:{gid} (a directory others may write is one they could plant hooks in)",
+            now.0, now.1, now.2
+        )),
+        Err(e) => Err(format!(
+            "the sandbox changed the agent's state directory {shown} to mode {:o}, owner {}:{}, and it could not be restored to {mode:o}, {uid}:{gid} ({e}): set it back yourself",
+            now.0, now.1, now.2
+        )),
+    })
+}
+
+/// The state entries' protected globs, compiled (`/` not matched by `*`).
+fn state_protect_set(patterns: &[String]) -> Result<globset::GlobSet, FilesError> {
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        let glob = globset::GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| FilesError::Path {
+                what: "cannot read the state entry's protect pattern",
+                path: PathBuf::from(p),
+                source: io::Error::other(e.to_string()),
+            })?;
+        set.add(glob);
+    }
+    set.build().map_err(|e| FilesError::Path {
+        what: "cannot read the state entries' protect patterns",
+        path: PathBuf::new(),
+        source: io::Error::other(e.to_string()),
+    })
+}
+
+/// The paths below `dir`, at most [`PROTECT_DEPTH`] deep, that `set`
+/// matches (links followed as the agent would).
+fn matching_below(dir: &Path, set: &globset::GlobSet) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut level = vec![dir.to_path_buf()];
+    for _ in 0..PROTECT_DEPTH {
+        let mut next = Vec::new();
+        for d in &level {
+            let Ok(entries) = std::fs::read_dir(d) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if set.is_match(&path) {
+                    found.push(path);
+                } else if path.is_dir() {
+                    next.push(path);
+                }
+            }
+        }
+        level = next;
+    }
+    found
+}
+
+/// How deep below a state directory its protected paths are looked for
+/// (`projects/*/memory` is three).
+const PROTECT_DEPTH: usize = 4;
 
 /// An agent's state directory, made (mode 0700) when it is missing but
 /// its parent is there: the agent's first run keeps its state too.

@@ -27,6 +27,7 @@ use crate::net::inside::{HTTP_PORT, SOCKS_PORT};
 use crate::policy::Layer;
 use crate::sandbox::config_gate::ConfigFiles;
 use crate::sandbox::landlock::TcpPorts;
+use crate::sandbox::state_gate::StateFiles;
 use crate::sandbox::unix_gate::{FileRules, LocalPorts, Refusal, Reporter, SocketId, UnixGate};
 use crate::sys::{self, Forked};
 
@@ -68,6 +69,8 @@ struct Prepared {
     sockets: Option<Channel>,
     /// The repositories' configs `git config` inside may update.
     git_configs: ConfigFiles,
+    /// The agents' config files a rename inside may replace.
+    state_files: StateFiles,
 }
 
 /// A setup failure, attributed to the layer it belongs to.
@@ -155,6 +158,7 @@ fn setup(
     let mut host_listeners: Vec<(u16, OwnedFd)> = Vec::new();
     let mut sockets: Option<(Channel, Channel)> = None;
     let mut git_configs = ConfigFiles::default();
+    let mut state_files = StateFiles::default();
     let mounted = super::files::mount_view_on(plan.namespaces);
 
     if plan.namespaces {
@@ -183,6 +187,7 @@ fn setup(
         if mounted {
             // Before the view binds them read-only.
             git_configs = k.open_git_configs(&plan.view.git_configs);
+            state_files = k.open_state_files(&plan.view.state_files);
             plan.view.apply(k.mounts()).map_err(|e| Failure {
                 fix: e.fix(),
                 ..fail(Layer::Namespaces, &e)
@@ -315,6 +320,7 @@ fn setup(
         diag,
         sockets,
         git_configs,
+        state_files,
     })
 }
 
@@ -447,6 +453,7 @@ fn supervise(
         diag,
         sockets,
         git_configs,
+        state_files,
     } = prepared;
     let pty_slave = pty_slave.as_deref();
     // The command's parent is the thread that starts it, and the kernel
@@ -474,6 +481,7 @@ fn supervise(
         let gate = GateParts {
             diag,
             git_configs,
+            state_files,
             sockets,
         };
         let code = serve(k, plan, started, filter, gate, &sfd, channel);
@@ -491,6 +499,8 @@ struct GateParts {
     diag: Option<OwnedFd>,
     /// The repositories' configs `git config` inside may update.
     git_configs: ConfigFiles,
+    /// The agents' config files a rename inside may replace.
+    state_files: StateFiles,
     /// With published ports: init's end of the channel on which the
     /// supervisor asks for sockets in the sandbox's network namespace.
     sockets: Option<Channel>,
@@ -569,6 +579,7 @@ fn serve(
         let files = FileRules {
             guard: plan.view.guard.clone(),
             git_configs: gate.git_configs,
+            state_files: gate.state_files,
         };
         if let Err(e) = UnixGate::start(listener, diag, allowed, local, files, report) {
             // Killed: it may have started, but no gated call of its was answered.
@@ -906,6 +917,13 @@ mod tests {
         fn open_git_configs(&mut self, _: &[PathBuf]) -> ConfigFiles {
             self.calls.push("open git configs");
             ConfigFiles::default()
+        }
+        fn open_state_files(
+            &mut self,
+            _: &[(PathBuf, crate::policy::state::StateFile)],
+        ) -> StateFiles {
+            self.calls.push("open state files");
+            StateFiles::default()
         }
         fn mounts(&mut self) -> &mut dyn MountOps {
             self

@@ -37,7 +37,9 @@ use super::files::{FileView, KernelMounts, MountOps};
 use super::landlock::{self, LandlockError};
 use super::limits::{LimitPlan, LimitsError};
 use super::seccomp::{Program, SeccompError};
+use super::state_gate::StateFiles;
 use super::unix_gate::UnixGate;
+use crate::policy::state::StateFile;
 use crate::sys;
 
 /// What init asks of the kernel, from set-up to exec.
@@ -56,6 +58,9 @@ pub trait InitKernel {
     /// The repositories' configs that `git config` inside may update,
     /// opened for writing before the view binds them read-only.
     fn open_git_configs(&mut self, paths: &[PathBuf]) -> ConfigFiles;
+    /// The agents' config files a rename inside may replace, opened for
+    /// writing before the view is built.
+    fn open_state_files(&mut self, files: &[(PathBuf, StateFile)]) -> StateFiles;
     /// The mount operations the file view is built with.
     fn mounts(&mut self) -> &mut dyn MountOps;
     /// A cgroup namespace rooted at init's cgroup.
@@ -148,6 +153,10 @@ impl InitKernel for Linux {
 
     fn open_git_configs(&mut self, paths: &[PathBuf]) -> ConfigFiles {
         ConfigFiles::open(paths)
+    }
+
+    fn open_state_files(&mut self, files: &[(PathBuf, StateFile)]) -> StateFiles {
+        StateFiles::open(files)
     }
 
     fn mounts(&mut self) -> &mut dyn MountOps {

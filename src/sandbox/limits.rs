@@ -358,7 +358,14 @@ impl LimitPlan {
     /// command's ([`LimitPlan::address_space`]), so that what the command
     /// makes init hold for it (the UNIX socket gate's copies of its sends)
     /// is bounded by the same figure.
+    ///
+    /// And, whatever the mechanism, no core file for anything inside
+    /// (`RLIMIT_CORE` 0, hard): the kernel writes one itself, past the
+    /// file creation gate, under a name `core_pattern` and the process
+    /// choose, in a writable directory (a state directory included).
     pub fn apply_rlimits(&self) -> Result<(), LimitsError> {
+        setrlimit(Resource::RLIMIT_CORE, 0, 0)
+            .map_err(|e| LimitsError::Rlimit(Resource::RLIMIT_CORE, e))?;
         if self.mechanism != Mechanism::Rlimits {
             return Ok(());
         }

@@ -24,6 +24,7 @@ pub mod limits;
 mod ports;
 pub mod repos;
 pub mod seccomp;
+pub mod state_gate;
 mod supervisor;
 pub mod support;
 pub mod tty;

@@ -77,7 +77,7 @@ pub struct Swept {
 impl Swept {
     /// Records one outcome: what was done, or what failed and what the
     /// user should do about it.
-    fn note(&mut self, outcome: Result<String, String>) {
+    pub fn note(&mut self, outcome: Result<String, String>) {
         match outcome {
             Ok(done) => self.neutralised.push(done),
             Err(failed) => self.failures.push(failed),

@@ -113,6 +113,8 @@ pub struct FileRules {
     pub guard: Guard,
     /// The repositories' configs a rename may update (see `config_gate`).
     pub git_configs: ConfigFiles,
+    /// The agents' config files a rename may replace (see `state_gate`).
+    pub state_files: crate::sandbox::state_gate::StateFiles,
 }
 
 /// What the gate refused, for the audit log.

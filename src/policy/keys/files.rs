@@ -4,7 +4,7 @@ use super::readers::{each, extend, many, path_list, protect_name};
 use super::{About, Door, Explain, Key, Merge, Read, Widens};
 use crate::policy::cache::Cache;
 use crate::policy::pattern::PathPattern;
-use crate::policy::state::StateDir;
+use crate::policy::state::{StateDir, StateFile};
 
 /// `files.allow_write`: array of paths. Extra writable paths, besides the
 /// project and the private temp dir. Widens.
@@ -134,6 +134,36 @@ pub static STATE: Key<Vec<StateDir>> = Key {
     show: |v| {
         v.iter()
             .map(|d| d.dir.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    },
+    explain: Explain::Door(Door::State),
+};
+
+/// `[[files.state_file]]`: tables with `path` (an agent's config file
+/// beside its state directory, `~/.claude.json`) and `unchanged` (JSON
+/// paths whose values may not change): the sandbox may replace the file,
+/// as the agent does (a temporary file renamed over it), when those values
+/// are as they were (see [`crate::policy::state`]). Widens.
+pub static STATE_FILE: Key<Vec<StateFile>> = Key {
+    about: About {
+        section: "files",
+        name: "state_file",
+        flag: None,
+        examples: [
+            "[]",
+            "[{ path = \"~/.claude.json\", unchanged = [\"mcpServers\"] }]",
+        ],
+    },
+    read: Read {
+        file: |f, n| f.tables(n, crate::policy::load::tables::state_file),
+        strings: |_, _| Err("set only in a policy file ([[files.state_file]] tables)".to_string()),
+    },
+    merge: Merge::Append(|p, v, s| extend(&mut p.files.state_files, v, s)),
+    widens: Widens::AnyEntry(Vec::is_empty),
+    show: |v| {
+        v.iter()
+            .map(|f| f.path.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
     },

@@ -35,7 +35,9 @@ mod sandbox;
 
 pub use audit::AUDIT_FILE;
 pub use credentials::{CLEAR_ENV, DENY_ENV, INJECT, KEEP_ENV, SET_ENV};
-pub use files::{ALLOW_READ, ALLOW_WRITE, CACHE, DENY_READ, DENY_WRITE, PROTECT, STATE};
+pub use files::{
+    ALLOW_READ, ALLOW_WRITE, CACHE, DENY_READ, DENY_WRITE, PROTECT, STATE, STATE_FILE,
+};
 pub use limits::{MAX_MEMORY, MAX_PROCS, MAX_TMP, TIMEOUT};
 pub use network::{
     HOST_PORTS, HTTP_RULES, INSPECT, LOCAL_PORTS, MAX_CONNECTIONS, NET_ALLOW, NET_DENY, NO_INSPECT,
@@ -425,6 +427,7 @@ pub static KEYS: &[&dyn Declared] = &[
     &PROTECT,
     &CACHE,
     &STATE,
+    &STATE_FILE,
     &MAX_PROCS,
     &MAX_TMP,
     &MAX_MEMORY,

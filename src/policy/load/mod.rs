@@ -35,6 +35,11 @@
 //! [[files.state]]                     # an agent's state directory (widening): writable
 //! dir = "~/.claude"                   # in these names only, the rest read-only, no
 //! writable = ["projects", "todos"]    # other name made
+//! protect = ["projects/*/memory"]     # below those, read-only and not made
+//!
+//! [[files.state_file]]                # an agent's config file (widening): replaced
+//! path = "~/.claude.json"             # only when these JSON values stay as they were
+//! unchanged = ["mcpServers", "projects.*.mcpServers"]
 //!
 //! [limits]
 //! max_procs  = 2048

@@ -11,7 +11,7 @@ use crate::policy::cache::Cache;
 use crate::policy::followed;
 use crate::policy::inspection::{check_var_name, HostMatch, HttpRule, InjectSpec, SecretSource};
 use crate::policy::pattern::PathContext;
-use crate::policy::state::StateDir;
+use crate::policy::state::{StateDir, StateFile};
 
 /// One table of an array of tables (`[[section.key]]`), as the file gives it.
 pub struct Table<'a> {
@@ -91,7 +91,8 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
     let mut source = SecretSource::Env;
     let mut hosts = None;
     let mut when_set = false;
-    table.read("env, file, command, hosts, when_set", |key, field, node| {
+    let mut headers_only = false;
+    table.read("env, file, command, hosts, when_set, headers_only", |key, field, node| {
         let at = node.span().clone();
         let second = || {
             doc.invalid(
@@ -145,6 +146,7 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
                 hosts = Some(list);
             }
             "when_set" => when_set = table_bool(doc, field, &node)?,
+            "headers_only" => headers_only = table_bool(doc, field, &node)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -171,6 +173,7 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
         source,
         hosts,
         when_set,
+        headers_only,
     })
 }
 
@@ -254,10 +257,14 @@ pub fn state(table: Table<'_>) -> Result<StateDir, LoadError> {
     let (doc, ctx, name, span) = (table.doc, table.ctx, table.name, table.span);
     let mut dir = None;
     let mut writable = None;
-    table.read("dir, writable", |key, field, node| {
+    let mut protect = Vec::new();
+    let mut scratch = Vec::new();
+    table.read("dir, writable, scratch, protect", |key, field, node| {
         match key.name {
             "dir" => dir = Some((table_string(doc, field, &node)?, node.span().clone())),
             "writable" => writable = Some(each_string(doc, field, node, |n| Ok(n.to_string()))?),
+            "protect" => protect = each_string(doc, field, node, |n| Ok(n.to_string()))?,
+            "scratch" => scratch = each_string(doc, field, node, |n| Ok(n.to_string()))?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -272,5 +279,32 @@ pub fn state(table: Table<'_>) -> Result<StateDir, LoadError> {
             "writable (the names in it the agent keeps its state in)",
         )
     })?;
-    StateDir::new(&dir, writable, ctx).map_err(|m| doc.invalid(&at, name, m))
+    StateDir::new(&dir, writable, protect, scratch, ctx).map_err(|m| doc.invalid(&at, name, m))
+}
+
+/// One `[[files.state_file]]` table: `path` and `unchanged` (both
+/// required).
+pub fn state_file(table: Table<'_>) -> Result<StateFile, LoadError> {
+    let (doc, ctx, name, span) = (table.doc, table.ctx, table.name, table.span);
+    let mut path = None;
+    let mut unchanged = None;
+    table.read("path, unchanged", |key, field, node| {
+        match key.name {
+            "path" => path = Some((table_string(doc, field, &node)?, node.span().clone())),
+            "unchanged" => unchanged = Some(each_string(doc, field, node, |n| Ok(n.to_string()))?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    let (path, at) =
+        path.ok_or_else(|| Table::missing(doc, span, name, "path (the agent's config file)"))?;
+    let unchanged = unchanged.ok_or_else(|| {
+        Table::missing(
+            doc,
+            span,
+            name,
+            "unchanged (the JSON keys that may not change)",
+        )
+    })?;
+    StateFile::new(&path, unchanged, ctx).map_err(|m| doc.invalid(&at, name, m))
 }

@@ -360,10 +360,8 @@ impl Inspector {
         why: &str,
     ) -> Refusal {
         let shown = target.with_port(port);
-        let hosts = self
-            .secrets
-            .iter()
-            .find(|s| s.name == ex.name)
+        let secret = self.secrets.iter().find(|s| s.name == ex.name);
+        let hosts = secret
             .map(|s| {
                 s.hosts
                     .iter()
@@ -373,15 +371,31 @@ impl Inspector {
             })
             .unwrap_or_default();
         let inject = &crate::policy::keys::INJECT.about;
+        // To its own host, but outside a request's headers.
+        let headers_only = secret.is_some_and(|s| s.headers_only && s.allowed_for(target, port));
+        let (why, place, nowhere) = if headers_only {
+            (
+                "it is sent in a request's headers only (headers_only)",
+                "in a request's headers to the hosts",
+                "nowhere else: a server that echoes what it is sent would send the value back",
+            )
+        } else {
+            (why, "to the hosts", "nowhere else")
+        };
         let fix = format!(
-            "nothing allows it: the real value of {} is only sent to the hosts its [[{}.{}]] entry names ({hosts}), and its placeholder nowhere else",
+            "nothing allows it: the real value of {} is only sent {place} its [[{}.{}]] entry names ({hosts}), and its placeholder {nowhere}",
             ex.name, inject.section, inject.name
         );
+        let went = if headers_only {
+            "outside a request's headers"
+        } else {
+            "to a host it may not go to"
+        };
         Refusal {
             door: Door::Credentials,
             rule: format!("[[credentials.inject]] {}", ex.name),
             source: ex.source.clone(),
-            reason: format!("attempted exfiltration: the placeholder of {} was sent to a host it may not go to ({why})", ex.name),
+            reason: format!("attempted exfiltration: the placeholder of {} was sent {went} ({why})", ex.name),
             message: format!(
                 "cordon: blocked a request to {shown}: it carries the placeholder of {} ({why})\n{fix}\n",
                 ex.name,

@@ -261,7 +261,16 @@ impl Session {
         if let Some(ex) = forbidden {
             return Err(exfil(&ex));
         }
+        // A placeholder swapped in headers only may not be in the target.
+        let in_target = inspector
+            .secrets
+            .scan_spelled_for_body(&self.target, port)
+            .feed(uri_text.as_bytes());
+        if let Some(ex) = in_target {
+            return Err(exfil(&ex));
+        }
         let swaps = inspector.secrets.request_swaps(&self.target, port);
+        let body_swaps = inspector.secrets.body_swaps(&self.target, port);
         let mut learned = Swaps::default();
         let mut used: Vec<String> = inspector
             .secrets
@@ -270,7 +279,7 @@ impl Session {
             .filter(|s| mentions(s.placeholder.as_bytes(), &parts.uri, &parts.headers))
             .map(|s| s.name.clone())
             .collect();
-        if let Some(new) = swaps.apply(uri_text.as_bytes()) {
+        if let Some(new) = body_swaps.apply(uri_text.as_bytes()) {
             parts.uri = Uri::try_from(new).map_err(|_| {
                 text_response(
                     StatusCode::BAD_REQUEST,
@@ -329,7 +338,7 @@ impl Session {
                         "cordon: the request body did not match its length\n".into(),
                     )
                 })?;
-                let mut scan = inspector.secrets.scan_spelled_for(&self.target, port);
+                let mut scan = inspector.secrets.scan_spelled_for_body(&self.target, port);
                 let forbidden = scan
                     .feed(&bytes)
                     .or_else(|| trailers.as_ref().and_then(|t| scan.feed_headers(t)));
@@ -337,9 +346,9 @@ impl Session {
                     return Err(exfil(&ex));
                 }
                 if let Some(t) = trailers.as_mut() {
-                    swap_headers(t, &swaps, &mut learned);
+                    swap_headers(t, &body_swaps, &mut learned);
                 }
-                let out = match swaps.apply(&bytes) {
+                let out = match body_swaps.apply(&bytes) {
                     Some(out) => {
                         for s in inspector.secrets.iter() {
                             let named = s.allowed_for(&self.target, port)
@@ -379,7 +388,7 @@ impl Session {
                         )
                     })
                 };
-                let scan = inspector.secrets.scan_spelled_for(&self.target, port);
+                let scan = inspector.secrets.scan_spelled_for_body(&self.target, port);
                 let body = RequestBody::new(body, Some((scan, refusal_of)));
                 fault = Some(body.fault());
                 body.boxed()

@@ -42,7 +42,8 @@ impl Session {
         let upstream_side = hyper::upgrade::on(&mut *resp);
         let secrets = &self.inspector.secrets;
         let down = secrets.response_swaps().same_length().stream();
-        let up = ClientFrames::new(|| secrets.scan_spelled_for(&self.target, self.tunnel.port));
+        let up =
+            ClientFrames::new(|| secrets.scan_spelled_for_body(&self.target, self.tunnel.port));
         let report = {
             let (inspector, audit) = (self.inspector.clone(), self.audit.clone());
             let (target, port, proto) = (self.target.clone(), self.tunnel.port, self.tunnel.proto);
