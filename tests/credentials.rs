@@ -2091,22 +2091,24 @@ fn a_placeholder_inside_a_jwt_bearer_token_is_refused() {
     });
 }
 
-/// `headers_only = true`: the placeholder is swapped in a request's
-/// headers (the fake API's key header), and refused in its target and
-/// body, where a server that echoes what it gets (an AI model asked to
-/// repeat its input, spaced out past any mask) would send the value back.
+/// `headers = ["x-api-key"]`: the placeholder is swapped in that request
+/// header (named in any case), and refused in its target, its body and
+/// every other header (a cookie too, beside the named one), where a server
+/// that echoes what it gets (an AI model asked to repeat its input, an
+/// error quoting a header, spaced out past any mask) would send the value
+/// back.
 #[test]
-fn a_headers_only_secret_is_swapped_in_headers_and_refused_elsewhere() {
+fn a_secret_kept_to_named_headers_is_refused_elsewhere() {
     let (ca, up) = ca_and_upstream();
     each_mode(|mode| {
         let ij = Injecting::new(mode, &ca, up.port);
         let text = format!(
-            "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{}\"]\nheaders_only = true\n",
+            "[[credentials.inject]]\nenv = \"TEST_TOKEN\"\nhosts = [\"127.0.0.1:{}\"]\nheaders = [\"X-Api-Key\"]\n",
             up.port
         );
         write(&ij.policy, &text, mode);
         let script = format!(
-            "echo '== header'; {}; echo '== body'; {}; echo '== target'; {}",
+            "echo '== header'; {}; echo '== body'; {}; echo '== target'; {}; echo '== other'; {}; echo '== cookie'; {}",
             curl(up.port, "/h", "-H \"x-api-key: $TEST_TOKEN\""),
             curl(
                 up.port,
@@ -2114,6 +2116,12 @@ fn a_headers_only_secret_is_swapped_in_headers_and_refused_elsewhere() {
                 "--data \"{\\\"msg\\\": \\\"$TEST_TOKEN\\\"}\""
             ),
             curl(up.port, "/t?k=$TEST_TOKEN", ""),
+            curl(up.port, "/o", "-H \"x-echo: $TEST_TOKEN\""),
+            curl(
+                up.port,
+                "/c",
+                "-H \"x-api-key: $TEST_TOKEN\" -b \"a=$TEST_TOKEN\""
+            ),
         );
         let out = ij
             .sandbox()
@@ -2128,7 +2136,7 @@ fn a_headers_only_secret_is_swapped_in_headers_and_refused_elsewhere() {
                 .any(|e| e.contains("/h h") && e.contains(&format!("x-api-key: {}", ij.secret))),
             "{mode:?}: the header was not swapped: {seen:#?}"
         );
-        for refused in ["body", "target"] {
+        for refused in ["body", "target", "other", "cookie"] {
             let got = part(&out, refused);
             assert!(
                 got.contains("403") && !got.contains(&ij.secret),
@@ -2140,7 +2148,7 @@ fn a_headers_only_secret_is_swapped_in_headers_and_refused_elsewhere() {
             assert!(echo.contains("/h h"), "{mode:?}: {echo}");
         }
         assert!(
-            out.stderr.contains("outside a request's headers"),
+            out.stderr.contains("outside the headers its entry names"),
             "{mode:?}: the summary does not say why: {out:#?}"
         );
     });

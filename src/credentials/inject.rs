@@ -93,9 +93,9 @@ pub struct Secret {
     pub hosts: Vec<HostMatch>,
     /// Where the inject entry came from (for audit events).
     pub source: String,
-    /// Swapped in a request's headers only; anywhere else its placeholder
-    /// is refused.
-    pub headers_only: bool,
+    /// The request headers it is swapped in (lower case); none: anywhere.
+    /// With some, its placeholder anywhere else is refused.
+    pub headers: Vec<String>,
     /// The real value as servers commonly re-encode it, each with what
     /// masks it ([`encoded_forms`]).
     forms: Vec<Pair>,
@@ -142,7 +142,7 @@ impl Secret {
             value,
             hosts,
             source,
-            headers_only: false,
+            headers: Vec::new(),
         }
     }
 
@@ -152,10 +152,17 @@ impl Secret {
     }
 
     /// Whether the real value may go to `target` on `port` in a request's
-    /// target, body or trailers, or a WebSocket's frames (not only in its
-    /// headers).
+    /// target, body or trailers, or a WebSocket's frames (it is not kept
+    /// to named headers).
     pub fn allowed_in_body(&self, target: &Target, port: u16) -> bool {
-        !self.headers_only && self.allowed_for(target, port)
+        self.headers.is_empty() && self.allowed_for(target, port)
+    }
+
+    /// Whether the real value may go to `target` on `port` in the request
+    /// header `name` (lower case, as `http` keeps names).
+    pub fn allowed_in_header(&self, name: &str, target: &Target, port: u16) -> bool {
+        (self.headers.is_empty() || self.headers.iter().any(|h| h == name))
+            && self.allowed_for(target, port)
     }
 }
 
@@ -247,7 +254,7 @@ impl Secrets {
                 spec.value.hosts.clone(),
                 source,
             );
-            secret.headers_only = spec.value.headers_only;
+            secret.headers = spec.value.headers.clone();
             list.push(secret);
         }
         Ok(Secrets { list })
@@ -293,8 +300,8 @@ impl Secrets {
     }
 
     /// [`Secrets::scan_spelled_for`] for what is not a request's headers
-    /// (its target, body and trailers, WebSocket frames): also the
-    /// placeholders swapped in headers only.
+    /// (its target, body and trailers, WebSocket frames), and for its
+    /// headers once swapped: also the placeholders kept to named headers.
     pub fn scan_spelled_for_body(&self, target: &Target, port: u16) -> SpelledScan {
         SpelledScan::of(
             self.list
@@ -318,8 +325,13 @@ impl Secrets {
         self.swaps_where(|s| s.allowed_for(target, port))
     }
 
+    /// [`Secrets::request_swaps`] for the request header `name`.
+    pub fn header_swaps(&self, name: &str, target: &Target, port: u16) -> Swaps {
+        self.swaps_where(|s| s.allowed_in_header(name, target, port))
+    }
+
     /// [`Secrets::request_swaps`] for what is not a request's headers:
-    /// without the secrets swapped in headers only.
+    /// without the secrets kept to named headers.
     pub fn body_swaps(&self, target: &Target, port: u16) -> Swaps {
         self.swaps_where(|s| s.allowed_in_body(target, port))
     }

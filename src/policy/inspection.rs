@@ -231,11 +231,13 @@ pub struct InjectSpec {
     /// in cordon's environment (`when_set = true`): an agent's profile
     /// injects whichever of its keys the user has.
     pub when_set: bool,
-    /// Swapped in the request's headers only (`headers_only = true`): its
-    /// placeholder in a request's target or body is refused as on a host
-    /// its entry does not name, so a server that echoes what it is sent
-    /// (an AI model asked to repeat its input) cannot send the value back.
-    pub headers_only: bool,
+    /// The request headers it is swapped in, lower case (`headers =
+    /// ["x-api-key"]`); none: anywhere in a request. With some, its
+    /// placeholder anywhere else (another header, the target, the body) is
+    /// refused, so a server that echoes what it is sent (an AI model asked
+    /// to repeat its input, an error page quoting a header) cannot send
+    /// the value back.
+    pub headers: Vec<String>,
 }
 
 /// Checks an environment variable name.

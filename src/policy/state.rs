@@ -100,7 +100,11 @@ pub struct StateFile {
     /// The file, absolute (as given, `~` expanded).
     pub path: PathBuf,
     /// JSON paths, dotted, `*` standing for every key at its level
-    /// (`projects.*.mcpServers`), whose values may not change.
+    /// (`projects.*.mcpServers`), whose values may not change. A value
+    /// that is absent, `null`, `false` or empty (`{}`, `[]`, `""`) counts
+    /// as none (an agent writing a new entry's defaults changes nothing),
+    /// unless the path ends in `!`: `false` is then a value
+    /// (`autoUpdates!`, whose absence means on).
     pub unchanged: Vec<String>,
 }
 
@@ -117,7 +121,7 @@ impl StateFile {
             _ => return Err(format!("{path:?}: a state file is one file, not a glob")),
         };
         for key in &unchanged {
-            if key.split('.').any(str::is_empty) {
+            if key.trim_end_matches('!').split('.').any(str::is_empty) {
                 return Err(format!(
                     "{key:?} in unchanged: a dotted path of names, `*` for any (projects.*.mcpServers)"
                 ));
@@ -141,8 +145,19 @@ impl StateFile {
     pub fn changes(&self, old: &serde_json::Value, new: &serde_json::Value) -> Vec<String> {
         let mut changed = Vec::new();
         for path in &self.unchanged {
+            let (path, strict) = match path.strip_suffix('!') {
+                Some(p) => (p, true),
+                None => (path.as_str(), false),
+            };
             let steps: Vec<&str> = path.split('.').collect();
-            compare(Some(old), Some(new), &steps, String::new(), &mut changed);
+            compare(
+                Some(old),
+                Some(new),
+                &steps,
+                String::new(),
+                strict,
+                &mut changed,
+            );
         }
         changed
     }
@@ -155,10 +170,11 @@ fn compare(
     new: Option<&serde_json::Value>,
     steps: &[&str],
     at: String,
+    strict: bool,
     changed: &mut Vec<String>,
 ) {
     let Some((step, rest)) = steps.split_first() else {
-        if !same(old, new) {
+        if !same(old, new, !strict) {
             changed.push(at);
         }
         return;
@@ -175,7 +191,7 @@ fn compare(
             old.and_then(|v| v.get(*step)),
             new.and_then(|v| v.get(*step)),
         );
-        return compare(o, n, rest, below(step), changed);
+        return compare(o, n, rest, below(step), strict, changed);
     }
     let keys = |v: Option<&serde_json::Value>| {
         v.and_then(serde_json::Value::as_object)
@@ -192,14 +208,16 @@ fn compare(
             new.and_then(|v| v.get(&name)),
         );
         let shown = serde_json::Value::from(name.as_str()).to_string();
-        compare(o, n, rest, below(&shown), changed);
+        compare(o, n, rest, below(&shown), strict, changed);
     }
 }
 
-/// Whether two values are the same, every kind of nothing alike.
-fn same(a: Option<&serde_json::Value>, b: Option<&serde_json::Value>) -> bool {
+/// Whether two values are the same, every kind of nothing alike (`false`
+/// one of them when `false_is_none`).
+fn same(a: Option<&serde_json::Value>, b: Option<&serde_json::Value>, false_is_none: bool) -> bool {
     let none = |v: Option<&serde_json::Value>| match v {
-        None | Some(serde_json::Value::Null) | Some(serde_json::Value::Bool(false)) => true,
+        None | Some(serde_json::Value::Null) => true,
+        Some(serde_json::Value::Bool(false)) => false_is_none,
         Some(serde_json::Value::Object(o)) => o.is_empty(),
         Some(serde_json::Value::Array(a)) => a.is_empty(),
         Some(serde_json::Value::String(s)) => s.is_empty(),

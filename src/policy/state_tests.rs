@@ -61,6 +61,27 @@ fn a_state_file_change_is_found_at_each_unchanged_path() {
         "mcpServers": {"a": {"command": "x"}},
         "projects": {"/p": {"hasTrustDialogAccepted": false, "lastCost": 1}},
     });
+    // false where there was nothing: a value only on a `!` path.
+    let entry_with_switch = StateFile::new(
+        "~/.claude.json",
+        vec![
+            "autoUpdates!".into(),
+            "remote".into(),
+            "projects.*.hasTrustDialogAccepted".into(),
+        ],
+        &ctx(),
+    )
+    .unwrap();
+    let switched = serde_json::json!({"autoUpdates": false, "remote": false});
+    assert_eq!(
+        entry_with_switch.changes(&old, &switched),
+        vec!["autoUpdates".to_string()]
+    );
+    let new_entry = serde_json::json!({"projects": {
+        "/p": {"hasTrustDialogAccepted": false},
+        "/q": {"hasTrustDialogAccepted": false},
+    }});
+    assert!(entry_with_switch.changes(&old, &new_entry).is_empty());
     // Counters, costs and a new project's empty entries: no change.
     let fine = serde_json::json!({
         "numStartups": 2,

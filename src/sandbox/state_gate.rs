@@ -209,6 +209,18 @@ impl StateFiles {
                 )
             }
         };
+        if !new_value.is_object() {
+            return refuse("the new text is not a JSON object, as the file's own is".into());
+        }
+        // Room to grow, not to fill the disk or slow every later start.
+        let most = (old.len() as u64).saturating_mul(4).max(1 << 20);
+        if new.len() as u64 > most {
+            return refuse(format!(
+                "the new text is {} bytes, more than four times the old one's {} (or 1 MiB)",
+                new.len(),
+                old.len()
+            ));
+        }
         let changed = held.entry.changes(&old_value, &new_value);
         if !changed.is_empty() {
             return refuse(format!(

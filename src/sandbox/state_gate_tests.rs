@@ -84,6 +84,8 @@ fn a_replacement_changing_what_may_not_change_is_refused_and_reported() {
         "{\"mcpServers\": {\"evil\": {\"command\": \"sh\"}}}",
         "not json",
         "",
+        "null",
+        "[1, 2]",
     ]
     .iter()
     .enumerate()
@@ -103,6 +105,7 @@ fn a_replacement_changing_what_may_not_change_is_refused_and_reported() {
         "{reasons:?}"
     );
     assert!(reasons[1].contains("not JSON"), "{reasons:?}");
+    assert!(reasons[3].contains("not a JSON object"), "{reasons:?}");
     // A name that was never staged cannot replace it either.
     let report: Reporter = Box::new(|_| {});
     let never = dir.path().join(".claude.json.tmp.never");

@@ -79,6 +79,7 @@
 //! env   = "GITHUB_TOKEN"               # the placeholder's variable inside
 //! hosts = ["api.github.com"]           # `file` or `command` may give the value
 //! when_set = false                     # true: left out when GITHUB_TOKEN is unset here
+//! headers = ["authorization"]          # only in these request headers (else: anywhere)
 //!
 //! [sandbox]
 //! agent = "claude"                     # an agent's profile (`cordon agents`)

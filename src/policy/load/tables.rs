@@ -91,8 +91,8 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
     let mut source = SecretSource::Env;
     let mut hosts = None;
     let mut when_set = false;
-    let mut headers_only = false;
-    table.read("env, file, command, hosts, when_set, headers_only", |key, field, node| {
+    let mut headers = Vec::new();
+    table.read("env, file, command, hosts, when_set, headers", |key, field, node| {
         let at = node.span().clone();
         let second = || {
             doc.invalid(
@@ -146,7 +146,16 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
                 hosts = Some(list);
             }
             "when_set" => when_set = table_bool(doc, field, &node)?,
-            "headers_only" => headers_only = table_bool(doc, field, &node)?,
+            "headers" => {
+                headers = each_string(doc, field, node, |raw| {
+                    http::HeaderName::from_bytes(raw.as_bytes())
+                        .map(|h| h.as_str().to_string())
+                        .map_err(|_| format!("{raw:?} is not a header name"))
+                })?;
+                if headers.is_empty() {
+                    return Err(doc.invalid(&at, field, "name at least one header, or leave the key out"));
+                }
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -173,7 +182,7 @@ pub fn inject(table: Table<'_>) -> Result<InjectSpec, LoadError> {
         source,
         hosts,
         when_set,
-        headers_only,
+        headers,
     })
 }
 

@@ -88,6 +88,23 @@ pub(super) fn swap_headers(headers: &mut HeaderMap, swaps: &Swaps, learned: &mut
     swap_values(headers, |v| swaps.apply_header(v, learned));
 }
 
+/// Applies to each header value the swaps `swaps_for` gives its name;
+/// the Basic forms swapped are added to `learned`.
+pub(super) fn swap_headers_by(
+    headers: &mut HeaderMap,
+    swaps_for: impl Fn(&str) -> Swaps,
+    learned: &mut Swaps,
+) {
+    for (name, value) in headers.iter_mut() {
+        let swaps = swaps_for(name.as_str());
+        if let Some(new) = swaps.apply_header(value.as_bytes(), learned) {
+            // As in `swap_values`: never a value that is not one.
+            *value = HeaderValue::from_bytes(&new)
+                .unwrap_or_else(|_| HeaderValue::from_static("cordon-masked"));
+        }
+    }
+}
+
 /// Replaces every value of `headers` by what `swap` makes of it (`None`:
 /// unchanged).
 pub(super) fn swap_values(headers: &mut HeaderMap, mut swap: impl FnMut(&[u8]) -> Option<Vec<u8>>) {

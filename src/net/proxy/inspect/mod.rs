@@ -371,23 +371,24 @@ impl Inspector {
             })
             .unwrap_or_default();
         let inject = &crate::policy::keys::INJECT.about;
-        // To its own host, but outside a request's headers.
-        let headers_only = secret.is_some_and(|s| s.headers_only && s.allowed_for(target, port));
-        let (why, place, nowhere) = if headers_only {
-            (
-                "it is sent in a request's headers only (headers_only)",
-                "in a request's headers to the hosts",
+        // To its own host, but outside the headers its entry names.
+        let named = secret
+            .filter(|s| !s.headers.is_empty() && s.allowed_for(target, port))
+            .map(|s| s.headers.join(", "));
+        let (why, place, nowhere) = match &named {
+            Some(headers) => (
+                format!("it is sent in the request headers {headers} only"),
+                format!("in the headers {headers} of requests to the hosts"),
                 "nowhere else: a server that echoes what it is sent would send the value back",
-            )
-        } else {
-            (why, "to the hosts", "nowhere else")
+            ),
+            None => (why.to_string(), "to the hosts".to_string(), "nowhere else"),
         };
         let fix = format!(
             "nothing allows it: the real value of {} is only sent {place} its [[{}.{}]] entry names ({hosts}), and its placeholder {nowhere}",
             ex.name, inject.section, inject.name
         );
-        let went = if headers_only {
-            "outside a request's headers"
+        let went = if named.is_some() {
+            "outside the headers its entry names"
         } else {
             "to a host it may not go to"
         };

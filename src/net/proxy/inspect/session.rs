@@ -15,7 +15,7 @@ use hyper::body::Incoming;
 
 use super::body::{box_error, collect_capped, exact_len, text_response, ProxyBody, Whole};
 use super::budget::BODY_CAP;
-use super::headers::{mentions, strip_hop_by_hop, swap_headers};
+use super::headers::{mentions, strip_hop_by_hop, swap_headers, swap_headers_by};
 use super::websocket::FrameCheck;
 use super::websocket::{upgraded_refusal, websocket_handshake};
 use super::{Inspector, Refusal, Tunnel};
@@ -261,15 +261,6 @@ impl Session {
         if let Some(ex) = forbidden {
             return Err(exfil(&ex));
         }
-        // A placeholder swapped in headers only may not be in the target.
-        let in_target = inspector
-            .secrets
-            .scan_spelled_for_body(&self.target, port)
-            .feed(uri_text.as_bytes());
-        if let Some(ex) = in_target {
-            return Err(exfil(&ex));
-        }
-        let swaps = inspector.secrets.request_swaps(&self.target, port);
         let body_swaps = inspector.secrets.body_swaps(&self.target, port);
         let mut learned = Swaps::default();
         let mut used: Vec<String> = inspector
@@ -288,7 +279,25 @@ impl Session {
                 )
             })?;
         }
-        swap_headers(&mut parts.headers, &swaps, &mut learned);
+        let (target, secrets) = (&self.target, &inspector.secrets);
+        swap_headers_by(
+            &mut parts.headers,
+            |name| secrets.header_swaps(name, target, port),
+            &mut learned,
+        );
+        // What is left is a placeholder where its value may not go: one
+        // kept to named headers, in another header or the target.
+        let left = inspector
+            .secrets
+            .scan_spelled_for_body(&self.target, port)
+            .feed_head(
+                parts.method.as_str().as_bytes(),
+                parts.uri.to_string().as_bytes(),
+                &parts.headers,
+            );
+        if let Some(ex) = left {
+            return Err(exfil(&ex));
+        }
         // An HTTP/1.1 upgrade (WebSocket): its Connection and Upgrade
         // headers go through, and so, after a 101, do the raw bytes.
         let upgrade = parts
