@@ -162,31 +162,29 @@ fn a_writable_claude_state_dir_keeps_its_parts_that_run_later() {
             tree
         };
         let before = parts(tree_snapshot(&state));
-        let script = r#"
-import os
-h = os.path.expanduser('~/.claude/')
-def t(label, f):
-    try:
-        f(); print(label + ':', 'OK')
-    except OSError as e:
-        print(label + ':', 'ERR', e.strerror)
+        let prelude = r#"h = os.path.expanduser('~/.claude/')
 def write(rel, flags):
     fd = os.open(h + rel, flags, 0o644); os.write(fd, b'evil'); os.close(fd)
-t('settings-plain', lambda: write('settings.json', os.O_WRONLY | os.O_TRUNC))
-t('settings-creat', lambda: write('settings.json', os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
-t('hook-plain', lambda: write('hooks/h.sh', os.O_WRONLY | os.O_APPEND))
-t('command-plain', lambda: write('commands/c.md', os.O_WRONLY | os.O_TRUNC))
-t('command-new', lambda: write('commands/new.md', os.O_WRONLY | os.O_CREAT))
-t('skills-new', lambda: os.mkdir(h + 'skills'))
-t('plugins-new', lambda: os.mkdir(h + 'plugins'))
-t('claude-md-new', lambda: write('CLAUDE.md', os.O_WRONLY | os.O_CREAT))
-t('rules-new', lambda: os.mkdir(h + 'rules'))
-t('dangling-part', lambda: os.mkdir(h + 'agents-real'))
-t('commands-rename', lambda: os.rename(h + 'commands', h + 'c2'))
-t('settings-replace', lambda: (write('s.tmp', os.O_WRONLY | os.O_CREAT), os.rename(h + 's.tmp', h + 'settings.json')))
-t('state-new', lambda: write('history.jsonl', os.O_WRONLY | os.O_CREAT))
 "#;
-        let out = fx.sandbox().flag("--allow-write", &state).py(script);
+        let cases: Vec<(&str, String)> = vec![
+            ("settings-plain", "write('settings.json', os.O_WRONLY | os.O_TRUNC)".to_string()),
+            ("settings-creat", "write('settings.json', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)".to_string()),
+            ("hook-plain", "write('hooks/h.sh', os.O_WRONLY | os.O_APPEND)".to_string()),
+            ("command-plain", "write('commands/c.md', os.O_WRONLY | os.O_TRUNC)".to_string()),
+            ("command-new", "write('commands/new.md', os.O_WRONLY | os.O_CREAT)".to_string()),
+            ("skills-new", "os.mkdir(h + 'skills')".to_string()),
+            ("plugins-new", "os.mkdir(h + 'plugins')".to_string()),
+            ("claude-md-new", "write('CLAUDE.md', os.O_WRONLY | os.O_CREAT)".to_string()),
+            ("rules-new", "os.mkdir(h + 'rules')".to_string()),
+            ("dangling-part", "os.mkdir(h + 'agents-real')".to_string()),
+            ("commands-rename", "os.rename(h + 'commands', h + 'c2')".to_string()),
+            ("settings-replace", "(write('s.tmp', os.O_WRONLY | os.O_CREAT), os.rename(h + 's.tmp', h + 'settings.json'))".to_string()),
+            ("state-new", "write('history.jsonl', os.O_WRONLY | os.O_CREAT)".to_string()),
+        ];
+        let out = fx
+            .sandbox()
+            .flag("--allow-write", &state)
+            .tries(&py_tries(&[], prelude, &cases));
         for label in [
             "settings-plain",
             "settings-creat",
@@ -248,51 +246,100 @@ fn an_agent_state_dir_is_writable_in_its_state_names_only() {
             tree
         };
         let before = not_state(tree_snapshot(&state));
-        let script = r#"
-import os, socket
-h = os.path.expanduser('~/.claude/')
-def t(label, f):
-    try:
-        f(); print(label + ':', 'OK')
-    except OSError as e:
-        print(label + ':', 'ERR', e.strerror)
+        let prelude = format!(
+            "PROJECT = {:?}\n{}",
+            fx.project.to_str().unwrap(),
+            r#"h = os.path.expanduser('~/.claude/')
 def write(path, flags):
     fd = os.open(path, flags, 0o644); os.write(fd, b'evil'); os.close(fd)
 new = os.O_WRONLY | os.O_CREAT
-t('statusline-plain', lambda: write(h + 'statusline.sh', os.O_WRONLY | os.O_TRUNC))
-t('statusline-new', lambda: write(h + 'statusline2.sh', new))
-t('backups-new', lambda: os.mkdir(h + 'backups'))
-t('linked-through', lambda: write(h + 'linked.sh', os.O_WRONLY | os.O_APPEND))
-t('linked-unlink-remake', lambda: (os.unlink(h + 'linked.sh'), os.symlink('projects', h + 'linked.sh')))
-t('elsewhere-new', lambda: write(h + 'elsewhere/new.sh', new))
 def relative():
     os.chdir(h + 'projects')
     write('../rel.sh', new)
-t('relative-up', relative)
-t('rename-up', lambda: (write(h + 'projects/x.sh', new), os.rename(h + 'projects/x.sh', h + 'x.sh')))
-t('link-up', lambda: os.link(h + 'projects/p/old.jsonl', h + 'hard.jsonl'))
-t('symlink-new', lambda: os.symlink('/bin/sh', h + 'sym'))
-t('rename-state-away', lambda: os.rename(h + 'projects', h + 'plugins'))
 def sock():
     s = socket.socket(socket.AF_UNIX); s.bind(h + 'sock')
-t('socket-new', sock)
-t('state-file', lambda: write(h + 'history.jsonl', new))
-t('state-dir', lambda: (os.mkdir(h + 'todos'), write(h + 'todos/t.json', new)))
-t('state-deep', lambda: write(h + 'projects/p/new.jsonl', new))
-t('scratch', lambda: (os.makedirs(h + 'session-env/s1'), write(h + 'session-env/s1/hook-0.sh', new)))
-t('memory-new', lambda: os.makedirs(h + 'projects/p/memory'))
-t('link-in-state', lambda: os.symlink(h + 'settings.json', h + 'projects/p/l'))
-t('link-at-state-name', lambda: os.symlink(h + 'settings.json', h + 'tasks'))
 def from_outside():
     # From the project, on the same file system: moved in, it could bring
     # a tree of links along.
-    write('PROJECT/x', new)
-    os.rename('PROJECT/x', h + 'projects/p/x')
-t('rename-from-outside', from_outside)
-t('move-away', lambda: os.rename(h + 'statusline.sh', h + 'plans'))
-"#;
-        let script = script.replace("PROJECT", fx.project.to_str().unwrap());
-        let out = fx.sandbox().flag("--agent", "claude").py(&script);
+    write(PROJECT + '/x', new)
+    os.rename(PROJECT + '/x', h + 'projects/p/x')
+"#
+        );
+        let cases: Vec<(&str, String)> = vec![
+            (
+                "statusline-plain",
+                "write(h + 'statusline.sh', os.O_WRONLY | os.O_TRUNC)".to_string(),
+            ),
+            (
+                "statusline-new",
+                "write(h + 'statusline2.sh', new)".to_string(),
+            ),
+            ("backups-new", "os.mkdir(h + 'backups')".to_string()),
+            (
+                "linked-through",
+                "write(h + 'linked.sh', os.O_WRONLY | os.O_APPEND)".to_string(),
+            ),
+            (
+                "linked-unlink-remake",
+                "(os.unlink(h + 'linked.sh'), os.symlink('projects', h + 'linked.sh'))".to_string(),
+            ),
+            (
+                "elsewhere-new",
+                "write(h + 'elsewhere/new.sh', new)".to_string(),
+            ),
+            ("relative-up", "relative()".to_string()),
+            (
+                "rename-up",
+                "(write(h + 'projects/x.sh', new), os.rename(h + 'projects/x.sh', h + 'x.sh'))"
+                    .to_string(),
+            ),
+            (
+                "link-up",
+                "os.link(h + 'projects/p/old.jsonl', h + 'hard.jsonl')".to_string(),
+            ),
+            (
+                "symlink-new",
+                "os.symlink('/bin/sh', h + 'sym')".to_string(),
+            ),
+            (
+                "rename-state-away",
+                "os.rename(h + 'projects', h + 'plugins')".to_string(),
+            ),
+            ("socket-new", "sock()".to_string()),
+            ("state-file", "write(h + 'history.jsonl', new)".to_string()),
+            (
+                "state-dir",
+                "(os.mkdir(h + 'todos'), write(h + 'todos/t.json', new))".to_string(),
+            ),
+            (
+                "state-deep",
+                "write(h + 'projects/p/new.jsonl', new)".to_string(),
+            ),
+            (
+                "scratch",
+                "(os.makedirs(h + 'session-env/s1'), write(h + 'session-env/s1/hook-0.sh', new))"
+                    .to_string(),
+            ),
+            (
+                "memory-new",
+                "os.makedirs(h + 'projects/p/memory')".to_string(),
+            ),
+            (
+                "link-in-state",
+                "os.symlink(h + 'settings.json', h + 'projects/p/l')".to_string(),
+            ),
+            (
+                "link-at-state-name",
+                "os.symlink(h + 'settings.json', h + 'tasks')".to_string(),
+            ),
+            ("rename-from-outside", "from_outside()".to_string()),
+            (
+                "move-away",
+                "os.rename(h + 'statusline.sh', h + 'plans')".to_string(),
+            ),
+        ];
+        let tries = py_tries(&["socket"], &prelude, &cases);
+        let out = fx.sandbox().flag("--agent", "claude").tries(&tries);
         for label in [
             "statusline-plain",
             "statusline-new",

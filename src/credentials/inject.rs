@@ -318,20 +318,16 @@ impl Secrets {
             .find(|s| memmem::find(bytes, s.placeholder.as_bytes()).is_some())
     }
 
-    /// The swaps for a request to `target:port`: placeholder → real value
-    /// for the secrets allowed there. (The others' placeholders must not
-    /// be there at all: [`Secrets::scan_spelled_for`] finds them first.)
-    pub fn request_swaps(&self, target: &Target, port: u16) -> Swaps {
-        self.swaps_where(|s| s.allowed_for(target, port))
-    }
-
-    /// [`Secrets::request_swaps`] for the request header `name`.
+    /// The swaps for the header `name` of a request to `target:port`:
+    /// placeholder → real value for the secrets allowed there, in that
+    /// header. (The others' placeholders must not be there at all:
+    /// [`Secrets::scan_spelled_for`] finds them first.)
     pub fn header_swaps(&self, name: &str, target: &Target, port: u16) -> Swaps {
         self.swaps_where(|s| s.allowed_in_header(name, target, port))
     }
 
-    /// [`Secrets::request_swaps`] for what is not a request's headers:
-    /// without the secrets kept to named headers.
+    /// [`Secrets::header_swaps`] for what is not a request's headers (its
+    /// target, body and trailers): the secrets not kept to named headers.
     pub fn body_swaps(&self, target: &Target, port: u16) -> Swaps {
         self.swaps_where(|s| s.allowed_in_body(target, port))
     }

@@ -28,10 +28,10 @@ fn placeholders_are_random_and_recognisable() {
 }
 
 #[test]
-fn request_swaps_put_in_the_allowed_value_and_refuse_the_others() {
+fn body_swaps_put_in_the_allowed_value_and_refuse_the_others() {
     let s = secrets();
     let gh = normalize("api.github.com").unwrap();
-    let swaps = s.request_swaps(&gh, 443);
+    let swaps = s.body_swaps(&gh, 443);
     let out = swaps.apply(b"Bearer cordon-placeholder-aaaa").unwrap();
     assert_eq!(out, b"Bearer ghp_REAL");
     assert_eq!(swaps.apply(b"nothing here"), None);
@@ -46,7 +46,7 @@ fn request_swaps_put_in_the_allowed_value_and_refuse_the_others() {
     // Elsewhere, both are forbidden.
     let evil = normalize("evil.example").unwrap();
     assert!(s
-        .request_swaps(&evil, 443)
+        .body_swaps(&evil, 443)
         .apply(b"cordon-placeholder-aaaa")
         .is_none());
     let mut scan = s.scan_spelled_for(&evil, 443);
@@ -56,7 +56,7 @@ fn request_swaps_put_in_the_allowed_value_and_refuse_the_others() {
 #[test]
 fn basic_auth_is_swapped_inside_the_base64() {
     let s = secrets();
-    let swaps = s.request_swaps(&normalize("api.github.com").unwrap(), 443);
+    let swaps = s.body_swaps(&normalize("api.github.com").unwrap(), 443);
     let header = format!("Basic {}", BASE64.encode("git:cordon-placeholder-aaaa"));
     let mut learned = Swaps::default();
     let out = swaps.apply_header(header.as_bytes(), &mut learned).unwrap();

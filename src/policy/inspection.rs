@@ -296,11 +296,10 @@ impl InspectionPolicy {
         let unset = |spec: &InjectSpec| {
             spec.when_set && std::env::var_os(&spec.env).is_none_or(|v| v.is_empty())
         };
-        let (left_out, kept) = std::mem::take(&mut self.inject)
+        let (left_out, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.inject)
             .into_iter()
             .partition(|s| unset(&s.value));
         self.inject = kept;
-        let left_out: Vec<Sourced<InjectSpec>> = left_out;
         self.not_set.extend(
             left_out
                 .into_iter()

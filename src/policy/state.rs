@@ -60,12 +60,14 @@ impl StateDir {
         }
         for pattern in &protect {
             let parts: Vec<&str> = pattern.split('/').collect();
+            // Each name its own glob (`**` would stand for any depth,
+            // which the start-up walk does not follow).
             let plain = parts
                 .iter()
-                .all(|p| !p.is_empty() && *p != "." && *p != "..");
+                .all(|p| !p.is_empty() && *p != "." && *p != ".." && !p.contains("**"));
             if !plain || globset::Glob::new(pattern).is_err() {
                 return Err(format!(
-                    "{pattern:?} in protect: a path below the directory (globs allowed), without . or .."
+                    "{pattern:?} in protect: a path below the directory (globs allowed in each name, not **), without . or .."
                 ));
             }
         }

@@ -33,7 +33,14 @@ fn a_glob_the_root_or_a_name_that_is_not_one_entry_is_refused() {
         let err = StateDir::new("~/.claude", vec![bad.into()], vec![], vec![], &ctx()).unwrap_err();
         assert!(err.contains("in writable"), "{bad:?}: {err}");
     }
-    for bad in ["", "/abs", "projects/../x", "a//b", "./x"] {
+    for bad in [
+        "",
+        "/abs",
+        "projects/../x",
+        "a//b",
+        "./x",
+        "projects/**/memory",
+    ] {
         let err = StateDir::new("~/.claude", vec![], vec![bad.into()], vec![], &ctx()).unwrap_err();
         assert!(err.contains("in protect"), "{bad:?}: {err}");
     }

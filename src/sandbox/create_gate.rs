@@ -136,7 +136,8 @@ impl Guard {
     }
 
     /// Also refuses, in each state directory of `state`, every name but
-    /// those it lists.
+    /// those it lists (see [`Guard::outside_state`]), and below them what
+    /// `protect` matches.
     pub fn only(mut self, state: &[(PathBuf, Vec<String>)], protect: globset::GlobSet) -> Guard {
         self.only = state.to_vec();
         self.state_protect = protect;
@@ -203,9 +204,6 @@ impl Guard {
                     return Some(path.to_path_buf());
                 }
             }
-        }
-        if self.outside_state(path).is_some() {
-            return Some(path.to_path_buf());
         }
         if let Some(hit) = path
             .ancestors()
@@ -341,33 +339,25 @@ pub(crate) fn serve(
             let old = caller.read_path(old)?;
             let place = new_place(caller, new_dir, &caller.read_path(new)?)?;
             admit(&place, Make::Other, guard, report)?;
-            if guard.in_state(&place.path).is_some() {
-                // A new name for something from outside the state (a hard
-                // link keeps what it names wherever that is): copied, as
-                // across file systems; and never one of a link.
-                if !old.is_empty() {
-                    let source = existing_place(caller, old_dir, &old)?;
-                    if guard.in_state(&source.path) != guard.in_state(&place.path) {
-                        return Err(libc::EXDEV);
-                    }
-                    if is_symlink(&source) && flags & libc::AT_SYMLINK_FOLLOW == 0 {
-                        refuse_link_in_state(&place, guard, report)?;
-                    }
-                }
-            }
             // An empty path with AT_EMPTY_PATH names the descriptor itself
             // (an O_TMPFILE being given its name): linked through its
             // /proc link, which needs no capability.
-            let (source_dir, source_name, follow, _held) =
-                if old.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
+            let follow = flags & libc::AT_SYMLINK_FOLLOW != 0;
+            let source = if old.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
+                None
+            } else {
+                let source = existing_place(caller, old_dir, &old)?;
+                into_state(&source, &place, !follow, guard, report)?;
+                Some(source)
+            };
+            let (source_dir, source_name, follow, _held) = match source {
+                None => {
                     let fd = caller.fd(old_dir)?;
                     let name = OsString::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
                     (None, name, true, Some(fd))
-                } else {
-                    let source = existing_place(caller, old_dir, &old)?;
-                    let follow = flags & libc::AT_SYMLINK_FOLLOW != 0;
-                    (Some(source.dir), source.name, follow, None)
-                };
+                }
+                Some(source) => (Some(source.dir), source.name, follow, None),
+            };
             let follow = if follow {
                 AtFlags::AT_SYMLINK_FOLLOW
             } else {
@@ -408,26 +398,11 @@ pub(crate) fn serve(
                     .map(Reply::Value);
             }
             admit(&place, Make::Other, guard, report)?;
-            // Into an agent's state: only what is there already moves (a
-            // tree from elsewhere could bring links or anything else in:
-            // tools copy on EXDEV, name by name through this gate), never
-            // a link; and a name that is not state does not move away.
-            // An exchange moves each name into the other's place.
-            let exchange = flags.contains(RenameFlags::RENAME_EXCHANGE);
-            let moves: &[(&Place, &Place)] = if exchange {
-                &[(&source, &place), (&place, &source)]
-            } else {
-                &[(&source, &place)]
-            };
-            for (from, to) in moves {
-                if let Some(state) = guard.in_state(&to.path) {
-                    if guard.in_state(&from.path) != Some(state) {
-                        return Err(libc::EXDEV);
-                    }
-                    if is_symlink(from) {
-                        refuse_link_in_state(to, guard, report)?;
-                    }
-                }
+            // An exchange moves each name into the other's place; and a
+            // name that is not an agent's state does not move away.
+            into_state(&source, &place, true, guard, report)?;
+            if flags.contains(RenameFlags::RENAME_EXCHANGE) {
+                into_state(&place, &source, true, guard, report)?;
             }
             if guard.outside_state(&source.path).is_some() {
                 admit(&source, Make::Other, guard, report)?;
@@ -661,16 +636,17 @@ impl Forbidden {
 /// Refuses (`EPERM`, reported) what the guard or git's hook rule forbids
 /// making at `place`.
 fn admit(place: &Place, make: Make, guard: &Guard, report: &Reporter) -> Result<(), Errno> {
-    let why = match guard.forbids(&place.path, make) {
-        Some(_) if let Some((dir, state)) = guard.outside_state(&place.path) => {
-            Forbidden::NotState {
-                dir: dir.clone(),
-                state: state.clone(),
-            }
+    let why = if let Some((dir, state)) = guard.outside_state(&place.path) {
+        Forbidden::NotState {
+            dir: dir.clone(),
+            state: state.clone(),
         }
-        Some(hit) => Forbidden::Protected(hit),
-        None if make == Make::Other && is_hook(place) => Forbidden::Hook,
-        None => return Ok(()),
+    } else {
+        match guard.forbids(&place.path, make) {
+            Some(hit) => Forbidden::Protected(hit),
+            None if make == Make::Other && is_hook(place) => Forbidden::Hook,
+            None => return Ok(()),
+        }
     };
     report(Refusal::Create {
         path: &place.path,
@@ -692,6 +668,30 @@ fn refuse_link_in_state(place: &Place, guard: &Guard, report: &Reporter) -> Resu
         why: Forbidden::StateLink(dir.to_path_buf()),
     });
     Err(libc::EPERM)
+}
+
+/// A name moving from `from` to `to` (renamed, or hard-linked): into an
+/// agent's state only from within it (a tree from elsewhere could bring
+/// links or anything else in: `EXDEV`, and tools copy it name by name
+/// through this gate), and never a link when `link_itself` (the link, not
+/// what it leads to, would be moved or linked).
+fn into_state(
+    from: &Place,
+    to: &Place,
+    link_itself: bool,
+    guard: &Guard,
+    report: &Reporter,
+) -> Result<(), Errno> {
+    let Some(state) = guard.in_state(&to.path) else {
+        return Ok(());
+    };
+    if guard.in_state(&from.path) != Some(state) {
+        return Err(libc::EXDEV);
+    }
+    if link_itself && is_symlink(from) {
+        refuse_link_in_state(to, guard, report)?;
+    }
+    Ok(())
 }
 
 /// Whether the name at `place` is a symlink (not followed).

@@ -367,6 +367,9 @@ impl FileView {
         super::caches::prepare(policy)?;
         let project = canonical(&policy.project.value, "project")?;
         view.writable.push(project.clone());
+        // Each writable path found, with its rule's source, for the check
+        // against the state directories below.
+        let mut allowed: Vec<(PathBuf, &crate::policy::Source)> = Vec::new();
         for rule in &policy.files.allow_write {
             let found = rule.value.expand();
             if let (true, PathPattern::Exact(p)) = (found.is_empty(), &rule.value) {
@@ -383,6 +386,7 @@ impl FileView {
                         from: rule.source.to_string(),
                     });
                 }
+                allowed.push((path.clone(), &rule.source));
                 if !view.writable.contains(&path) {
                     view.writable.push(path);
                 }
@@ -439,21 +443,16 @@ impl FileView {
         }
         // A writable area inside a state directory, but in none of its
         // state, would open what the entry keeps read-only.
-        for rule in &policy.files.allow_write {
-            for path in rule.value.expand() {
-                let Ok(path) = std::fs::canonicalize(&path) else {
-                    continue;
-                };
-                for (dir, names) in &view.state {
-                    let first = path.strip_prefix(dir).ok().and_then(|r| r.iter().next());
-                    if first.is_some_and(|n| !names.iter().any(|s| std::ffi::OsStr::new(s) == n)) {
-                        return Err(FilesError::WritableInsideState {
-                            path,
-                            from: rule.source.to_string(),
-                            dir: dir.clone(),
-                            names: names.join(", "),
-                        });
-                    }
+        for (path, source) in allowed {
+            for (dir, names) in &view.state {
+                let first = path.strip_prefix(dir).ok().and_then(|r| r.iter().next());
+                if first.is_some_and(|n| !names.iter().any(|s| std::ffi::OsStr::new(s) == n)) {
+                    return Err(FilesError::WritableInsideState {
+                        path,
+                        from: source.to_string(),
+                        dir: dir.clone(),
+                        names: names.join(", "),
+                    });
                 }
             }
         }
@@ -598,11 +597,14 @@ impl FileView {
         // is now (and where a link there leads); the guard refuses making
         // it (`Guard::state_protect`).
         let state_protect = state_protect_set(&view.state_protect)?;
-        for (dir, _) in &view.state {
-            for found in matching_below(dir, &state_protect) {
-                let real = std::fs::canonicalize(&found).unwrap_or(found);
-                if view.is_writable(&real) {
-                    view.keep_read_only(real, &mut marks);
+        // One state directory in the view for each entry, in order.
+        for ((dir, _), state) in view.state.iter().zip(&policy.files.state) {
+            for pattern in &state.value.protect {
+                for found in matching(dir, pattern)? {
+                    let real = std::fs::canonicalize(&found).unwrap_or(found);
+                    if view.is_writable(&real) {
+                        view.keep_read_only(real, &mut marks);
+                    }
                 }
             }
         }
@@ -1576,34 +1578,42 @@ fn state_protect_set(patterns: &[String]) -> Result<globset::GlobSet, FilesError
     })
 }
 
-/// The paths below `dir`, at most [`PROTECT_DEPTH`] deep, that `set`
-/// matches (links followed as the agent would).
-fn matching_below(dir: &Path, set: &globset::GlobSet) -> Vec<PathBuf> {
-    let mut found = Vec::new();
+/// The paths below `dir` that `pattern` (relative, `/`-separated, globs
+/// in its names) names, walked one name at a time: a plain name is looked
+/// up, and only a directory where a glob stands is read (links followed
+/// as the agent would follow them).
+fn matching(dir: &Path, pattern: &str) -> Result<Vec<PathBuf>, FilesError> {
     let mut level = vec![dir.to_path_buf()];
-    for _ in 0..PROTECT_DEPTH {
+    for part in pattern.split('/') {
+        if !part.contains(['*', '?', '[', '{', '\\']) {
+            let named = level.iter().map(|d| d.join(part));
+            level = named.filter(|p| p.symlink_metadata().is_ok()).collect();
+            continue;
+        }
+        let glob = globset::Glob::new(part).map_err(|e| FilesError::Path {
+            what: "cannot read the state entry's protect pattern",
+            path: PathBuf::from(pattern),
+            source: io::Error::other(e.to_string()),
+        })?;
+        let matcher = glob.compile_matcher();
         let mut next = Vec::new();
-        for d in &level {
-            let Ok(entries) = std::fs::read_dir(d) else {
-                continue;
+        for d in level.iter().filter(|d| d.is_dir()) {
+            let entries = match std::fs::read_dir(d) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(fail("cannot list a state directory", d)(e)),
             };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if set.is_match(&path) {
-                    found.push(path);
-                } else if path.is_dir() {
-                    next.push(path);
+            for entry in entries {
+                let entry = entry.map_err(fail("cannot list a state directory", d))?;
+                if matcher.is_match(entry.file_name()) {
+                    next.push(entry.path());
                 }
             }
         }
         level = next;
     }
-    found
+    Ok(level)
 }
-
-/// How deep below a state directory its protected paths are looked for
-/// (`projects/*/memory` is three).
-const PROTECT_DEPTH: usize = 4;
 
 /// An agent's state directory, made (mode 0700) when it is missing but
 /// its parent is there: the agent's first run keeps its state too.

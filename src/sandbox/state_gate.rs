@@ -110,17 +110,15 @@ impl StateFiles {
     fn beside(&self, path: &Path, suffix: &[u8], exact: bool) -> Option<&Held> {
         let name = path.file_name()?.as_bytes();
         self.files.iter().find(|h| {
-            let Some(own) = h.path.file_name() else {
-                return false;
+            let rest = h
+                .path
+                .file_name()
+                .and_then(|own| name.strip_prefix(own.as_bytes()));
+            let fits = |rest: &[u8]| match exact {
+                true => rest == suffix,
+                false => rest.len() > suffix.len() && rest.starts_with(suffix),
             };
-            let rest = name.strip_prefix(own.as_bytes()).unwrap_or_default();
-            h.path.parent() == path.parent()
-                && name.starts_with(own.as_bytes())
-                && if exact {
-                    rest == suffix
-                } else {
-                    rest.len() > suffix.len() && rest.starts_with(suffix)
-                }
+            h.path.parent() == path.parent() && rest.is_some_and(fits)
         })
     }
 

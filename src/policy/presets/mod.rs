@@ -289,6 +289,8 @@ pub struct Expanded {
     about: String,
     /// Whether it is an agent's profile.
     agent: bool,
+    /// Its `[preset] without_key`.
+    without_key: Option<String>,
     fragment: Fragment,
     /// Its tools' caches, as `files.cache` entries (optional ones).
     caches: Vec<super::cache::Cache>,
@@ -303,6 +305,10 @@ pub struct Named {
     pub about: String,
     /// Whether it is an agent's profile (`--agent`).
     pub agent: bool,
+    /// What to say at start when none of its keys is set (see
+    /// [`missing_keys`]).
+    #[serde(skip)]
+    pub without_key: Option<String>,
 }
 
 /// Reads the preset `name` names, its paths against `ctx`.
@@ -328,6 +334,7 @@ pub fn expand(name: &str, ctx: &PathContext<'_>) -> Result<Expanded, String> {
     Ok(Expanded {
         name: shipped.name,
         agent: !preset.about.commands.is_empty(),
+        without_key: preset.about.without_key,
         about: preset.about.about,
         fragment,
         caches,
@@ -367,6 +374,7 @@ pub fn apply(policy: &mut Policy, expanded: Vec<Expanded>, source: &Source) {
             name: e.name.to_string(),
             about: e.about,
             agent: e.agent,
+            without_key: e.without_key,
         };
         policy
             .network
@@ -431,8 +439,7 @@ pub fn missing_keys(policy: &Policy) -> Vec<String> {
         .iter()
         .filter_map(|named| {
             let name = named.value.name.as_str();
-            let shipped = SHIPPED.iter().find(|s| s.name == name)?;
-            let message = Preset::read(shipped).ok()?.about.without_key?;
+            let message = named.value.without_key.clone()?;
             let left_out = policy
                 .inspection
                 .not_set
