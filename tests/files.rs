@@ -382,11 +382,12 @@ def from_outside():
             state.join("todos/t.json").is_file(),
             "{mode:?}: state not kept"
         );
-        // A scratch directory was the run's own: empty on the host.
-        let scratch: Vec<_> = std::fs::read_dir(state.join("session-env"))
-            .unwrap()
-            .collect();
-        assert!(scratch.is_empty(), "{mode:?}: {scratch:?}");
+        // A scratch directory was the run's own: its mount point, made for
+        // the run, is gone with what was written there.
+        assert!(
+            !state.join("session-env").exists(),
+            "{mode:?}: the scratch directory is left on the host"
+        );
         // A writable area inside, in none of its state: refused at start.
         let hooks = state.join("hooks");
         let refused = fx
@@ -967,6 +968,23 @@ fn cordons_config_directory_stays_read_only_whatever_its_name_holds() {
             ));
         assert!(!out.stdout.contains("wrote"), "{mode:?}: {out:#?}");
         assert!(!target.exists(), "{mode:?}: {out:#?}");
+    });
+}
+
+/// A run with a profile that writes nothing leaves the home as it was:
+/// the state directory and the scratch mount points cordon made for it
+/// are removed at exit, being empty.
+#[test]
+fn a_profiles_run_that_writes_nothing_leaves_the_home_as_it_was() {
+    each_fixture(|mode, fx| {
+        let before = tree_snapshot(&fx.home);
+        let out = fx
+            .sandbox()
+            .flag("--agent", "claude")
+            .flag("--audit", "none")
+            .sh("test -d ~/.claude/session-env && test -d ~/.claude/shell-snapshots");
+        out.ok();
+        assert_eq!(tree_snapshot(&fx.home), before, "{mode:?}: {out:#?}");
     });
 }
 

@@ -176,6 +176,11 @@ pub struct FileView {
     /// Directories in the state directories the sandbox sees empty and
     /// writable, each a tmpfs of its own (`[[files.state]] scratch`).
     pub scratch: Vec<PathBuf>,
+    /// Directories cordon made for the agents (a missing state directory,
+    /// a scratch directory's mount point), in the order made: removed at
+    /// exit if they are still empty, so a run that writes nothing leaves
+    /// the home as it was.
+    pub made: Vec<Made>,
     /// Agents' config files, as the sandbox names them (the real
     /// directory and the name), with their entries: init opens each for
     /// writing before it builds the view (see `state_gate`).
@@ -393,7 +398,7 @@ impl FileView {
             }
         }
         for state in &policy.files.state {
-            let dir = state_dir(&state.value.dir, &state.source.to_string())?;
+            let dir = state_dir(&state.value.dir, &state.source.to_string(), &mut view.made)?;
             if !view.writable.contains(&dir) {
                 view.writable.push(dir.clone());
             }
@@ -418,6 +423,12 @@ impl FileView {
                         path,
                         source: io::Error::from_raw_os_error(libc::ENOTDIR),
                     });
+                }
+                if path.symlink_metadata().is_err() {
+                    make_dir(&path, &mut view.made).map_err(fail(
+                        "cannot make the scratch directory's mount point",
+                        &path,
+                    ))?;
                 }
                 view.scratch.push(path);
             }
@@ -928,6 +939,13 @@ impl FileView {
         for (dir, mode, uid, gid) in &self.state_modes {
             if let Some(outcome) = restore_mode(dir, *mode, *uid, *gid) {
                 swept.note(outcome);
+            }
+        }
+        // What cordon made and the run left empty goes (the last made
+        // first: a mount point inside a state directory made too).
+        for made in self.made.iter().rev() {
+            if let Err(failed) = made.undo() {
+                swept.note(Err(failed));
             }
         }
         swept
@@ -1615,14 +1633,76 @@ fn matching(dir: &Path, pattern: &str) -> Result<Vec<PathBuf>, FilesError> {
     Ok(level)
 }
 
+/// A directory cordon made for an agent, with its parent's times before
+/// and just after (see [`FileView::made`]).
+#[derive(Debug, Clone)]
+pub struct Made {
+    dir: PathBuf,
+    /// The parent's access and modification times before it was made.
+    before: (std::time::SystemTime, std::time::SystemTime),
+    /// The parent's modification time once it was made.
+    after: std::time::SystemTime,
+}
+
+/// The access and modification times of `dir`.
+fn times(dir: &Path) -> io::Result<(std::time::SystemTime, std::time::SystemTime)> {
+    let meta = std::fs::metadata(dir)?;
+    Ok((meta.accessed()?, meta.modified()?))
+}
+
+/// Makes the directory `dir` (mode 0700) and notes it in `made`.
+fn make_dir(dir: &Path, made: &mut Vec<Made>) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let parent = dir.parent().unwrap_or(Path::new("/"));
+    let before = times(parent)?;
+    std::fs::DirBuilder::new().mode(0o700).create(dir)?;
+    made.push(Made {
+        dir: dir.to_path_buf(),
+        before,
+        after: times(parent)?.1,
+    });
+    Ok(())
+}
+
+impl Made {
+    /// Removes the directory if it is still empty, and then gives its
+    /// parent back the times it had, if nothing else changed the parent
+    /// meanwhile; what could not be done, in words.
+    fn undo(&self) -> Result<(), String> {
+        let parent = self.dir.parent().unwrap_or(Path::new("/"));
+        let untouched = times(parent).is_ok_and(|(_, m)| m == self.after);
+        match std::fs::remove_dir(&self.dir) {
+            Ok(()) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::ENOENT)) => {
+                return Ok(())
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot remove {}, which cordon made for the agent and the run left empty ({e}): remove it yourself",
+                    crate::escape::printable(&self.dir)
+                ))
+            }
+        }
+        if untouched {
+            let (accessed, modified) = self.before;
+            let times = std::fs::FileTimes::new()
+                .set_accessed(accessed)
+                .set_modified(modified);
+            // The directory is gone either way; its parent's times are
+            // only how it looked.
+            let _ = std::fs::File::open(parent).and_then(|f| f.set_times(times));
+        }
+        Ok(())
+    }
+}
+
 /// An agent's state directory, made (mode 0700) when it is missing but
 /// its parent is there: the agent's first run keeps its state too.
-fn state_dir(dir: &Path, from: &str) -> Result<PathBuf, FilesError> {
+fn state_dir(dir: &Path, from: &str, made: &mut Vec<Made>) -> Result<PathBuf, FilesError> {
     if dir.symlink_metadata().is_err() && dir.parent().is_some_and(Path::is_dir) {
-        use std::os::unix::fs::DirBuilderExt;
-        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        match make_dir(dir, made) {
             Ok(()) => crate::say!(
-                "cordon: made {} for the agent's state ({from})",
+                "cordon: made {} for the agent's state ({from}); removed at exit if it stays empty",
                 crate::escape::printable(dir)
             ),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
