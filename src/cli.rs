@@ -85,6 +85,23 @@ pub enum Command {
     /// Claude Code ignores in a repository's settings are refused there. Run with the result:
     /// `cordon import claude > claude.toml && cordon run --policy claude.toml -- CMD`.
     Import(ImportArgs),
+    /// Run each MCP server of a client's config in a sandbox of its own: rewrite the config
+    /// so that its stdio servers start under `cordon mcp run`, or back.
+    ///
+    /// `cordon mcp wrap FILE` rewrites every stdio server of FILE: Claude Code's .mcp.json
+    /// and ~/.claude.json (global and per-project mcpServers), Claude Desktop's
+    /// claude_desktop_config.json, VS Code's mcp.json, other clients' JSON settings with
+    /// mcpServers, and Codex's config.toml ([mcp_servers.NAME]). Each command then runs as
+    /// `cordon mcp run --server NAME --pass-env VAR... -- COMMAND ARGS...`: no network, an
+    /// empty environment but for the server's own variables (its env; a secret among them is
+    /// unset unless its policy injects it), the whole filesystem read-only (the workspace
+    /// too) but a private /tmp, and the credential stores unreadable. The server's policy,
+    /// ~/.config/cordon/mcp/NAME.toml (a cordon policy file), widens that for it alone: its
+    /// hosts (network.allow), its secrets sent to those hosts only
+    /// ([[credentials.inject]]), the workspace writable (files.read_only_project = false).
+    /// Remote (http, sse) entries are left as they are. `cordon mcp unwrap FILE` gives the
+    /// file back byte for byte; wrap checks that it would before it writes.
+    Mcp(McpArgs),
     /// Show the audit log (every decision of every door), filtered; or check every line's MAC.
     Log(LogArgs),
     /// Prove the boundary from inside: build the sandbox `run` would build with the same
@@ -275,6 +292,64 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub command: McpCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Rewrite FILE so that each of its stdio servers runs under `cordon mcp run`.
+    Wrap(McpWrapArgs),
+    /// Give FILE's wrapped servers back their own commands, byte for byte as they were.
+    Unwrap(McpFileArgs),
+    /// Run an MCP server in its own sandbox (the command `cordon mcp wrap` writes).
+    ///
+    /// Its policy: cordon's defaults (the credential stores unreadable, no network), the
+    /// workspace read-only (files.read_only_project) and an empty environment but for HOME,
+    /// LOGNAME, PATH, SHELL, TERM, USER, the locale and the --pass-env names (a secret among
+    /// them is unset all the same, unless the policy injects it); then the server's own
+    /// policy file, ~/.config/cordon/mcp/NAME.toml, if there is one; then --policy files and
+    /// flags. The user's config.toml and the project's cordon.toml are the agent's: they are
+    /// not read. stdin and stdout pass through untouched.
+    Run(McpRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpFileArgs {
+    /// The client's config file.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Only this server (repeatable) [default: every server of FILE].
+    #[arg(long, value_name = "NAME")]
+    pub server: Vec<String>,
+    /// Print the new file to stdout instead of writing it.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpWrapArgs {
+    #[command(flatten)]
+    pub file: McpFileArgs,
+    /// The cordon command the entries run [default: this cordon's absolute path].
+    #[arg(long, value_name = "PATH")]
+    pub cordon: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpRunArgs {
+    /// The server's name: its policy is ~/.config/cordon/mcp/NAME.toml.
+    #[arg(long, value_name = "NAME", required = true)]
+    pub server: String,
+    /// The entry had no arguments before `cordon mcp wrap` (unwrap removes them again).
+    #[arg(long, hide = true)]
+    pub args_added: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct LearnArgs {
     /// Write the learned policy to FILE (which must not exist yet) instead of stderr.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -414,6 +489,11 @@ impl<E: std::fmt::Display> From<E> for Failure {
 }
 
 fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
+    load_policy_for(args, None)
+}
+
+/// [`load_policy`] for the sandbox of the MCP server `server`, if named.
+fn load_policy_for(args: &PolicyArgs, server: Option<&str>) -> Result<(Policy, PathBuf), Failure> {
     let cwd = std::env::current_dir()?;
     let req = LoadRequest {
         cwd: cwd.clone(),
@@ -429,6 +509,7 @@ fn load_policy(args: &PolicyArgs) -> Result<(Policy, PathBuf), Failure> {
             .collect(),
         flags: args.flags.clone(),
         env: EnvFacts::from_process()?,
+        server: server.map(str::to_string),
     };
     let policy = load::load(&req)?;
     // Before the run, where the user looks: what the settings named that
@@ -785,6 +866,79 @@ fn import_command(args: ImportArgs) -> Result<i32, Failure> {
     Ok(0)
 }
 
+/// `cordon mcp wrap|unwrap|run`.
+fn mcp_command(args: McpArgs) -> Result<i32, Failure> {
+    let (file, rewritten, verb) = match args.command {
+        McpCommand::Run(args) => {
+            let filters = sandbox::seccomp::Compiling::start();
+            let (policy, cwd) = load_policy_for(&args.run.policy, Some(&args.server))?;
+            return Ok(sandbox::run(sandbox::RunRequest {
+                policy: &policy,
+                command: args.run.command,
+                cwd,
+                quiet: args.run.quiet,
+                filters,
+                learn: None,
+            })?);
+        }
+        McpCommand::Wrap(args) => {
+            let cordon = match args.cordon {
+                Some(c) => c,
+                None => std::env::current_exe()?
+                    .canonicalize()?
+                    .to_str()
+                    .ok_or_else(|| {
+                        failed(2)("this cordon's path is not UTF-8; name one with --cordon")
+                    })?
+                    .to_string(),
+            };
+            let (real, text) = crate::mcp::read(&args.file.file).map_err(failed(2))?;
+            let options = crate::mcp::WrapOptions {
+                cordon: &cordon,
+                only: &args.file.server,
+            };
+            let rewritten = crate::mcp::wrap(&real, &text, &options).map_err(failed(2))?;
+            (args.file, (real, text, rewritten), "wrapped")
+        }
+        McpCommand::Unwrap(args) => {
+            let (real, text) = crate::mcp::read(&args.file).map_err(failed(2))?;
+            let rewritten = crate::mcp::unwrap(&real, &text, &args.server).map_err(failed(2))?;
+            (args, (real, text, rewritten), "unwrapped")
+        }
+    };
+    let (real, was, rewritten) = rewritten;
+    for name in &file.server {
+        if !rewritten.servers.iter().any(|d| &d.name == name) {
+            return Err(failed(2)(format!(
+                "{}: no server {name:?}",
+                printable(&file.file)
+            )));
+        }
+    }
+    for done in &rewritten.servers {
+        use crate::mcp::Outcome;
+        let what = match &done.outcome {
+            Outcome::Wrapped(notes) if notes.is_empty() => verb.to_string(),
+            Outcome::Wrapped(notes) => format!("{verb}; {}", notes.join("; ")),
+            Outcome::Unwrapped => verb.to_string(),
+            Outcome::AsItWas if verb == "wrapped" => {
+                "wrapped already (unwrap it first to wrap it anew)".into()
+            }
+            Outcome::AsItWas => "not wrapped".into(),
+            Outcome::Remote => "remote (http or sse): left as it is".into(),
+            Outcome::Unknown(why) => format!("left as it is: {why}"),
+            Outcome::NotAsked => continue,
+        };
+        crate::say!("cordon mcp: {}: {}", printable(&done.at), printable(what));
+    }
+    if file.dry_run {
+        print!("{}", rewritten.text);
+    } else if rewritten.changed() {
+        crate::mcp::replace(&real, &was, &rewritten.text).map_err(failed(1))?;
+    }
+    Ok(0)
+}
+
 /// Runs the parsed command line; returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.command {
@@ -805,6 +959,7 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             Ok(sandbox::run(req)?)
         }
         Command::Learn(args) => learn_command(args),
+        Command::Mcp(args) => mcp_command(args),
         Command::Explain(args) => {
             let (policy, _) = load_policy(&args.policy)?;
             if args.json {

@@ -75,6 +75,7 @@ pub fn render_text(policy: &Policy) -> String {
     text.door(Door::ReAllowed);
     text.door(Door::EnvClear);
     text.door(Door::EnvDeny);
+    text.door(Door::EnvPass);
     text.door(Door::EnvKeep);
     text.door(Door::EnvSet);
     text.unset();
@@ -354,7 +355,7 @@ impl Text<'_> {
                 if env.clear {
                     self.row(
                         "environment".to_string(),
-                        "cleared: only the kept names below, TMPDIR and the proxy variables"
+                        "cleared: only the passed and kept names below, TMPDIR and the proxy variables"
                             .to_string(),
                         env.clear_from.clone(),
                     );
@@ -385,6 +386,16 @@ impl Text<'_> {
                         format!("variable {}", set.path),
                         "set to a value (set_env)".to_string(),
                         set.from.clone(),
+                    );
+                }
+            }
+            Door::EnvPass => {
+                for k in &view.credentials.env.passed {
+                    self.row(
+                        format!("variables {}", k.pattern),
+                        "passed the cleared environment (a secret among them still unset)"
+                            .to_string(),
+                        k.from.clone(),
                     );
                 }
             }
@@ -871,7 +882,11 @@ struct EnvView {
     patterns: Vec<EnvPatternView>,
     /// Names or globs kept whatever removes them.
     kept: Vec<EnvPatternView>,
-    /// Whether the command starts from an empty environment plus `kept`.
+    /// Names or globs that pass a cleared environment, secret ones still
+    /// removed.
+    passed: Vec<EnvPatternView>,
+    /// Whether the command starts from an empty environment plus `kept`
+    /// and `passed`.
     clear: bool,
     clear_from: String,
     /// Variables set to a value (`set_env`): each name and where it came
@@ -937,21 +952,22 @@ impl View {
         // escaped, so that it does not read as a pattern.
         let p = |pattern: &PathPattern| pattern.to_policy_text();
 
-        let mut writable = vec![
-            Entry::new(
+        let mut writable = Vec::new();
+        if !files.read_only_project.value {
+            writable.push(Entry::new(
                 policy.project.value.display().to_string(),
                 Some("project"),
                 &policy.project.source,
-            ),
-            Entry::new(
-                PRIVATE_TMP.to_string(),
-                Some(&format!(
-                    "private temp dir, {}",
-                    (keys::MAX_TMP.show)(&limits.max_tmp.value)
-                )),
-                &limits.max_tmp.source,
-            ),
-        ];
+            ));
+        }
+        writable.extend([Entry::new(
+            PRIVATE_TMP.to_string(),
+            Some(&format!(
+                "private temp dir, {}",
+                (keys::MAX_TMP.show)(&limits.max_tmp.value)
+            )),
+            &limits.max_tmp.source,
+        )]);
         writable.extend(
             files
                 .allow_write
@@ -1158,6 +1174,12 @@ impl View {
                 kept: policy
                     .env
                     .keep
+                    .iter()
+                    .map(|k| EnvPatternView::new(&k.value, &k.source))
+                    .collect(),
+                passed: policy
+                    .env
+                    .pass
                     .iter()
                     .map(|k| EnvPatternView::new(&k.value, &k.source))
                     .collect(),

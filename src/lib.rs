@@ -15,6 +15,7 @@ pub mod escape;
 pub mod explain;
 pub mod log;
 pub mod manual;
+pub mod mcp;
 pub mod net;
 pub mod policy;
 pub mod probe;

@@ -6,7 +6,8 @@
 //! plainly a secret whatever the name ([`secret_value`]: a private key, a
 //! URL with a password, a token of a well-known shape), unless `keep_env`
 //! names it. With `clear_env`, every variable is removed except those
-//! `keep_env` names. Names are matched case-insensitively, with `-`, `.`
+//! `keep_env` names, and those `pass_env` names that are not secret as
+//! above. Names are matched case-insensitively, with `-`, `.`
 //! and spaces read as `_` and a run of `_` as one (`openai.api.key` is
 //! `OPENAI_API_KEY`). Values are only looked at, with prefix and byte-class
 //! checks (no regex: this runs for every variable at every start), once as
@@ -539,6 +540,7 @@ fn is_jwt(word: &[u8]) -> bool {
 pub struct EnvFilter {
     denied: GlobSet,
     kept: GlobSet,
+    passed: GlobSet,
     policy: EnvPolicy,
 }
 
@@ -548,6 +550,7 @@ impl EnvFilter {
         EnvFilter {
             denied: glob_set(policy.deny.iter().map(|p| p.value.as_str())),
             kept: glob_set(policy.keep.iter().map(|p| p.value.as_str())),
+            passed: glob_set(policy.pass.iter().map(|p| p.value.as_str())),
             policy: policy.clone(),
         }
     }
@@ -561,7 +564,7 @@ impl EnvFilter {
         if self.kept.is_match(&upper) {
             return None;
         }
-        if self.policy.clear.value {
+        if self.policy.clear.value && !self.passed.is_match(&upper) {
             return Some(Removal {
                 name: shown,
                 rule: "clear_env".into(),

@@ -20,6 +20,7 @@ fn filter(deny: &[&str], keep: &[&str], clear: bool) -> EnvFilter {
                 Source::Builtin
             },
         ),
+        pass: Vec::new(),
         set: Vec::new(),
     })
 }
@@ -385,6 +386,28 @@ fn deny_adds_keep_wins_and_clear_keeps_only_the_kept() {
     let f = filter(&[], &["PATH", "LC_*"], true);
     assert_eq!(removed(&f, "PATH"), None);
     assert_eq!(removed(&f, "LC_ALL"), None);
+    assert_eq!(removed(&f, "HOME").as_deref(), Some("clear_env"));
+}
+
+#[test]
+fn a_cleared_environment_passes_the_pass_names_but_not_their_secrets() {
+    let mut policy = filter(&["CORP_*"], &["KEPT_TOKEN"], true).policy;
+    policy.pass = ["PATH", "GITHUB_TOKEN", "CORP_URL", "LC_*"]
+        .iter()
+        .map(|n| Sourced::new(n.to_string(), Source::Flag("--pass-env".into())))
+        .collect();
+    let f = EnvFilter::new(&policy);
+    assert_eq!(removed(&f, "PATH"), None);
+    assert_eq!(removed(&f, "LC_CTYPE"), None);
+    assert_eq!(removed(&f, "KEPT_TOKEN"), None);
+    // Passed, but a secret or denied all the same.
+    assert_eq!(removed(&f, "GITHUB_TOKEN").as_deref(), Some("*TOKEN"));
+    assert_eq!(removed(&f, "CORP_URL").as_deref(), Some("CORP_*"));
+    let by_value = f.removal(
+        OsStr::new("PATH"),
+        OsStr::new("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+    );
+    assert!(by_value.is_some_and(|r| r.rule.starts_with("value")));
     assert_eq!(removed(&f, "HOME").as_deref(), Some("clear_env"));
 }
 

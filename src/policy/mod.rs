@@ -53,6 +53,9 @@ pub enum Source {
         /// The file, line and key it came from.
         from: String,
     },
+    /// The defaults of an MCP server's sandbox (`cordon mcp run --server
+    /// NAME`): the server's name.
+    McpServer(String),
     /// A preset ([`presets`]), named by another source (a flag, a file).
     Preset {
         /// The preset's name.
@@ -72,6 +75,7 @@ impl fmt::Display for Source {
             Source::Flag(flag) => write!(f, "flag {flag}"),
             Source::Preset { name, from } => write!(f, "preset {name} ({from})"),
             Source::Imported { from } => write!(f, "imported {from}"),
+            Source::McpServer(name) => write!(f, "MCP server {name} (cordon mcp run)"),
         }
     }
 }
@@ -155,6 +159,9 @@ pub struct FilesPolicy {
     /// Host directories the sandbox sees writable, their writes kept in a
     /// private layer per project (see [`cache`]).
     pub caches: Vec<Sourced<cache::Cache>>,
+    /// Whether the project directory is read-only (as the rest of the
+    /// root) instead of writable.
+    pub read_only_project: Sourced<bool>,
     /// Agents' state directories, writable in the names each lists only
     /// (see [`state`]).
     pub state: Vec<Sourced<state::StateDir>>,
@@ -255,6 +262,9 @@ pub struct EnvPolicy {
     pub keep: Vec<Sourced<String>>,
     /// Start from an empty environment plus `keep`.
     pub clear: Sourced<bool>,
+    /// Names or globs that pass `clear`; unlike `keep`, secret ones are
+    /// still removed.
+    pub pass: Vec<Sourced<String>>,
     /// Variables set to a value in the command's environment (a later
     /// entry of a name wins).
     pub set: Vec<Sourced<(String, String)>>,

@@ -133,7 +133,7 @@ pub enum Kind {
 pub struct FileView {
     /// Size of the private `/tmp`, in bytes.
     pub tmp_size: u64,
-    /// Host paths bound writable: the project first, then `allow_write`.
+    /// Host paths bound writable: the project first (unless it is read-only), then `allow_write`.
     pub writable: Vec<PathBuf>,
     /// Unreadable paths.
     pub hidden: Vec<(PathBuf, Kind)>,
@@ -371,7 +371,9 @@ impl FileView {
         // run too (see `super::caches`).
         super::caches::prepare(policy)?;
         let project = canonical(&policy.project.value, "project")?;
-        view.writable.push(project.clone());
+        if !policy.files.read_only_project.value {
+            view.writable.push(project.clone());
+        }
         // Each writable path found, with its rule's source, for the check
         // against the state directories below.
         let mut allowed: Vec<(PathBuf, &crate::policy::Source)> = Vec::new();

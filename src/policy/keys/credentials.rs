@@ -1,9 +1,9 @@
 //! `[credentials]`: the environment the command sees, injected secrets.
 
-use super::readers::{env_pattern, extend, many};
+use super::readers::{env_pattern, extend, many, SWITCH};
 use super::{About, Door, Explain, Flag, Key, Merge, Read, Takes, Widens};
 use crate::policy::inspection::{check_var_name, InjectSpec};
-use crate::policy::load::document::{table_string, Scalar};
+use crate::policy::load::document::table_string;
 
 /// `credentials.deny_env`: array of variable names or globs the command
 /// never sees, besides the built-in secret patterns. Narrows.
@@ -59,20 +59,7 @@ pub static CLEAR_ENV: Key<bool> = Key {
         }),
         examples: ["true", "false"],
     },
-    read: Read {
-        file: |f, n| {
-            f.scalar(n, |v| match v {
-                Scalar::Boolean(b) => Ok(b),
-                other => Err(format!("expected true or false, found {}", other.kind())),
-            })
-        },
-        // A switch: given alone it turns the key on.
-        strings: |raw, _| match raw.last().map(String::as_str) {
-            None | Some("true") => Ok(true),
-            Some("false") => Ok(false),
-            Some(other) => Err(format!("expected true or false, found {other:?}")),
-        },
-    },
+    read: SWITCH,
     merge: Merge::Replace {
         get: |p| Some(&p.env.clear),
         set: |p, v| p.env.clear = v,
@@ -83,6 +70,28 @@ pub static CLEAR_ENV: Key<bool> = Key {
     },
     show: bool::to_string,
     explain: Explain::Door(Door::EnvClear),
+};
+
+/// `credentials.pass_env`: array of names or globs that pass although
+/// `clear_env` empties the environment; unlike `keep_env`, a secret
+/// among them is still unset (or holds its placeholder when injected).
+/// `cordon mcp run` passes an MCP server's own variables so. Widens.
+pub static PASS_ENV: Key<Vec<String>> = Key {
+    about: About {
+        section: "credentials",
+        name: "pass_env",
+        flag: many(
+            "pass-env",
+            "NAME",
+            "With --clear-env, still pass NAME (or a glob) from cordon's environment; a secret among them is unset all the same (repeatable)",
+        ),
+        examples: ["[]", "[\"PATH\", \"HOME\"]"],
+    },
+    read: each_string!(env_pattern),
+    merge: Merge::Append(|p, v, s| extend(&mut p.env.pass, v, s)),
+    widens: Widens::AnyEntry(Vec::is_empty),
+    show: |v| v.join(", "),
+    explain: Explain::Door(Door::EnvPass),
 };
 
 /// `[[credentials.inject]]`: tables with `env` (the variable, required),

@@ -1,7 +1,7 @@
 //! `[files]`: what the sandbox may read and write.
 
-use super::readers::{each, extend, many, path_list, protect_name};
-use super::{About, Door, Explain, Key, Merge, Read, Widens};
+use super::readers::{each, extend, many, path_list, protect_name, SWITCH};
+use super::{About, Door, Explain, Flag, Key, Merge, Read, Row, Takes, Widens};
 use crate::policy::cache::Cache;
 use crate::policy::pattern::PathPattern;
 use crate::policy::state::{StateDir, StateFile};
@@ -81,6 +81,39 @@ pub static PROTECT: Key<Vec<String>> = Key {
     widens: Widens::Never,
     show: |v| v.join(", "),
     explain: Explain::Door(Door::Protected),
+};
+
+/// `files.read_only_project`: boolean; true keeps the project directory
+/// read-only inside like the rest of the root (`cordon mcp run` starts
+/// from true: an MCP server writes the workspace only when its policy
+/// says false). Widens when it turns it off.
+pub static READ_ONLY_PROJECT: Key<bool> = Key {
+    about: About {
+        section: "files",
+        name: "read_only_project",
+        flag: Some(Flag {
+            name: "read-only-project",
+            value_name: "",
+            help: "Keep the project directory read-only too (only the private /tmp and --allow-write paths are writable)",
+            takes: Takes::Switch,
+        }),
+        examples: ["true", "false"],
+    },
+    read: SWITCH,
+    merge: Merge::Replace {
+        get: |p| Some(&p.files.read_only_project),
+        set: |p, v| p.files.read_only_project = v,
+    },
+    widens: Widens::TurnsOff {
+        is_on: |v| *v,
+        what: "keeps the project read-only",
+    },
+    show: bool::to_string,
+    explain: Explain::Row(Row {
+        label: "project read-only",
+        note: "{}",
+        json: |v| vec![("value", serde_json::json!(v))],
+    }),
 };
 
 /// `files.cache`: array of host directories (a path, or a table with

@@ -34,9 +34,10 @@ mod readers;
 mod sandbox;
 
 pub use audit::AUDIT_FILE;
-pub use credentials::{CLEAR_ENV, DENY_ENV, INJECT, KEEP_ENV, SET_ENV};
+pub use credentials::{CLEAR_ENV, DENY_ENV, INJECT, KEEP_ENV, PASS_ENV, SET_ENV};
 pub use files::{
-    ALLOW_READ, ALLOW_WRITE, CACHE, DENY_READ, DENY_WRITE, PROTECT, STATE, STATE_FILE,
+    ALLOW_READ, ALLOW_WRITE, CACHE, DENY_READ, DENY_WRITE, PROTECT, READ_ONLY_PROJECT, STATE,
+    STATE_FILE,
 };
 pub use limits::{MAX_MEMORY, MAX_PROCS, MAX_TMP, TIMEOUT};
 pub use network::{
@@ -154,6 +155,8 @@ pub enum Door {
     EnvKeep,
     /// Whether the environment starts empty.
     EnvClear,
+    /// The variables that pass a cleared environment.
+    EnvPass,
     /// The variables set to a value.
     EnvSet,
     /// The audit log.
@@ -425,6 +428,7 @@ pub static KEYS: &[&dyn Declared] = &[
     &DENY_READ,
     &DENY_WRITE,
     &PROTECT,
+    &READ_ONLY_PROJECT,
     &CACHE,
     &STATE,
     &STATE_FILE,
@@ -439,6 +443,7 @@ pub static KEYS: &[&dyn Declared] = &[
     &DENY_ENV,
     &KEEP_ENV,
     &CLEAR_ENV,
+    &PASS_ENV,
     &SET_ENV,
     &PRESETS,
     &NET_ALLOW,

@@ -2,7 +2,7 @@
 
 use std::fmt::Display;
 
-use super::{About, Door, Explain, Flag, FlagType, Key, Merge, Takes, Widens};
+use super::{About, Door, Explain, Flag, FlagType, Key, Merge, Read, Takes, Widens};
 use crate::policy::host::{parse_rule, HostRule};
 use crate::policy::inspection::HostMatch;
 use crate::policy::load::document::{Field, Node, Scalar};
@@ -29,6 +29,22 @@ pub(super) fn each<T>(
 ) -> Result<Vec<T>, String> {
     raw.iter().map(|r| entry(r, ctx)).collect()
 }
+
+/// A boolean key whose flag is a switch: `true` or `false` in a file; the
+/// flag given alone turns it on.
+pub(super) const SWITCH: Read<bool> = Read {
+    file: |f, n| {
+        f.scalar(n, |v| match v {
+            Scalar::Boolean(b) => Ok(b),
+            other => Err(format!("expected true or false, found {}", other.kind())),
+        })
+    },
+    strings: |raw, _| match raw.last().map(String::as_str) {
+        None | Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        Some(other) => Err(format!("expected true or false, found {other:?}")),
+    },
+};
 
 /// The one value of a key that takes one (the last, if given more).
 pub(super) fn last(raw: &[String]) -> Result<&str, String> {

@@ -29,6 +29,7 @@
 //! deny_read   = ["~/work/secrets", "./.env", "./**/*.pem"]
 //! deny_write  = ["./vendor"]
 //! protect     = [".github/workflows/"] # kept read-only in the project and each git repo
+//! read_only_project = false           # true: the project read-only too (MCP servers' default)
 //! cache       = ["~/.cargo/registry",  # writable into a private layer per project; the
 //!                { path = "~/.npm", env = "npm_config_cache" }]  # host's dir never changes
 //!
@@ -72,7 +73,8 @@
 //! [credentials]
 //! deny_env  = ["CORP_*"]               # also unset these (names or globs)
 //! keep_env  = ["GITHUB_TOKEN"]         # keep one a secret pattern would unset (widening)
-//! clear_env = false                    # true: keep only keep_env names
+//! clear_env = false                    # true: keep only keep_env and pass_env names
+//! pass_env  = ["PATH", "HOME"]         # pass a cleared environment (secrets still unset)
 //! set_env   = { DISABLE_AUTOUPDATER = "1" }  # set in the command's environment
 //!
 //! [[credentials.inject]]               # a real value sent only to these hosts (widening)
@@ -99,6 +101,7 @@ pub mod builtin;
 pub mod document;
 pub mod flags;
 pub mod layer;
+pub mod server;
 pub mod tables;
 pub mod values;
 pub mod widen;
@@ -189,6 +192,9 @@ pub struct LoadRequest {
     pub flags: Vec<FlagValue>,
     /// The user's environment.
     pub env: EnvFacts,
+    /// An MCP server's name, for `cordon mcp run`: its own layers (see
+    /// [`server`]) stand in for the user config and the project's.
+    pub server: Option<String>,
 }
 
 /// A line and column (both from 1) in a policy file.
@@ -312,45 +318,9 @@ pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
         .unwrap_or_else(|| env.home.clone());
     let config_dir = user_config_dir(env);
 
-    // (2) the user config: trusted, absolute or ~/ paths only.
-    let user_file = config_dir.join("config.toml");
-    if let Some(bytes) = read_optional(&user_file)? {
-        let ctx = PathContext {
-            home: &home,
-            base: None,
-        };
-        let fragment = parse_file(&user_file, &bytes, &ctx)?;
-        fragment.apply(&mut policy, &Source::UserConfig(user_file.clone()));
-    }
-
-    // (3) the project's cordon.toml: may only narrow unless trusted.
-    let project_dir = policy.project.value.clone();
-    let project_file = project_dir.join(PROJECT_POLICY_FILE);
-    if let Some(bytes) = read_optional(&project_file)? {
-        let ctx = PathContext {
-            home: &home,
-            base: Some(&project_dir),
-        };
-        let fragment = parse_file(&project_file, &bytes, &ctx)?;
-        if let Some(first) = widen::first_widening(&fragment, &policy) {
-            if !trust::is_trusted(&config_dir, &project_file, &bytes)? {
-                let text = String::from_utf8_lossy(&bytes);
-                return Err(LoadError::Untrusted {
-                    at: position(&project_file, &text, first.at),
-                    key: first.key,
-                    detail: first.detail,
-                    hash: trust::file_hash(&bytes),
-                });
-            }
-        }
-        fragment.apply(&mut policy, &Source::Project(project_file.clone()));
-    }
-
-    // (3b) --from-claude, --from-srt: other tools' settings, each value
-    // from its own file and line; a repository's may only narrow unless
-    // approved.
-    for request in &req.imports {
-        super::import::layer::apply(request, &mut policy, &home, &config_dir)?;
+    match &req.server {
+        Some(name) => server::apply(&mut policy, name, &config_dir, &home)?,
+        None => agent_layers(req, &mut policy, &home, &config_dir)?,
     }
 
     // (4) --policy files: trusted, relative to their own directory.
@@ -378,9 +348,58 @@ pub fn load(req: &LoadRequest) -> Result<Policy, LoadError> {
     Ok(policy)
 }
 
+/// The layers of a run's own sandbox (not an MCP server's): the user
+/// config, the project's `cordon.toml` and the imported settings (2 to 3b
+/// above).
+fn agent_layers(
+    req: &LoadRequest,
+    policy: &mut Policy,
+    home: &Path,
+    config_dir: &Path,
+) -> Result<(), LoadError> {
+    // (2) the user config: trusted, absolute or ~/ paths only.
+    let user_file = config_dir.join("config.toml");
+    if let Some(bytes) = read_optional(&user_file)? {
+        let ctx = PathContext { home, base: None };
+        let fragment = parse_file(&user_file, &bytes, &ctx)?;
+        fragment.apply(policy, &Source::UserConfig(user_file.clone()));
+    }
+
+    // (3) the project's cordon.toml: may only narrow unless trusted.
+    let project_dir = policy.project.value.clone();
+    let project_file = project_dir.join(PROJECT_POLICY_FILE);
+    if let Some(bytes) = read_optional(&project_file)? {
+        let ctx = PathContext {
+            home,
+            base: Some(&project_dir),
+        };
+        let fragment = parse_file(&project_file, &bytes, &ctx)?;
+        if let Some(first) = widen::first_widening(&fragment, policy) {
+            if !trust::is_trusted(config_dir, &project_file, &bytes)? {
+                let text = String::from_utf8_lossy(&bytes);
+                return Err(LoadError::Untrusted {
+                    at: position(&project_file, &text, first.at),
+                    key: first.key,
+                    detail: first.detail,
+                    hash: trust::file_hash(&bytes),
+                });
+            }
+        }
+        fragment.apply(policy, &Source::Project(project_file.clone()));
+    }
+
+    // (3b) --from-claude, --from-srt: other tools' settings, each value
+    // from its own file and line; a repository's may only narrow unless
+    // approved.
+    for request in &req.imports {
+        super::import::layer::apply(request, policy, home, config_dir)?;
+    }
+    Ok(())
+}
+
 /// Reads a file that may be absent; a file that exists but cannot be read
 /// (a dangling symlink included) is an error.
-fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, LoadError> {
+pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, LoadError> {
     match path.symlink_metadata() {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         _ => read_policy_file(path).map(Some),

@@ -7,7 +7,7 @@ fn unknown_keys() {
     let fx = Fx::new();
     assert_eq!(
         fx.project_error("[files]\ndeny_read = []\n  allow_wrte = [\"x\"]\n"),
-        "3:3: files.allow_wrte: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect, cache, state, state_file)"
+        "3:3: files.allow_wrte: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect, read_only_project, cache, state, state_file)"
     );
     assert_eq!(
         fx.project_error("\n[limit]\nmax_procs = 1\n"),
@@ -253,6 +253,6 @@ fn spans_are_recovered() {
     );
     assert_eq!(
         fx.project_error("\n\nfiles.bogus = 1\n"),
-        "3:7: files.bogus: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect, cache, state, state_file)"
+        "3:7: files.bogus: unknown key (expected one of allow_write, allow_read, deny_read, deny_write, protect, read_only_project, cache, state, state_file)"
     );
 }

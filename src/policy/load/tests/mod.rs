@@ -87,6 +87,7 @@ impl Fx {
             imports: Vec::new(),
             flags,
             env: self.env(),
+            server: None,
         }
     }
 
