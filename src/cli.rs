@@ -36,7 +36,7 @@ pub enum Command {
     /// Exit codes of cordon itself: 125 when the sandbox could not be set
     /// up (nothing ran), 124 when --timeout ended it, 127/126 when CMD was
     /// not found / not executable.
-    Run(RunArgs),
+    Run(RunCommandArgs),
     /// Run CMD with network requests no rule names allowed and recorded, then print the
     /// policy that lets the same run pass without learn mode.
     ///
@@ -289,6 +289,57 @@ pub struct RunArgs {
     /// The command and its arguments.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunCommandArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Hold each connection to a host no rule allows and ask on your terminal: allow it once,
+    /// for this sandbox, always (saved to your config.toml), or deny; no answer in time denies.
+    /// An error without a terminal. The sandbox cannot answer: it has a terminal of its own.
+    #[arg(long)]
+    pub ask: bool,
+    /// How long --ask waits for an answer before it denies (30s, 2m) [default: 60s].
+    #[arg(long, value_name = "DURATION", requires = "ask")]
+    pub ask_timeout: Option<String>,
+}
+
+/// How long `--ask` waits for an answer unless told.
+const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl RunCommandArgs {
+    /// What `--ask` needs, opened now: before anything runs, a missing
+    /// terminal or a bad timeout stops the run.
+    fn ask_setup(&self) -> Result<Option<sandbox::ask_prompt::AskSetup>, Failure> {
+        use std::os::unix::fs::OpenOptionsExt;
+        if !self.ask {
+            return Ok(None);
+        }
+        let timeout = match &self.ask_timeout {
+            Some(text) => {
+                load::parse_duration(text).map_err(|e| failed(2)(format!("--ask-timeout: {e}")))?
+            }
+            None => ASK_TIMEOUT,
+        };
+        let tty = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
+            .open("/dev/tty")
+            .map_err(|e| Failure {
+                message: format!(
+                    "--ask needs a terminal to ask on, and this process has none (/dev/tty: {e}); without one, name the hosts the command needs (--allow-domain, or cordon learn)"
+                ),
+                code: sandbox::EXIT_SETUP_FAILED,
+            })?;
+        let env = EnvFacts::from_process()?;
+        Ok(Some(sandbox::ask_prompt::AskSetup {
+            tty,
+            timeout,
+            config_file: load::user_config_dir(&env).join("config.toml"),
+        }))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -656,6 +707,7 @@ fn learn_command(mut args: LearnArgs) -> Result<i32, Failure> {
         quiet: args.run.quiet,
         filters,
         learn: Some(std::sync::Arc::clone(&learned)),
+        ask: None,
     })?;
     let writes = learned.writes();
     if learned.dropped() > 0 {
@@ -879,6 +931,7 @@ fn mcp_command(args: McpArgs) -> Result<i32, Failure> {
                 quiet: args.run.quiet,
                 filters,
                 learn: None,
+                ask: None,
             })?);
         }
         McpCommand::Wrap(args) => {
@@ -926,17 +979,28 @@ fn mcp_command(args: McpArgs) -> Result<i32, Failure> {
             }
             Outcome::AsItWas => "not wrapped".into(),
             Outcome::Remote => "remote (http or sse): left as it is".into(),
+            Outcome::WrappedOtherwise(odd) => format!(
+                "WARNING: looks wrapped, but not as cordon mcp wrap writes it: {}; check it, or unwrap it and wrap it again",
+                odd.join("; ")
+            ),
+            Outcome::Unwrappable(why) => format!("WARNING: not wrapped: {why}"),
             Outcome::Unknown(why) => format!("left as it is: {why}"),
             Outcome::NotAsked => continue,
         };
         crate::say!("cordon mcp: {}: {}", printable(&done.at), printable(what));
+    }
+    if rewritten.servers.is_empty() {
+        crate::say!(
+            "cordon mcp: {}: no MCP server entries (mcpServers, servers, mcp_servers) found",
+            printable(&file.file)
+        );
     }
     if file.dry_run {
         print!("{}", rewritten.text);
     } else if rewritten.changed() {
         crate::mcp::replace(&real, &was, &rewritten.text).map_err(failed(1))?;
     }
-    Ok(0)
+    Ok(if rewritten.left_outside() { 1 } else { 0 })
 }
 
 /// Runs the parsed command line; returns the process exit code.
@@ -945,16 +1009,19 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Command::Run(mut args) => {
             // They do not depend on the policy: they compile while it loads.
             let filters = sandbox::seccomp::Compiling::start();
-            args.policy.pick_agent(&args.command)?;
-            let (policy, cwd) = load_policy(&args.policy)?;
+            let ask = args.ask_setup()?;
+            let args_run = &mut args.run;
+            args_run.policy.pick_agent(&args_run.command)?;
+            let (policy, cwd) = load_policy(&args_run.policy)?;
             say_missing_keys(&policy);
             let req = sandbox::RunRequest {
                 policy: &policy,
-                command: args.command,
+                command: args.run.command,
                 cwd,
-                quiet: args.quiet,
+                quiet: args.run.quiet,
                 filters,
                 learn: None,
+                ask,
             };
             Ok(sandbox::run(req)?)
         }
@@ -1086,6 +1153,8 @@ mod tests {
         "quiet",
         "json",
         "help",
+        "ask",
+        "ask-timeout",
     ];
 
     #[test]

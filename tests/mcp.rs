@@ -188,12 +188,24 @@ fn real_servers_answer_through_their_own_sandboxes_and_unwrap_restores_the_file(
         let readme = format!("{project}/README");
         let key = format!("{home}/.ssh/id_rsa");
         let made = format!("{project}/made-by-server.txt");
+        // The clients' configs hold every server's keys.
+        let client_config = format!("{home}/.claude.json");
+        write_owned(
+            fx,
+            Path::new(&client_config),
+            &format!("{{\"k\": \"{}\"}}", canary("claude")),
+        );
         let calls = [
             call("read_text_file", serde_json::json!({"path": readme})),
             call("read_text_file", serde_json::json!({"path": key})),
             call(
                 "write_file",
                 serde_json::json!({"path": made, "content": "x"}),
+            ),
+            call("read_text_file", serde_json::json!({"path": client_config})),
+            call(
+                "read_text_file",
+                serde_json::json!({"path": format!("{project}/.mcp.json")}),
             ),
         ];
         let out = client(fx, &config, "files", &calls);
@@ -210,11 +222,18 @@ fn real_servers_answer_through_their_own_sandboxes_and_unwrap_restores_the_file(
         let (text, error) = answer(&out, 2);
         assert!(error && text.contains("EROFS"), "{mode:?}: {text}");
         assert!(!Path::new(&made).exists(), "{mode:?}");
+        for i in [3, 4] {
+            let (text, error) = answer(&out, i);
+            assert!(
+                error && !text.contains(&fx.token),
+                "{mode:?}: a client's config was read: {text}"
+            );
+        }
 
         // Its own policy, and only its own, makes the workspace writable.
         let policy = fx.config.join("cordon/mcp/files.toml");
         write_owned(fx, &policy, "[files]\nread_only_project = false\n");
-        let out = client(fx, &config, "files", &calls[2..]);
+        let out = client(fx, &config, "files", &calls[2..3]);
         assert!(!answer(&out, 0).1, "{mode:?}: {out}");
         assert_eq!(std::fs::read_to_string(&made).unwrap(), "x");
         std::fs::remove_file(&policy).unwrap();
@@ -371,5 +390,24 @@ fn a_codex_config_is_wrapped_and_its_server_answers() {
             original,
             "{mode:?}"
         );
+    });
+}
+
+/// A policy cannot make cordon's own config writable (where the servers'
+/// policies are), nor the system's code, whatever the path to them.
+#[test]
+fn cordon_s_own_config_and_the_systems_code_are_never_writable() {
+    each_fixture(|mode, fx| {
+        let policies = fx.config.join("cordon/mcp");
+        std::fs::create_dir_all(&policies).unwrap();
+        chown_tree(&fx.config, mode);
+        for sandbox in [
+            fx.sandbox().project(&policies),
+            fx.sandbox().flag("--allow-write", "/etc"),
+        ] {
+            let out = sandbox.run(&["/bin/true"]);
+            out.expect_code(125);
+            assert!(out.has("refusing to make"), "{mode:?}: {out:?}");
+        }
     });
 }

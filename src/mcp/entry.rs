@@ -38,6 +38,9 @@ pub struct Element {
 pub struct Args {
     /// The whole array, `[` to `]`.
     pub range: Range<usize>,
+    /// The whole member in a JSON object, its name to its value (`None`
+    /// in TOML, whose layout its clients keep).
+    pub member: Option<Range<usize>>,
     /// Its elements, in order.
     pub elements: Vec<Element>,
 }
@@ -76,6 +79,60 @@ impl Stdio {
                     .zip(WRAPPED)
                     .all(|(e, want)| e.value.as_deref() == Some(want))
         })
+    }
+
+    /// What is not as `wrap` writes it in an entry found wrapped already
+    /// (empty when all is): another command than `cordon`, a server name
+    /// other than the entry's (its policy is another server's), options
+    /// `wrap` does not write (a widening flag), or variables passed that
+    /// are not the entry's own.
+    pub fn wrapped_otherwise(&self, name: &str, cordon: &str) -> Vec<String> {
+        let mut odd = Vec::new();
+        if self.command_value != cordon {
+            odd.push(format!(
+                "it runs {:?}, not {cordon:?} (this cordon): it looks wrapped, but nothing says that program is cordon",
+                self.command_value
+            ));
+        }
+        let Some(args) = &self.args else {
+            return odd;
+        };
+        let values: Vec<Option<&str>> = args.elements.iter().map(|e| e.value.as_deref()).collect();
+        let end = values
+            .iter()
+            .skip(WRAPPED.len())
+            .position(|v| *v == Some(END_OF_OPTIONS))
+            .map_or(values.len(), |i| i + WRAPPED.len());
+        let mut options = values[WRAPPED.len()..end].iter();
+        let mut server = None;
+        while let Some(option) = options.next() {
+            let value = options.clone().next().copied().flatten();
+            match (*option, value) {
+                (Some(SERVER_OPTION), Some(value)) => {
+                    server = Some(value);
+                    options.next();
+                }
+                (Some(PASS_ENV_OPTION), Some(value))
+                    if self.env_names.iter().any(|n| n == value) =>
+                {
+                    options.next();
+                }
+                (Some(ARGS_ADDED_OPTION), _) => {}
+                (other, _) => odd.push(format!(
+                    "its cordon options hold {}, which cordon mcp wrap does not write",
+                    other.map_or_else(
+                        || "a value that is not a string".to_string(),
+                        |o| format!("{o:?}")
+                    )
+                )),
+            }
+        }
+        if server != Some(name) {
+            odd.push(format!(
+                "it runs as server {server:?}, with that server's policy, not as {name:?}"
+            ));
+        }
+        odd
     }
 
     /// The edits that make the entry run `cordon mcp run --server NAME
@@ -160,22 +217,34 @@ impl Stdio {
             .iter()
             .any(|e| e.value.as_deref() == Some(ARGS_ADDED_OPTION));
         let restored = text[original.range.clone()].to_string();
+        // As wrap wrote it, the cut gives the file back byte for byte; a
+        // client that saved the file again in its own layout (Claude Code
+        // rewrites ~/.claude.json) moved the separators, and then the same
+        // elements go, with what separates them from the rest.
+        let first = elements[0].range.start;
         let cut = if added {
-            let between = &text[self.command.end..args.range.start];
-            if self.add_args != Ok(between) || elements.len() != end + 2 {
-                return Err(hand_edited("the arguments cordon added were changed"));
+            if elements.len() != end + 2 {
+                return Err(hand_edited("arguments were added to the ones cordon added"));
             }
-            self.command.end..args.range.end
-        } else if elements.len() > end + 2 {
+            let between = text.get(self.command.end..args.range.start);
+            match (between, &args.member) {
+                (Some(between), _)
+                    if self.add_args == Ok(between) || is_member_separator(between) =>
+                {
+                    self.command.end..args.range.end
+                }
+                (_, Some(member)) => json_member_cut(text, member.clone()),
+                _ => return Err(hand_edited("the arguments cordon added were moved")),
+            }
+        } else if let Some(next) = elements.get(end + 2) {
             let after = original.range.end;
-            if text.get(after..after + 2) != Some(", ") {
-                return Err(hand_edited(
-                    "the text after the original command was changed",
-                ));
+            if first == args.range.start + 1 && text.get(after..after + 2) == Some(", ") {
+                first..after + 2
+            } else {
+                first..next.range.start
             }
-            args.range.start + 1..after + 2
         } else {
-            args.range.start + 1..original.range.end
+            first..original.range.end
         };
         Ok(vec![
             Edit {
@@ -187,6 +256,31 @@ impl Stdio {
                 text: String::new(),
             },
         ])
+    }
+}
+
+/// Whether `text`, between a command's value and the arguments member
+/// `wrap` added after it, is only a separator and the member's name in
+/// some layout (`,\n      "args": `).
+fn is_member_separator(text: &str) -> bool {
+    let squeezed: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    matches!(squeezed.as_str(), ",\"args\":" | "args=" | ",args=")
+}
+
+/// The text to cut to remove the JSON object member at `member`: with
+/// the comma after it, or else the one before it.
+fn json_member_cut(text: &str, member: Range<usize>) -> Range<usize> {
+    let after = &text[member.end..];
+    let gap = after.len() - after.trim_start().len();
+    if after[gap..].starts_with(',') {
+        let rest = &after[gap + 1..];
+        let space = rest.len() - rest.trim_start().len();
+        return member.start..member.end + gap + 1 + space;
+    }
+    let before = text[..member.start].trim_end();
+    match before.strip_suffix(',') {
+        Some(kept) => kept.len()..member.end,
+        None => member,
     }
 }
 
@@ -223,13 +317,28 @@ pub fn check_env_name(name: &str, at: &str) -> Result<(), McpError> {
         .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_');
     if fits {
-        Ok(())
-    } else {
-        Err(McpError::Entry {
-            at: at.to_string(),
-            message: format!(
-                "its variable {name:?} is not a plain name (letters, digits, '_'), which cordon mcp run could pass"
-            ),
-        })
+        return Ok(());
     }
+    Err(McpError::Entry {
+        at: at.to_string(),
+        message: format!(
+            "its variable {name:?} is not a plain name (letters, digits, '_'), which cordon mcp run could pass"
+        ),
+    })
+}
+
+/// Checks a variable an entry sets (its `env`): a plain name, and not
+/// one that steers cordon itself, since the client sets it for cordon's
+/// own process.
+pub fn check_env_set(name: &str, at: &str) -> Result<(), McpError> {
+    check_env_name(name, at)?;
+    if !crate::policy::defaults::steers_cordon(name) {
+        return Ok(());
+    }
+    Err(McpError::Entry {
+        at: at.to_string(),
+        message: format!(
+            "its env sets {name}, which the client sets for cordon itself, not only for the server (where cordon finds its policies, what it runs, code loaded into it); remove it from the entry, and give it to the server with [credentials] set_env in the server's policy if it needs it"
+        ),
+    })
 }

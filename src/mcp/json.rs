@@ -10,7 +10,7 @@ use std::path::Path;
 use jsonc_parser::ast::{Object, ObjectProp, Value};
 use jsonc_parser::common::Ranged;
 
-use super::entry::{check_env_name, Args, Element, Stdio};
+use super::entry::{check_env_set, Args, Element, Stdio};
 use super::{Entry, Kind, McpError};
 use crate::policy::load::document::position;
 
@@ -44,8 +44,18 @@ pub fn entries(file: &Path, text: &str) -> Result<Vec<Entry>, McpError> {
             "mcp" => {
                 if let Value::Object(mcp) = &prop.value {
                     for (inner, p) in reader.props(mcp, "mcp")? {
-                        if inner == "servers" {
-                            reader.servers(p, "mcp.servers", &mut found)?;
+                        match inner {
+                            "servers" => reader.servers(p, "mcp.servers", &mut found)?,
+                            // Gemini CLI runs it through a shell to find servers.
+                            "serverCommand" => found.push(Entry {
+                                name: inner.to_string(),
+                                key: "mcp.serverCommand".into(),
+                                at: reader.at(p, "mcp.serverCommand"),
+                                kind: Kind::Unwrappable(
+                                    "Gemini CLI runs this command line to discover servers, outside any sandbox; cordon cannot wrap a command line: remove it, and list the servers under mcpServers".into(),
+                                ),
+                            }),
+                            _ => {}
                         }
                     }
                 }
@@ -151,14 +161,14 @@ impl Reader<'_> {
     fn kind(&self, entry: &Object, at: &str) -> Result<Kind, McpError> {
         let props = self.props(entry, at)?;
         let get = |name: &str| props.iter().find(|(n, _)| *n == name).map(|(_, p)| *p);
-        let kind = get("type").and_then(|p| p.value.as_string_lit().map(|s| s.value.to_string()));
-        let remote = get("url").is_some() || get("httpUrl").is_some();
-        if !matches!(kind.as_deref(), None | Some("stdio")) || (remote && get("command").is_none())
-        {
-            return Ok(Kind::Remote);
-        }
+        // Whatever its type says: some clients (Gemini CLI) start any
+        // entry's command, so every command is wrapped.
         let Some(command) = get("command") else {
-            return Ok(Kind::Unknown("it has neither a command nor a URL".into()));
+            return Ok(if get("url").is_some() || get("httpUrl").is_some() {
+                Kind::Remote
+            } else {
+                Kind::Unknown("it has neither a command nor a URL".into())
+            });
         };
         let Value::StringLit(command_value) = &command.value else {
             return Err(entry_error(at, "its command is not a string"));
@@ -171,6 +181,7 @@ impl Reader<'_> {
                 };
                 Some(Args {
                     range: array.range.start..array.range.end,
+                    member: Some(p.range.start..p.range.end),
                     elements: array
                         .elements
                         .iter()
@@ -188,7 +199,7 @@ impl Reader<'_> {
                 return Err(entry_error(at, "its env is not an object"));
             };
             for (name, _) in self.props(env, at)? {
-                check_env_name(name, at)?;
+                check_env_set(name, at)?;
                 env_names.push(name.to_string());
             }
         }

@@ -269,14 +269,98 @@ fn a_hand_edited_entry_is_refused_rather_than_restored_wrongly() {
     let wrapped = round_trip(".mcp.json", MCP_JSON).text;
     for (from, to) in [
         ("\"--\", \"npx\"", "\"npx\""),
-        ("\"--\", \"npx\", \"-y\"", "\"--\", \"npx\",\"-y\""),
         ("\"--\", \"my-server\"]", "\"--\", \"my-server\", \"x\"]"),
+        (
+            "\"--args-added\", \"--\", \"my-server\"]",
+            "\"--args-added\", \"--\"]",
+        ),
     ] {
         assert!(wrapped.contains(from), "{from}");
         let edited = wrapped.replacen(from, to, 1);
         let err = unwrap(Path::new(".mcp.json"), &edited, &[]).unwrap_err();
         assert!(err.to_string().contains("by hand"), "{to}: {err}");
     }
+}
+
+#[test]
+fn a_file_the_client_saved_again_in_its_own_layout_unwraps_in_that_layout() {
+    // Claude Code saves ~/.claude.json as JSON.stringify(value, null, 2).
+    let pretty = |text: &str| {
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        serde_json::to_string_pretty(&value).unwrap()
+    };
+    let wrapped = round_trip(".mcp.json", MCP_JSON).text;
+    let saved = pretty(&wrapped);
+    assert_ne!(saved, wrapped);
+    let back = unwrap(Path::new(".mcp.json"), &saved, &[]).unwrap().text;
+    assert_eq!(back, pretty(MCP_JSON));
+    // And one separator moved by hand.
+    let moved = wrapped.replacen("\"--\", \"npx\", \"-y\"", "\"--\", \"npx\",\"-y\"", 1);
+    assert_eq!(
+        unwrap(Path::new(".mcp.json"), &moved, &[]).unwrap().text,
+        MCP_JSON
+    );
+}
+
+#[test]
+fn an_entry_that_only_looks_wrapped_is_named() {
+    let text = format!(
+        r#"{{"mcpServers": {{
+  "fake": {{"command": "/bin/bash", "args": ["mcp", "run", "--", "x"]}},
+  "wide": {{"command": "{CORDON}", "args": ["mcp", "run", "--server", "wide", "--allow-read", "~/.ssh", "--", "x"]}},
+  "other": {{"command": "{CORDON}", "args": ["mcp", "run", "--server", "github", "--", "x"]}},
+  "fine": {{"command": "{CORDON}", "args": ["mcp", "run", "--server", "fine", "--pass-env", "A", "--", "x"], "env": {{"A": "1"}}}}
+}}}}"#
+    );
+    let wrapped = wrap(Path::new("c.json"), &text, &options()).unwrap();
+    assert_eq!(wrapped.text, text);
+    assert!(wrapped.left_outside());
+    let odd = |i: usize| match &wrapped.servers[i].outcome {
+        Outcome::WrappedOtherwise(odd) => odd.join("; "),
+        other => panic!("{other:?}"),
+    };
+    assert!(odd(0).contains("/bin/bash"), "{}", odd(0));
+    assert!(odd(1).contains("--allow-read"), "{}", odd(1));
+    assert!(odd(2).contains("github"), "{}", odd(2));
+    assert_eq!(wrapped.servers[3].outcome, Outcome::AsItWas);
+}
+
+#[test]
+fn every_command_is_wrapped_whatever_its_type_and_gemini_discovery_is_named() {
+    let text = r#"{"mcpServers": {"h": {"type": "http", "command": "srv"}, "u": {"httpUrl": "https://x.example"}},
+ "mcp": {"serverCommand": "discover-servers"}}"#;
+    let wrapped = round_trip("settings.json", text);
+    assert_eq!(json_command(&wrapped.text, "/mcpServers/h")[0], CORDON);
+    assert_eq!(wrapped.servers[1].outcome, Outcome::Remote);
+    assert!(matches!(
+        wrapped.servers[2].outcome,
+        Outcome::Unwrappable(_)
+    ));
+    assert!(wrapped.left_outside());
+}
+
+#[test]
+fn an_entry_that_sets_what_steers_cordon_is_refused() {
+    for name in [
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "LD_PRELOAD",
+        "PATH",
+        "GCONV_PATH",
+        "CORDON_X",
+    ] {
+        let text =
+            format!(r#"{{"mcpServers": {{"s": {{"command": "a", "env": {{"{name}": "x"}}}}}}}}"#);
+        let err = wrap(Path::new("c.json"), &text, &options())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cordon itself"), "{name}: {err}");
+    }
+    let toml = "[mcp_servers.s]\ncommand = \"a\"\nenv = { LD_AUDIT = \"x\" }\n";
+    assert!(wrap(Path::new("config.toml"), toml, &options()).is_err());
+    // Passing one through (Codex's env_vars) sets nothing: fine.
+    let passed = "[mcp_servers.s]\ncommand = \"a\"\nenv_vars = [\"HOME\"]\n";
+    round_trip("config.toml", passed);
 }
 
 #[test]

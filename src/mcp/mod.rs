@@ -15,9 +15,10 @@ pub mod entry;
 mod json;
 mod toml_config;
 
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use crate::policy::load::save::replace_file;
 
 use entry::{apply, Stdio};
 
@@ -54,9 +55,6 @@ pub enum McpError {
     /// defect: nothing is written).
     #[error("{}: the wrapped file would not unwrap to the file as it is; nothing was written (please report this)", crate::escape::printable(.0))]
     NotReversible(PathBuf),
-    /// The file changed while cordon rewrote it.
-    #[error("{}: the file changed while cordon rewrote it (a client writing it?); nothing was written, run it again", crate::escape::printable(.0))]
-    Changed(PathBuf),
     /// The cordon path cannot be written into a config.
     #[error("the cordon command {0:?} holds a control character or is empty")]
     BadCordon(String),
@@ -87,6 +85,8 @@ pub enum Kind {
     },
     /// A server the client reaches over HTTP (or SSE): not cordon's to run.
     Remote,
+    /// A command the client runs that cordon cannot wrap (why).
+    Unwrappable(String),
     /// Neither (why).
     Unknown(String),
 }
@@ -100,6 +100,11 @@ pub enum Outcome {
     Unwrapped,
     /// Was wrapped already (wrap), or was not (unwrap).
     AsItWas,
+    /// Looks wrapped, but not as wrap writes it (what differs): it may
+    /// run unsandboxed or with another policy.
+    WrappedOtherwise(Vec<String>),
+    /// A command the client runs that cordon cannot wrap (why).
+    Unwrappable(String),
     /// Remote: left as it is.
     Remote,
     /// Not a server entry cordon knows (why): left as it is.
@@ -131,6 +136,17 @@ pub struct Rewritten {
 }
 
 impl Rewritten {
+    /// Whether a command the client runs is left outside a sandbox as
+    /// `wrap` makes it (then `cordon mcp wrap` exits 1).
+    pub fn left_outside(&self) -> bool {
+        self.servers.iter().any(|d| {
+            matches!(
+                d.outcome,
+                Outcome::WrappedOtherwise(_) | Outcome::Unwrappable(_)
+            )
+        })
+    }
+
     /// Whether anything changed.
     pub fn changed(&self) -> bool {
         self.servers
@@ -169,8 +185,16 @@ pub fn wrap(file: &Path, text: &str, options: &WrapOptions<'_>) -> Result<Rewrit
                 Outcome::NotAsked
             }
             Kind::Remote => Outcome::Remote,
+            Kind::Unwrappable(why) => Outcome::Unwrappable(why),
             Kind::Unknown(why) => Outcome::Unknown(why),
-            Kind::Stdio { stdio, .. } if stdio.is_wrapped() => Outcome::AsItWas,
+            Kind::Stdio { stdio, .. } if stdio.is_wrapped() => {
+                let odd = stdio.wrapped_otherwise(&found.name, options.cordon);
+                if odd.is_empty() {
+                    Outcome::AsItWas
+                } else {
+                    Outcome::WrappedOtherwise(odd)
+                }
+            }
             Kind::Stdio { stdio, notes } => {
                 crate::policy::load::server::check_server_name(&found.name).map_err(|message| {
                     McpError::Entry {
@@ -224,6 +248,7 @@ fn unwrap_where(
         let outcome = match found.kind {
             _ if !asked(&found) => Outcome::NotAsked,
             Kind::Remote => Outcome::Remote,
+            Kind::Unwrappable(why) => Outcome::Unwrappable(why),
             Kind::Unknown(why) => Outcome::Unknown(why),
             Kind::Stdio { stdio, .. } if !stdio.is_wrapped() => Outcome::AsItWas,
             Kind::Stdio { stdio, .. } => {
@@ -288,46 +313,13 @@ fn read_text(path: &Path) -> std::io::Result<String> {
 }
 
 /// Replaces the file at `real` (as [`read`] found it, holding `was`) by
-/// `text`: a new file beside it with the same mode and owner, renamed
-/// over it, so that a client reading it sees the old file or the new one,
-/// never half of either.
+/// `text` (see [`replace_file`]).
 pub fn replace(real: &Path, was: &str, text: &str) -> Result<(), McpError> {
-    let io = |what| {
-        move |source| McpError::Io {
-            path: real.to_path_buf(),
-            what,
-            source,
-        }
-    };
-    let meta = real.metadata().map_err(io("cannot read its mode"))?;
-    let dir = real.parent().unwrap_or(Path::new("/"));
-    let name = real.file_name().unwrap_or_default().to_string_lossy();
-    let temp = dir.join(format!(".{name}.cordon-{}", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&temp)?;
-        file.write_all(text.as_bytes())?;
-        file.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
-        // Root rewriting a user's file leaves it the user's.
-        std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()))?;
-        file.sync_all()
-    })();
-    let result = written
-        .map_err(io("cannot write the new file beside it"))
-        .and_then(|()| {
-            if read_text(real).ok().as_deref() != Some(was) {
-                return Err(McpError::Changed(real.to_path_buf()));
-            }
-            std::fs::rename(&temp, real).map_err(io("cannot replace it"))
-        });
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
+    replace_file(real, Some(was.as_bytes()), text.as_bytes()).map_err(|source| McpError::Io {
+        path: real.to_path_buf(),
+        what: "cannot replace it",
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use toml_edit::{ImDocument, Item, TableLike, Value};
 
-use super::entry::{check_env_name, Args, Element, Stdio};
+use super::entry::{check_env_name, check_env_set, Args, Element, Stdio};
 use super::{Entry, Kind, McpError};
 use crate::policy::load::document::position;
 
@@ -88,6 +88,7 @@ fn kind(entry: &dyn TableLike, item: &Item, at: &str) -> Result<Kind, McpError> 
                 .collect::<Result<_, McpError>>()?;
             Some(Args {
                 range: span,
+                member: None,
                 elements,
             })
         }
@@ -98,7 +99,7 @@ fn kind(entry: &dyn TableLike, item: &Item, at: &str) -> Result<Kind, McpError> 
             .as_table_like()
             .ok_or_else(|| fail("its env is not a table"))?;
         for (name, _) in env.iter() {
-            check_env_name(name, at)?;
+            check_env_set(name, at)?;
             env_names.push(name.to_string());
         }
     }

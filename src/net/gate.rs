@@ -147,21 +147,11 @@ impl Gate for PolicyGate {
             }
         };
         match self.policy.decide(&target, port) {
-            Verdict::Allow { rule, source } => {
-                let dest = if target.is_host_internal() {
-                    Destination::HostLoopback
-                } else {
-                    match target {
-                        Target::Name(name) => Destination::Name(name),
-                        Target::Ip(ip) => Destination::Ip(ip),
-                    }
-                };
-                Ok(Allowed {
-                    dest,
-                    rule,
-                    source: source.to_string(),
-                })
-            }
+            Verdict::Allow { rule, source } => Ok(Allowed {
+                dest: destination(target),
+                rule,
+                source: source.to_string(),
+            }),
             Verdict::Deny {
                 reason,
                 rule,
@@ -179,6 +169,17 @@ impl Gate for PolicyGate {
 
     fn check_address(&self, host: &str, addr: IpAddr, port: u16) -> Result<(), Denial> {
         self.address_verdict(Some(host), addr, port)
+    }
+}
+
+/// Where the proxy connects for `target`.
+pub fn destination(target: Target) -> Destination {
+    if target.is_host_internal() {
+        return Destination::HostLoopback;
+    }
+    match target {
+        Target::Name(name) => Destination::Name(name),
+        Target::Ip(ip) => Destination::Ip(ip),
     }
 }
 

@@ -2,8 +2,9 @@
 //! host rules ([`crate::policy::host`]) before every connection; [`serve`]
 //! runs the proxy for one sandbox; [`inside`] is what the sandbox sees
 //! (ports, environment); [`gate`] decides each connection the proxy makes,
-//! and [`learn`] is `cordon learn`'s gate, which lets through and writes
-//! down what no rule names.
+//! [`learn`] is `cordon learn`'s gate, which lets through and writes
+//! down what no rule names, and [`ask`] is `cordon run --ask`'s, which
+//! asks the user about it.
 
 /// `AsyncWrite` for a stream wrapper whose reads are its own business and
 /// whose writes go straight to its `inner` stream.
@@ -33,6 +34,7 @@ macro_rules! writes_through_to_inner {
     };
 }
 
+pub mod ask;
 mod counted;
 pub mod gate;
 pub mod inside;

@@ -699,6 +699,31 @@ pub fn runs_later(dir: &Path, home: &Path) -> Option<PathBuf> {
         })
 }
 
+/// The system's trees of programs, libraries and configuration: a
+/// writable area may not be, hold or lie inside one (a root run whose
+/// project is `/etc`, or an MCP server started there with its workspace
+/// writable, would leave code that runs later for everyone).
+pub const SYSTEM_CODE_TREES: &[&str] = &[
+    "/etc",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/boot",
+    "/usr/bin",
+    "/usr/sbin",
+    "/usr/lib",
+    "/usr/lib32",
+    "/usr/lib64",
+    "/usr/libexec",
+    "/usr/local/bin",
+    "/usr/local/sbin",
+    "/usr/local/lib",
+    "/usr/local/etc",
+];
+
 /// Whether a write refused in `dir` may be answered with "allow `dir`
 /// writable": only below the caller's own home (the first of `homes`, the
 /// policy's), never the home itself nor a startup place of any of
@@ -708,6 +733,48 @@ pub fn suggestable_writable(dir: &Path, homes: &[PathBuf]) -> bool {
     homes.first().is_some_and(|home| {
         dir.starts_with(home) && dir != home && homes.iter().all(|h| runs_later(dir, h).is_none())
     })
+}
+
+/// Variables that steer cordon itself, or the dynamic loader and C
+/// library of every program it starts, rather than only the command
+/// inside: where its config and policies are (`HOME`, `XDG_*`), what it
+/// runs outside (`PATH`, for an inject entry's `command`), code loaded
+/// into it (`LD_*`, `GCONV_PATH`, and the rest of what the C library
+/// ignores for set-user-ID programs). An MCP client sets an entry's
+/// `env` for the process it starts, which `cordon mcp wrap` makes
+/// cordon: an entry that sets one of these is refused (globs: `*` at the
+/// end only).
+pub const CORDON_STEERING_ENV: &[&str] = &[
+    "HOME",
+    "PATH",
+    "XDG_*",
+    "CORDON_*",
+    "LD_*",
+    "GLIBC_TUNABLES",
+    "GCONV_PATH",
+    "GETCONF_DIR",
+    "HOSTALIASES",
+    "LOCALDOMAIN",
+    "LOCPATH",
+    "MALLOC_*",
+    "NIS_PATH",
+    "NLSPATH",
+    "RESOLV_HOST_CONF",
+    "RES_OPTIONS",
+    "TMPDIR",
+    "TZDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// Whether `name` is one of [`CORDON_STEERING_ENV`].
+pub fn steers_cordon(name: &str) -> bool {
+    CORDON_STEERING_ENV
+        .iter()
+        .any(|p| match p.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *p,
+        })
 }
 
 /// The project's policy file name.

@@ -171,6 +171,10 @@ pub struct FilesPolicy {
     /// Where the private layers are kept: `$XDG_CACHE_HOME/cordon/caches`
     /// (no policy moves it).
     pub cache_layers: PathBuf,
+    /// cordon's own config directory, `$XDG_CONFIG_HOME/cordon` (its
+    /// policies, approvals and MCP servers' policies): never writable, nor
+    /// anything holding it or inside it (no policy moves it).
+    pub own_config: PathBuf,
 }
 
 /// Resource limits.

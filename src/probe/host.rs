@@ -587,6 +587,7 @@ fn run_capturing_stdout(
         quiet: true,
         filters: sandbox::seccomp::Compiling::start(),
         learn: None,
+        ask: None,
     });
     let restored = nix::unistd::dup2(saved.as_fd().as_raw_fd(), 1);
     let code = result?;

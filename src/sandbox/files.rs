@@ -18,7 +18,8 @@ use super::create_gate::Guard;
 use super::gitconfig;
 use super::repos;
 use crate::policy::defaults::{
-    runs_later, GIT_DIR_PROTECTED, PROTECTED_ANYWHERE, PROTECTED_NAME_PATTERNS, WORKTREE_PROTECTED,
+    runs_later, GIT_DIR_PROTECTED, PROTECTED_ANYWHERE, PROTECTED_NAME_PATTERNS, SYSTEM_CODE_TREES,
+    WORKTREE_PROTECTED,
 };
 use crate::policy::{PathPattern, Policy, Sourced};
 
@@ -478,6 +479,23 @@ impl FileView {
             .find_map(|w| startup_place_in(w, &policy.homes))
         {
             return Err(FilesError::StartupPlace { root, place });
+        }
+        // cordon's own config (what widens later runs) and the system's
+        // code, whatever the path to them.
+        let own = &policy.files.own_config;
+        let system = SYSTEM_CODE_TREES.iter().map(Path::new);
+        for place in std::iter::once(own.as_path()).chain(system) {
+            let place = place.canonicalize().unwrap_or_else(|_| place.to_path_buf());
+            if let Some(root) = view
+                .writable
+                .iter()
+                .find(|w| w.starts_with(&place) || place.starts_with(w))
+            {
+                return Err(FilesError::StartupPlace {
+                    root: root.clone(),
+                    place,
+                });
+            }
         }
 
         let allow_read: Vec<&PathPattern> =

@@ -11,6 +11,7 @@
 //! tools' caches of [`caches`]) and [`landlock`]; process hardening is [`init`] and [`seccomp`], its kernel
 //! calls and their order [`kernel`]; limits are [`limits`].
 
+pub mod ask_prompt;
 pub mod caches;
 pub mod channel;
 pub mod config_gate;
@@ -141,6 +142,9 @@ pub struct RunRequest<'a> {
     /// `cordon learn`: the proxy lets through what no rule names, and
     /// writes down every destination here.
     pub learn: Option<std::sync::Arc<crate::net::learn::Learned>>,
+    /// `cordon run --ask`: the proxy holds what no rule names and asks
+    /// the user on this terminal.
+    pub ask: Option<ask_prompt::AskSetup>,
 }
 
 /// Removes the run's cgroup, on every exit path.
@@ -428,6 +432,17 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
             None => Vec::new(),
         },
     };
+    let asker = req
+        .ask
+        .as_ref()
+        .map(|_| crate::net::ask::Asker::new())
+        .transpose()
+        .map_err(io_err("setting up --ask"))?;
+    let gate = match (&req.learn, &asker) {
+        (Some(learned), _) => GateKind::Learn(learned.clone()),
+        (None, Some(asker)) => GateKind::Ask(asker.clone()),
+        (None, None) => GateKind::Policy,
+    };
     let (auditor, proxy) = start_proxy(
         policy,
         (handover.listeners, edges),
@@ -435,7 +450,7 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         &run_name,
         &req.command[0],
         inspector,
-        req.learn.clone(),
+        gate,
     )?;
     record_withheld(&auditor, withheld);
     let relay = handover
@@ -446,7 +461,11 @@ pub fn run(req: RunRequest<'_>) -> Result<i32, SandboxError> {
         learned: req.learn.as_deref(),
         homes: &policy.homes,
     };
-    let code = sandbox.wait(relay, deadline, recorder);
+    let prompt = req
+        .ask
+        .zip(asker)
+        .map(|(setup, asker)| ask_prompt::Prompt::new(setup, asker));
+    let code = sandbox.wait(relay, deadline, recorder, prompt);
     // Every tunnel ends with the sandbox; their close events go to the
     // log before it is closed. The proxy winds down while the cgroup is
     // removed and the writable areas are swept.
@@ -521,6 +540,16 @@ fn audit_view(policy: &Policy) -> Result<Policy, SandboxError> {
     Ok(view)
 }
 
+/// Which gate the proxy asks.
+enum GateKind {
+    /// The policy's.
+    Policy,
+    /// `cordon learn`'s.
+    Learn(std::sync::Arc<crate::net::learn::Learned>),
+    /// `cordon run --ask`'s.
+    Ask(std::sync::Arc<crate::net::ask::Asker>),
+}
+
 /// Starts the audit writer and, when the sandbox has listeners, the proxy.
 fn start_proxy(
     policy: &Policy,
@@ -529,7 +558,7 @@ fn start_proxy(
     run_name: &str,
     argv0: &OsString,
     inspector: Option<std::sync::Arc<crate::net::proxy::inspect::Inspector>>,
-    learn: Option<std::sync::Arc<crate::net::learn::Learned>>,
+    gate: GateKind,
 ) -> Result<(Auditor, Option<crate::net::serve::ProxyHandle>), SandboxError> {
     let log: Option<AuditLog> = log
         .map(|log| AuditKey::load_or_create(&policy.audit.key).map(|key| log.keyed(key)))
@@ -560,12 +589,16 @@ fn start_proxy(
         return Ok((auditor, Some(proxy)));
     }
     let audit = auditor.clone();
-    let proxy = match learn {
-        Some(learned) => {
+    let proxy = match gate {
+        GateKind::Learn(learned) => {
             let gate = move || crate::net::learn::LearningGate::new(hosts, learned);
             crate::net::serve::spawn(listeners, edges, gate, limits, audit, inspector)
         }
-        None => {
+        GateKind::Ask(asker) => {
+            let gate = move || crate::net::ask::AskingGate::new(hosts, asker);
+            crate::net::serve::spawn(listeners, edges, gate, limits, audit, inspector)
+        }
+        GateKind::Policy => {
             let gate = move || crate::net::gate::PolicyGate::new(hosts);
             crate::net::serve::spawn(listeners, edges, gate, limits, audit, inspector)
         }

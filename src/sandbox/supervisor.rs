@@ -28,8 +28,8 @@ use super::limits::LimitPlan;
 use super::unix_gate;
 use super::unix_gate::LocalPortRefusal;
 use super::{
-    io_err, namespaces_error, support, tty, warn_degraded, weaken, SandboxError, EXIT_TIMEOUT,
-    FORWARDED_SIGNALS,
+    ask_prompt, io_err, namespaces_error, support, tty, warn_degraded, weaken, SandboxError,
+    EXIT_TIMEOUT, FORWARDED_SIGNALS,
 };
 use crate::audit::{self, Auditor};
 use crate::policy::{Layer, Policy, Source};
@@ -278,6 +278,7 @@ impl Sandbox {
         mut relay: Option<tty::Relay>,
         deadline: Option<(Instant, Duration)>,
         recorder: Recorder<'_>,
+        mut prompt: Option<ask_prompt::Prompt>,
     ) -> i32 {
         let mut reports = Some(Reports {
             recorder,
@@ -305,10 +306,28 @@ impl Sandbox {
                 }
                 None => PollTimeout::NONE,
             };
+            // A question on screen: its time left bounds the wait.
+            let timeout = match prompt.as_ref().and_then(|p| p.time_left()) {
+                Some(left) => {
+                    let left = PollTimeout::try_from(left.as_millis().min(60_000) as i32 + 1)
+                        .unwrap_or(PollTimeout::MAX);
+                    if timeout == PollTimeout::NONE {
+                        left
+                    } else {
+                        timeout.min(left)
+                    }
+                }
+                None => timeout,
+            };
             let stdin = sys::stdio(0);
-            let (poll_stdin, poll_master) = relay
-                .as_ref()
-                .map_or((false, false), |r| (r.stdin_open, r.master_open));
+            // While a question is on screen the relay pauses: the key is
+            // the prompt's, and the command's output waits in its pty.
+            let answering = prompt.as_ref().and_then(|p| p.answering());
+            let is_answering = answering.is_some();
+            let (poll_stdin, poll_master) = match (relay.as_ref(), answering) {
+                (Some(r), None) => (r.stdin_open, r.master_open),
+                _ => (false, false),
+            };
             let mut fds = vec![PollFd::new(self.signals.as_fd(), PollFlags::POLLIN)];
             if poll_stdin {
                 fds.push(PollFd::new(stdin, PollFlags::POLLIN));
@@ -319,6 +338,13 @@ impl Sandbox {
             let reports_at = fds.len();
             if reports.is_some() {
                 fds.push(PollFd::new(self.channel.as_fd(), PollFlags::POLLIN));
+            }
+            let prompt_at = fds.len();
+            if let Some(p) = prompt.as_ref() {
+                fds.push(PollFd::new(p.wake_fd(), PollFlags::POLLIN));
+                if let Some(tty) = answering {
+                    fds.push(PollFd::new(tty, PollFlags::POLLIN));
+                }
             }
             if poll(&mut fds, timeout).is_err() {
                 continue;
@@ -332,6 +358,16 @@ impl Sandbox {
                 if !record_report(&self.channel, r) {
                     reports = None;
                 }
+            }
+            if let Some(p) = prompt.as_mut() {
+                let answered = is_answering && ready.get(prompt_at + 1) == Some(&true);
+                if answered {
+                    p.key();
+                }
+                if ready.get(prompt_at) == Some(&true) {
+                    p.woken();
+                }
+                p.tick();
             }
             if let Some(r) = relay.as_mut() {
                 let mut i = 1;

@@ -250,7 +250,7 @@ impl<G: Gate> Proxy<G> {
             self.denied(proto, &host, port, None, &denial);
             return Err(text(StatusCode::BAD_REQUEST, denial.message));
         }
-        let allowed = self.gate.check_destination(&host, port).map_err(|denial| {
+        let allowed = self.gate.decide(&host, port).await.map_err(|denial| {
             self.denied(proto, &host, port, None, &denial);
             text(StatusCode::FORBIDDEN, denial.message)
         })?;

@@ -68,6 +68,16 @@ pub struct Allowed {
 pub trait Gate: Send + Sync + 'static {
     /// Decides on a destination named by the client.
     fn check_destination(&self, host: &str, port: u16) -> Result<Allowed, Denial>;
+    /// Decides on a destination a client asked to connect to, waiting
+    /// where the user may be asked (`cordon run --ask`); the policy's
+    /// answer elsewhere.
+    fn decide(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> impl std::future::Future<Output = Result<Allowed, Denial>> + Send {
+        std::future::ready(self.check_destination(host, port))
+    }
     /// After resolving an allowed name: may the proxy connect to `addr`?
     fn check_address(&self, host: &str, addr: IpAddr, port: u16) -> Result<(), Denial>;
 }

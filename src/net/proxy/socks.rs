@@ -27,7 +27,7 @@ impl<G: Gate> Proxy<G> {
     ) -> Result<(), ClientError> {
         let proto = Proto::Socks5;
         let (host, port) = self.timed(socks_handshake(&mut client)).await?;
-        let allowed = match self.gate.check_destination(&host, port) {
+        let allowed = match self.gate.decide(&host, port).await {
             Ok(allowed) => allowed,
             Err(denial) => {
                 self.denied(proto, &host, port, None, &denial);

@@ -53,6 +53,7 @@ pub fn builtin(req: &LoadRequest) -> Result<Policy, LoadError> {
 
     let mut files = FilesPolicy {
         cache_layers: crate::policy::cache::layers_root(&resolve(&env.xdg_cache_home)),
+        own_config: resolve(&user_config_dir(env)),
         ..FilesPolicy::default()
     };
     for home in &homes {

@@ -101,6 +101,7 @@ pub mod builtin;
 pub mod document;
 pub mod flags;
 pub mod layer;
+pub mod save;
 pub mod server;
 pub mod tables;
 pub mod values;

@@ -12,13 +12,21 @@ use crate::policy::pattern::PathContext;
 use crate::policy::{Policy, Source};
 
 /// What every MCP server's sandbox starts from, on top of the built-in
-/// defaults: the workspace read-only, and an empty environment but for
+/// defaults: the workspace read-only, the MCP clients' configs (every
+/// server's keys) unreadable, and an empty environment but for
 /// the variables an MCP client passes a server by default (the MCP SDK's
 /// set, and the locale); the server's own variables are added with
 /// `--pass-env` by `cordon mcp wrap`. A secret among them is still unset,
 /// or holds its placeholder when the server's policy injects it.
 pub const SERVER_DEFAULTS: &str = r#"[files]
 read_only_project = true
+# The MCP clients' configs and state: every server's env (its keys) is in
+# them, and the agents' transcripts; a server has no business there.
+deny_read = [
+    "~/.claude", "~/.claude.json*", "~/.codex", "~/.gemini", "~/.cursor",
+    "~/.config/Claude", "~/.config/Code/User/mcp.json", "~/.config/Code/User/settings.json",
+    "./.mcp.json", "./.claude", "./.vscode", "./.cursor", "./.gemini", "./.codex",
+]
 
 [credentials]
 clear_env = true
@@ -69,15 +77,20 @@ pub fn apply(
         flag: "--server".into(),
         message,
     })?;
-    let ctx = PathContext { home, base: None };
+    let project = policy.project.value.clone();
+    let defaults_ctx = PathContext {
+        home,
+        base: Some(&project),
+    };
     let defaults = parse_file(
         Path::new("<cordon's MCP server defaults>"),
         SERVER_DEFAULTS.as_bytes(),
-        &ctx,
+        &defaults_ctx,
     )?;
     defaults.apply(policy, &Source::McpServer(name.to_string()));
     let file = server_policy_file(config_dir, name);
     if let Some(bytes) = read_optional(&file)? {
+        let ctx = PathContext { home, base: None };
         let fragment = parse_file(&file, &bytes, &ctx)?;
         fragment.apply(policy, &Source::PolicyFile(file.clone()));
     }
