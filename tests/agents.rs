@@ -573,3 +573,324 @@ fn claude_cannot_keep_a_hook_or_mcp_server_it_writes_into_its_config() {
         );
     });
 }
+
+/// One of the fakes of `tests/py/fake_agent_api.py`, serving on the
+/// host's loopback; stopped (by its pid) when dropped.
+struct FakeApi {
+    child: std::process::Child,
+    port: u16,
+    record: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl FakeApi {
+    fn start(kind: &str, ca: &TestCa) -> FakeApi {
+        use std::io::BufRead;
+        let dir = tempfile::Builder::new()
+            .prefix("cordon-fake-api-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let (cert, key) = ca.leaf_pem();
+        std::fs::write(dir.path().join("leaf.pem"), cert).unwrap();
+        std::fs::write(dir.path().join("leaf.key"), key).unwrap();
+        let record = dir.path().join("requests.jsonl");
+        let mut child = std::process::Command::new(PY)
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/py/fake_agent_api.py"
+            ))
+            .arg(kind)
+            .arg(dir.path().join("leaf.pem"))
+            .arg(dir.path().join("leaf.key"))
+            .arg(&record)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("the fake said {line:?}"));
+        FakeApi {
+            child,
+            port,
+            record,
+            _dir: dir,
+        }
+    }
+
+    /// Every request received so far: its path and headers.
+    fn seen(&self) -> Vec<(String, serde_json::Value)> {
+        std::fs::read_to_string(&self.record)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (
+                    v["path"].as_str().unwrap_or_default().to_string(),
+                    v["headers"].clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// Holds the answers to prompts until [`FakeApi::release`].
+    fn hold(&self) {
+        std::fs::write(self.record.with_extension("jsonl.hold"), "").unwrap();
+    }
+
+    fn release(&self) {
+        let _ = std::fs::remove_file(self.record.with_extension("jsonl.hold"));
+    }
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An agent of the npm registry, as `.ci/deps` installs it into
+/// target/agents.
+fn installed(rel: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/agents/node_modules")
+        .join(rel);
+    assert!(
+        path.is_file(),
+        "{} is missing: run .ci/deps, which installs the agents these tests run",
+        path.display()
+    );
+    path
+}
+
+/// How one agent is run against its fake.
+struct AgentRun<'a> {
+    /// The profile.
+    agent: &'a str,
+    /// Its key's variable, and the header the fake must find it in
+    /// (`authorization` as `Bearer KEY`).
+    key_var: &'a str,
+    key_header: &'a str,
+    /// Its base-URL variable (the profile follows it).
+    base_var: &'a str,
+    /// The URL it takes, from the fake's base (Codex's has /v1).
+    base: fn(&str) -> String,
+    /// The one-shot prompt's command line, given the base URL and the
+    /// prompt.
+    command: fn(&str, &str) -> Vec<String>,
+    /// What the home needs before the agent's first run.
+    setup: fn(&Fixture),
+    /// What the agent must have saved in the home after the prompt.
+    state: &'a str,
+    /// A command line that adds an MCP server to the agent's config.
+    add_mcp: &'a [&'a str],
+    /// The config files that must not keep it (relative to the home, or
+    /// `./` to the project).
+    configs: &'a [&'a str],
+}
+
+/// The agent completes a one-shot prompt inside `cordon run --agent`
+/// against its fake on the host's loopback (as a gateway on the host,
+/// `https://host.cordon.internal:PORT`): the fake receives the real key in
+/// the header it belongs in; while the fake holds the answer, no process
+/// in the sandbox has the key in its memory or environment; no file in
+/// the home or project holds it afterwards; the agent's state is saved;
+/// and an MCP server it adds to its own config does not survive.
+fn agent_keeps_its_key_outside(run: &AgentRun<'_>, fake_kind: &str) {
+    let ca = TestCa::new("fake agent API CA");
+    let api = FakeApi::start(fake_kind, &ca);
+    each_fixture(|mode, fx| {
+        let ca_file = fx.outside.join("api-ca.pem");
+        std::fs::write(&ca_file, ca.pem()).unwrap();
+        chown_tree(&fx.outside, fx.mode);
+        let key = format!("real-key-{}-{}", run.agent, fx.token);
+        let base = (run.base)(&format!("https://host.cordon.internal:{}", api.port));
+        let sandbox = || {
+            fx.sandbox()
+                .env(run.key_var, &key)
+                .env(run.base_var, &base)
+                .flag("--agent", run.agent)
+                .flag("--upstream-ca", &ca_file)
+                .timeout(std::time::Duration::from_secs(120))
+        };
+        (run.setup)(fx);
+        // A prompt of this run's own, to find its processes by.
+        let prompt = format!("say hi {}", fx.token);
+        let command = (run.command)(&base, &prompt);
+        let argv: Vec<&str> = command.iter().map(String::as_str).collect();
+        let before = api.seen().len();
+        api.hold();
+        let running = sandbox().spawn(&argv);
+        let asked = wait_until(std::time::Duration::from_secs(60), || {
+            api.seen().len() > before
+        });
+        let ours = std::fs::read_link("/proc/self/ns/pid").ok();
+        let inside: Vec<i32> = host_pids_with_cmdline(&prompt)
+            .into_iter()
+            .filter(|p| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok() != ours)
+            .flat_map(same_pid_namespace)
+            .collect();
+        let in_memory: Vec<i32> = inside
+            .iter()
+            .copied()
+            .filter(|p| {
+                memory_holds(*p, key.as_bytes())
+                    || environ_value(*p, run.key_var).as_deref() == Some(key.as_str())
+            })
+            .collect();
+        let supervisor_holds = memory_holds(running.pid(), key.as_bytes());
+        api.release();
+        let out = running.wait();
+        assert!(
+            asked,
+            "{mode:?}: the prompt never reached the fake: {out:#?}"
+        );
+        assert!(supervisor_holds, "{mode:?}: the memory scan finds nothing");
+        assert!(
+            !inside.is_empty(),
+            "{mode:?}: the agent's processes were not found"
+        );
+        assert!(
+            in_memory.is_empty(),
+            "{mode:?}: the key is in the memory or environment of {in_memory:?} inside"
+        );
+        out.ok();
+        assert!(out.stdout.contains(ANSWER), "{mode:?}: {out:#?}");
+        let seen = api.seen();
+        let with_key = seen[before..].iter().filter(|(_, headers)| {
+            let value = headers[run.key_header].as_str().unwrap_or_default();
+            value == key || value == format!("Bearer {key}")
+        });
+        assert!(
+            with_key.count() > 0,
+            "{mode:?}: the fake never got the real key: {:?}",
+            &seen[before..]
+        );
+        for dir in [&fx.home, &fx.project] {
+            let holding = files_holding(dir, &key);
+            assert!(holding.is_empty(), "{mode:?}: the key is in {holding:?}");
+        }
+        let state = fx.home.join(run.state);
+        assert!(
+            std::fs::read_dir(&state).is_ok_and(|mut d| d.next().is_some()),
+            "{mode:?}: no state saved in {}",
+            state.display()
+        );
+
+        // An MCP server added to the agent's own config does not survive.
+        let configs: Vec<PathBuf> = run
+            .configs
+            .iter()
+            .map(|c| match c.strip_prefix("./") {
+                Some(rel) => fx.project.join(rel),
+                None => fx.home.join(c),
+            })
+            .collect();
+        let before: Vec<Option<Vec<u8>>> = configs.iter().map(|c| std::fs::read(c).ok()).collect();
+        let added = sandbox().run(run.add_mcp);
+        let after: Vec<Option<Vec<u8>>> = configs.iter().map(|c| std::fs::read(c).ok()).collect();
+        assert_eq!(
+            before, after,
+            "{mode:?}: the MCP server was kept: {added:#?}"
+        );
+    });
+}
+
+#[test]
+fn codex_completes_a_prompt_with_its_key_kept_outside() {
+    let codex = installed("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+    static CODEX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CODEX.get_or_init(|| codex.to_string_lossy().into_owned());
+    agent_keeps_its_key_outside(
+        &AgentRun {
+            agent: "codex",
+            key_var: "CODEX_API_KEY",
+            key_header: "authorization",
+            base_var: "OPENAI_BASE_URL",
+            base: |fake| format!("{fake}/v1"),
+            command: |base, prompt| {
+                [
+                    CODEX.get().unwrap().as_str(),
+                    "exec",
+                    "--skip-git-repo-check",
+                    "--dangerously-bypass-approvals-and-sandbox",
+                    "-c",
+                    &format!("openai_base_url=\"{base}\""),
+                    prompt,
+                ]
+                .map(str::to_string)
+                .to_vec()
+            },
+            setup: |_| {},
+            state: ".codex/sessions",
+            add_mcp: &[
+                CODEX.get().unwrap().as_str(),
+                "mcp",
+                "add",
+                "planted",
+                "--",
+                "/bin/sh",
+                "-c",
+                "id",
+            ],
+            configs: &[".codex/config.toml"],
+        },
+        "openai",
+    );
+}
+
+#[test]
+fn gemini_completes_a_prompt_with_its_key_kept_outside() {
+    let gemini = installed("@google/gemini-cli/bundle/gemini.js");
+    static GEMINI: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    GEMINI.get_or_init(|| gemini.to_string_lossy().into_owned());
+    agent_keeps_its_key_outside(
+        &AgentRun {
+            agent: "gemini",
+            key_var: "GEMINI_API_KEY",
+            key_header: "x-goog-api-key",
+            base_var: "GOOGLE_GEMINI_BASE_URL",
+            base: |fake| fake.to_string(),
+            command: |_, prompt| {
+                [
+                    "node",
+                    GEMINI.get().unwrap().as_str(),
+                    "--skip-trust",
+                    "-p",
+                    prompt,
+                ]
+                .map(str::to_string)
+                .to_vec()
+            },
+            // Its key from the environment, and no usage statistics (to
+            // a host the profile does not allow).
+            setup: |fx| {
+                fx.write_home(
+                    ".gemini/settings.json",
+                    r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}, "privacy": {"usageStatisticsEnabled": false}}"#,
+                );
+                chown_tree(&fx.home, fx.mode);
+            },
+            state: ".gemini/tmp/project/chats",
+            add_mcp: &[
+                "node",
+                GEMINI.get().unwrap().as_str(),
+                "mcp",
+                "add",
+                "-s",
+                "user",
+                "planted",
+                "/bin/sh",
+                "-c",
+                "id",
+            ],
+            configs: &[".gemini/settings.json", "./.gemini/settings.json"],
+        },
+        "gemini",
+    );
+}

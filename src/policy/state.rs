@@ -22,7 +22,8 @@ pub struct StateDir {
     /// The directory, absolute (as given, `~` expanded).
     pub dir: PathBuf,
     /// The names in it the sandbox may write and make: each one name, no
-    /// `/`, no glob.
+    /// `/`; a `*` stands for part of one (a temporary file the agent
+    /// writes and renames over a state file: `projects.json.*.tmp`).
     pub writable: Vec<String>,
     /// Paths below those names, relative to the directory and globs
     /// allowed (`projects/*/memory`), that stay read-only and cannot be
@@ -55,8 +56,11 @@ impl StateDir {
         if dir_path.parent().is_none() {
             return Err(format!("{dir:?}: the root cannot be a state directory"));
         }
-        for name in writable.iter().chain(&scratch) {
-            check_name(name)?;
+        for name in &writable {
+            check_name(name, true)?;
+        }
+        for name in &scratch {
+            check_name(name, false)?;
         }
         for pattern in &protect {
             let parts: Vec<&str> = pattern.split('/').collect();
@@ -82,7 +86,7 @@ impl StateDir {
     /// Whether the name `name` (one component) in the directory is state
     /// (kept or scratch).
     pub fn is_state(&self, name: &std::ffi::OsStr) -> bool {
-        self.names().any(|w| std::ffi::OsStr::new(w) == name)
+        self.names().any(|w| name_matches(w, name))
     }
 
     /// Every name the sandbox may write in the directory: kept, then
@@ -229,7 +233,7 @@ fn same(a: Option<&serde_json::Value>, b: Option<&serde_json::Value>, false_is_n
 }
 
 /// A state name: one component, not `.` or `..`, no glob character.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str, may_be_pattern: bool) -> Result<(), String> {
     let bad = |why: &str| Err(format!("{name:?} in writable or scratch: {why}"));
     if name.is_empty() || name == "." || name == ".." {
         return bad("name one entry of the directory");
@@ -237,10 +241,46 @@ fn check_name(name: &str) -> Result<(), String> {
     if name.contains('/') {
         return bad("one name, without /: a directory named here is writable whole");
     }
-    if name.contains(['*', '?', '[', ']', '{', '}', '\\']) {
-        return bad("a plain name, not a pattern");
+    if name.contains(['?', '[', ']', '{', '}', '\\']) {
+        return bad("a plain name, or one with * (a temporary file's: \"projects.json.*.tmp\")");
+    }
+    if name.contains('*') && !may_be_pattern {
+        return bad("a scratch directory is a plain name, not a pattern");
+    }
+    if name.contains('*')
+        && name
+            .split('*')
+            .next()
+            .is_none_or(|start| start.chars().count() < 4)
+    {
+        return bad("a * stands for the end of a name that starts with at least four characters of its own (a temporary file's: \"projects.json.*.tmp\"), never for most names");
     }
     Ok(())
+}
+
+/// Whether the name `name` (one component) is one a state entry's
+/// `pattern` names: that name, or with `*` standing for any run of
+/// characters.
+pub fn name_matches(pattern: &str, name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 #[cfg(test)]

@@ -129,3 +129,37 @@ fn a_state_file_entry_is_checked() {
     assert!(StateFile::new("~/*.json", vec!["a".into()], &ctx()).is_err());
     assert!(StateFile::new("~/x.json", vec!["a..b".into()], &ctx()).is_err());
 }
+
+#[test]
+fn a_star_stands_for_part_of_a_name_only() {
+    use std::ffi::OsStr;
+    let m = |p: &str, n: &str| name_matches(p, OsStr::new(n));
+    assert!(m("projects.json", "projects.json"));
+    assert!(!m("projects.json", "projects.json.x.tmp"));
+    assert!(m("projects.json.*.tmp", "projects.json.49e9f903-bd04.tmp"));
+    assert!(m("projects.json.*.tmp", "projects.json..tmp"));
+    assert!(!m("projects.json.*.tmp", "projects.json.tmp"));
+    assert!(!m("projects.json.*.tmp", "settings.json"));
+    assert!(!m("projects.json.*.tmp", "projects.json.x.tmp.sh"));
+    assert!(m("a*b*c.db", "a1b2c.db"));
+    assert!(!m("a*b*c.db", "a1c.db"));
+    let ctx = PathContext {
+        home: std::path::Path::new("/h"),
+        base: None,
+    };
+    let entry = |writable: &[&str], scratch: &[&str]| {
+        StateDir::new(
+            "~/.agent",
+            writable.iter().map(|s| s.to_string()).collect(),
+            Vec::new(),
+            scratch.iter().map(|s| s.to_string()).collect(),
+            &ctx,
+        )
+    };
+    assert!(entry(&["projects.json.*.tmp"], &[]).is_ok());
+    for too_wide in ["*", "*.*", "a*", "*.js", "*.jsonl", "abc*"] {
+        assert!(entry(&[too_wide], &[]).is_err(), "{too_wide}");
+    }
+    assert!(entry(&[], &["tmp*dir"]).is_err());
+    assert!(entry(&["a?b"], &[]).is_err());
+}

@@ -80,6 +80,9 @@ pub struct Guard {
     only: Vec<(PathBuf, Vec<String>)>,
     /// Paths below them that may not be made (`[[files.state]] protect`).
     state_protect: globset::GlobSet,
+    /// Their scratch directories, tmpfs mounts of the run's own: a link
+    /// made in one goes with the run.
+    scratch: Vec<PathBuf>,
 }
 
 /// What kind of name a call makes, as the guard tells them apart.
@@ -144,6 +147,13 @@ impl Guard {
         self
     }
 
+    /// Also lets links be made in the state directories' scratch
+    /// directories `scratch` (what they hold goes with the run).
+    pub fn scratch(mut self, scratch: &[PathBuf]) -> Guard {
+        self.scratch = scratch.to_vec();
+        self
+    }
+
     /// The state directory `path` lies strictly beneath, if one.
     pub fn in_state(&self, path: &Path) -> Option<&Path> {
         self.only
@@ -157,7 +167,10 @@ impl Guard {
     pub fn outside_state(&self, path: &Path) -> Option<&(PathBuf, Vec<String>)> {
         let name = path.file_name()?;
         self.only.iter().find(|(dir, names)| {
-            path.parent() == Some(dir.as_path()) && !names.iter().any(|n| OsStr::new(n) == name)
+            path.parent() == Some(dir.as_path())
+                && !names
+                    .iter()
+                    .any(|n| crate::policy::state::name_matches(n, name))
         })
     }
 
@@ -663,6 +676,13 @@ fn refuse_link_in_state(place: &Place, guard: &Guard, report: &Reporter) -> Resu
     let Some(dir) = guard.in_state(&place.path) else {
         return Ok(());
     };
+    if guard
+        .scratch
+        .iter()
+        .any(|s| place.path.starts_with(s) && place.path != *s)
+    {
+        return Ok(());
+    }
     report(Refusal::Create {
         path: &place.path,
         why: Forbidden::StateLink(dir.to_path_buf()),

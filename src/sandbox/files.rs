@@ -460,7 +460,11 @@ impl FileView {
         for (path, source) in allowed {
             for (dir, names) in &view.state {
                 let first = path.strip_prefix(dir).ok().and_then(|r| r.iter().next());
-                if first.is_some_and(|n| !names.iter().any(|s| std::ffi::OsStr::new(s) == n)) {
+                if first.is_some_and(|n| {
+                    !names
+                        .iter()
+                        .any(|s| crate::policy::state::name_matches(s, n))
+                }) {
                     return Err(FilesError::WritableInsideState {
                         path,
                         from: source.to_string(),
@@ -604,7 +608,10 @@ impl FileView {
             for entry in entries {
                 let entry = entry.map_err(fail("cannot list the state directory", dir))?;
                 let name = entry.file_name();
-                if names.iter().any(|n| std::ffi::OsStr::new(n) == name) {
+                if names
+                    .iter()
+                    .any(|n| crate::policy::state::name_matches(n, &name))
+                {
                     continue;
                 }
                 let path = entry.path();
@@ -776,7 +783,8 @@ impl FileView {
         view.guard = Guard::new(guarded, &view.writable)
             .with_patterns(pattern_dirs, patterns)
             .anywhere(PROTECTED_ANYWHERE, &view.writable)
-            .only(&view.state, state_protect);
+            .only(&view.state, state_protect)
+            .scratch(&view.scratch);
         let hidden: Vec<PathBuf> = view.hidden.iter().map(|(p, _)| p.clone()).collect();
         view.caches = super::caches::plan(policy, &view.writable, &hidden)?;
         Ok(view)

@@ -53,6 +53,21 @@ impl TestCa {
     /// A leaf for 127.0.0.1, and for host.cordon.internal (the name the
     /// sandbox reaches the host's loopback by).
     pub fn leaf(&self) -> (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>) {
+        let (cert, key) = self.signed_leaf();
+        (
+            vec![cert.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+    }
+
+    /// [`TestCa::leaf`] as PEM: the certificate and its key, for servers
+    /// of other languages.
+    pub fn leaf_pem(&self) -> (String, String) {
+        let (cert, key) = self.signed_leaf();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    fn signed_leaf(&self) -> (rcgen::Certificate, KeyPair) {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::default();
         params.subject_alt_names = vec![
@@ -60,10 +75,7 @@ impl TestCa {
             SanType::DnsName("host.cordon.internal".try_into().unwrap()),
         ];
         let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
-        (
-            vec![cert.der().clone()],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )
+        (cert, key)
     }
 }
 
