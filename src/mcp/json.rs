@@ -22,7 +22,7 @@ pub fn entries(file: &Path, text: &str) -> Result<Vec<Entry>, McpError> {
     let options = jsonc_parser::ParseOptions {
         allow_comments: true,
         allow_trailing_commas: true,
-        ..strict()
+        ..crate::policy::import::json::strict()
     };
     let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &options).map_err(|e| {
         McpError::Syntax {
@@ -80,22 +80,6 @@ pub fn entries(file: &Path, text: &str) -> Result<Vec<Entry>, McpError> {
         }
     }
     Ok(found)
-}
-
-/// Strict JSON, each leniency turned on by the caller.
-fn strict() -> jsonc_parser::ParseOptions {
-    jsonc_parser::ParseOptions {
-        allow_comments: false,
-        allow_loose_object_property_names: false,
-        allow_trailing_commas: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        allow_bare_decimal_point_numbers: false,
-        allow_non_finite_numbers: false,
-        allow_extended_string_escapes: false,
-    }
 }
 
 struct Reader<'f> {

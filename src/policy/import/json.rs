@@ -20,7 +20,7 @@ pub(crate) struct Doc<'t> {
 
 /// Strict JSON, as the tools that read these files take it: no comments,
 /// no trailing commas, no JSON5.
-fn strict() -> jsonc_parser::ParseOptions {
+pub(crate) fn strict() -> jsonc_parser::ParseOptions {
     jsonc_parser::ParseOptions {
         allow_comments: false,
         allow_loose_object_property_names: false,

@@ -19,7 +19,7 @@
 //! (`--from-claude`, `--from-srt`).
 
 pub mod claude;
-mod json;
+pub(crate) mod json;
 pub mod layer;
 mod sandbox_block;
 pub mod srt;
