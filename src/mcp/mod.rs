@@ -18,7 +18,7 @@ mod toml_config;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::policy::load::save::replace_file;
+use crate::sys::replace::replace_file;
 
 use entry::{apply, Stdio};
 

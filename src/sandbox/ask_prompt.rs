@@ -120,7 +120,11 @@ impl Prompt {
             return Answer::NoAnswer;
         };
         let file = &self.setup.config_file;
-        match crate::policy::load::save::add_allow(file, &question.rule) {
+        match crate::policy::load::save::add_allow(
+            file,
+            &question.rule,
+            &crate::sys::replace::replace_file,
+        ) {
             Ok(()) => Answer::Saved(file.display().to_string()),
             Err(e) => {
                 let message = format!(

@@ -17,6 +17,7 @@ use nix::sched::CloneFlags;
 use nix::unistd::Pid;
 
 pub mod attempt;
+pub mod replace;
 
 /// What a fork-like call returns in each process.
 pub enum Forked {

@@ -240,6 +240,14 @@ pub enum LoadError {
         /// The underlying error.
         source: io::Error,
     },
+    /// A policy file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
     /// A policy file is not valid TOML.
     #[error("{at}: {message}")]
     Syntax {

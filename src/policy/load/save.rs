@@ -1,10 +1,8 @@
 //! Writing to a file a policy is read from: an allow rule added to the
 //! user config (`cordon run --ask`, "always"), with the rest of the file
-//! as it was (comments, order, layout); and replacing a file whole, for
-//! that and for the MCP configs `cordon mcp wrap` rewrites.
+//! as it was (comments, order, layout).
 
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
@@ -13,13 +11,31 @@ use super::document::position;
 use super::{read_optional, LoadError};
 use crate::policy::host::parse_rule;
 
+/// How a file is replaced whole: given the file, what it held (`None`: it
+/// did not exist) and its new bytes (the runtime's is
+/// `sys::replace::replace_file`, which this leaf module cannot name).
+pub type ReplaceFile<'a> = &'a dyn Fn(&Path, Option<&[u8]>, &[u8]) -> std::io::Result<()>;
+
 /// Adds `rule` to `[network] allow` of the policy file `file` (made, and
-/// its directory, when missing); a rule there already is left as it is.
-pub fn add_allow(file: &Path, rule: &str) -> Result<(), LoadError> {
+/// its directory, when missing; a link the user made is followed to the
+/// file it names), written with `replace`; a rule there already is left
+/// as it is.
+pub fn add_allow(file: &Path, rule: &str, replace: ReplaceFile) -> Result<(), LoadError> {
     parse_rule(rule).map_err(|e| LoadError::Flag {
         flag: "--ask".into(),
         message: e.to_string(),
     })?;
+    let linked;
+    let file = match file.symlink_metadata() {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            linked = std::fs::canonicalize(file).map_err(|source| LoadError::Write {
+                path: file.to_path_buf(),
+                source,
+            })?;
+            linked.as_path()
+        }
+        _ => file,
+    };
     let was = read_optional(file)?;
     let text = match &was {
         Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| LoadError::Read {
@@ -58,103 +74,15 @@ pub fn add_allow(file: &Path, rule: &str) -> Result<(), LoadError> {
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|source| LoadError::Read {
+            .map_err(|source| LoadError::Write {
                 path: dir.to_path_buf(),
                 source,
             })?;
     }
-    replace_file(file, was.as_deref(), doc.to_string().as_bytes()).map_err(|source| {
-        LoadError::Read {
-            path: file.to_path_buf(),
-            source,
-        }
+    replace(file, was.as_deref(), doc.to_string().as_bytes()).map_err(|source| LoadError::Write {
+        path: file.to_path_buf(),
+        source,
     })
-}
-
-/// Replaces `file`, which held `was` (`None`: it did not exist), by
-/// `text`: a new file beside it with the old one's mode and owner (0600
-/// for a new one), renamed over it, so that a reader sees the old file or
-/// the new one, never half of either. Everything happens in the
-/// directory as opened once, not by path: a directory on the way swapped
-/// for a link meanwhile changes nothing, and the file is checked there to
-/// hold `was` still (refused, nothing written, when another program wrote
-/// it meanwhile), whose owner the new file gets.
-pub fn replace_file(file: &Path, was: Option<&[u8]>, text: &[u8]) -> std::io::Result<()> {
-    use nix::fcntl::{openat, renameat2, OFlag, RenameFlags};
-    use nix::sys::stat::Mode;
-    use std::os::fd::AsRawFd;
-    let dir_path = file.parent().unwrap_or(Path::new("/"));
-    let name = file
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("names no file"))?;
-    let dir = std::fs::File::from(crate::sys::own_fd(openat(
-        None,
-        dir_path,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )?));
-    let at = Some(dir.as_raw_fd());
-    let now = match openat(
-        at,
-        name,
-        OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    ) {
-        Ok(fd) => {
-            let mut current = std::fs::File::from(crate::sys::own_fd(fd));
-            let meta = current.metadata()?;
-            if !meta.is_file() {
-                return Err(std::io::Error::other("not a regular file"));
-            }
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut current, &mut bytes)?;
-            Some((bytes, meta))
-        }
-        Err(nix::errno::Errno::ENOENT) => None,
-        Err(e) => return Err(e.into()),
-    };
-    if now.as_ref().map(|(bytes, _)| bytes.as_slice()) != was {
-        return Err(std::io::Error::other(
-            "the file changed while cordon rewrote it (another program writing it?); nothing was written",
-        ));
-    }
-    let temp = format!(".{}.cordon-{}", name.to_string_lossy(), random_suffix()?);
-    let fd = openat(
-        at,
-        temp.as_str(),
-        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::from_bits_truncate(0o600),
-    )?;
-    let mut out = std::fs::File::from(crate::sys::own_fd(fd));
-    let written = (|| {
-        out.write_all(text)?;
-        if let Some((_, meta)) = &now {
-            out.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
-            // Root rewriting a user's file leaves it the user's.
-            std::os::unix::fs::fchown(&out, Some(meta.uid()), Some(meta.gid()))?;
-        }
-        out.sync_all()?;
-        // A file that was not there is made, never one made meanwhile
-        // replaced.
-        let flags = if now.is_some() {
-            RenameFlags::empty()
-        } else {
-            RenameFlags::RENAME_NOREPLACE
-        };
-        renameat2(at, temp.as_str(), at, name, flags).map_err(std::io::Error::from)
-    })();
-    if written.is_err() {
-        let _ = nix::unistd::unlinkat(at, temp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
-    }
-    written
-}
-
-/// Sixteen random hex digits, for a temporary file's name no one guesses.
-fn random_suffix() -> std::io::Result<String> {
-    let mut bytes = [0u8; 8];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
-        .map_err(|_| std::io::Error::other("no random bytes"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]

@@ -1,10 +1,24 @@
 use super::*;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+/// Writes as the runtime's replacement does, for what these tests see.
+fn write(file: &Path, _was: Option<&[u8]>, text: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(file)?;
+    out.write_all(text)
+}
 
 #[test]
 fn a_rule_is_added_to_the_user_config_keeping_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cordon/config.toml");
-    add_allow(&file, "api.example.com").unwrap();
+    add_allow(&file, "api.example.com", &write).unwrap();
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         "[network]\nallow = [\"api.example.com\"]\n"
@@ -15,7 +29,7 @@ fn a_rule_is_added_to_the_user_config_keeping_the_rest() {
     let kept = "# mine\n[limits]\nmax_procs = 9 # few\n\n[network]\nallow = [\"a.example\"]  # the first\nports = [80]\n";
     std::fs::write(&file, kept).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
-    add_allow(&file, "b.example:8443").unwrap();
+    add_allow(&file, "b.example:8443", &write).unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(
         text.starts_with("# mine\n[limits]\nmax_procs = 9 # few\n"),
@@ -27,7 +41,7 @@ fn a_rule_is_added_to_the_user_config_keeping_the_rest() {
     );
     assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o640);
     // Once only.
-    add_allow(&file, "b.example:8443").unwrap();
+    add_allow(&file, "b.example:8443", &write).unwrap();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
 }
 
@@ -37,24 +51,26 @@ fn what_cannot_be_added_is_refused_with_the_file_left_alone() {
     let file = dir.path().join("config.toml");
     for text in ["network = 1\n", "[network]\nallow = \"x\"\n", "[network\n"] {
         std::fs::write(&file, text).unwrap();
-        assert!(add_allow(&file, "ok.example").is_err(), "{text}");
+        assert!(add_allow(&file, "ok.example", &write).is_err(), "{text}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     }
-    assert!(add_allow(&file, "bad host!").is_err());
+    assert!(add_allow(&file, "bad host!", &write).is_err());
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 1, "no temporary file is left");
 }
 
 #[test]
-fn a_file_that_changed_meanwhile_is_not_replaced() {
+fn a_linked_config_is_saved_to_the_file_it_names() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("f");
-    std::fs::write(&file, "now").unwrap();
-    assert!(replace_file(&file, Some(b"before"), b"new").is_err());
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "now");
-    replace_file(&file, Some(b"now"), b"new").unwrap();
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
-    let fresh = dir.path().join("fresh");
-    replace_file(&fresh, None, b"x").unwrap();
-    assert!(replace_file(&fresh, None, b"y").is_err());
+    let real = dir.path().join("dotfiles/cordon.toml");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    std::fs::write(&real, "[limits]\nmax_procs = 9\n").unwrap();
+    let link = dir.path().join("config.toml");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    add_allow(&link, "a.example", &write).unwrap();
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(&real).unwrap(),
+        "[limits]\nmax_procs = 9\n\n[network]\nallow = [\"a.example\"]\n"
+    );
 }
