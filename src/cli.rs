@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
 
@@ -300,13 +301,16 @@ pub struct RunCommandArgs {
     /// An error without a terminal. The sandbox cannot answer: it has a terminal of its own.
     #[arg(long)]
     pub ask: bool,
-    /// How long --ask waits for an answer before it denies (30s, 2m) [default: 60s].
+    /// How long --ask waits for an answer before it denies (30s, 2m; 1s to 24h) [default: 60s].
     #[arg(long, value_name = "DURATION", requires = "ask")]
     pub ask_timeout: Option<String>,
 }
 
 /// How long `--ask` waits for an answer unless told.
-const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+const ASK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The longest `--ask-timeout`: a day.
+const MAX_ASK_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 impl RunCommandArgs {
     /// What `--ask` needs, opened now: before anything runs, a missing
@@ -317,9 +321,15 @@ impl RunCommandArgs {
             return Ok(None);
         }
         let timeout = match &self.ask_timeout {
-            Some(text) => {
-                load::parse_duration(text).map_err(|e| failed(2)(format!("--ask-timeout: {e}")))?
-            }
+            Some(text) => load::parse_duration(text)
+                .and_then(|t| {
+                    if (Duration::from_secs(1)..=MAX_ASK_TIMEOUT).contains(&t) {
+                        Ok(t)
+                    } else {
+                        Err(format!("{text:?} is outside 1s to 24h"))
+                    }
+                })
+                .map_err(|e| failed(2)(format!("--ask-timeout: {e}")))?,
             None => ASK_TIMEOUT,
         };
         let tty = std::fs::OpenOptions::new()

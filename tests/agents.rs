@@ -660,6 +660,13 @@ fn installed(rel: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/agents/node_modules")
         .join(rel);
+    // Inside, /tmp is the sandbox's own: an agent installed under it is
+    // not there to run.
+    assert!(
+        !path.starts_with("/tmp"),
+        "{} is under /tmp, which the sandbox replaces with a private one: run the tests from a checkout elsewhere",
+        path.display()
+    );
     assert!(
         path.is_file(),
         "{} is missing: run .ci/deps, which installs the agents these tests run",

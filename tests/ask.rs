@@ -5,8 +5,11 @@
 //! the run, "always" saves the rule to the user config (a later run
 //! without --ask reaches the host), "deny" refuses it for the run, and no
 //! answer in time refuses it, while the command inside, pressing the keys
-//! on its own terminal, cannot answer. Without a terminal --ask is an
-//! error before anything runs. The host is a server of the test's on
+//! on its own terminal, cannot answer; nor can it through the caller's
+//! terminal, by making it reply to queries full of answer letters, and
+//! keys that are escape sequences (arrows, function keys, focus reports)
+//! answer nothing. "x" refuses and stops the asking. Without a terminal
+//! --ask is an error before anything runs. The host is a server of the test's on
 //! 127.0.0.1, reached as host.cordon.internal:PORT.
 
 mod common;
@@ -37,14 +40,21 @@ fn server() -> (u16, Arc<AtomicUsize>) {
     (port, count)
 }
 
-/// The command inside: N requests to the host, one line each; with
+/// The command inside: N requests to the host, one line each. With
 /// `press`, a thread first presses every answer key on its own terminal,
 /// over and over, while the requests wait: written to it, and pushed into
 /// its input (TIOCSTI), which would answer if that terminal were the
-/// caller's.
+/// caller's. With `query`, it prints queries the caller's terminal answers
+/// (colours, device attributes, version, cursor position) and turns focus
+/// reports on, over and over.
 const GET: &str = r#"
 import fcntl, os, sys, termios, threading, time, urllib.request
-url, n, press = sys.argv[1], int(sys.argv[2]), sys.argv[3] == 'press'
+url, n, press = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def query():
+    for _ in range(200):
+        sys.stdout.write('\x1b]11;?\x07\x1b]10;?\x1b\\\x1b]4;1;?\x07\x1b[c\x1b[>0q\x1b[6n\x1b[?1004h')
+        sys.stdout.flush()
+        time.sleep(0.02)
 def keys():
     for _ in range(40):
         for tty in ('/dev/tty', '/proc/self/fd/0'):
@@ -58,8 +68,8 @@ def keys():
                 pass
         sys.stdout.write('s'); sys.stdout.flush()
         time.sleep(0.1)
-if press:
-    threading.Thread(target=keys, daemon=True).start()
+if press != '-':
+    threading.Thread(target=keys if press == 'press' else query, daemon=True).start()
 for _ in range(n):
     try:
         print('result=' + urllib.request.urlopen(url, timeout=100).read().decode(), flush=True)
@@ -75,7 +85,36 @@ struct Asked {
     asked: u64,
 }
 
-fn ask_run(fx: &Fixture, port: u16, answers: &str, n: usize, extra: &[&str], press: bool) -> Asked {
+/// What the command does besides its requests (see [`GET`]).
+#[derive(Clone, Copy)]
+enum Inside {
+    Quiet,
+    Press,
+    Query,
+}
+
+fn ask_run(
+    fx: &Fixture,
+    port: u16,
+    answers: &[&str],
+    n: usize,
+    extra: &[&str],
+    inside: Inside,
+) -> Asked {
+    ask_run_replying(fx, port, answers, n, extra, inside, None)
+}
+
+/// As [`ask_run`], at a terminal that answers the command's queries
+/// `reply` seconds late.
+fn ask_run_replying(
+    fx: &Fixture,
+    port: u16,
+    answers: &[&str],
+    n: usize,
+    extra: &[&str],
+    inside: Inside,
+    reply: Option<f64>,
+) -> Asked {
     let script = fx.project.join("get.py");
     std::fs::write(&script, GET).unwrap();
     let url = format!("http://host.cordon.internal:{port}/");
@@ -92,11 +131,20 @@ fn ask_run(fx: &Fixture, port: u16, answers: &str, n: usize, extra: &[&str], pre
             "get.py",
             &url,
             &n.to_string(),
-            if press { "press" } else { "-" },
+            match inside {
+                Inside::Quiet => "-",
+                Inside::Press => "press",
+                Inside::Query => "query",
+            },
         ])
         .env("XDG_CONFIG_HOME", &fx.config)
-        .env("ANSWERS", answers)
+        .env("ANSWERS", serde_json::to_string(answers).unwrap())
         .current_dir(&fx.project);
+    if let Some(late) = reply {
+        // The answers come after the late replies.
+        cmd.env("REPLY", late.to_string())
+            .env("ANSWER_DELAY", "0.8");
+    }
     let out = cmd.output().unwrap();
     let json: serde_json::Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
@@ -124,7 +172,7 @@ fn once_lets_one_through_deny_refuses_the_rest_of_the_run() {
     let (port, count) = server();
     each_fixture(|mode, fx| {
         let before = count.load(Ordering::SeqCst);
-        let run = ask_run(fx, port, "od", 3, &[], false);
+        let run = ask_run(fx, port, &["o\r", "d\r"], 3, &[], Inside::Quiet);
         assert_eq!(run.code, 0, "{mode:?}: {}", run.shown);
         assert_eq!(run.asked, 2, "{mode:?}: {}", run.shown);
         assert_eq!(
@@ -145,7 +193,7 @@ fn sandbox_lets_every_one_of_the_run_through_and_always_saves_the_rule() {
     let (port, count) = server();
     each_fixture(|mode, fx| {
         let before = count.load(Ordering::SeqCst);
-        let run = ask_run(fx, port, "s", 3, &[], false);
+        let run = ask_run(fx, port, &["s\r"], 3, &[], Inside::Quiet);
         assert_eq!(run.asked, 1, "{mode:?}: {}", run.shown);
         assert_eq!(
             answers_of(&run.shown),
@@ -157,7 +205,7 @@ fn sandbox_lets_every_one_of_the_run_through_and_always_saves_the_rule() {
         let config = fx.config.join("cordon/config.toml");
         assert!(!config.exists(), "{mode:?}: 's' saved a rule");
 
-        let run = ask_run(fx, port, "a", 1, &[], false);
+        let run = ask_run(fx, port, &["always\r"], 1, &[], Inside::Quiet);
         assert_eq!(
             answers_of(&run.shown),
             ["served-ok"],
@@ -187,7 +235,7 @@ fn no_answer_in_time_refuses_and_the_sandbox_cannot_answer() {
     let (port, count) = server();
     each_fixture(|mode, fx| {
         let before = count.load(Ordering::SeqCst);
-        let run = ask_run(fx, port, "", 1, &["--ask-timeout", "3s"], true);
+        let run = ask_run(fx, port, &[], 1, &["--ask-timeout", "3s"], Inside::Press);
         assert_eq!(run.asked, 1, "{mode:?}: {}", run.shown);
         assert_eq!(
             answers_of(&run.shown),
@@ -202,6 +250,63 @@ fn no_answer_in_time_refuses_and_the_sandbox_cannot_answer() {
         );
         assert_eq!(count.load(Ordering::SeqCst), before, "{mode:?}");
         assert!(!fx.config.join("cordon/config.toml").exists());
+    });
+}
+
+#[test]
+fn the_terminals_own_replies_and_keys_that_are_sequences_answer_nothing() {
+    let (port, count) = server();
+    each_fixture(|mode, fx| {
+        // The terminal replies at once (before the question, thrown away)
+        // or late (while it is on screen). The user presses Up, F1 and
+        // Alt-a, the terminal reports focus out, and Enter ends a line
+        // that is no answer; then the user types "d".
+        for late in [0.0, 0.4] {
+            let before = count.load(Ordering::SeqCst);
+            let run = ask_run_replying(
+                fx,
+                port,
+                &["\x1b[A\x1bOP\x1ba\x1b[O\r", "\x1b[Ad\r"],
+                1,
+                &[],
+                Inside::Query,
+                Some(late),
+            );
+            let seen = format!("{mode:?} {late}: {}", run.shown);
+            assert_eq!(run.asked, 1, "{seen}");
+            assert_eq!(answers_of(&run.shown), ["failed"], "{seen}");
+            assert_eq!(
+                run.shown.matches("Type o, s, a, d or x").count(),
+                1,
+                "{seen}"
+            );
+            assert!(run.shown.contains("denied for this sandbox"), "{seen}");
+            assert_eq!(count.load(Ordering::SeqCst), before, "{seen}");
+            assert!(!fx.config.join("cordon/config.toml").exists(), "{seen}");
+        }
+    });
+}
+
+#[test]
+fn x_refuses_and_stops_the_asking() {
+    let (port, count) = server();
+    each_fixture(|mode, fx| {
+        let before = count.load(Ordering::SeqCst);
+        let run = ask_run(fx, port, &["x\r"], 3, &[], Inside::Quiet);
+        assert_eq!(run.code, 0, "{mode:?}: {}", run.shown);
+        assert_eq!(run.asked, 1, "{mode:?}: {}", run.shown);
+        assert_eq!(
+            answers_of(&run.shown),
+            ["failed"; 3],
+            "{mode:?}: {}",
+            run.shown
+        );
+        assert!(
+            run.shown.contains("nothing more is asked"),
+            "{mode:?}: {}",
+            run.shown
+        );
+        assert_eq!(count.load(Ordering::SeqCst), before, "{mode:?}");
     });
 }
 

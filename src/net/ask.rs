@@ -33,6 +33,12 @@ pub enum Answer {
     Saved(String),
     /// Refuse it, for the rest of the sandbox.
     Deny,
+    /// Refuse it and every question waiting, and ask nothing more: what no
+    /// rule allows is refused for the rest of the sandbox.
+    StopAsking,
+    /// Refused without asking: [`MAX_WAITING`] questions waited already,
+    /// or the user stopped the asking.
+    NotAsked,
     /// No answer in time: refuse this connection (the next one asks again).
     NoAnswer,
 }
@@ -51,12 +57,19 @@ struct Waiting {
     replies: Vec<oneshot::Sender<Answer>>,
 }
 
+/// The most questions that wait at once; a command that asks about
+/// thousands of hosts gets the rest refused at once rather than holding
+/// the user (and its connections) for a timeout each.
+pub const MAX_WAITING: usize = 16;
+
 #[derive(Default)]
 struct State {
     /// In the order asked; the first is the one on screen.
     waiting: VecDeque<Waiting>,
     /// What the user decided for the rest of the sandbox, by `shown`.
     decided: HashMap<String, bool>,
+    /// The user stopped the asking.
+    stopped: bool,
 }
 
 /// The questions, between the proxy and the terminal prompt.
@@ -98,6 +111,14 @@ impl Asker {
         let Some(done) = state.waiting.pop_front() else {
             return;
         };
+        if answer == Answer::StopAsking {
+            state.stopped = true;
+            for waiting in state.waiting.drain(..) {
+                for reply in waiting.replies {
+                    let _ = reply.send(Answer::NotAsked);
+                }
+            }
+        }
         match answer {
             Answer::Sandbox | Answer::Saved(_) => {
                 state.decided.insert(done.question.shown.clone(), true);
@@ -105,7 +126,7 @@ impl Asker {
             Answer::Deny => {
                 state.decided.insert(done.question.shown.clone(), false);
             }
-            Answer::Once | Answer::NoAnswer => {}
+            Answer::Once | Answer::NoAnswer | Answer::StopAsking | Answer::NotAsked => {}
         }
         for reply in done.replies {
             let _ = reply.send(answer.clone());
@@ -130,15 +151,18 @@ impl Asker {
             match state.decided.get(&question.shown) {
                 Some(true) => return Answer::Sandbox,
                 Some(false) => return Answer::Deny,
+                None if state.stopped => return Answer::NotAsked,
                 None => {}
             }
             let (reply, receiver) = oneshot::channel();
+            let full = state.waiting.len() >= MAX_WAITING;
             match state
                 .waiting
                 .iter_mut()
                 .find(|w| w.question.shown == question.shown)
             {
                 Some(waiting) => waiting.replies.push(reply),
+                None if full => return Answer::NotAsked,
                 None => {
                     state.waiting.push_back(Waiting {
                         question,
@@ -225,11 +249,13 @@ impl Gate for AskingGate {
             Answer::Once => "allowed once".to_string(),
             Answer::Sandbox => "allowed for this sandbox".to_string(),
             Answer::Saved(file) => format!("allowed, and saved to {file}"),
-            answer @ (Answer::Deny | Answer::NoAnswer) => {
-                let why = if answer == Answer::Deny {
-                    "refused when asked"
-                } else {
-                    "no answer in time when asked, so refused"
+            answer @ (Answer::Deny | Answer::NoAnswer | Answer::StopAsking | Answer::NotAsked) => {
+                let why = match answer {
+                    Answer::Deny | Answer::StopAsking => "refused when asked",
+                    Answer::NotAsked => {
+                        "not asked (the user stopped the asking, or too many questions waited), so refused"
+                    }
+                    _ => "no answer in time when asked, so refused",
                 };
                 denial.reason = format!("{}; {why}", denial.reason);
                 denial.source = ASK_SOURCE.to_string();

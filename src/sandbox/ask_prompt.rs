@@ -1,10 +1,19 @@
 //! The terminal side of `cordon run --ask`: each question of the proxy's
 //! [`Asker`] shown on the caller's controlling terminal, one at a time,
-//! and answered with one key. While a question is on screen the relay
-//! between the terminal and the sandbox's pty pauses, so the key reaches
-//! cordon and not the command, and nothing the command prints runs over
-//! the question. The sandbox cannot answer: its processes have a pty of
-//! their own, and no descriptor of the caller's terminal.
+//! and answered with a typed line. While a question is on screen the
+//! relay between the terminal and the sandbox's pty pauses, so what is
+//! typed reaches cordon and not the command, and nothing the command
+//! prints runs over the question.
+//!
+//! The sandbox cannot answer: its processes have a pty of their own, and
+//! no descriptor of the caller's terminal. What it can do is make the
+//! terminal send input of its own (replies to queries, reports) and leave
+//! the terminal in a mode that hides text. So before a question shows,
+//! cordon lets the terminal's replies to what the command printed arrive
+//! ([`SETTLE`]) and throws away everything typed or sent so far, resets
+//! the modes that hide or move text, and then reads only a line typed
+//! after the question, with every escape sequence dropped (see
+//! [`super::ask_keys`]).
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -13,8 +22,29 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nix::sys::termios::{self, FlushArg, LocalFlags, OutputFlags};
+
+use super::ask_keys::{Key, KeyReader, MAX_LINE};
 use crate::escape::printable;
 use crate::net::ask::{Answer, Asker, Question};
+
+/// How long the terminal gets to send its replies to what the command
+/// printed before the question (they are thrown away then, with anything
+/// typed ahead): a local terminal replies within milliseconds, one over
+/// SSH within a round trip.
+pub const SETTLE: Duration = Duration::from_millis(250);
+
+/// What the prompt sends the terminal before a question, so that what the
+/// command left set cannot hide it or draw over it: attributes (conceal,
+/// colours), character sets, reverse video, origin and insert modes,
+/// scroll margins, a hidden cursor, the colours set with OSC 4, 10 and 11;
+/// mouse and focus reports off. Then the cursor goes to the bottom line.
+const RESET: &str = concat!(
+    "\x1b[0m\x1b(B\x0f\x1b[?25h\x1b[?5l\x1b[?6l\x1b[4l\x1b[?7h\x1b[r",
+    "\x1b]104\x07\x1b]110\x07\x1b]111\x07",
+    "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l",
+    "\x1b[999;1H\r\n",
+);
 
 /// What `cordon run --ask` needs, set up before the sandbox.
 pub struct AskSetup {
@@ -32,6 +62,10 @@ pub struct Prompt {
     asker: Arc<Asker>,
     /// The question on screen, and when it is refused unanswered.
     showing: Option<(Question, Instant)>,
+    /// The terminal's input, read into keys.
+    keys: KeyReader,
+    /// What was typed since the question showed.
+    line: Vec<u8>,
 }
 
 impl Prompt {
@@ -40,6 +74,8 @@ impl Prompt {
             setup,
             asker,
             showing: None,
+            keys: KeyReader::default(),
+            line: Vec::new(),
         }
     }
 
@@ -67,19 +103,41 @@ impl Prompt {
         let (None, Some(question)) = (&self.showing, next) else {
             return;
         };
+        self.settle();
         let seconds = self.setup.timeout.as_secs();
+        let loopback = if question.shown.starts_with("host.cordon.internal:") {
+            " (a port on this machine's loopback, outside the sandbox)"
+        } else {
+            ""
+        };
+        self.say(RESET);
         self.say(&format!(
-            "\r\ncordon --ask: the sandbox wants to reach {}, which no rule allows.\r\n  [o]nce, this [s]andbox, [a]lways (saves \"{}\" to {}), or [d]eny? (denied in {seconds}s) ",
+            "cordon --ask: the sandbox wants to reach {}{loopback}, which no rule allows.\r\n  [o]nce, this [s]andbox, [a]lways (saves \"{}\" to {}), [d]eny,\r\n  or [x] deny it and stop asking? Type a letter and Enter (denied in {seconds}s): ",
             printable(&question.shown),
             printable(&question.rule),
             printable(self.setup.config_file.display().to_string()),
         ));
-        self.showing = Some((question, Instant::now() + self.setup.timeout));
+        let until = Instant::now()
+            .checked_add(self.setup.timeout)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
+        self.showing = Some((question, until));
     }
 
-    /// Reads the key the user pressed; a key that is no answer is ignored.
+    /// Lets the terminal's replies to what the command printed arrive,
+    /// then throws them away with whatever was typed ahead.
+    fn settle(&mut self) {
+        let tty = self.setup.tty.as_fd();
+        let _ = termios::tcdrain(tty);
+        std::thread::sleep(SETTLE);
+        let _ = termios::tcflush(tty, FlushArg::TCIFLUSH);
+        self.keys = KeyReader::default();
+        self.line.clear();
+    }
+
+    /// Reads what the terminal sent; a line is an answer once Enter ends
+    /// it, and a line that is none asks again.
     pub fn key(&mut self) {
-        let mut buf = [0u8; 64];
+        let mut buf = [0u8; 256];
         let n = match self.setup.tty.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return,
@@ -89,22 +147,52 @@ impl Prompt {
         if n == 0 {
             return self.finish(Answer::NoAnswer);
         }
-        let picked = buf[..n].iter().find_map(|b| match b.to_ascii_lowercase() {
-            b'o' => Some('o'),
-            b's' => Some('s'),
-            b'a' => Some('a'),
-            // Ctrl-C and Ctrl-D (the terminal is raw while the relay runs).
-            b'd' | b'n' | 0x03 | 0x04 => Some('d'),
-            _ => None,
-        });
-        let answer = match picked {
-            None => return,
-            Some('o') => Answer::Once,
-            Some('s') => Answer::Sandbox,
-            Some('a') => self.save(),
-            Some(_) => Answer::Deny,
-        };
-        self.finish(answer);
+        // The terminal echoes in canonical mode; in raw mode (the relay's)
+        // the prompt does.
+        let echo = !self.terminal_echoes();
+        for key in self.keys.feed(&buf[..n]) {
+            match key {
+                Key::Char(c) if self.line.len() < MAX_LINE => {
+                    self.line.push(c);
+                    if echo {
+                        self.say(&(c as char).to_string());
+                    }
+                }
+                Key::Char(_) => {}
+                Key::Erase => {
+                    if self.line.pop().is_some() && echo {
+                        self.say("\x08 \x08");
+                    }
+                }
+                Key::Cancel => return self.finish(Answer::Deny),
+                Key::Enter => {
+                    let typed = std::mem::take(&mut self.line);
+                    let answer = match String::from_utf8_lossy(&typed)
+                        .trim()
+                        .to_ascii_lowercase()
+                        .as_str()
+                    {
+                        "o" | "once" => Answer::Once,
+                        "s" | "sandbox" => Answer::Sandbox,
+                        "a" | "always" => self.save(),
+                        "d" | "deny" | "n" | "no" => Answer::Deny,
+                        "x" => Answer::StopAsking,
+                        _ => {
+                            self.say("\r\n  Type o, s, a, d or x, then Enter: ");
+                            continue;
+                        }
+                    };
+                    return self.finish(answer);
+                }
+            }
+        }
+    }
+
+    /// Whether the terminal echoes what is typed (canonical mode, not the
+    /// relay's raw mode).
+    fn terminal_echoes(&self) -> bool {
+        termios::tcgetattr(self.setup.tty.as_fd())
+            .is_ok_and(|t| t.local_flags.contains(LocalFlags::ECHO))
     }
 
     /// Refuses the question on screen if its time is up.
@@ -147,7 +235,10 @@ impl Prompt {
             Answer::Sandbox => "allowed for this sandbox".to_string(),
             Answer::Saved(file) => format!("allowed, and saved to {}", printable(file)),
             Answer::Deny => "denied for this sandbox".to_string(),
-            Answer::NoAnswer => "no answer: denied".to_string(),
+            Answer::StopAsking => {
+                "denied; nothing more is asked, and what no rule allows is denied".to_string()
+            }
+            Answer::NotAsked | Answer::NoAnswer => "no answer: denied".to_string(),
         };
         self.say(&format!(
             "\r\ncordon --ask: {}: {how}\r\n",
@@ -159,6 +250,30 @@ impl Prompt {
     }
 
     fn say(&mut self, text: &str) {
+        // A terminal that turns LF into CRLF itself (canonical mode) gets
+        // LF alone.
+        let crlf = termios::tcgetattr(self.setup.tty.as_fd()).is_ok_and(|t| {
+            t.output_flags
+                .contains(OutputFlags::OPOST | OutputFlags::ONLCR)
+        });
+        let text = if crlf {
+            text.replace("\r\n", "\n")
+        } else {
+            text.to_string()
+        };
         let _ = self.setup.tty.write_all(text.as_bytes());
+    }
+}
+
+impl Drop for Prompt {
+    /// A question still on screen when the run ends is closed there.
+    fn drop(&mut self) {
+        if let Some((question, _)) = self.showing.take() {
+            self.say(&format!(
+                "\r\ncordon --ask: {}: the run ended before an answer: denied\r\n",
+                printable(&question.shown)
+            ));
+            self.asker.answer(Answer::NoAnswer);
+        }
     }
 }

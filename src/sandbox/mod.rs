@@ -11,6 +11,7 @@
 //! tools' caches of [`caches`]) and [`landlock`]; process hardening is [`init`] and [`seccomp`], its kernel
 //! calls and their order [`kernel`]; limits are [`limits`].
 
+mod ask_keys;
 pub mod ask_prompt;
 pub mod caches;
 pub mod channel;

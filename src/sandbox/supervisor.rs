@@ -369,7 +369,11 @@ impl Sandbox {
                 }
                 p.tick();
             }
-            if let Some(r) = relay.as_mut() {
+            // A question shown in this pass pauses the relay now: what the
+            // poll found ready waits until it is answered.
+            let shown_now =
+                !is_answering && prompt.as_ref().is_some_and(|p| p.answering().is_some());
+            if let (Some(r), false) = (relay.as_mut(), shown_now) {
                 let mut i = 1;
                 if poll_stdin {
                     if ready[i] {
