@@ -292,6 +292,27 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
+impl RunArgs {
+    /// The run of this command under `policy` (loaded from these flags),
+    /// neither learning nor asking.
+    fn request<'a>(
+        self,
+        policy: &'a crate::policy::Policy,
+        cwd: PathBuf,
+        filters: sandbox::seccomp::Compiling,
+    ) -> sandbox::RunRequest<'a> {
+        sandbox::RunRequest {
+            policy,
+            command: self.command,
+            cwd,
+            quiet: self.quiet,
+            filters,
+            learn: None,
+            ask: None,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RunCommandArgs {
     #[command(flatten)]
@@ -711,13 +732,8 @@ fn learn_command(mut args: LearnArgs) -> Result<i32, Failure> {
         .join(" ");
     let learned = std::sync::Arc::new(crate::net::learn::Learned::default());
     let code = sandbox::run(sandbox::RunRequest {
-        policy: &policy,
-        command: args.run.command,
-        cwd,
-        quiet: args.run.quiet,
-        filters,
         learn: Some(std::sync::Arc::clone(&learned)),
-        ask: None,
+        ..args.run.request(&policy, cwd, filters)
     })?;
     let writes = learned.writes();
     if learned.dropped() > 0 {
@@ -934,15 +950,7 @@ fn mcp_command(args: McpArgs) -> Result<i32, Failure> {
         McpCommand::Run(args) => {
             let filters = sandbox::seccomp::Compiling::start();
             let (policy, cwd) = load_policy_for(&args.run.policy, Some(&args.server))?;
-            return Ok(sandbox::run(sandbox::RunRequest {
-                policy: &policy,
-                command: args.run.command,
-                cwd,
-                quiet: args.run.quiet,
-                filters,
-                learn: None,
-                ask: None,
-            })?);
+            return Ok(sandbox::run(args.run.request(&policy, cwd, filters))?);
         }
         McpCommand::Wrap(args) => {
             let cordon = match args.cordon {
@@ -1024,16 +1032,10 @@ pub fn dispatch(cli: Cli) -> Result<i32, Failure> {
             args_run.policy.pick_agent(&args_run.command)?;
             let (policy, cwd) = load_policy(&args_run.policy)?;
             say_missing_keys(&policy);
-            let req = sandbox::RunRequest {
-                policy: &policy,
-                command: args.run.command,
-                cwd,
-                quiet: args.run.quiet,
-                filters,
-                learn: None,
+            Ok(sandbox::run(sandbox::RunRequest {
                 ask,
-            };
-            Ok(sandbox::run(req)?)
+                ..args.run.request(&policy, cwd, filters)
+            })?)
         }
         Command::Learn(args) => learn_command(args),
         Command::Mcp(args) => mcp_command(args),

@@ -155,6 +155,13 @@ fn ask_run_replying(
     }
 }
 
+/// Checks that `run` asked `asked` questions and that the command's
+/// requests got `results`, in order.
+fn expect(run: &Asked, mode: impl std::fmt::Debug, asked: u64, results: &[&str]) {
+    assert_eq!(run.asked, asked, "{mode:?}: {}", run.shown);
+    assert_eq!(answers_of(&run.shown), results, "{mode:?}: {}", run.shown);
+}
+
 /// What each of the command's requests got (its `result=` lines; a
 /// line may start with the keys the command pressed).
 fn answers_of(shown: &str) -> Vec<&str> {
@@ -174,13 +181,7 @@ fn once_lets_one_through_deny_refuses_the_rest_of_the_run() {
         let before = count.load(Ordering::SeqCst);
         let run = ask_run(fx, port, &["o\r", "d\r"], 3, &[], Inside::Quiet);
         assert_eq!(run.code, 0, "{mode:?}: {}", run.shown);
-        assert_eq!(run.asked, 2, "{mode:?}: {}", run.shown);
-        assert_eq!(
-            answers_of(&run.shown),
-            ["served-ok", "failed", "failed"],
-            "{mode:?}: {}",
-            run.shown
-        );
+        expect(&run, mode, 2, &["served-ok", "failed", "failed"]);
         assert_eq!(count.load(Ordering::SeqCst), before + 1, "{mode:?}");
         assert!(
             run.shown.contains("allowed once") && run.shown.contains("denied for this sandbox")
@@ -194,24 +195,13 @@ fn sandbox_lets_every_one_of_the_run_through_and_always_saves_the_rule() {
     each_fixture(|mode, fx| {
         let before = count.load(Ordering::SeqCst);
         let run = ask_run(fx, port, &["s\r"], 3, &[], Inside::Quiet);
-        assert_eq!(run.asked, 1, "{mode:?}: {}", run.shown);
-        assert_eq!(
-            answers_of(&run.shown),
-            ["served-ok"; 3],
-            "{mode:?}: {}",
-            run.shown
-        );
+        expect(&run, mode, 1, &["served-ok"; 3]);
         assert_eq!(count.load(Ordering::SeqCst), before + 3);
         let config = fx.config.join("cordon/config.toml");
         assert!(!config.exists(), "{mode:?}: 's' saved a rule");
 
         let run = ask_run(fx, port, &["always\r"], 1, &[], Inside::Quiet);
-        assert_eq!(
-            answers_of(&run.shown),
-            ["served-ok"],
-            "{mode:?}: {}",
-            run.shown
-        );
+        expect(&run, mode, 1, &["served-ok"]);
         let saved = std::fs::read_to_string(&config).unwrap();
         assert_eq!(
             saved,
@@ -236,13 +226,7 @@ fn no_answer_in_time_refuses_and_the_sandbox_cannot_answer() {
     each_fixture(|mode, fx| {
         let before = count.load(Ordering::SeqCst);
         let run = ask_run(fx, port, &[], 1, &["--ask-timeout", "3s"], Inside::Press);
-        assert_eq!(run.asked, 1, "{mode:?}: {}", run.shown);
-        assert_eq!(
-            answers_of(&run.shown),
-            ["failed"],
-            "{mode:?}: {}",
-            run.shown
-        );
+        expect(&run, mode, 1, &["failed"]);
         assert!(
             run.shown.contains("no answer: denied"),
             "{mode:?}: {}",
@@ -272,9 +256,8 @@ fn the_terminals_own_replies_and_keys_that_are_sequences_answer_nothing() {
                 Inside::Query,
                 Some(late),
             );
+            expect(&run, (mode, late), 1, &["failed"]);
             let seen = format!("{mode:?} {late}: {}", run.shown);
-            assert_eq!(run.asked, 1, "{seen}");
-            assert_eq!(answers_of(&run.shown), ["failed"], "{seen}");
             assert_eq!(
                 run.shown.matches("Type o, s, a, d or x").count(),
                 1,
@@ -294,13 +277,7 @@ fn x_refuses_and_stops_the_asking() {
         let before = count.load(Ordering::SeqCst);
         let run = ask_run(fx, port, &["x\r"], 3, &[], Inside::Quiet);
         assert_eq!(run.code, 0, "{mode:?}: {}", run.shown);
-        assert_eq!(run.asked, 1, "{mode:?}: {}", run.shown);
-        assert_eq!(
-            answers_of(&run.shown),
-            ["failed"; 3],
-            "{mode:?}: {}",
-            run.shown
-        );
+        expect(&run, mode, 1, &["failed"; 3]);
         assert!(
             run.shown.contains("nothing more is asked"),
             "{mode:?}: {}",

@@ -410,16 +410,8 @@ model = "y"
 
 fn toml_command(text: &str, name: &str) -> Vec<String> {
     let value: toml::Table = toml::from_str(text).unwrap();
-    let entry = &value["mcp_servers"][name];
-    let mut out = vec![entry["command"].as_str().unwrap().to_string()];
-    out.extend(
-        entry["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap().to_string()),
-    );
-    out
+    let json = serde_json::to_string(&value).unwrap();
+    json_command(&json, &format!("/mcp_servers/{name}"))
 }
 
 #[test]
