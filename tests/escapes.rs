@@ -533,12 +533,7 @@ fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() 
             format!("python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"{name}\")'")
         };
         let (bad_socket, good_socket) = (bind(".envrc"), bind("ok.sock"));
-        // $XDG_CONFIG_HOME is writable here: git reads its git/ there.
         let script = attempts_script(&[
-            (
-                "xdg-config",
-                "mkdir -p \"$XDG_CONFIG_HOME/git\" && echo '[core] fsmonitor = x' > \"$XDG_CONFIG_HOME/git/config\"",
-            ),
             (
                 "deep-deny-write",
                 "mkdir -p newdir/sub && echo planted > newdir/sub/never.txt",
@@ -548,7 +543,6 @@ fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() 
         ]);
         let out = fx
             .sandbox()
-            .flag("--allow-write", &fx.config)
             .flag("--deny-write", fx.project.join("newdir/sub/never.txt"))
             .sh(&script);
         assert_eq!(
@@ -560,10 +554,16 @@ fn the_users_git_config_deep_deny_write_paths_and_socket_names_cannot_be_made() 
         assert!(!fx.project.join("newdir/sub/never.txt").exists());
         assert!(fx.project.join(".envrc").symlink_metadata().is_err());
         // A writable home (or a startup place in it) is refused outright:
-        // dotfiles, ~/.config, programs on PATH would all be open.
+        // dotfiles, ~/.config, programs on PATH would all be open; so is
+        // $XDG_CONFIG_HOME, where git reads its git/config and cordon its
+        // own config.
         std::fs::create_dir_all(fx.home.join(".local/bin")).unwrap();
         chown_tree(&fx.home, mode);
-        for writable in [fx.home.clone(), fx.home.join(".local/bin")] {
+        for writable in [
+            fx.home.clone(),
+            fx.home.join(".local/bin"),
+            fx.config.clone(),
+        ] {
             let out = fx
                 .sandbox()
                 .flag("--allow-write", &writable)
