@@ -93,6 +93,16 @@ enum Inside {
     Query,
 }
 
+/// How the test's terminal behaves.
+#[derive(Clone, Copy, Default)]
+struct Terminal {
+    /// It answers the command's queries this many seconds late.
+    reply: Option<f64>,
+    /// The answers are typed this many seconds after each question shows
+    /// (else ask_pty.py's default).
+    delay: Option<f64>,
+}
+
 fn ask_run(
     fx: &Fixture,
     port: u16,
@@ -101,19 +111,18 @@ fn ask_run(
     extra: &[&str],
     inside: Inside,
 ) -> Asked {
-    ask_run_replying(fx, port, answers, n, extra, inside, None)
+    ask_run_at(fx, port, answers, extra, (n, inside), Terminal::default())
 }
 
-/// As [`ask_run`], at a terminal that answers the command's queries
-/// `reply` seconds late.
-fn ask_run_replying(
+/// As [`ask_run`], at `terminal`; the command makes `n` requests and does
+/// `inside` besides.
+fn ask_run_at(
     fx: &Fixture,
     port: u16,
     answers: &[&str],
-    n: usize,
     extra: &[&str],
-    inside: Inside,
-    reply: Option<f64>,
+    (n, inside): (usize, Inside),
+    terminal: Terminal,
 ) -> Asked {
     let script = fx.project.join("get.py");
     std::fs::write(&script, GET).unwrap();
@@ -140,10 +149,11 @@ fn ask_run_replying(
         .env("XDG_CONFIG_HOME", &fx.config)
         .env("ANSWERS", serde_json::to_string(answers).unwrap())
         .current_dir(&fx.project);
-    if let Some(late) = reply {
-        // The answers come after the late replies.
-        cmd.env("REPLY", late.to_string())
-            .env("ANSWER_DELAY", "0.8");
+    if let Some(late) = terminal.reply {
+        cmd.env("REPLY", late.to_string());
+    }
+    if let Some(delay) = terminal.delay {
+        cmd.env("ANSWER_DELAY", delay.to_string());
     }
     let out = cmd.output().unwrap();
     let json: serde_json::Value =
@@ -242,24 +252,31 @@ fn the_terminals_own_replies_and_keys_that_are_sequences_answer_nothing() {
     let (port, count) = server();
     each_fixture(|mode, fx| {
         // The terminal replies at once (before the question, thrown away)
-        // or late (while it is on screen). The user presses Up, F1 and
-        // Alt-a, the terminal reports focus out, and Enter ends a line
-        // that is no answer; then the user types "d".
-        for late in [0.0, 0.4] {
+        // or late (while it is on screen, after the first second in which
+        // input is thrown away). The user presses Up, F1 and Alt-a, the
+        // terminal reports focus out, and Enter ends a line that is no
+        // answer (what was dropped spoils it); then the user types "d".
+        for late in [0.0, 1.8] {
             let before = count.load(Ordering::SeqCst);
-            let run = ask_run_replying(
+            // The answers come after the late replies.
+            let terminal = Terminal {
+                reply: Some(late),
+                delay: Some(2.5),
+            };
+            let run = ask_run_at(
                 fx,
                 port,
-                &["\x1b[A\x1bOP\x1ba\x1b[O\r", "\x1b[Ad\r"],
-                1,
+                &["\x1b[A\x1bOP\x1ba\x1b[O\r", "d\r"],
                 &[],
-                Inside::Query,
-                Some(late),
+                (1, Inside::Query),
+                terminal,
             );
             expect(&run, (mode, late), 1, &["failed"]);
             let seen = format!("{mode:?} {late}: {}", run.shown);
             assert_eq!(
-                run.shown.matches("Type o, s, a, d or x").count(),
+                run.shown
+                    .matches("That line held more than an answer")
+                    .count(),
                 1,
                 "{seen}"
             );
@@ -267,6 +284,61 @@ fn the_terminals_own_replies_and_keys_that_are_sequences_answer_nothing() {
             assert_eq!(count.load(Ordering::SeqCst), before, "{seen}");
             assert!(!fx.config.join("cordon/config.toml").exists(), "{seen}");
         }
+    });
+}
+
+#[test]
+fn a_line_typed_too_soon_or_too_long_is_no_answer_and_a_root_port_cannot_be_saved() {
+    let (port, count) = server();
+    each_fixture(|mode, fx| {
+        let before = count.load(Ordering::SeqCst);
+        // Typed 0.3s after the question shows: before it could be read
+        // (a command that asked for "a" and Enter itself, timed to it).
+        let typed = |answer: &str, delay: f64| {
+            let terminal = Terminal {
+                reply: None,
+                delay: Some(delay),
+            };
+            ask_run_at(
+                fx,
+                port,
+                &[answer],
+                &["--ask-timeout", "4s"],
+                (1, Inside::Quiet),
+                terminal,
+            )
+        };
+        let mut run = typed("a\r", 0.3);
+        expect(&run, mode, 1, &["failed"]);
+        assert!(
+            run.shown.contains("no answer: denied"),
+            "{mode:?}: {}",
+            run.shown
+        );
+        // "a", padding past the longest answer, then "nope, deny".
+        run = typed("a                    nope, deny\r", 1.2);
+        expect(&run, mode, 1, &["failed"]);
+        assert!(
+            run.shown.contains("That line held more than an answer"),
+            "{mode:?}: {}",
+            run.shown
+        );
+        assert_eq!(count.load(Ordering::SeqCst), before, "{mode:?}");
+        assert!(!fx.config.join("cordon/config.toml").exists(), "{mode:?}");
+        // Docker's API port on the host: said, and "always" is no answer.
+        run = ask_run(fx, 2375, &["a\r", "d\r"], 1, &[], Inside::Quiet);
+        expect(&run, mode, 1, &["failed"]);
+        assert!(
+            run.shown.contains("WARNING: 2375 is Docker"),
+            "{mode:?}: {}",
+            run.shown
+        );
+        assert!(
+            run.shown.contains("Type o, s, d or x"),
+            "{mode:?}: {}",
+            run.shown
+        );
+        assert!(!fx.config.join("cordon/config.toml").exists(), "{mode:?}");
     });
 }
 

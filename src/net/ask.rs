@@ -50,6 +50,10 @@ pub struct Question {
     pub shown: String,
     /// The rule that allows it, as a policy file writes it.
     pub rule: String,
+    /// Why letting it through may hand the sandbox the host (a container
+    /// engine's API port on the host's loopback); such a question offers
+    /// no "always".
+    pub warning: Option<String>,
 }
 
 struct Waiting {
@@ -210,7 +214,12 @@ impl AskingGate {
                 ..
             }
         );
-        if !askable {
+        // A name of this machine's own loopback (RFC 6761): the address
+        // guard refuses what it resolves to, allowed or not, so a rule
+        // saved for it would only be junk.
+        let loopback_name =
+            matches!(target, Target::Name(n) if n == "localhost" || n.ends_with(".localhost"));
+        if !askable || loopback_name {
             return None;
         }
         let shown = target.with_port(port);
@@ -219,7 +228,15 @@ impl AskingGate {
             Target::Name(_) if default_port && !target.is_host_internal() => target.to_string(),
             _ => shown.clone(),
         };
-        Some(Question { shown, rule })
+        let warning = target
+            .is_host_internal()
+            .then(|| crate::policy::ports::root_equivalent_port(port))
+            .flatten();
+        Some(Question {
+            shown,
+            rule,
+            warning,
+        })
     }
 }
 
@@ -273,3 +290,7 @@ impl Gate for AskingGate {
         self.inner.check_address(host, addr, port)
     }
 }
+
+#[cfg(test)]
+#[path = "ask_tests.rs"]
+mod tests;

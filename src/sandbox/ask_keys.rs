@@ -8,8 +8,15 @@
 //! answer: every sequence the terminal can send (ECMA-48's CSI, SS3, and
 //! the strings OSC, DCS, APC, PM and SOS, in their 7-bit and 8-bit forms
 //! and the UTF-8 form of the C1 controls) is dropped, across reads, and the
-//! answer is a whole line, so that a stray letter is never one. A
-//! sequence read wrongly only ever drops keys, never makes one.
+//! answer is a whole line, so that a stray letter is never one. A line
+//! during which anything was dropped is no answer either: the tail of a
+//! reply whose head was thrown away (one larger than the terminal's input
+//! buffer, cut by the flush before the question) ends in a terminator the
+//! reader sees, so its letters never count. A sequence read wrongly only
+//! ever drops keys, never makes one; an 8-bit string terminator (0x9c, or
+//! C2 9C in UTF-8) is not taken as one, as a title the command set may
+//! hold it, so such a string leaves every later key dropped, and the
+//! question is denied when its time is up.
 
 /// What one byte, or one sequence, of terminal input means to the prompt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +62,8 @@ enum State {
 #[derive(Debug, Default)]
 pub struct KeyReader {
     state: State,
+    /// A byte that made no key came since [`KeyReader::take_dropped`].
+    dropped: bool,
 }
 
 const ESC: u8 = 0x1b;
@@ -72,7 +81,20 @@ impl KeyReader {
         keys
     }
 
+    /// Whether anything was dropped since the last call.
+    pub fn take_dropped(&mut self) -> bool {
+        std::mem::take(&mut self.dropped)
+    }
+
     fn byte(&mut self, byte: u8) -> Option<Key> {
+        let key = self.read(byte);
+        if key.is_none() {
+            self.dropped = true;
+        }
+        key
+    }
+
+    fn read(&mut self, byte: u8) -> Option<Key> {
         match self.state {
             State::Ground => return self.ground(byte),
             State::Escape => self.escape(byte),
@@ -87,6 +109,8 @@ impl KeyReader {
                 self.state = match byte {
                     0x20..=0x3f => State::Csi(true),
                     b'M' if !any => State::Skip(3),
+                    // The Linux console's F1 to F5: `ESC [ [ A` to `E`.
+                    b'[' if !any => State::Skip(1),
                     b't' if !any => State::Skip(2),
                     b'T' if !any => State::Skip(6),
                     _ => State::Ground,

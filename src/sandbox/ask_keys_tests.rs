@@ -44,7 +44,7 @@ fn what_the_terminal_sends_of_its_own_is_no_key() {
         b"\x1b[<0;10;20M\x1b[<0;10;20m",
         b"\x1b[M aa\x1b[Mdsa",
         // Arrows, F1 (SS3), F5, Alt-a, Home; a paste's brackets.
-        b"\x1b[A\x1bOP\x1b[15~\x1ba\x1b[1;5H",
+        b"\x1b[A\x1bOP\x1b[15~\x1ba\x1b[1;5H\x1b[[A",
         b"\x1b[200~\x1b[201~",
         // The same in 8-bit C1 form and as UTF-8 C1 (C2 9D = OSC).
         b"\x9d11;rgb:aaaa/aaaa/aaaa\x07\x9b?1;2c",
@@ -75,4 +75,16 @@ fn a_sequence_split_between_reads_stays_one() {
         keys.extend(r.feed(&reply[cut..]));
         assert_eq!(chars(&keys), "o", "cut at {cut}");
     }
+}
+
+#[test]
+fn a_reply_cut_by_the_flush_marks_its_tail_dropped() {
+    let mut r = KeyReader::default();
+    // The head went; the tail is letters and a terminator.
+    let keys = r.feed(b"aaaa/aaaa\x07");
+    assert_eq!(chars(&keys), "aaaa/aaaa");
+    assert!(r.take_dropped());
+    assert!(!r.take_dropped(), "taken");
+    assert_eq!(chars(&r.feed(b"a")), "a");
+    assert!(!r.take_dropped(), "typed keys drop nothing");
 }

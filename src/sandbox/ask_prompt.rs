@@ -34,6 +34,16 @@ use crate::net::ask::{Answer, Asker, Question};
 /// SSH within a round trip.
 pub const SETTLE: Duration = Duration::from_millis(250);
 
+/// How long after a question shows what is typed is thrown away: a
+/// command that asks the user for keys of its own ("type a and Enter to
+/// accept") and connects at the first one must not have the next ones
+/// answer cordon's question, typed before it could be read.
+pub const HEED_AFTER: Duration = Duration::from_secs(1);
+
+/// The longest the prompt waits, after the flush, for the terminal's input
+/// to go quiet (a reply too large for the input buffer still coming).
+const QUIET_WITHIN: Duration = Duration::from_secs(2);
+
 /// What the prompt sends the terminal before a question, so that what the
 /// command left set cannot hide it or draw over it: attributes (conceal,
 /// colours), character sets, reverse video, origin and insert modes,
@@ -42,7 +52,10 @@ pub const SETTLE: Duration = Duration::from_millis(250);
 const RESET: &str = concat!(
     "\x1b[0m\x1b(B\x0f\x1b[?25h\x1b[?5l\x1b[?6l\x1b[4l\x1b[?7h\x1b[r",
     "\x1b]104\x07\x1b]110\x07\x1b]111\x07",
-    "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l",
+    "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1016l",
+    // Left and right margins, keypad application mode, 8-bit controls,
+    // the kitty keyboard protocol's flags, modifyOtherKeys.
+    "\x1b[?69l\x1b>\x1b F\x1b[=0;1u\x1b[>4m",
     "\x1b[999;1H\r\n",
 );
 
@@ -66,6 +79,11 @@ pub struct Prompt {
     keys: KeyReader,
     /// What was typed since the question showed.
     line: Vec<u8>,
+    /// The line is no answer whatever follows: something was dropped in
+    /// it, or it grew past [`MAX_LINE`].
+    spoiled: bool,
+    /// Input before then is thrown away (see [`HEED_AFTER`]).
+    heed_from: Instant,
 }
 
 impl Prompt {
@@ -76,6 +94,8 @@ impl Prompt {
             showing: None,
             keys: KeyReader::default(),
             line: Vec::new(),
+            spoiled: false,
+            heed_from: Instant::now(),
         }
     }
 
@@ -110,13 +130,29 @@ impl Prompt {
         } else {
             ""
         };
+        let (warning, always) = match &question.warning {
+            Some(why) => (
+                format!(
+                    "\r\n  WARNING: {}; it cannot be saved from here.",
+                    printable(why)
+                ),
+                String::new(),
+            ),
+            None => (
+                String::new(),
+                format!(
+                    " [a]lways (saves \"{}\" to {}),",
+                    printable(&question.rule),
+                    printable(self.setup.config_file.display().to_string()),
+                ),
+            ),
+        };
         self.say(RESET);
         self.say(&format!(
-            "cordon --ask: the sandbox wants to reach {}{loopback}, which no rule allows.\r\n  [o]nce, this [s]andbox, [a]lways (saves \"{}\" to {}), [d]eny,\r\n  or [x] deny it and stop asking? Type a letter and Enter (denied in {seconds}s): ",
+            "cordon --ask: the sandbox wants to reach {}{loopback}, which no rule allows.{warning}\r\n  [o]nce, this [s]andbox,{always} [d]eny,\r\n  or [x] deny it and stop asking? Type a letter and Enter (denied in {seconds}s): ",
             printable(&question.shown),
-            printable(&question.rule),
-            printable(self.setup.config_file.display().to_string()),
         ));
+        self.heed_from = Instant::now() + HEED_AFTER;
         let until = Instant::now()
             .checked_add(self.setup.timeout)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
@@ -124,14 +160,31 @@ impl Prompt {
     }
 
     /// Lets the terminal's replies to what the command printed arrive,
-    /// then throws them away with whatever was typed ahead.
+    /// then throws them away with whatever was typed ahead, until the
+    /// input is quiet (a reply larger than the input buffer keeps coming
+    /// after the flush).
     fn settle(&mut self) {
-        let tty = self.setup.tty.as_fd();
-        let _ = termios::tcdrain(tty);
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let _ = termios::tcdrain(self.setup.tty.as_fd());
         std::thread::sleep(SETTLE);
-        let _ = termios::tcflush(tty, FlushArg::TCIFLUSH);
+        let _ = termios::tcflush(self.setup.tty.as_fd(), FlushArg::TCIFLUSH);
+        let until = Instant::now() + QUIET_WITHIN;
+        while Instant::now() < until {
+            let mut fds = [PollFd::new(self.setup.tty.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(100u8)) {
+                Ok(0) => break,
+                Ok(_) => {
+                    let mut buf = [0u8; 4096];
+                    if !matches!(self.setup.tty.read(&mut buf), Ok(n) if n > 0) {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
         self.keys = KeyReader::default();
         self.line.clear();
+        self.spoiled = false;
     }
 
     /// Reads what the terminal sent; a line is an answer once Enter ends
@@ -147,10 +200,26 @@ impl Prompt {
         if n == 0 {
             return self.finish(Answer::NoAnswer);
         }
+        if Instant::now() < self.heed_from {
+            // Read through the keys, so that a sequence split across the
+            // moment is still one; then nothing of it counts.
+            self.keys.feed(&buf[..n]);
+            self.keys.take_dropped();
+            self.line.clear();
+            self.spoiled = false;
+            return;
+        }
         // The terminal echoes in canonical mode; in raw mode (the relay's)
         // the prompt does.
         let echo = !self.terminal_echoes();
-        for key in self.keys.feed(&buf[..n]) {
+        let keys = self.keys.feed(&buf[..n]);
+        // Something dropped in this read spoils the line (the tail of a
+        // reply cut by the flush ends in a terminator; an arrow the user
+        // pressed: typing again is cheap).
+        if self.keys.take_dropped() {
+            self.spoiled = true;
+        }
+        for key in keys {
             match key {
                 Key::Char(c) if self.line.len() < MAX_LINE => {
                     self.line.push(c);
@@ -158,7 +227,7 @@ impl Prompt {
                         self.say(&(c as char).to_string());
                     }
                 }
-                Key::Char(_) => {}
+                Key::Char(_) => self.spoiled = true,
                 Key::Erase => {
                     if self.line.pop().is_some() && echo {
                         self.say("\x08 \x08");
@@ -167,20 +236,34 @@ impl Prompt {
                 Key::Cancel => return self.finish(Answer::Deny),
                 Key::Enter => {
                     let typed = std::mem::take(&mut self.line);
-                    let answer = match String::from_utf8_lossy(&typed)
-                        .trim()
-                        .to_ascii_lowercase()
-                        .as_str()
-                    {
-                        "o" | "once" => Answer::Once,
-                        "s" | "sandbox" => Answer::Sandbox,
-                        "a" | "always" => self.save(),
-                        "d" | "deny" | "n" | "no" => Answer::Deny,
-                        "x" => Answer::StopAsking,
-                        _ => {
-                            self.say("\r\n  Type o, s, a, d or x, then Enter: ");
-                            continue;
-                        }
+                    let spoiled = std::mem::take(&mut self.spoiled);
+                    let can_save = self
+                        .showing
+                        .as_ref()
+                        .is_some_and(|(q, _)| q.warning.is_none());
+                    let text = String::from_utf8_lossy(&typed).trim().to_ascii_lowercase();
+                    let answer = match text.as_str() {
+                        _ if spoiled => None,
+                        "o" | "once" => Some(Answer::Once),
+                        "s" | "sandbox" => Some(Answer::Sandbox),
+                        "a" | "always" if can_save => Some(self.save()),
+                        "d" | "deny" | "n" | "no" => Some(Answer::Deny),
+                        "x" => Some(Answer::StopAsking),
+                        _ => None,
+                    };
+                    let Some(answer) = answer else {
+                        let letters = if can_save {
+                            "o, s, a, d or x"
+                        } else {
+                            "o, s, d or x"
+                        };
+                        let held = if spoiled {
+                            "That line held more than an answer. "
+                        } else {
+                            ""
+                        };
+                        self.say(&format!("\r\n  {held}Type {letters}, then Enter: "));
+                        continue;
                     };
                     return self.finish(answer);
                 }
@@ -266,11 +349,13 @@ impl Prompt {
 }
 
 impl Drop for Prompt {
-    /// A question still on screen when the run ends is closed there.
+    /// A question still on screen when the run ends is closed there, in
+    /// modes the command's last output cannot have left hiding it.
     fn drop(&mut self) {
         if let Some((question, _)) = self.showing.take() {
+            self.say(RESET);
             self.say(&format!(
-                "\r\ncordon --ask: {}: the run ended before an answer: denied\r\n",
+                "cordon --ask: {}: the run ended before an answer: denied\r\n",
                 printable(&question.shown)
             ));
             self.asker.answer(Answer::NoAnswer);

@@ -18,7 +18,7 @@ import sys
 import time
 
 QUESTION = b'stop asking?'
-AGAIN = b'Type o, s, a, d or x'
+AGAIN = b', then Enter: '
 QUERIES = [
     (re.compile(rb'\x1b\](1[01]|4;\d+);\?(\x07|\x1b\\)'),
      lambda m: b'\x1b]' + m.group(1) + b';rgb:aaaa/aaaa/aaaa\x1b\\'),
@@ -29,7 +29,8 @@ QUERIES = [
 ]
 answers = [a.encode('latin-1') for a in json.loads(os.environ.get('ANSWERS', '[]'))]
 reply_after = os.environ.get('REPLY')
-answer_after = float(os.environ.get('ANSWER_DELAY', '0'))
+# cordon throws away what is typed within a second of a question.
+answer_after = float(os.environ.get('ANSWER_DELAY', '1.2'))
 prompted = 0
 pid, fd = pty.fork()
 if pid == 0:
