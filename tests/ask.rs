@@ -311,6 +311,11 @@ fn a_line_typed_too_soon_or_too_long_is_no_answer_and_a_root_port_cannot_be_save
         let mut run = typed("a\r", 0.3);
         expect(&run, mode, 1, &["failed"]);
         assert!(
+            run.shown.contains("so not taken"),
+            "{mode:?}: {}",
+            run.shown
+        );
+        assert!(
             run.shown.contains("no answer: denied"),
             "{mode:?}: {}",
             run.shown

@@ -84,6 +84,8 @@ pub struct Prompt {
     spoiled: bool,
     /// Input before then is thrown away (see [`HEED_AFTER`]).
     heed_from: Instant,
+    /// The user was told that keys came too soon (once a question).
+    told_too_soon: bool,
 }
 
 impl Prompt {
@@ -96,6 +98,7 @@ impl Prompt {
             line: Vec::new(),
             spoiled: false,
             heed_from: Instant::now(),
+            told_too_soon: false,
         }
     }
 
@@ -153,6 +156,7 @@ impl Prompt {
             printable(&question.shown),
         ));
         self.heed_from = Instant::now() + HEED_AFTER;
+        self.told_too_soon = false;
         let until = Instant::now()
             .checked_add(self.setup.timeout)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
@@ -203,10 +207,22 @@ impl Prompt {
         if Instant::now() < self.heed_from {
             // Read through the keys, so that a sequence split across the
             // moment is still one; then nothing of it counts.
-            self.keys.feed(&buf[..n]);
+            let typed = self
+                .keys
+                .feed(&buf[..n])
+                .iter()
+                .any(|k| matches!(k, Key::Char(_) | Key::Enter));
             self.keys.take_dropped();
             self.line.clear();
             self.spoiled = false;
+            if typed && !self.told_too_soon {
+                self.told_too_soon = true;
+                let again = format!(
+                    "\r\n  (Typed before the question could be read, so not taken.) Type {}, then Enter: ",
+                    self.answers()
+                );
+                self.say(&again);
+            }
             return;
         }
         // The terminal echoes in canonical mode; in raw mode (the relay's)
@@ -237,10 +253,7 @@ impl Prompt {
                 Key::Enter => {
                     let typed = std::mem::take(&mut self.line);
                     let spoiled = std::mem::take(&mut self.spoiled);
-                    let can_save = self
-                        .showing
-                        .as_ref()
-                        .is_some_and(|(q, _)| q.warning.is_none());
+                    let can_save = self.can_save();
                     let text = String::from_utf8_lossy(&typed).trim().to_ascii_lowercase();
                     let answer = match text.as_str() {
                         _ if spoiled => None,
@@ -252,11 +265,7 @@ impl Prompt {
                         _ => None,
                     };
                     let Some(answer) = answer else {
-                        let letters = if can_save {
-                            "o, s, a, d or x"
-                        } else {
-                            "o, s, d or x"
-                        };
+                        let letters = self.answers();
                         let held = if spoiled {
                             "That line held more than an answer. "
                         } else {
@@ -268,6 +277,22 @@ impl Prompt {
                     return self.finish(answer);
                 }
             }
+        }
+    }
+
+    /// Whether the question on screen may be answered "always".
+    fn can_save(&self) -> bool {
+        self.showing
+            .as_ref()
+            .is_some_and(|(q, _)| q.warning.is_none())
+    }
+
+    /// The answers the question on screen takes.
+    fn answers(&self) -> &'static str {
+        if self.can_save() {
+            "o, s, a, d or x"
+        } else {
+            "o, s, d or x"
         }
     }
 
