@@ -318,8 +318,9 @@ pub struct RunCommandArgs {
     #[command(flatten)]
     pub run: RunArgs,
     /// Hold each connection to a host no rule allows and ask on your terminal: allow it once,
-    /// for this sandbox, always (saved to your config.toml), or deny; no answer in time denies.
-    /// An error without a terminal. The sandbox cannot answer: it has a terminal of its own.
+    /// for this sandbox, always (saved to your config.toml), deny, or deny and stop asking
+    /// (a letter and Enter); no answer in time denies. An error without a terminal. The
+    /// sandbox cannot answer: it has a terminal of its own.
     #[arg(long)]
     pub ask: bool,
     /// How long --ask waits for an answer before it denies (30s, 2m; 1s to 24h) [default: 60s].
