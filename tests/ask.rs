@@ -254,8 +254,9 @@ fn the_terminals_own_replies_and_keys_that_are_sequences_answer_nothing() {
         // The terminal replies at once (before the question, thrown away)
         // or late (while it is on screen, after the first second in which
         // input is thrown away). The user presses Up, F1 and Alt-a, the
-        // terminal reports focus out, and Enter ends a line that is no
-        // answer (what was dropped spoils it); then the user types "d".
+        // terminal reports focus out, a paste holds lines "x" and "a", and
+        // Enter ends a line that is no answer (what was dropped spoils
+        // it); then the user types "d".
         for late in [0.0, 1.8] {
             let before = count.load(Ordering::SeqCst);
             // The answers come after the late replies.
@@ -266,7 +267,7 @@ fn the_terminals_own_replies_and_keys_that_are_sequences_answer_nothing() {
             let run = ask_run_at(
                 fx,
                 port,
-                &["\x1b[A\x1bOP\x1ba\x1b[O\r", "d\r"],
+                &["\x1b[A\x1bOP\x1ba\x1b[O\x1b[200~x\ra\r\x1b[201~\r", "d\r"],
                 &[],
                 (1, Inside::Query),
                 terminal,

@@ -214,6 +214,41 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}.{digits}")
 }
 
+/// A command in raw mode that never reads its input, while the caller's
+/// terminal sends megabytes (the replies to queries the command prints
+/// would do): cordon holds a bounded amount for it and stops reading the
+/// terminal, and its own loop goes on, so the deadline still ends the run.
+#[test]
+fn a_command_that_never_reads_its_input_cannot_stall_cordon() {
+    const NEVER_READS: &str =
+        "import sys, time, tty\ntty.setraw(0)\nprint('READY', flush=True)\ntime.sleep(60)\n";
+    each_fixture(|mode, fx| {
+        let sb = fx.sandbox().flag("--timeout", "4s");
+        let mut p = spawn_on_pty(&sb, &py_command(NEVER_READS, &[] as &[&str]), true);
+        p.expect("READY", Duration::from_secs(30));
+        let chunk = [b'a'; 4096];
+        let mut written = 0;
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Some(Ok(Some(_))) = p.run.as_mut().map(|r| r.child.try_wait()) {
+                break;
+            }
+            match p.master.write(&chunk) {
+                Ok(n) => written += n,
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        let (code, seen) = p.finish(Duration::from_secs(30));
+        assert_eq!(code, 124, "{mode:?}: {seen:?}");
+        assert!(seen.contains("timed out after 4s"), "{mode:?}: {seen:?}");
+        // The input filled every buffer on the way, cordon's included.
+        assert!(
+            written > 64 * 1024,
+            "{mode:?}: only {written} bytes written"
+        );
+    });
+}
+
 #[test]
 fn interactive_bash_ctrl_c_and_job_control() {
     each_fixture(|mode, fx| {

@@ -182,6 +182,15 @@ impl Asker {
     }
 }
 
+/// The names systems give their own loopback (RFC 6761's `localhost`,
+/// and those `/etc/hosts` files commonly hold); `*.localhost` too.
+const LOOPBACK_NAMES: &[&str] = &[
+    "localhost",
+    "localhost.localdomain",
+    "ip6-localhost",
+    "ip6-loopback",
+];
+
 /// The source of what the user let through, as the audit log and the
 /// exit summary show it.
 pub const ASK_SOURCE: &str = "the user at the terminal (--ask)";
@@ -217,8 +226,7 @@ impl AskingGate {
         // A name of this machine's own loopback (RFC 6761): the address
         // guard refuses what it resolves to, allowed or not, so a rule
         // saved for it would only be junk.
-        let loopback_name =
-            matches!(target, Target::Name(n) if n == "localhost" || n.ends_with(".localhost"));
+        let loopback_name = matches!(target, Target::Name(n) if n.ends_with(".localhost") || LOOPBACK_NAMES.contains(&n.as_str()));
         if !askable || loopback_name {
             return None;
         }

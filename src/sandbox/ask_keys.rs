@@ -64,6 +64,12 @@ pub struct KeyReader {
     state: State,
     /// A byte that made no key came since [`KeyReader::take_dropped`].
     dropped: bool,
+    /// The parameter bytes of the control sequence being read (the first
+    /// few: enough to tell a paste's brackets).
+    params: Vec<u8>,
+    /// Inside a bracketed paste (`ESC [ 200 ~` to `ESC [ 201 ~`): what is
+    /// pasted was not typed as an answer, so it makes no key.
+    pasting: bool,
 }
 
 const ESC: u8 = 0x1b;
@@ -87,7 +93,7 @@ impl KeyReader {
     }
 
     fn byte(&mut self, byte: u8) -> Option<Key> {
-        let key = self.read(byte);
+        let key = self.read(byte).filter(|_| !self.pasting);
         if key.is_none() {
             self.dropped = true;
         }
@@ -106,6 +112,16 @@ impl KeyReader {
             State::Csi(any) => {
                 // Parameters and intermediates, then one final byte; a
                 // byte outside a sequence's range ends it too.
+                if (0x20..=0x3f).contains(&byte) && self.params.len() < 8 {
+                    self.params.push(byte);
+                }
+                if byte == b'~' {
+                    match self.params.as_slice() {
+                        b"200" => self.pasting = true,
+                        b"201" => self.pasting = false,
+                        _ => {}
+                    }
+                }
                 self.state = match byte {
                     0x20..=0x3f => State::Csi(true),
                     b'M' if !any => State::Skip(3),
@@ -166,7 +182,10 @@ impl KeyReader {
     /// After ESC: the 7-bit form of a C1 control, or an Alt-modified key.
     fn escape(&mut self, byte: u8) {
         self.state = match byte {
-            b'[' => State::Csi(false),
+            b'[' => {
+                self.params.clear();
+                State::Csi(false)
+            }
             b'O' => State::Ss3,
             b']' | b'P' | b'_' | b'^' | b'X' => State::String,
             ESC => State::Escape,

@@ -88,3 +88,14 @@ fn a_reply_cut_by_the_flush_marks_its_tail_dropped() {
     assert_eq!(chars(&r.feed(b"a")), "a");
     assert!(!r.take_dropped(), "typed keys drop nothing");
 }
+
+#[test]
+fn what_is_pasted_is_no_key() {
+    let mut r = KeyReader::default();
+    assert!(r.feed(b"\x1b[200~x\ra\r\x1b[201~").is_empty());
+    assert!(r.take_dropped());
+    // Split between reads too; and typing after the paste counts.
+    assert!(r.feed(b"\x1b[20").is_empty());
+    assert!(r.feed(b"0~a\r\x1b[2").is_empty());
+    assert_eq!(r.feed(b"01~d"), vec![Key::Char(b'd')]);
+}

@@ -54,8 +54,9 @@ const RESET: &str = concat!(
     "\x1b]104\x07\x1b]110\x07\x1b]111\x07",
     "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1016l",
     // Left and right margins, keypad application mode, 8-bit controls,
-    // the kitty keyboard protocol's flags, modifyOtherKeys.
-    "\x1b[?69l\x1b>\x1b F\x1b[=0;1u\x1b[>4m",
+    // the kitty keyboard protocol's flags, synchronized output, an open
+    // hyperlink (OSC 8).
+    "\x1b[?69l\x1b>\x1b F\x1b[=0;1u\x1b[?2026l\x1b]8;;\x1b\\",
     "\x1b[999;1H\r\n",
 );
 
@@ -277,6 +278,15 @@ impl Prompt {
                     return self.finish(answer);
                 }
             }
+        }
+    }
+
+    /// Before the command's last output is drained at exit: the question
+    /// on screen ends its line, so that output starts on a line of its
+    /// own (the question is closed after it, see [`Drop`]).
+    pub fn before_last_output(&mut self) {
+        if self.showing.is_some() {
+            self.say(RESET);
         }
     }
 

@@ -291,6 +291,9 @@ impl Sandbox {
                     let left = at.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         self.init.kill();
+                        if let Some(p) = prompt.as_mut() {
+                            p.before_last_output();
+                        }
                         if let Some(r) = relay.as_mut() {
                             r.drain();
                         }
@@ -325,7 +328,7 @@ impl Sandbox {
             let answering = prompt.as_ref().and_then(|p| p.answering());
             let is_answering = answering.is_some();
             let (poll_stdin, poll_master) = match (relay.as_ref(), answering) {
-                (Some(r), None) => (r.stdin_open, r.master_open),
+                (Some(r), None) => (r.wants_input(), r.master_open || r.holds_input()),
                 _ => (false, false),
             };
             let mut fds = vec![PollFd::new(self.signals.as_fd(), PollFlags::POLLIN)];
@@ -333,7 +336,12 @@ impl Sandbox {
                 fds.push(PollFd::new(stdin, PollFlags::POLLIN));
             }
             if let (true, Some(r)) = (poll_master, relay.as_ref()) {
-                fds.push(PollFd::new(r.master.as_fd(), PollFlags::POLLIN));
+                let mut events = PollFlags::empty();
+                events.set(PollFlags::POLLIN, r.master_open);
+                // Input held for a command that reads slowly, or not at
+                // all: written as the pty takes it, never waited for.
+                events.set(PollFlags::POLLOUT, r.holds_input());
+                fds.push(PollFd::new(r.master.as_fd(), events));
             }
             let reports_at = fds.len();
             if reports.is_some() {
@@ -377,12 +385,15 @@ impl Sandbox {
                 let mut i = 1;
                 if poll_stdin {
                     if ready[i] {
-                        r.stdin_open = tty::pump(stdin, r.master.as_fd());
+                        r.read_input(stdin);
                     }
                     i += 1;
                 }
                 if poll_master && ready[i] {
-                    r.master_open = tty::pump(r.master.as_fd(), r.output());
+                    r.write_input();
+                    if r.master_open {
+                        r.master_open = tty::pump(r.master.as_fd(), r.output());
+                    }
                 }
             }
             if !ready[0] {
@@ -418,6 +429,9 @@ impl Sandbox {
                 _ => continue,
             };
             self.init.reaped = true;
+            if let Some(p) = prompt.as_mut() {
+                p.before_last_output();
+            }
             if let Some(r) = relay.as_mut() {
                 r.drain();
             }

@@ -120,6 +120,8 @@ pub fn sync_window_size(caller: CallerTerminal, master: BorrowedFd<'_>) {
 pub fn pump(from: BorrowedFd<'_>, to: BorrowedFd<'_>) -> bool {
     let mut buf = [0u8; 16 * 1024];
     match nix::unistd::read(from.as_raw_fd(), &mut buf) {
+        // Nothing after all (the pty master does not block).
+        Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => true,
         Ok(0) | Err(_) => false,
         Ok(n) => {
             write_all(to, &buf[..n]);
@@ -127,6 +129,13 @@ pub fn pump(from: BorrowedFd<'_>, to: BorrowedFd<'_>) -> bool {
         }
     }
 }
+
+/// The most of the caller's input held for the pty while the command does
+/// not read it: the caller's terminal is then no longer read until it
+/// does. Writing it all at once would block cordon's loop (its deadline,
+/// signals and questions) on a command in raw mode that never reads while
+/// it makes the terminal send replies by the megabyte.
+const MAX_HELD_INPUT: usize = 64 * 1024;
 
 fn write_all(to: BorrowedFd<'_>, mut data: &[u8]) {
     while !data.is_empty() {
@@ -144,6 +153,8 @@ pub struct Relay {
     /// Whether the caller's stdin (a terminal) still feeds the pty.
     pub stdin_open: bool,
     pub master_open: bool,
+    /// The caller's input the pty did not take yet.
+    held: Vec<u8>,
     caller: CallerTerminal,
     _raw: Option<RawMode>,
 }
@@ -156,10 +167,18 @@ impl Relay {
             .then(|| RawMode::enter(!caller.is_tty[1]).ok())
             .flatten();
         sync_window_size(caller, master.as_fd());
+        // Writes to the pty take what fits and return (the master is this
+        // process's own descriptor, shared with no one).
+        if let Ok(flags) = nix::fcntl::fcntl(master.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL) {
+            let flags =
+                nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+            let _ = nix::fcntl::fcntl(master.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFL(flags));
+        }
         Relay {
             master,
             stdin_open: caller.input(),
             master_open: caller.output().is_some(),
+            held: Vec::new(),
             caller,
             _raw: raw,
         }
@@ -168,6 +187,47 @@ impl Relay {
     /// The caller's terminal descriptor the pty's output goes to.
     pub fn output(&self) -> BorrowedFd<'static> {
         sys::stdio(self.caller.output().unwrap_or(1))
+    }
+
+    /// Whether the caller's terminal is to be read: it is open, and the
+    /// pty took enough of what came before.
+    pub fn wants_input(&self) -> bool {
+        self.stdin_open && self.held.len() < MAX_HELD_INPUT
+    }
+
+    /// Whether input waits for the pty to take it (poll it for POLLOUT).
+    pub fn holds_input(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Reads what the caller's terminal `stdin` sent, and gives the pty
+    /// what it takes of it.
+    pub fn read_input(&mut self, stdin: BorrowedFd<'_>) {
+        let mut buf = [0u8; 16 * 1024];
+        let room = MAX_HELD_INPUT
+            .saturating_sub(self.held.len())
+            .min(buf.len());
+        match nix::unistd::read(stdin.as_raw_fd(), &mut buf[..room]) {
+            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {}
+            Ok(0) | Err(_) => self.stdin_open = false,
+            Ok(n) => self.held.extend_from_slice(&buf[..n]),
+        }
+        self.write_input();
+    }
+
+    /// Gives the pty what it takes of the held input, without waiting.
+    pub fn write_input(&mut self) {
+        while !self.held.is_empty() {
+            match nix::unistd::write(self.master.as_fd(), &self.held) {
+                Ok(n) => {
+                    self.held.drain(..n);
+                }
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(nix::errno::Errno::EAGAIN) => return,
+                // The pty is gone: nothing will read it.
+                Err(_) => self.held.clear(),
+            }
+        }
     }
 
     /// Copies the caller's window size to the pty (on SIGWINCH).
