@@ -40,6 +40,13 @@ fn spawn_on(sb: &Sandbox, cmd: &[&str], on_tty: [bool; 3]) -> PtyRun {
     };
     let pty = nix::pty::openpty(Some(&ws), None).expect("openpty");
     let slave: OwnedFd = pty.slave;
+    // The terminal is its user's, as a login makes it.
+    nix::unistd::fchown(
+        slave.as_raw_fd(),
+        Some(nix::unistd::Uid::from_raw(sb.mode().uid())),
+        None,
+    )
+    .unwrap();
     let mut c = sb.command(cmd);
     let dup = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
     c.stdin(if on_tty[0] {
@@ -246,6 +253,46 @@ fn a_command_that_never_reads_its_input_cannot_stall_cordon() {
             written > 64 * 1024,
             "{mode:?}: only {written} bytes written"
         );
+    });
+}
+
+/// The caller's terminal stops taking output (a terminal that no longer
+/// reads) while the command floods it: cordon holds a bounded amount and
+/// stops reading the pty, so the command waits and cordon's loop goes on:
+/// the deadline still kills the command on time (cordon's own last words
+/// then wait for the terminal, like any program's).
+#[test]
+fn a_terminal_that_stops_reading_cannot_stall_cordon() {
+    const FLOODS: &str = "import os\nwhile True:\n    os.write(1, b'x' * 65536)\n";
+    each_fixture(|mode, fx| {
+        let sb = fx.sandbox().flag("--timeout", "4s");
+        let marker = unique("flood");
+        let p = spawn_on_pty(&sb, &py_command(FLOODS, &[marker.as_str()]), true);
+        // The command's processes (cordon's own command line holds the
+        // marker too).
+        let command = || {
+            host_pids_with_cmdline(&marker)
+                .into_iter()
+                .filter(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|c| c.starts_with("python"))
+                })
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            wait_until(Duration::from_secs(20), || !command().is_empty()),
+            "{mode:?}: the command never started"
+        );
+        // Not read for longer than the deadline.
+        std::thread::sleep(Duration::from_secs(8));
+        assert_eq!(
+            command(),
+            Vec::<i32>::new(),
+            "{mode:?}: the command outlived its 4s deadline"
+        );
+        let (code, seen) = p.finish(Duration::from_secs(30));
+        assert_eq!(code, 124, "{mode:?}");
+        assert!(seen.contains("timed out after 4s"), "{mode:?}");
     });
 }
 

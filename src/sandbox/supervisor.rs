@@ -322,27 +322,21 @@ impl Sandbox {
                 }
                 None => timeout,
             };
-            let stdin = sys::stdio(0);
             // While a question is on screen the relay pauses: the key is
             // the prompt's, and the command's output waits in its pty.
             let answering = prompt.as_ref().and_then(|p| p.answering());
             let is_answering = answering.is_some();
-            let (poll_stdin, poll_master) = match (relay.as_ref(), answering) {
-                (Some(r), None) => (r.wants_input(), r.master_open || r.holds_input()),
-                _ => (false, false),
+            let relay_wants = match (relay.as_ref(), answering) {
+                (Some(r), None) => r.wanted(),
+                _ => Vec::new(),
             };
+            let ends: Vec<tty::End> = relay_wants.iter().map(|(end, _, _)| *end).collect();
             let mut fds = vec![PollFd::new(self.signals.as_fd(), PollFlags::POLLIN)];
-            if poll_stdin {
-                fds.push(PollFd::new(stdin, PollFlags::POLLIN));
-            }
-            if let (true, Some(r)) = (poll_master, relay.as_ref()) {
-                let mut events = PollFlags::empty();
-                events.set(PollFlags::POLLIN, r.master_open);
-                // Input held for a command that reads slowly, or not at
-                // all: written as the pty takes it, never waited for.
-                events.set(PollFlags::POLLOUT, r.holds_input());
-                fds.push(PollFd::new(r.master.as_fd(), events));
-            }
+            fds.extend(
+                relay_wants
+                    .into_iter()
+                    .map(|(_, fd, events)| PollFd::new(fd, events)),
+            );
             let reports_at = fds.len();
             if reports.is_some() {
                 fds.push(PollFd::new(self.channel.as_fd(), PollFlags::POLLIN));
@@ -382,17 +376,9 @@ impl Sandbox {
             let shown_now =
                 !is_answering && prompt.as_ref().is_some_and(|p| p.answering().is_some());
             if let (Some(r), false) = (relay.as_mut(), shown_now) {
-                let mut i = 1;
-                if poll_stdin {
-                    if ready[i] {
-                        r.read_input(stdin);
-                    }
-                    i += 1;
-                }
-                if poll_master && ready[i] {
-                    r.write_input();
-                    if r.master_open {
-                        r.master_open = tty::pump(r.master.as_fd(), r.output());
+                for (i, end) in ends.iter().enumerate() {
+                    if ready[1 + i] {
+                        r.on_ready(*end);
                     }
                 }
             }

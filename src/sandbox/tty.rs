@@ -11,6 +11,9 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 
+use std::time::Duration;
+
+use nix::poll::{PollFd, PollFlags};
 use nix::sys::termios::{cfmakeraw, tcgetattr, tcsetattr, SetArg, Termios};
 
 use crate::sys;
@@ -113,23 +116,6 @@ pub fn sync_window_size(caller: CallerTerminal, master: BorrowedFd<'_>) {
     }
 }
 
-/// Moves what is readable on `from` to `to`. Returns false at end of
-/// `from` or on a read error. What `to` no longer takes (a terminal that
-/// went away, one opened read-only) is dropped: the pty is still read, so
-/// the command never blocks writing to it.
-pub fn pump(from: BorrowedFd<'_>, to: BorrowedFd<'_>) -> bool {
-    let mut buf = [0u8; 16 * 1024];
-    match nix::unistd::read(from.as_raw_fd(), &mut buf) {
-        // Nothing after all (the pty master does not block).
-        Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => true,
-        Ok(0) | Err(_) => false,
-        Ok(n) => {
-            write_all(to, &buf[..n]);
-            true
-        }
-    }
-}
-
 /// The most of the caller's input held for the pty while the command does
 /// not read it: the caller's terminal is then no longer read until it
 /// does. Writing it all at once would block cordon's loop (its deadline,
@@ -137,24 +123,41 @@ pub fn pump(from: BorrowedFd<'_>, to: BorrowedFd<'_>) -> bool {
 /// it makes the terminal send replies by the megabyte.
 const MAX_HELD_INPUT: usize = 64 * 1024;
 
-fn write_all(to: BorrowedFd<'_>, mut data: &[u8]) {
-    while !data.is_empty() {
-        match nix::unistd::write(to, data) {
-            Ok(n) => data = &data[n..],
-            Err(nix::errno::Errno::EINTR) | Err(nix::errno::Errno::EAGAIN) => {}
-            Err(_) => return,
-        }
-    }
+/// The most of the command's output held for the caller's terminal while
+/// it does not take it (a terminal that stopped reading): the pty is then
+/// no longer read, so the command waits, and cordon's loop does not.
+const MAX_HELD_OUTPUT: usize = 256 * 1024;
+
+/// How long the drain at exit waits for the caller's terminal to take
+/// more of the command's last output before it drops the rest.
+const DRAIN_WAIT: Duration = Duration::from_secs(2);
+
+/// One end of the relay, for the supervisor's poll.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The caller's stdin (a terminal), read.
+    Input,
+    /// The pty master: the command's output read, the caller's input
+    /// written.
+    Master,
+    /// The caller's terminal the command's output goes to, written.
+    Output,
 }
 
 /// The pty master and the caller's terminal, while the relay runs.
 pub struct Relay {
     pub master: OwnedFd,
     /// Whether the caller's stdin (a terminal) still feeds the pty.
-    pub stdin_open: bool,
-    pub master_open: bool,
+    stdin_open: bool,
+    master_open: bool,
     /// The caller's input the pty did not take yet.
-    held: Vec<u8>,
+    held_input: Vec<u8>,
+    /// The command's output the caller's terminal did not take yet.
+    held_output: Vec<u8>,
+    /// The caller's terminal reopened without blocking (a description of
+    /// its own, so the caller's keeps its flags); `None` where it cannot
+    /// be, and the caller's own descriptor is written, blocking.
+    output: Option<OwnedFd>,
     caller: CallerTerminal,
     _raw: Option<RawMode>,
 }
@@ -178,56 +181,77 @@ impl Relay {
             master,
             stdin_open: caller.input(),
             master_open: caller.output().is_some(),
-            held: Vec::new(),
+            held_input: Vec::new(),
+            held_output: Vec::new(),
+            output: caller.output().and_then(reopen_nonblocking),
             caller,
             _raw: raw,
         }
     }
 
     /// The caller's terminal descriptor the pty's output goes to.
-    pub fn output(&self) -> BorrowedFd<'static> {
-        sys::stdio(self.caller.output().unwrap_or(1))
-    }
-
-    /// Whether the caller's terminal is to be read: it is open, and the
-    /// pty took enough of what came before.
-    pub fn wants_input(&self) -> bool {
-        self.stdin_open && self.held.len() < MAX_HELD_INPUT
-    }
-
-    /// Whether input waits for the pty to take it (poll it for POLLOUT).
-    pub fn holds_input(&self) -> bool {
-        !self.held.is_empty()
-    }
-
-    /// Reads what the caller's terminal `stdin` sent, and gives the pty
-    /// what it takes of it.
-    pub fn read_input(&mut self, stdin: BorrowedFd<'_>) {
-        let mut buf = [0u8; 16 * 1024];
-        let room = MAX_HELD_INPUT
-            .saturating_sub(self.held.len())
-            .min(buf.len());
-        match nix::unistd::read(stdin.as_raw_fd(), &mut buf[..room]) {
-            Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {}
-            Ok(0) | Err(_) => self.stdin_open = false,
-            Ok(n) => self.held.extend_from_slice(&buf[..n]),
+    fn output(&self) -> BorrowedFd<'_> {
+        match &self.output {
+            Some(fd) => fd.as_fd(),
+            None => sys::stdio(self.caller.output().unwrap_or(1)),
         }
-        self.write_input();
+    }
+
+    /// What the relay waits for now: each end with its events.
+    pub fn wanted(&self) -> Vec<(End, BorrowedFd<'_>, PollFlags)> {
+        let mut wanted = Vec::new();
+        if self.stdin_open && self.held_input.len() < MAX_HELD_INPUT {
+            wanted.push((End::Input, sys::stdio(0), PollFlags::POLLIN));
+        }
+        let mut master = PollFlags::empty();
+        master.set(
+            PollFlags::POLLIN,
+            self.master_open && self.held_output.len() < MAX_HELD_OUTPUT,
+        );
+        master.set(PollFlags::POLLOUT, !self.held_input.is_empty());
+        if !master.is_empty() {
+            wanted.push((End::Master, self.master.as_fd(), master));
+        }
+        if !self.held_output.is_empty() {
+            wanted.push((End::Output, self.output(), PollFlags::POLLOUT));
+        }
+        wanted
+    }
+
+    /// Moves what `end`, ready, has or takes.
+    pub fn on_ready(&mut self, end: End) {
+        match end {
+            End::Input => {
+                let room = MAX_HELD_INPUT.saturating_sub(self.held_input.len());
+                self.stdin_open = read_into(sys::stdio(0), &mut self.held_input, room);
+                self.write_input();
+            }
+            End::Master => {
+                self.write_input();
+                if self.master_open {
+                    let room = MAX_HELD_OUTPUT.saturating_sub(self.held_output.len());
+                    self.master_open = read_into(self.master.as_fd(), &mut self.held_output, room);
+                    self.write_output();
+                }
+            }
+            End::Output => self.write_output(),
+        }
     }
 
     /// Gives the pty what it takes of the held input, without waiting.
-    pub fn write_input(&mut self) {
-        while !self.held.is_empty() {
-            match nix::unistd::write(self.master.as_fd(), &self.held) {
-                Ok(n) => {
-                    self.held.drain(..n);
-                }
-                Err(nix::errno::Errno::EINTR) => {}
-                Err(nix::errno::Errno::EAGAIN) => return,
-                // The pty is gone: nothing will read it.
-                Err(_) => self.held.clear(),
-            }
-        }
+    fn write_input(&mut self) {
+        let master = self.master.as_fd();
+        write_what_fits(master, &mut self.held_input);
+    }
+
+    /// Gives the caller's terminal what it takes of the held output
+    /// (all of it, where its descriptor blocks).
+    fn write_output(&mut self) {
+        let output = match &self.output {
+            Some(fd) => fd.as_fd(),
+            None => sys::stdio(self.caller.output().unwrap_or(1)),
+        };
+        write_what_fits(output, &mut self.held_output);
     }
 
     /// Copies the caller's window size to the pty (on SIGWINCH).
@@ -235,15 +259,79 @@ impl Relay {
         sync_window_size(self.caller, self.master.as_fd());
     }
 
-    /// Drains what the sandbox still wrote to the pty.
+    /// Drains what the sandbox still wrote to the pty to the caller's
+    /// terminal; what it does not take within [`DRAIN_WAIT`] is dropped.
     pub fn drain(&mut self) {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        while self.master_open {
+        use nix::poll::{poll, PollTimeout};
+        loop {
+            if !self.held_output.is_empty() {
+                let wait = PollTimeout::try_from(DRAIN_WAIT).unwrap_or(PollTimeout::MAX);
+                let mut fds = [PollFd::new(self.output(), PollFlags::POLLOUT)];
+                if !matches!(poll(&mut fds, wait), Ok(n) if n > 0) {
+                    return;
+                }
+                self.write_output();
+                continue;
+            }
             let mut fds = [PollFd::new(self.master.as_fd(), PollFlags::POLLIN)];
             match poll(&mut fds, PollTimeout::ZERO) {
-                Ok(n) if n > 0 => self.master_open = pump(self.master.as_fd(), self.output()),
-                _ => break,
+                Ok(n) if n > 0 && self.master_open => {
+                    self.master_open =
+                        read_into(self.master.as_fd(), &mut self.held_output, MAX_HELD_OUTPUT);
+                    self.write_output();
+                }
+                _ => return,
             }
         }
     }
+}
+
+/// Reads what `from` has, at most `room` bytes, onto `held`. Returns false
+/// at its end or on an error (nothing more comes from it).
+fn read_into(from: BorrowedFd<'_>, held: &mut Vec<u8>, room: usize) -> bool {
+    let mut buf = [0u8; 16 * 1024];
+    let room = room.min(buf.len());
+    if room == 0 {
+        return true;
+    }
+    match nix::unistd::read(from.as_raw_fd(), &mut buf[..room]) {
+        // Nothing after all.
+        Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => true,
+        Ok(0) | Err(_) => false,
+        Ok(n) => {
+            held.extend_from_slice(&buf[..n]);
+            true
+        }
+    }
+}
+
+/// Writes to `to` what it takes of `held` now, and keeps the rest. What
+/// `to` no longer takes at all (a terminal that went away, one opened
+/// read-only) is dropped, so that its source is still read and the command
+/// never blocks on it.
+fn write_what_fits(to: BorrowedFd<'_>, held: &mut Vec<u8>) {
+    while !held.is_empty() {
+        match nix::unistd::write(to, held) {
+            Ok(0) => return,
+            Ok(n) => {
+                held.drain(..n);
+            }
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EAGAIN) => return,
+            Err(_) => held.clear(),
+        }
+    }
+}
+
+/// The terminal at the caller's descriptor `fd`, opened again, not
+/// blocking: a file description of cordon's own, so that the flag does not
+/// reach the caller's shell, which shares the one it has.
+fn reopen_nonblocking(fd: RawFd) -> Option<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{fd}"))
+        .ok()
+        .map(OwnedFd::from)
 }

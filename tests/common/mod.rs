@@ -292,6 +292,11 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
+    /// Who cordon runs as.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
     pub fn new(mode: Mode) -> Sandbox {
         Sandbox {
             mode,
