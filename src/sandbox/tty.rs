@@ -191,10 +191,7 @@ impl Relay {
 
     /// The caller's terminal descriptor the pty's output goes to.
     fn output(&self) -> BorrowedFd<'_> {
-        match &self.output {
-            Some(fd) => fd.as_fd(),
-            None => sys::stdio(self.caller.output().unwrap_or(1)),
-        }
+        output_fd(&self.output, self.caller)
     }
 
     /// What the relay waits for now: each end with its events.
@@ -247,11 +244,7 @@ impl Relay {
     /// Gives the caller's terminal what it takes of the held output
     /// (all of it, where its descriptor blocks).
     fn write_output(&mut self) {
-        let output = match &self.output {
-            Some(fd) => fd.as_fd(),
-            None => sys::stdio(self.caller.output().unwrap_or(1)),
-        };
-        write_what_fits(output, &mut self.held_output);
+        write_what_fits(output_fd(&self.output, self.caller), &mut self.held_output);
     }
 
     /// Copies the caller's window size to the pty (on SIGWINCH).
@@ -283,6 +276,15 @@ impl Relay {
                 _ => return,
             }
         }
+    }
+}
+
+/// The descriptor the command's output is written to: the terminal opened
+/// again, else the caller's own.
+fn output_fd(reopened: &Option<OwnedFd>, caller: CallerTerminal) -> BorrowedFd<'_> {
+    match reopened {
+        Some(fd) => fd.as_fd(),
+        None => sys::stdio(caller.output().unwrap_or(1)),
     }
 }
 
