@@ -17,7 +17,7 @@
 //! relative to the project; a rule without a `/` matches at any depth, as
 //! in a gitignore file.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::json::Doc;
 use super::sandbox_block::{anchored, Anchors, Mapper, Meaning};
@@ -178,10 +178,18 @@ impl Rules<'_> {
                     doc.origin(value, &key),
                     "Claude Code's prompts, not a sandbox rule: not imported",
                 ),
-                "additionalDirectories" => mapper.imported.note(
-                    doc.origin(value, &key),
-                    "directories Claude Code's file tools may use: not made writable; add each with --allow-write if the agent should write there",
-                ),
+                // The directories Claude Code's file tools may edit beyond
+                // the project: under cordon those tools run inside, so the
+                // sandbox lets them write there (from a repository's
+                // settings this widens, and is held like any widening).
+                "additionalDirectories" => {
+                    for (dir, origin) in doc.strings(value, &key)? {
+                        let path = self.directory(&dir, &origin)?;
+                        mapper
+                            .imported
+                            .set(&ALLOW_WRITE.about, Value::Item(path), origin);
+                    }
+                }
                 _ => mapper.imported.note(
                     doc.origin(value, &key),
                     "Claude Code's permission modes, not a sandbox rule: not imported",
@@ -240,6 +248,45 @@ impl Rules<'_> {
             }
             _ => Ok(false),
         }
+    }
+
+    /// A directory of `additionalDirectories` as a policy path: absolute,
+    /// from the home (`~/`), or relative to the project.
+    fn directory(&self, dir: &str, origin: &Origin) -> Result<String, LoadError> {
+        let dir = dir.strip_suffix("/**").unwrap_or(dir);
+        if dir.is_empty() || dir.contains(['*', '?', '[', '{']) {
+            return Err(LoadError::Invalid {
+                at: origin.at.clone(),
+                key: origin.key.clone(),
+                message: format!("{dir:?}: a directory is a path, not a pattern"),
+            });
+        }
+        // `..` is resolved by name, as Claude Code resolves it (its own
+        // example is `../docs/`); policy paths hold none.
+        let (mut path, rest) = if let Some(rest) = dir.strip_prefix("~/") {
+            (self.anchors.home.clone(), rest)
+        } else if dir == "~" {
+            (self.anchors.home.clone(), "")
+        } else if dir.starts_with('/') {
+            (PathBuf::from("/"), dir)
+        } else {
+            (self.project.to_path_buf(), dir)
+        };
+        for part in Path::new(rest).components() {
+            match part {
+                Component::ParentDir => {
+                    path.pop();
+                }
+                Component::Normal(name) => path.push(name),
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+        let text = path.to_str().ok_or_else(|| LoadError::Invalid {
+            at: origin.at.clone(),
+            key: origin.key.clone(),
+            message: format!("{dir:?}: a name that is not UTF-8 in the path"),
+        })?;
+        anchored(text, self.anchors, origin)
     }
 
     /// A `Read(...)` or `Edit(...)` specifier as a policy path.

@@ -569,3 +569,38 @@ fn a_path_that_is_not_utf8_is_refused() {
     let e = import(&[file], &d.home, &project).unwrap_err().to_string();
     assert!(e.contains("not UTF-8"), "{e}");
 }
+
+#[test]
+fn additional_directories_are_writable_and_held_from_a_repository() {
+    let d = Dirs::new();
+    let user = d.user(
+        r#"{"permissions": {"additionalDirectories": ["~/notes", "../shared/", "/opt/data/**"]}}"#,
+    );
+    let imported = d.import(&[user]).unwrap();
+    let parent = d.project.parent().unwrap();
+    assert_eq!(
+        values(&imported, "files.allow_write"),
+        [
+            "~/notes".to_string(),
+            parent.join("shared").display().to_string(),
+            "/opt/data".to_string()
+        ],
+        "{imported:?}"
+    );
+    assert!(held_keys(&imported).is_empty(), "{imported:?}");
+    d.printed(&imported);
+
+    let repo = d.write(
+        &d.project.join(".claude/settings.json"),
+        r#"{"permissions": {"additionalDirectories": ["~"]}}"#,
+    );
+    let imported = d.import(&[repo]).unwrap();
+    assert_eq!(held_keys(&imported), ["files.allow_write"], "{imported:?}");
+
+    let bad = d.user(r#"{"permissions": {"additionalDirectories": ["~/src/*"]}}"#);
+    let e = d.import(&[bad]).unwrap_err().to_string();
+    assert!(
+        e.contains("permissions.additionalDirectories[0]") && e.contains("not a pattern"),
+        "{e}"
+    );
+}
