@@ -27,6 +27,7 @@ use nix::sys::termios::{self, FlushArg, LocalFlags, OutputFlags};
 use super::ask_keys::{Key, KeyReader, MAX_LINE};
 use crate::escape::printable;
 use crate::net::ask::{Answer, Asker, Question};
+use crate::policy::host::HOST_INTERNAL;
 
 /// How long the terminal gets to send its replies to what the command
 /// printed before the question (they are thrown away then, with anything
@@ -129,7 +130,7 @@ impl Prompt {
         };
         self.settle();
         let seconds = self.setup.timeout.as_secs();
-        let loopback = if question.shown.starts_with("host.cordon.internal:") {
+        let loopback = if question.shown.starts_with(&format!("{HOST_INTERNAL}:")) {
             " (a port on this machine's loopback, outside the sandbox)"
         } else {
             ""

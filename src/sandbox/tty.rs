@@ -10,7 +10,6 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Mutex;
-
 use std::time::Duration;
 
 use nix::poll::{PollFd, PollFlags};
